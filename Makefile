@@ -1,0 +1,37 @@
+# Two commands do all the set-up: `make demo` runs the main job, `make test` passes the tests.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+
+.PHONY: test demo lint typecheck pytest system-deps bench clean
+
+$(STAMP): pyproject.toml collector/pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]' -e './collector[test]'
+	touch $(STAMP)
+
+# Debian packages the tests drive for real (headless Chromium for the collector's page).
+system-deps:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  echo "installing chromium (Debian) for the page tests"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+pytest: $(STAMP) system-deps
+	$(BIN)/pytest -q
+
+test: lint typecheck pytest
+
+demo: $(STAMP)
+	$(BIN)/python examples/demo.py
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .ragtrace

@@ -1,0 +1,20 @@
+"""ragtrace: score production RAG traces and put the scores back on the OpenTelemetry span.
+
+The public API is exactly ``__all__``; everything in a ``_module`` is private and may change.
+"""
+
+from ragtrace._record import Chunk, RagRecord
+from ragtrace.environment_variables import ConfigurationError
+from ragtrace.metrics._base import Cost, Metric, Score
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Chunk",
+    "ConfigurationError",
+    "Cost",
+    "Metric",
+    "RagRecord",
+    "Score",
+    "__version__",
+]

@@ -1,0 +1,196 @@
+"""Every ``RAGTRACE_*`` environment variable, documented and parsed in one place.
+
+Each variable has a constant here whose docstring says its meaning, type and default; constructor
+arguments win over variables, variables win over defaults. The ``read_*`` helpers parse a variable
+and raise ``ConfigurationError`` naming the variable and the fix when the value is wrong: a
+configuration mistake surfaces at start-up, never as a silent default.
+
+Standard OpenTelemetry variables (``OTEL_SERVICE_NAME``, ``OTEL_RESOURCE_ATTRIBUTES``,
+``OTEL_EXPORTER_OTLP_*``) are honoured by the OpenTelemetry SDK itself and are not repeated here.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Final
+
+
+class ConfigurationError(ValueError):
+    """A setting is wrong. The message names the setting and how to fix it."""
+
+
+# --------------------------------------------------------------------------------------------------
+# Capture
+# --------------------------------------------------------------------------------------------------
+
+RAGTRACE_CAPTURE_CONTENT: Final = "RAGTRACE_CAPTURE_CONTENT"
+"""``true`` (default) or ``false``. When false, no query, chunk or answer text is exported on spans;
+scoring still sees the text in memory. Same as ``configure(capture_content=...)``."""
+
+RAGTRACE_MAX_ATTRIBUTE_LENGTH: Final = "RAGTRACE_MAX_ATTRIBUTE_LENGTH"
+"""Integer, characters (default 8192). Exported text attributes (each chunk, query, answer) are cut
+at this length and marked with ``semconv.TRUNCATION_MARKER``."""
+
+RAGTRACE_MAX_RECORD_CHUNK_LENGTH: Final = "RAGTRACE_MAX_RECORD_CHUNK_LENGTH"
+"""Integer, characters (default 65536). Each chunk kept in memory for scoring is cut at this length."""
+
+RAGTRACE_MAX_RECORD_CHUNKS: Final = "RAGTRACE_MAX_RECORD_CHUNKS"
+"""Integer (default 256). At most this many chunks of a RAG call are kept for scoring and exported."""
+
+# --------------------------------------------------------------------------------------------------
+# Sampling and scoring
+# --------------------------------------------------------------------------------------------------
+
+RAGTRACE_SAMPLE_RATE: Final = "RAGTRACE_SAMPLE_RATE"
+"""Float in [0, 1] (default 0.1): fraction of traces scored, decided deterministically by trace id."""
+
+RAGTRACE_METRIC_RATES: Final = "RAGTRACE_METRIC_RATES"
+"""Per-metric rates, e.g. ``faithfulness=0.5,context_relevance=0.1``. A trace selected at a low rate
+gets every metric of a higher rate too (dense selection)."""
+
+RAGTRACE_METRICS: Final = "RAGTRACE_METRICS"
+"""Comma-separated metric names to score (default: the production suite: faithfulness,
+hallucination, answer_relevancy_embedding, context_relevance)."""
+
+RAGTRACE_THROTTLE_PER_MINUTE: Final = "RAGTRACE_THROTTLE_PER_MINUTE"
+"""Integer >= 0: at most this many records scored per minute (unset: no throttle)."""
+
+RAGTRACE_BUDGET_TOKENS_PER_DAY: Final = "RAGTRACE_BUDGET_TOKENS_PER_DAY"
+"""Integer >= 0: judge tokens (prompt + completion) per UTC day; past it, decision ``over_budget``."""
+
+RAGTRACE_BUDGET_USD_PER_DAY: Final = "RAGTRACE_BUDGET_USD_PER_DAY"
+"""Float >= 0: judge spend in US dollars per UTC day, priced by the model price table."""
+
+RAGTRACE_QUEUE_SIZE: Final = "RAGTRACE_QUEUE_SIZE"
+"""Integer >= 1 (default 2048): records waiting to be scored; past it, decision ``overflow``."""
+
+RAGTRACE_MAX_CONCURRENCY: Final = "RAGTRACE_MAX_CONCURRENCY"
+"""Integer >= 1 (default 8): records scored at once by the background worker."""
+
+RAGTRACE_HOLD_TIMEOUT: Final = "RAGTRACE_HOLD_TIMEOUT"
+"""Float seconds > 0 (default 30): longest a RAG span is held for scoring before it is exported
+unscored (decision ``timeout``); late scores then go out on a carrier span."""
+
+# --------------------------------------------------------------------------------------------------
+# Judge
+# --------------------------------------------------------------------------------------------------
+
+RAGTRACE_JUDGE: Final = "RAGTRACE_JUDGE"
+"""``auto`` (default), ``openai`` or ``offline``. ``auto`` picks the OpenAI-compatible judge when
+``OPENAI_API_KEY`` or ``RAGTRACE_JUDGE_BASE_URL`` is set, else the offline judge."""
+
+RAGTRACE_JUDGE_BASE_URL: Final = "RAGTRACE_JUDGE_BASE_URL"
+"""Base URL of an OpenAI-compatible endpoint (vLLM, Ollama, LiteLLM, Azure, ...), e.g.
+``http://127.0.0.1:8000/v1``."""
+
+RAGTRACE_JUDGE_API_KEY: Final = "RAGTRACE_JUDGE_API_KEY"
+"""API key for the judge endpoint (falls back to ``OPENAI_API_KEY``)."""
+
+RAGTRACE_JUDGE_MODEL: Final = "RAGTRACE_JUDGE_MODEL"
+"""Chat model of the judge (default ``gpt-4o-mini``)."""
+
+RAGTRACE_JUDGE_EMBEDDING_MODEL: Final = "RAGTRACE_JUDGE_EMBEDDING_MODEL"
+"""Embeddings model of the judge (default ``text-embedding-3-small``)."""
+
+RAGTRACE_JUDGE_TIMEOUT: Final = "RAGTRACE_JUDGE_TIMEOUT"
+"""Float seconds > 0 (default 30): timeout of one judge call."""
+
+RAGTRACE_JUDGE_MAX_RETRIES: Final = "RAGTRACE_JUDGE_MAX_RETRIES"
+"""Integer >= 0 (default 3): retries of a judge call on 429, 5xx, timeouts and connection errors."""
+
+RAGTRACE_JUDGE_MAX_CONCURRENCY: Final = "RAGTRACE_JUDGE_MAX_CONCURRENCY"
+"""Integer >= 1 (default 16): judge calls in flight at once."""
+
+# --------------------------------------------------------------------------------------------------
+# Parsing
+# --------------------------------------------------------------------------------------------------
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+
+
+def _raw(name: str) -> str | None:
+    value = os.environ.get(name)
+    if value is None or value.strip() == "":
+        return None
+    return value.strip()
+
+
+def read_str(name: str, default: str | None = None) -> str | None:
+    """The variable's value, stripped, or ``default`` when unset or empty."""
+    value = _raw(name)
+    return default if value is None else value
+
+
+def read_bool(name: str, default: bool) -> bool:
+    """Parse ``true/false/1/0/yes/no/on/off`` (any case); raise ``ConfigurationError`` otherwise."""
+    value = _raw(name)
+    if value is None:
+        return default
+    lowered = value.lower()
+    if lowered in _TRUE:
+        return True
+    if lowered in _FALSE:
+        return False
+    raise ConfigurationError(f"{name}={value!r} is not a boolean: set it to 'true' or 'false'")
+
+
+def read_int(name: str, default: int | None, *, minimum: int = 0) -> int | None:
+    """Parse an integer >= ``minimum``; raise ``ConfigurationError`` naming the fix otherwise."""
+    value = _raw(name)
+    if value is None:
+        return default
+    try:
+        parsed = int(value)
+    except ValueError:
+        raise ConfigurationError(f"{name}={value!r} is not an integer: set it to a whole number") from None
+    if parsed < minimum:
+        raise ConfigurationError(f"{name}={value!r} is below {minimum}: set it to {minimum} or more")
+    return parsed
+
+
+def read_float(
+    name: str,
+    default: float | None,
+    *,
+    minimum: float | None = None,
+    maximum: float | None = None,
+) -> float | None:
+    """Parse a float within [``minimum``, ``maximum``]; raise ``ConfigurationError`` naming the fix otherwise."""
+    value = _raw(name)
+    if value is None:
+        return default
+    try:
+        parsed = float(value)
+    except ValueError:
+        raise ConfigurationError(f"{name}={value!r} is not a number: set it to e.g. 0.5") from None
+    if parsed != parsed or (minimum is not None and parsed < minimum) or (maximum is not None and parsed > maximum):
+        low = "-inf" if minimum is None else minimum
+        high = "inf" if maximum is None else maximum
+        raise ConfigurationError(f"{name}={value!r} is out of range: set it between {low} and {high}")
+    return parsed
+
+
+def read_mapping(name: str) -> dict[str, str]:
+    """Parse ``key=value,key=value``; raise ``ConfigurationError`` on an item without ``=``."""
+    value = _raw(name)
+    if value is None:
+        return {}
+    result: dict[str, str] = {}
+    for item in value.split(","):
+        item = item.strip()
+        if not item:
+            continue
+        key, sep, val = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigurationError(f"{name}: {item!r} is not 'name=value': write e.g. faithfulness=0.5")
+        result[key.strip()] = val.strip()
+    return result
+
+
+def read_list(name: str) -> list[str] | None:
+    """Parse a comma-separated list; ``None`` when unset."""
+    value = _raw(name)
+    if value is None:
+        return None
+    return [item.strip() for item in value.split(",") if item.strip()]
