@@ -124,6 +124,9 @@ GEN_AI_TOKEN_TYPE: Final = "gen_ai.token.type"
 SERVICE_NAME: Final = "service.name"
 """Resource attribute: the service that emitted the span (OTel general attribute)."""
 
+HTTP_ROUTE: Final = "http.route"
+"""Span attribute: the matched HTTP route template (OTel HTTP semconv); the collector groups scores by it."""
+
 # --------------------------------------------------------------------------------------------------
 # ragtrace span attributes
 # --------------------------------------------------------------------------------------------------
