@@ -71,6 +71,22 @@ RAGTRACE_HOLD_TIMEOUT: Final = "RAGTRACE_HOLD_TIMEOUT"
 """Float seconds > 0 (default 30): longest a RAG span is held for scoring before it is exported
 unscored (decision ``timeout``); late scores then go out on a carrier span."""
 
+RAGTRACE_SAMPLE_ALWAYS: Final = "RAGTRACE_SAMPLE_ALWAYS"
+"""Comma-separated rules that force scoring whatever the rate: ``empty_answer``, ``name:GLOB``,
+``attr:KEY=VALUE`` (e.g. ``empty_answer,attr:user.feedback=bad``). Throttle and budget still apply."""
+
+RAGTRACE_SAMPLE_NEVER: Final = "RAGTRACE_SAMPLE_NEVER"
+"""Comma-separated rules that prevent scoring (decision ``not_sampled``), same syntax as
+``RAGTRACE_SAMPLE_ALWAYS``, e.g. ``name:*health*,attr:http.route=/healthz``."""
+
+RAGTRACE_JUDGE_PRICES: Final = "RAGTRACE_JUDGE_PRICES"
+"""Judge prices for the dollar budget, ``MODEL=IN/OUT`` in US dollars per million tokens, comma-separated,
+e.g. ``my-model=0.2/0.8``; added to the built-in table of common OpenAI models."""
+
+RAGTRACE_SHUTDOWN_TIMEOUT: Final = "RAGTRACE_SHUTDOWN_TIMEOUT"
+"""Float seconds > 0 (default 30): time ``shutdown()`` (also at interpreter exit) may spend scoring the
+records still queued before exporting the rest unscored."""
+
 # --------------------------------------------------------------------------------------------------
 # Judge
 # --------------------------------------------------------------------------------------------------
