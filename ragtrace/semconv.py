@@ -66,6 +66,9 @@ DOCUMENT_SCORE: Final = "document.score"
 DOCUMENT_METADATA: Final = "document.metadata"
 """Suffix: a retrieved document's metadata, a JSON object string."""
 
+DOCUMENT_METADATA_SOURCE_TYPE: Final = "ragtrace.source_type"
+"""Key inside a document's metadata naming the Python type of a chunk ragtrace did not recognise (kept as str())."""
+
 
 def retrieval_document(index: int, field: str) -> str:
     """Return the flattened OpenInference name of a document field, e.g. ``retrieval.documents.0.document.id``.
