@@ -1,0 +1,621 @@
+"""Decode OTLP trace exports (protobuf or JSON) into plain rows for the store. Pure: no I/O.
+
+``decode_protobuf`` and ``decode_json`` return a ``Batch``: the rows of the ``spans``, ``rag_records`` and
+``scores`` tables (see docs/collector.md for the schema) plus how many spans were rejected and why.
+
+Bad input never loses what was good. A body whose wire structure is broken raises ``OtlpDecodeError`` (the
+sender gets a 400 and must not retry). A body whose structure is sound but where one span cannot be parsed
+(invalid UTF-8 in a string field, a wrong id length, a JSON value of the wrong type) keeps every other span
+and counts the bad one in ``Batch.rejected``: the receivers turn that into an OTLP partial-success reply.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import contextlib
+import json
+import math
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from google.protobuf import json_format
+from google.protobuf.message import DecodeError
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, InstrumentationScope, KeyValue
+from opentelemetry.proto.resource.v1.resource_pb2 import Resource
+from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span
+
+from ragtrace import semconv
+
+Row = dict[str, Any]
+
+SOURCE_APP = "app"
+"""``scores.source`` of a score the app put on the RAG span itself."""
+SOURCE_CARRIER = "carrier"
+"""``scores.source`` of a late score brought by a carrier (EVALUATOR) span."""
+SOURCE_COLLECTOR = "collector"
+"""``scores.source`` of a score computed by the collector's server-side scoring."""
+
+_MAX_REJECTION_MESSAGES = 5
+
+
+class OtlpDecodeError(ValueError):
+    """The body is not an OTLP trace export at all (broken wire format, not JSON, wrong shape)."""
+
+
+@dataclass(slots=True)
+class Batch:
+    """The rows decoded from one export request, ready for ``Store.write`` (one transaction)."""
+
+    spans: list[Row] = field(default_factory=list)
+    rag_records: list[Row] = field(default_factory=list)
+    scores: list[Row] = field(default_factory=list)
+    rejected: int = 0
+    """Spans that could not be decoded and were not stored."""
+    errors: list[str] = field(default_factory=list)
+    """Why spans were rejected (the first few reasons), for the partial-success message."""
+
+    @property
+    def error_message(self) -> str:
+        """One line for ``ExportTracePartialSuccess.error_message`` (empty when nothing was rejected)."""
+        if not self.rejected:
+            return ""
+        return f"rejected {self.rejected} span(s): " + "; ".join(self.errors)
+
+    def reject(self, count: int, reason: str) -> None:
+        """Count ``count`` spans as rejected for ``reason``."""
+        self.rejected += count
+        if len(self.errors) < _MAX_REJECTION_MESSAGES:
+            self.errors.append(reason)
+
+    def extend(self, other: Batch) -> None:
+        """Append another batch's rows and rejections to this one."""
+        self.spans.extend(other.spans)
+        self.rag_records.extend(other.rag_records)
+        self.scores.extend(other.scores)
+        for reason in other.errors:
+            if len(self.errors) < _MAX_REJECTION_MESSAGES:
+                self.errors.append(reason)
+        self.rejected += other.rejected
+
+
+# --------------------------------------------------------------------------------------------------
+# Entry points
+# --------------------------------------------------------------------------------------------------
+
+
+def decode_protobuf(body: bytes, received_ns: int) -> Batch:
+    """Decode a binary ``ExportTraceServiceRequest``; see the module docstring for what is kept."""
+    try:
+        request = ExportTraceServiceRequest.FromString(body)
+    except DecodeError:
+        return _salvage_protobuf(body, received_ns)
+    return rows_from_request(request, received_ns)
+
+
+def decode_json(body: bytes, received_ns: int) -> Batch:
+    """Decode an OTLP/JSON ``ExportTraceServiceRequest`` (hex ids, lowerCamelCase or snake_case keys).
+
+    Invalid UTF-8 is replaced (U+FFFD) rather than failing the whole request; a span whose fields have the
+    wrong JSON types is rejected on its own.
+    """
+    batch = Batch()
+    return _rows_from_parts(_json_parts(body, batch), batch, received_ns)
+
+
+def json_request(body: bytes) -> ExportTraceServiceRequest:
+    """The spans ``decode_json`` accepts, as a protobuf request (for forwarding downstream)."""
+    return _request_from_parts(_json_parts(body, Batch()))
+
+
+def salvage_request(body: bytes) -> ExportTraceServiceRequest:
+    """The spans ``decode_protobuf`` accepts from a partly bad body, as a clean request (for forwarding)."""
+    try:
+        request: ExportTraceServiceRequest = ExportTraceServiceRequest.FromString(body)
+    except DecodeError:
+        return _request_from_parts(_salvage_parts(body, Batch()))
+    return request
+
+
+_Part = tuple[Resource, InstrumentationScope, list[Span]]
+
+
+def _rows_from_parts(parts: list[_Part], batch: Batch, received_ns: int) -> Batch:
+    for resource, scope, spans in parts:
+        batch.extend(_rows(resource, scope, spans, received_ns))
+    return batch
+
+
+def _request_from_parts(parts: list[_Part]) -> ExportTraceServiceRequest:
+    request = ExportTraceServiceRequest()
+    for resource, scope, spans in parts:
+        rs = request.resource_spans.add()
+        rs.resource.CopyFrom(resource)
+        ss = rs.scope_spans.add()
+        ss.scope.CopyFrom(scope)
+        ss.spans.extend(span for span in spans if _ids_valid(span))
+    return request
+
+
+def _json_parts(body: bytes, batch: Batch) -> list[_Part]:
+    try:
+        document = json.loads(body.decode("utf-8", errors="replace"))
+    except (ValueError, RecursionError) as exc:
+        raise OtlpDecodeError(f"body is not JSON: {_short(exc)}") from None
+    if not isinstance(document, dict):
+        raise OtlpDecodeError("an OTLP/JSON export is a JSON object with a 'resourceSpans' array")
+    resource_spans = _json_list(document, "resourceSpans", "resource_spans")
+    if resource_spans is None:
+        raise OtlpDecodeError("'resourceSpans' must be an array")
+    parts: list[_Part] = []
+    for rs in resource_spans:
+        if not isinstance(rs, dict):
+            batch.reject(0, "a resourceSpans item is not an object")
+            continue
+        resource = _json_message(rs.get("resource"), Resource)
+        for ss in _json_list(rs, "scopeSpans", "scope_spans") or []:
+            if not isinstance(ss, dict):
+                batch.reject(0, "a scopeSpans item is not an object")
+                continue
+            scope = _json_message(ss.get("scope"), InstrumentationScope)
+            good: list[Span] = []
+            for raw in _json_list(ss, "spans", "spans") or []:
+                try:
+                    good.append(_json_span(raw))
+                except (json_format.ParseError, ValueError, TypeError, RecursionError, binascii.Error) as exc:
+                    batch.reject(1, f"span not decodable: {_short(exc)}")
+            parts.append((resource or Resource(), scope or InstrumentationScope(), good))
+    return parts
+
+
+def rows_from_request(request: ExportTraceServiceRequest, received_ns: int) -> Batch:
+    """Rows of an already parsed request (the gRPC path, and the fast path of ``decode_protobuf``)."""
+    batch = Batch()
+    for rs in request.resource_spans:
+        for ss in rs.scope_spans:
+            batch.extend(_rows(rs.resource, ss.scope, ss.spans, received_ns))
+    return batch
+
+
+# --------------------------------------------------------------------------------------------------
+# Salvage: the wire structure is sound but some message inside does not parse (e.g. bad UTF-8)
+# --------------------------------------------------------------------------------------------------
+
+_WIRE_VARINT, _WIRE_I64, _WIRE_LEN, _WIRE_I32 = 0, 1, 2, 5
+
+
+def _read_varint(buf: bytes, pos: int) -> tuple[int, int]:
+    result = 0
+    shift = 0
+    while True:
+        if pos >= len(buf) or shift > 63:
+            raise OtlpDecodeError("truncated or overlong varint")
+        byte = buf[pos]
+        pos += 1
+        result |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return result, pos
+        shift += 7
+
+
+def _fields(buf: bytes) -> Iterator[tuple[int, int, bytes | int]]:
+    """Yield (field number, wire type, payload) of one message level; raise on a broken structure."""
+    pos = 0
+    end = len(buf)
+    while pos < end:
+        key, pos = _read_varint(buf, pos)
+        number, wire = key >> 3, key & 7
+        if number == 0:
+            raise OtlpDecodeError("field number 0")
+        if wire == _WIRE_VARINT:
+            value, pos = _read_varint(buf, pos)
+            yield number, wire, value
+        elif wire == _WIRE_LEN:
+            size, pos = _read_varint(buf, pos)
+            if pos + size > end:
+                raise OtlpDecodeError("length-delimited field runs past the end of the body")
+            yield number, wire, buf[pos : pos + size]
+            pos += size
+        elif wire in (_WIRE_I64, _WIRE_I32):
+            size = 8 if wire == _WIRE_I64 else 4
+            if pos + size > end:
+                raise OtlpDecodeError("fixed-width field runs past the end of the body")
+            yield number, wire, buf[pos : pos + size]
+            pos += size
+        else:
+            raise OtlpDecodeError(f"unsupported wire type {wire}")
+
+
+def _salvage_protobuf(body: bytes, received_ns: int) -> Batch:
+    batch = Batch()
+    return _rows_from_parts(_salvage_parts(body, batch), batch, received_ns)
+
+
+def _salvage_parts(body: bytes, batch: Batch) -> list[_Part]:
+    # Field numbers from opentelemetry/proto/{collector/trace,trace}/v1/*.proto.
+    rs_field = ExportTraceServiceRequest.DESCRIPTOR.fields_by_name["resource_spans"].number
+    resource_field = ResourceSpans.DESCRIPTOR.fields_by_name["resource"].number
+    scope_spans_field = ResourceSpans.DESCRIPTOR.fields_by_name["scope_spans"].number
+    scope_field = ScopeSpans.DESCRIPTOR.fields_by_name["scope"].number
+    spans_field = ScopeSpans.DESCRIPTOR.fields_by_name["spans"].number
+
+    parts: list[tuple[bytes, list[tuple[bytes | None, list[bytes]]]]] = []
+    # Walk the whole structure first, so that a broken body is refused as a whole (nothing half-stored).
+    for number, wire, payload in _fields(body):
+        if number != rs_field or wire != _WIRE_LEN:
+            continue  # unknown field: ignored, as protobuf does
+        assert isinstance(payload, bytes)
+        resource_bytes = b""
+        scopes: list[tuple[bytes | None, list[bytes]]] = []
+        for rnum, rwire, rpayload in _fields(payload):
+            if rwire != _WIRE_LEN:
+                continue
+            assert isinstance(rpayload, bytes)
+            if rnum == resource_field:
+                resource_bytes = rpayload
+            elif rnum == scope_spans_field:
+                scope_bytes: bytes | None = None
+                spans: list[bytes] = []
+                for snum, swire, spayload in _fields(rpayload):
+                    if swire != _WIRE_LEN:
+                        continue
+                    assert isinstance(spayload, bytes)
+                    if snum == scope_field:
+                        scope_bytes = spayload
+                    elif snum == spans_field:
+                        spans.append(spayload)
+                scopes.append((scope_bytes, spans))
+        parts.append((resource_bytes, scopes))
+
+    result: list[_Part] = []
+    for resource_bytes, scopes in parts:
+        resource = _parse_or_none(Resource, resource_bytes)
+        if resource is None:
+            # Keep the spans: a resource we cannot read costs the service name, not the data.
+            batch.reject(0, "resource not decodable (spans kept without resource attributes)")
+            resource = Resource()
+        for scope_bytes, span_payloads in scopes:
+            scope = _parse_or_none(InstrumentationScope, scope_bytes or b"") or InstrumentationScope()
+            good: list[Span] = []
+            for payload in span_payloads:
+                span = _parse_or_none(Span, payload)
+                if span is None:
+                    batch.reject(1, "span not decodable (malformed field or invalid UTF-8)")
+                else:
+                    good.append(span)
+            result.append((resource, scope, good))
+    return result
+
+
+def _parse_or_none(cls: Any, payload: bytes) -> Any:
+    try:
+        return cls.FromString(payload)
+    except DecodeError:
+        return None
+
+
+# --------------------------------------------------------------------------------------------------
+# JSON helpers: OTLP/JSON differs from proto3 JSON in its ids (hex, not base64)
+# --------------------------------------------------------------------------------------------------
+
+_ID_KEYS = frozenset({"traceId", "trace_id", "spanId", "span_id", "parentSpanId", "parent_span_id"})
+
+
+def _json_list(obj: Mapping[str, Any], camel: str, snake: str) -> list[Any] | None:
+    value = obj.get(camel, obj.get(snake, []))
+    if value is None:
+        return []
+    return value if isinstance(value, list) else None
+
+
+def _json_message(value: Any, cls: Any) -> Any:
+    if not isinstance(value, dict):
+        return None
+    try:
+        return json_format.ParseDict(value, cls(), ignore_unknown_fields=True)
+    except (json_format.ParseError, ValueError, TypeError, RecursionError):
+        return None
+
+
+def _hex_to_b64(value: Any) -> Any:
+    if not isinstance(value, str) or value == "":
+        return value
+    return base64.b64encode(bytes.fromhex(value)).decode("ascii")
+
+
+def _fix_ids(obj: dict[str, Any]) -> dict[str, Any]:
+    return {k: (_hex_to_b64(v) if k in _ID_KEYS else v) for k, v in obj.items()}
+
+
+def _json_span(raw: Any) -> Span:
+    if not isinstance(raw, dict):
+        raise ValueError("a span is not a JSON object")
+    fixed = _fix_ids(raw)
+    for key in ("links",):
+        links = fixed.get(key)
+        if isinstance(links, list):
+            fixed[key] = [_fix_ids(link) if isinstance(link, dict) else link for link in links]
+    span = Span()
+    json_format.ParseDict(fixed, span, ignore_unknown_fields=True)
+    return span
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc)
+    return text if len(text) <= 160 else text[:157] + "..."
+
+
+# --------------------------------------------------------------------------------------------------
+# Messages -> rows
+# --------------------------------------------------------------------------------------------------
+
+
+def any_value(value: AnyValue) -> Any:
+    """An OTLP ``AnyValue`` as a JSON-safe Python value (bytes as base64, non-finite doubles as strings)."""
+    kind = value.WhichOneof("value")
+    if kind == "string_value":
+        return value.string_value
+    if kind == "int_value":
+        return value.int_value
+    if kind == "double_value":
+        number = value.double_value
+        return number if math.isfinite(number) else str(number)
+    if kind == "bool_value":
+        return value.bool_value
+    if kind == "array_value":
+        return [any_value(v) for v in value.array_value.values]
+    if kind == "kvlist_value":
+        return attributes(value.kvlist_value.values)
+    if kind == "bytes_value":
+        return base64.b64encode(value.bytes_value).decode("ascii")
+    return None
+
+
+def attributes(items: Iterable[KeyValue]) -> dict[str, Any]:
+    """OTLP key-values as a dict (a repeated key keeps its last value, as the SDKs do)."""
+    return {kv.key: any_value(kv.value) for kv in items}
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+_EVAL_DOT = semconv.EVAL_PREFIX + "."
+_RESERVED_EVAL_KEYS = frozenset(
+    key[len(_EVAL_DOT) :]
+    for key in (
+        semconv.EVAL_DECISION,
+        semconv.EVAL_ERROR_TYPE,
+        semconv.EVAL_JUDGE,
+        semconv.EVAL_JUDGE_CALLS,
+        semconv.EVAL_JUDGE_PROMPT_TOKENS,
+        semconv.EVAL_JUDGE_COMPLETION_TOKENS,
+        semconv.EVAL_SECONDS,
+        semconv.EVAL_TARGET_SPAN_ID,
+        semconv.EVAL_TARGET_TRACE_ID,
+    )
+)
+_LABEL_SUFFIX = semconv.eval_label("x")[len(semconv.eval_score("x")) :]
+_REASON_SUFFIX = semconv.eval_reason("x")[len(semconv.eval_score("x")) :]
+_METHOD_SUFFIX = semconv.eval_method("x")[len(semconv.eval_score("x")) :]
+
+
+def _rows(resource: Resource, scope: InstrumentationScope, spans: Iterable[Span], received_ns: int) -> Batch:
+    batch = Batch()
+    resource_attrs = attributes(resource.attributes)
+    service = resource_attrs.get(semconv.SERVICE_NAME)
+    service = service if isinstance(service, str) else None
+    resource_json = _dumps(resource_attrs)
+    scope_name = scope.name or None
+    for span in spans:
+        trace_id = span.trace_id.hex()
+        span_id = span.span_id.hex()
+        if not _ids_valid(span):
+            batch.reject(1, f"span {span_id or '?'} in trace {trace_id or '?'}: ids must be 16/8 non-zero bytes")
+            continue
+        attrs = attributes(span.attributes)
+        events = [
+            {
+                "time_ns": e.time_unix_nano,
+                "name": e.name,
+                "attributes": attributes(e.attributes),
+            }
+            for e in span.events
+        ]
+        links = [
+            {
+                "trace_id": link.trace_id.hex(),
+                "span_id": link.span_id.hex(),
+                "attributes": attributes(link.attributes),
+            }
+            for link in span.links
+        ]
+        batch.spans.append(
+            {
+                "span_id": span_id,
+                "trace_id": trace_id,
+                "parent_span_id": span.parent_span_id.hex() or None,
+                "name": span.name,
+                "kind": span.kind,
+                "service": service,
+                "scope": scope_name,
+                "start_ns": span.start_time_unix_nano,
+                "end_ns": span.end_time_unix_nano,
+                "status_code": span.status.code,
+                "status_message": span.status.message or None,
+                "attributes": _dumps(attrs),
+                "events": _dumps(events),
+                "links": _dumps(links),
+                "resource": resource_json,
+                "received_ns": received_ns,
+            }
+        )
+        _rag_and_scores(batch, attrs, events, span, span_id, trace_id, service)
+    return batch
+
+
+def _ids_valid(span: Span) -> bool:
+    return len(span.trace_id) == 16 and any(span.trace_id) and len(span.span_id) == 8 and any(span.span_id)
+
+
+def route_of(attrs: Mapping[str, Any], span_name: str) -> str:
+    """The route a RAG span is grouped under: its ``http.route`` when present, else its name."""
+    route = attrs.get(semconv.HTTP_ROUTE)
+    return route if isinstance(route, str) and route else span_name
+
+
+def _text(value: Any) -> str | None:
+    if value is None:
+        return None
+    return value if isinstance(value, str) else _dumps(value)
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    number = float(value)
+    return number if math.isfinite(number) else None
+
+
+def chunks_of(attrs: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The OpenInference ``retrieval.documents.{i}.document.*`` attributes as ``{id, content, score, metadata}``."""
+    chunks: list[dict[str, Any]] = []
+    index = 0
+    while True:
+        keys = {
+            name: semconv.retrieval_document(index, name)
+            for name in (
+                semconv.DOCUMENT_ID,
+                semconv.DOCUMENT_CONTENT,
+                semconv.DOCUMENT_SCORE,
+                semconv.DOCUMENT_METADATA,
+            )
+        }
+        if not any(key in attrs for key in keys.values()):
+            return chunks
+        metadata: Any = attrs.get(keys[semconv.DOCUMENT_METADATA])
+        if isinstance(metadata, str):
+            # Not JSON: kept as the string the app sent.
+            with contextlib.suppress(ValueError):
+                metadata = json.loads(metadata)
+        chunk_id = attrs.get(keys[semconv.DOCUMENT_ID])
+        chunks.append(
+            {
+                "id": None if chunk_id is None else str(chunk_id),
+                "content": _text(attrs.get(keys[semconv.DOCUMENT_CONTENT])),
+                "score": _number(attrs.get(keys[semconv.DOCUMENT_SCORE])),
+                "metadata": metadata,
+            }
+        )
+        index += 1
+
+
+def _rag_and_scores(
+    batch: Batch,
+    attrs: dict[str, Any],
+    events: list[dict[str, Any]],
+    span: Span,
+    span_id: str,
+    trace_id: str,
+    service: str | None,
+) -> None:
+    is_rag = attrs.get(semconv.RAGTRACE_ROLE) == semconv.ROLE_RAG
+    target = attrs.get(semconv.EVAL_TARGET_SPAN_ID)
+    is_carrier = attrs.get(semconv.OPENINFERENCE_SPAN_KIND) == semconv.SPAN_KIND_EVALUATOR and isinstance(target, str)
+    route = route_of(attrs, span.name)
+    time_ns = span.end_time_unix_nano
+    if is_rag:
+        decision = attrs.get(semconv.EVAL_DECISION)
+        batch.rag_records.append(
+            {
+                "span_id": span_id,
+                "trace_id": trace_id,
+                "service": service,
+                "route": route,
+                "time_ns": time_ns,
+                "query": _text(attrs.get(semconv.INPUT_VALUE)),
+                "answer": _text(attrs.get(semconv.OUTPUT_VALUE)),
+                "chunks": _dumps(chunks_of(attrs)),
+                "reference": _text(attrs.get(semconv.RAGTRACE_REFERENCE)),
+                "decision": decision if isinstance(decision, str) else None,
+                "judge": _text(attrs.get(semconv.EVAL_JUDGE)),
+                "calls": _int(attrs.get(semconv.EVAL_JUDGE_CALLS)),
+                "prompt_tokens": _int(attrs.get(semconv.EVAL_JUDGE_PROMPT_TOKENS)),
+                "completion_tokens": _int(attrs.get(semconv.EVAL_JUDGE_COMPLETION_TOKENS)),
+                "seconds": _number(attrs.get(semconv.EVAL_SECONDS)),
+            }
+        )
+    scores = _scores(attrs, events)
+    if not scores:
+        return
+    if is_carrier:
+        assert isinstance(target, str)
+        target_trace = attrs.get(semconv.EVAL_TARGET_TRACE_ID)
+        owner_span, owner_trace, source = (
+            target.lower(),
+            (target_trace.lower() if isinstance(target_trace, str) else trace_id),
+            SOURCE_CARRIER,
+        )
+        # The carrier's own name is not the RAG route; the store fills it from the target's record.
+        owner_route: str | None = None
+    else:
+        owner_span, owner_trace, source, owner_route = span_id, trace_id, SOURCE_APP, route
+    for metric, fields in scores.items():
+        batch.scores.append(
+            {
+                "span_id": owner_span,
+                "metric": metric,
+                "value": fields.get("value"),
+                "label": fields.get("label"),
+                "explanation": fields.get("explanation"),
+                "reason": fields.get("reason"),
+                "error_type": fields.get("error_type"),
+                "trace_id": owner_trace,
+                "service": service,
+                "route": owner_route,
+                "time_ns": time_ns,
+                "source": source,
+            }
+        )
+
+
+def _scores(attrs: Mapping[str, Any], events: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Scores by metric, from ``gen_ai.evaluation.result`` events first, then flat ``ragtrace.eval.*`` attributes."""
+    found: dict[str, dict[str, Any]] = {}
+    for event in events:
+        if event["name"] != semconv.GEN_AI_EVALUATION_RESULT:
+            continue
+        eattrs = event["attributes"]
+        name = eattrs.get(semconv.GEN_AI_EVALUATION_NAME)
+        if not isinstance(name, str) or not name:
+            continue
+        fields = found.setdefault(name, {})
+        fields["value"] = _number(eattrs.get(semconv.GEN_AI_EVALUATION_SCORE_VALUE))
+        fields["label"] = _text(eattrs.get(semconv.GEN_AI_EVALUATION_SCORE_LABEL))
+        fields["explanation"] = _text(eattrs.get(semconv.GEN_AI_EVALUATION_EXPLANATION))
+        fields["error_type"] = _text(eattrs.get(semconv.ERROR_TYPE))
+    for key, value in attrs.items():
+        if not key.startswith(_EVAL_DOT):
+            continue
+        rest = key[len(_EVAL_DOT) :]
+        if rest in _RESERVED_EVAL_KEYS or not rest:
+            continue
+        if rest.endswith(_LABEL_SUFFIX):
+            fields = found.setdefault(rest[: -len(_LABEL_SUFFIX)], {})
+            if fields.get("label") is None:
+                fields["label"] = _text(value)
+        elif rest.endswith(_REASON_SUFFIX):
+            found.setdefault(rest[: -len(_REASON_SUFFIX)], {})["reason"] = _text(value)
+        elif rest.endswith(_METHOD_SUFFIX):
+            continue
+        elif "." not in rest and _number(value) is not None:
+            fields = found.setdefault(rest, {})
+            if fields.get("value") is None:
+                fields["value"] = _number(value)
+    return {name: fields for name, fields in found.items() if name and "." not in name}

@@ -1,0 +1,111 @@
+"""What every receiver does with an export: decode, commit, then hand off to scoring and forwarding.
+
+The HTTP and gRPC receivers share one ``Pipeline``. Decoding runs in worker threads; writes run in one
+dedicated thread (SQLite has one writer), so decoding the next request overlaps the commit of this one.
+The ``accept_*`` coroutines return only after the rows are committed: a receiver acknowledges after they
+return, never before. Scoring and forwarding happen after the commit and never delay the reply.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Protocol
+
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+from ragtrace_collector._otlp import Batch, decode_json, decode_protobuf, rows_from_request
+from ragtrace_collector._store import Store
+
+_log = logging.getLogger("ragtrace_collector")
+
+
+class BatchConsumer(Protocol):
+    """Something that wants committed batches (server-side scoring). ``submit`` never blocks."""
+
+    def submit(self, batch: Batch) -> None:
+        """Take a committed batch."""
+        ...
+
+
+class PayloadConsumer(Protocol):
+    """Something that wants the committed spans as OTLP protobuf bytes (forwarding). ``submit`` never blocks."""
+
+    def submit(self, payload: bytes) -> None:
+        """Take one ``ExportTraceServiceRequest`` serialised as protobuf."""
+        ...
+
+
+class Pipeline:
+    """Decode, commit, hand off. One per collector process; ``close()`` when done."""
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        scorer: BatchConsumer | None = None,
+        forwarder: PayloadConsumer | None = None,
+    ) -> None:
+        self.store = store
+        self.scorer = scorer
+        self.forwarder = forwarder
+        self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragtrace-store")
+        self._decoders = ThreadPoolExecutor(max_workers=2, thread_name_prefix="ragtrace-decode")
+
+    async def accept_protobuf(self, body: bytes) -> Batch:
+        """Decode a binary export and commit it. Raises ``OtlpDecodeError`` or ``StoreError``."""
+        loop = asyncio.get_running_loop()
+        batch = await loop.run_in_executor(self._decoders, decode_protobuf, body, time.time_ns())
+        await self._commit(batch)
+        if self.forwarder is not None and batch.spans:
+            # The body as received when nothing was rejected; else the accepted spans only.
+            payload = body if not batch.rejected else await loop.run_in_executor(self._decoders, _reencode, body)
+            self.forwarder.submit(payload)
+        return batch
+
+    async def accept_json(self, body: bytes) -> Batch:
+        """Decode an OTLP/JSON export and commit it. Raises ``OtlpDecodeError`` or ``StoreError``."""
+        loop = asyncio.get_running_loop()
+        batch = await loop.run_in_executor(self._decoders, decode_json, body, time.time_ns())
+        await self._commit(batch)
+        if self.forwarder is not None and batch.spans:
+            self.forwarder.submit(await loop.run_in_executor(self._decoders, _json_to_protobuf, body))
+        return batch
+
+    async def accept_request(self, request: ExportTraceServiceRequest) -> Batch:
+        """Commit an already parsed export (gRPC). Raises ``StoreError``."""
+        loop = asyncio.get_running_loop()
+        batch = await loop.run_in_executor(self._decoders, rows_from_request, request, time.time_ns())
+        await self._commit(batch)
+        if self.forwarder is not None and batch.spans:
+            self.forwarder.submit(request.SerializeToString())
+        return batch
+
+    async def commit(self, batch: Batch) -> None:
+        """Write rows produced elsewhere (server-side scores) through the single writer thread."""
+        await asyncio.get_running_loop().run_in_executor(self._writer, self.store.write, batch)
+
+    async def _commit(self, batch: Batch) -> None:
+        await self.commit(batch)
+        if self.scorer is not None and batch.rag_records:
+            self.scorer.submit(batch)
+
+    def close(self) -> None:
+        """Wait for the writes in flight, then stop the threads."""
+        self._decoders.shutdown(wait=True)
+        self._writer.shutdown(wait=True)
+
+
+def _reencode(body: bytes) -> bytes:
+    """The accepted spans of a partly bad body as a clean protobuf export (for forwarding)."""
+    from ragtrace_collector._otlp import salvage_request
+
+    return bytes(salvage_request(body).SerializeToString())
+
+
+def _json_to_protobuf(body: bytes) -> bytes:
+    from ragtrace_collector._otlp import json_request
+
+    return bytes(json_request(body).SerializeToString())

@@ -1,0 +1,124 @@
+"""Real spans for the collector tests: made by the OpenTelemetry SDK, encoded by the real OTLP encoder."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import Link, SpanContext, TraceFlags
+
+from ragtrace import semconv
+
+
+def rag_attributes(
+    query: str,
+    chunks: Sequence[str],
+    answer: str,
+    *,
+    scores: Mapping[str, float] | None = None,
+    decision: str | None = None,
+    route: str | None = None,
+) -> dict[str, Any]:
+    """The attributes ragtrace puts on a RAG span (capture + scores as flat attributes)."""
+    attrs: dict[str, Any] = {
+        semconv.RAGTRACE_ROLE: semconv.ROLE_RAG,
+        semconv.OPENINFERENCE_SPAN_KIND: semconv.SPAN_KIND_CHAIN,
+        semconv.INPUT_VALUE: query,
+        semconv.OUTPUT_VALUE: answer,
+        semconv.RAGTRACE_CHUNK_COUNT: len(chunks),
+    }
+    for i, text in enumerate(chunks):
+        attrs[semconv.retrieval_document(i, semconv.DOCUMENT_ID)] = f"doc-{i}"
+        attrs[semconv.retrieval_document(i, semconv.DOCUMENT_CONTENT)] = text
+        attrs[semconv.retrieval_document(i, semconv.DOCUMENT_SCORE)] = 1.0 - i / 10
+        attrs[semconv.retrieval_document(i, semconv.DOCUMENT_METADATA)] = json.dumps({"rank": i})
+    if decision is not None:
+        attrs[semconv.EVAL_DECISION] = decision
+    if route is not None:
+        attrs[semconv.HTTP_ROUTE] = route
+    for metric, value in (scores or {}).items():
+        attrs[semconv.eval_score(metric)] = value
+        attrs[semconv.eval_label(metric)] = f"{metric}-label"
+    if scores:
+        attrs[semconv.EVAL_JUDGE] = "fake:judge"
+        attrs[semconv.EVAL_JUDGE_CALLS] = 2
+        attrs[semconv.EVAL_SECONDS] = 0.25
+    return attrs
+
+
+class SpanFactory:
+    """An SDK tracer provider whose ended spans are kept in memory."""
+
+    def __init__(self, service: str = "shop") -> None:
+        self.exporter = InMemorySpanExporter()
+        self.provider = TracerProvider(resource=Resource.create({semconv.SERVICE_NAME: service}))
+        self.provider.add_span_processor(SimpleSpanProcessor(self.exporter))
+        self.tracer = self.provider.get_tracer(semconv.INSTRUMENTATION_SCOPE)
+
+    def rag(
+        self,
+        name: str = "answer",
+        *,
+        query: str = "What is the capital of Brazil?",
+        chunks: Sequence[str] = ("Brazil is a country in South America.", "Its capital is Brasilia."),
+        answer: str = "Brasilia.",
+        scores: Mapping[str, float] | None = None,
+        decision: str | None = None,
+        route: str | None = None,
+        events: bool = True,
+    ) -> ReadableSpan:
+        """One ended RAG span (with a child retriever span), scores as attributes and evaluation events."""
+        with self.tracer.start_as_current_span(name) as span:
+            with self.tracer.start_as_current_span("retrieve") as child:
+                child.set_attribute(semconv.RAGTRACE_ROLE, semconv.ROLE_RETRIEVE)
+            span.set_attributes(rag_attributes(query, chunks, answer, scores=scores, decision=decision, route=route))
+            if events:
+                for metric, value in (scores or {}).items():
+                    span.add_event(
+                        semconv.GEN_AI_EVALUATION_RESULT,
+                        {
+                            semconv.GEN_AI_EVALUATION_NAME: metric,
+                            semconv.GEN_AI_EVALUATION_SCORE_VALUE: value,
+                            semconv.GEN_AI_EVALUATION_SCORE_LABEL: f"{metric}-label",
+                            semconv.GEN_AI_EVALUATION_EXPLANATION: f"why {metric}",
+                        },
+                    )
+        return self.exporter.get_finished_spans()[-1]
+
+    def carrier(self, target: ReadableSpan, scores: Mapping[str, float]) -> ReadableSpan:
+        """A carrier (EVALUATOR) span bringing late scores for ``target``."""
+        ctx = target.get_span_context()
+        assert ctx is not None
+        attrs: dict[str, Any] = {
+            semconv.OPENINFERENCE_SPAN_KIND: semconv.SPAN_KIND_EVALUATOR,
+            semconv.EVAL_TARGET_SPAN_ID: format(ctx.span_id, "016x"),
+            semconv.EVAL_TARGET_TRACE_ID: format(ctx.trace_id, "032x"),
+        }
+        for metric, value in scores.items():
+            attrs[semconv.eval_score(metric)] = value
+        link = Link(SpanContext(ctx.trace_id, ctx.span_id, is_remote=True, trace_flags=TraceFlags(1)))
+        with self.tracer.start_as_current_span(semconv.CARRIER_SPAN_NAME, links=[link], attributes=attrs):
+            pass
+        return self.exporter.get_finished_spans()[-1]
+
+    def all(self) -> list[ReadableSpan]:
+        """Every span ended so far."""
+        return list(self.exporter.get_finished_spans())
+
+
+def otlp_bytes(spans: Sequence[ReadableSpan]) -> bytes:
+    """The spans as the OTLP/HTTP protobuf exporter sends them."""
+    return bytes(encode_spans(spans).SerializeToString())
+
+
+def hex_span_id(span: ReadableSpan) -> str:
+    """The span's id as the store keeps it."""
+    ctx = span.get_span_context()
+    assert ctx is not None
+    return format(ctx.span_id, "016x")

@@ -1,0 +1,193 @@
+"""Decoding real OTLP bytes into store rows, and bad input that must not lose the good spans."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from google.protobuf import json_format
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from ragtrace_collector._otlp import (
+    SOURCE_APP,
+    SOURCE_CARRIER,
+    OtlpDecodeError,
+    decode_json,
+    decode_protobuf,
+    json_request,
+    salvage_request,
+)
+
+from ragtrace import semconv
+from tests.collector._spans import SpanFactory, hex_span_id, otlp_bytes
+
+
+def _otlp_json(spans: list) -> bytes:  # type: ignore[type-arg]
+    """OTLP/JSON as the spec writes it: proto3 JSON with hex ids instead of base64."""
+    doc = json_format.MessageToDict(encode_spans(spans))
+
+    def fix(obj: object) -> object:
+        if isinstance(obj, dict):
+            out = {}
+            for key, value in obj.items():
+                if key in ("traceId", "spanId", "parentSpanId"):
+                    import base64
+
+                    out[key] = base64.b64decode(value).hex()
+                else:
+                    out[key] = fix(value)
+            return out
+        if isinstance(obj, list):
+            return [fix(v) for v in obj]
+        return obj
+
+    return json.dumps(fix(doc)).encode()
+
+
+def test_rag_span_becomes_span_record_and_scores_rows() -> None:
+    factory = SpanFactory(service="shop")
+    rag = factory.rag(scores={"faithfulness": 0.5, "hallucination": 0.5}, decision="evaluated", route="/ask")
+    batch = decode_protobuf(otlp_bytes(factory.all()), received_ns=123)
+
+    assert batch.rejected == 0
+    assert len(batch.spans) == 2  # the RAG span and its retriever child
+    span_id = hex_span_id(rag)
+    span_row = next(row for row in batch.spans if row["span_id"] == span_id)
+    assert span_row["service"] == "shop"
+    assert span_row["scope"] == semconv.INSTRUMENTATION_SCOPE
+    assert span_row["received_ns"] == 123
+    assert json.loads(span_row["attributes"])[semconv.INPUT_VALUE] == "What is the capital of Brazil?"
+    assert len(json.loads(span_row["events"])) == 2
+
+    (record,) = batch.rag_records
+    assert record["span_id"] == span_id
+    assert record["route"] == "/ask"
+    assert record["decision"] == "evaluated"
+    assert record["answer"] == "Brasilia."
+    assert record["judge"] == "fake:judge" and record["calls"] == 2 and record["seconds"] == 0.25
+    chunks = json.loads(record["chunks"])
+    assert [c["content"] for c in chunks] == ["Brazil is a country in South America.", "Its capital is Brasilia."]
+    assert chunks[1] == {"id": "doc-1", "content": "Its capital is Brasilia.", "score": 0.9, "metadata": {"rank": 1}}
+
+    scores = {row["metric"]: row for row in batch.scores}
+    assert set(scores) == {"faithfulness", "hallucination"}
+    assert scores["faithfulness"]["value"] == 0.5
+    assert scores["faithfulness"]["label"] == "faithfulness-label"
+    assert scores["faithfulness"]["explanation"] == "why faithfulness"
+    assert scores["faithfulness"]["source"] == SOURCE_APP
+    assert scores["faithfulness"]["route"] == "/ask"
+    assert scores["faithfulness"]["time_ns"] == record["time_ns"]
+
+
+def test_route_falls_back_to_span_name_and_undecided_span_has_null_decision() -> None:
+    factory = SpanFactory()
+    factory.rag(name="qa_pipeline")
+    (record,) = decode_protobuf(otlp_bytes(factory.all()), 0).rag_records
+    assert record["route"] == "qa_pipeline"
+    assert record["decision"] is None
+
+
+def test_scores_from_attributes_alone_and_reserved_eval_keys_are_not_metrics() -> None:
+    factory = SpanFactory()
+    factory.rag(scores={"context_relevance": 0.8}, decision="evaluated", events=False)
+    batch = decode_protobuf(otlp_bytes(factory.all()), 0)
+    # ragtrace.eval.seconds / judge / decision are numbers or strings but not metrics.
+    assert [(row["metric"], row["value"], row["label"]) for row in batch.scores] == [
+        ("context_relevance", 0.8, "context_relevance-label")
+    ]
+
+
+def test_carrier_scores_are_stored_against_the_target_span() -> None:
+    factory = SpanFactory()
+    rag = factory.rag(decision=semconv.DECISION_TIMEOUT)
+    factory.carrier(rag, {"faithfulness": 0.25})
+    batch = decode_protobuf(otlp_bytes(factory.all()), 0)
+    (score,) = batch.scores
+    assert score["span_id"] == hex_span_id(rag)
+    assert score["source"] == SOURCE_CARRIER
+    assert score["value"] == 0.25
+    assert score["route"] is None  # filled by the store from the target's record
+
+
+def test_json_encoding_decodes_to_the_same_rows_as_protobuf() -> None:
+    factory = SpanFactory()
+    factory.rag(scores={"faithfulness": 1.0}, decision="evaluated")
+    spans = factory.all()
+    from_pb = decode_protobuf(otlp_bytes(spans), 7)
+    from_json = decode_json(_otlp_json(spans), 7)
+    assert from_json.rejected == 0
+    assert from_json.spans == from_pb.spans
+    assert from_json.rag_records == from_pb.rag_records
+    assert from_json.scores == from_pb.scores
+    assert json_request(_otlp_json(spans)) == encode_spans(spans)
+
+
+def test_invalid_utf8_in_one_span_rejects_that_span_only() -> None:
+    factory = SpanFactory()
+    factory.rag(query="first query", answer="MARKERANSWER")
+    factory.rag(query="second query", answer="good answer")
+    body = otlp_bytes(factory.all())
+    bad = body.replace(b"MARKERANSWER", b"MARKER\xff\xfeSWER")
+    assert len(bad) == len(body)
+    batch = decode_protobuf(bad, 0)
+    assert batch.rejected == 1
+    assert "invalid UTF-8" in batch.error_message
+    assert [r["query"] for r in batch.rag_records] == ["second query"]
+    assert len(batch.spans) == 3  # two retriever children and the good RAG span
+    assert len(salvage_request(bad).resource_spans[0].scope_spans[0].spans) == 3
+
+
+def test_unknown_fields_are_ignored() -> None:
+    factory = SpanFactory()
+    factory.rag()
+    body = otlp_bytes(factory.all())
+    # Field 99 (length-delimited) at the top level, as a newer sender might add.
+    extra = bytes([(99 << 3 | 2) & 0x7F | 0x80, (99 << 3 | 2) >> 7, 3]) + b"abc"
+    batch = decode_protobuf(body + extra, 0)
+    assert batch.rejected == 0 and len(batch.spans) == 2
+
+
+def test_broken_wire_structure_raises() -> None:
+    factory = SpanFactory()
+    factory.rag()
+    body = otlp_bytes(factory.all())
+    with pytest.raises(OtlpDecodeError):
+        decode_protobuf(body[: len(body) // 2], 0)
+    with pytest.raises(OtlpDecodeError):
+        decode_json(b"{not json", 0)
+    with pytest.raises(OtlpDecodeError):
+        decode_json(b"[1, 2]", 0)
+
+
+def test_invalid_ids_are_rejected_with_a_reason() -> None:
+    doc = {
+        "resourceSpans": [
+            {
+                "scopeSpans": [
+                    {
+                        "spans": [
+                            {"traceId": "00" * 16, "spanId": "11" * 8, "name": "zero trace"},
+                            {"traceId": "ab" * 16, "spanId": "cd" * 8, "name": "fine"},
+                            {"traceId": "zz", "spanId": "cd" * 8, "name": "not hex"},
+                            {"traceId": "ab" * 16, "spanId": "ce" * 8, "startTimeUnixNano": "soon"},
+                        ]
+                    }
+                ]
+            }
+        ]
+    }
+    batch = decode_json(json.dumps(doc).encode(), 0)
+    assert [row["name"] for row in batch.spans] == ["fine"]
+    assert batch.rejected == 3
+
+
+def test_huge_attribute_and_non_finite_numbers_are_kept_safely() -> None:
+    factory = SpanFactory()
+    big = "x" * 3_000_000
+    factory.rag(answer=big, scores={"faithfulness": float("nan")})
+    batch = decode_protobuf(otlp_bytes(factory.all()), 0)
+    (record,) = batch.rag_records
+    assert record["answer"] == big
+    (score,) = batch.scores
+    assert score["value"] is None  # NaN is not a score
+    attrs = json.loads(next(r for r in batch.spans if r["span_id"] == record["span_id"])["attributes"])
+    assert attrs[semconv.eval_score("faithfulness")] == "nan"
