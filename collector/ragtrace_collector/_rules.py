@@ -1,0 +1,379 @@
+"""Alert rules: a TOML file (stdlib ``tomllib``) parsed into frozen values, validated at load time.
+
+A rules file has top-level ``interval`` and ``renotify``, a list of ``[[sinks]]`` and a list of
+``[[rules]]``; ``default_rules.toml`` beside this module is used when no file is given and is the
+annotated example. Every mistake raises ``ConfigurationError`` naming the file, the rule and the
+key, and saying how to fix it. ``docs/alerts.md`` is the reference.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any, Final, Literal, get_args
+
+import tomllib
+
+from ragtrace.environment_variables import ConfigurationError
+
+RuleKind = Literal["threshold", "spike", "drift"]
+GroupBy = Literal["all", "service", "route", "service_route"]
+SinkType = Literal["webhook", "log", "stdout"]
+DriftMethod = Literal["psi", "ks"]
+
+_NS_PER_S: Final = 1_000_000_000
+_UNITS: Final = {"ms": 1_000_000, "s": _NS_PER_S, "m": 60 * _NS_PER_S, "h": 3600 * _NS_PER_S, "d": 86400 * _NS_PER_S}
+_DURATION: Final = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)\s*$")
+_NAME: Final = re.compile(r"^[A-Za-z0-9_.:-]+$")
+
+
+@dataclass(frozen=True, slots=True)
+class ThresholdParams:
+    """Mean of the metric over ``window_ns`` against ``threshold`` (the bad side follows the metric's
+    direction); ``warning`` is an earlier level on the same side."""
+
+    threshold: float
+    warning: float | None = None
+    window_ns: int = 15 * 60 * _NS_PER_S
+    min_records: int = 20
+
+
+@dataclass(frozen=True, slots=True)
+class SpikeParams:
+    """Bernoulli CUSUM of bad records (beyond ``cutoff``) in the recent window against the rate learnt
+    from the baseline window just before it (or the fixed ``baseline_rate``). See ``_drift.CusumDesign``."""
+
+    cutoff: float = 0.0
+    shift: float = 4.0
+    h: float = 8.0
+    warning_h: float = 4.0
+    min_rate: float = 0.01
+    window_ns: int = 6 * 3600 * _NS_PER_S
+    max_records: int = 2000
+    baseline_ns: int = 7 * 86400 * _NS_PER_S
+    baseline_rate: float | None = None
+    min_records: int = 20
+    min_baseline: int = 200
+
+
+@dataclass(frozen=True, slots=True)
+class DriftParams:
+    """Distribution of the metric in the recent window against the baseline window just before it."""
+
+    method: DriftMethod = "psi"
+    warning: float | None = None
+    alert: float | None = None
+    window_ns: int = 24 * 3600 * _NS_PER_S
+    baseline_ns: int = 7 * 86400 * _NS_PER_S
+    min_records: int = 50
+    bins: int = 10
+
+
+Params = ThresholdParams | SpikeParams | DriftParams
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """One alert rule. ``service``/``route`` restrict it to one service or route (None: all);
+    ``group_by`` evaluates it separately per service, route or both; ``sinks`` names the sinks it
+    notifies (None: every sink)."""
+
+    name: str
+    kind: RuleKind
+    metric: str
+    params: Params
+    service: str | None = None
+    route: str | None = None
+    group_by: GroupBy = "service"
+    renotify_ns: int = 4 * 3600 * _NS_PER_S
+    sinks: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SinkConfig:
+    """Where notifications go. ``webhook`` POSTs JSON with a Slack-compatible ``text`` field."""
+
+    name: str
+    type: SinkType
+    url: str | None = None
+    timeout: float = 5.0
+    retries: int = 3
+    headers: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class RuleSet:
+    """Everything a rules file says."""
+
+    rules: tuple[Rule, ...]
+    sinks: tuple[SinkConfig, ...]
+    interval_ns: int = 60 * _NS_PER_S
+    source: str = "<defaults>"
+
+
+_THRESHOLD: Final = ThresholdParams(threshold=0.7)
+_DRIFT: Final = DriftParams()
+DEFAULT_SPIKE: Final = SpikeParams()
+"""The spike rule's default parameters (those of ``default_rules.toml``); the benchmark measures them."""
+
+
+def parse_duration(value: object, *, where: str) -> int:
+    """Parse ``"15m"``, ``"1h"``, ``"30s"``, ``"7d"``, ``"250ms"`` or a number of seconds into nanoseconds."""
+    if isinstance(value, bool):
+        raise ConfigurationError(f'{where}: a duration, not a boolean; write e.g. "15m", "1h" or 900')
+    if isinstance(value, int | float):
+        seconds = float(value)
+        if not math.isfinite(seconds) or seconds <= 0:
+            raise ConfigurationError(f'{where}: {value!r} must be a positive duration; write e.g. "15m" or 900')
+        return int(seconds * _NS_PER_S)
+    if isinstance(value, str):
+        match = _DURATION.match(value)
+        if match and float(match.group(1)) > 0:
+            return int(float(match.group(1)) * _UNITS[match.group(2)])
+    raise ConfigurationError(
+        f'{where}: {value!r} is not a duration; write a number and a unit (ms, s, m, h, d), e.g. "15m", or seconds'
+    )
+
+
+class _Table:
+    """A TOML table read key by key, so that leftover (unknown, misspelt) keys can be reported."""
+
+    def __init__(self, data: object, where: str) -> None:
+        if not isinstance(data, Mapping):
+            raise ConfigurationError(f"{where}: expected a table, got {type(data).__name__}")
+        self.data: dict[str, Any] = dict(data)
+        self.where = where
+        self.used: set[str] = set()
+
+    def get(self, key: str, default: Any = None) -> Any:
+        self.used.add(key)
+        return self.data.get(key, default)
+
+    def has(self, key: str) -> bool:
+        return key in self.data
+
+    def require(self, key: str, hint: str) -> Any:
+        self.used.add(key)
+        if key not in self.data:
+            raise ConfigurationError(f"{self.where}: missing `{key}`; {hint}")
+        return self.data[key]
+
+    def number(self, key: str, default: float | None, *, low: float | None = None, high: float | None = None) -> Any:
+        value = self.get(key, default)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+            raise ConfigurationError(f"{self.where}: `{key}` must be a number, got {value!r}")
+        if (low is not None and value < low) or (high is not None and value > high):
+            span = f"between {low:g} and {high:g}" if low is not None and high is not None else f">= {low:g}"
+            raise ConfigurationError(f"{self.where}: `{key}` = {value!r} is out of range; use a value {span}")
+        return float(value)
+
+    def integer(self, key: str, default: int, *, low: int = 0) -> int:
+        value = self.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise ConfigurationError(f"{self.where}: `{key}` must be an integer >= {low}, got {value!r}")
+        return value
+
+    def string(self, key: str, default: str | None = None) -> str | None:
+        value = self.get(key, default)
+        if value is not None and (not isinstance(value, str) or not value):
+            raise ConfigurationError(f"{self.where}: `{key}` must be a non-empty string, got {value!r}")
+        return value
+
+    def choice(self, key: str, default: str | None, allowed: tuple[str, ...]) -> Any:
+        value = self.get(key, default)
+        if value not in allowed:
+            raise ConfigurationError(f"{self.where}: `{key}` = {value!r}; use one of {', '.join(allowed)}")
+        return value
+
+    def duration(self, key: str, default: int) -> int:
+        return default if not self.has(key) else parse_duration(self.get(key), where=f"{self.where}: `{key}`")
+
+    def finish(self) -> None:
+        unknown = sorted(set(self.data) - self.used)
+        if unknown:
+            raise ConfigurationError(
+                f"{self.where}: unknown key(s) {', '.join(unknown)}; allowed here: {', '.join(sorted(self.used))}"
+            )
+
+
+def _parse_sink(data: object, index: int, source: str) -> SinkConfig:
+    table = _Table(data, f"{source}: sinks[{index}]")
+    kind = table.choice("type", None, get_args(SinkType))
+    name = table.string("name", kind) or kind
+    if not _NAME.match(name):
+        raise ConfigurationError(f"{table.where}: `name` = {name!r}; use letters, digits, '_', '-', '.' or ':'")
+    url = table.string("url")
+    url_env = table.string("url_env")
+    timeout = table.number("timeout", 5.0, low=0.001)
+    retries = table.integer("retries", 3)
+    headers_raw = table.get("headers", {})
+    if not isinstance(headers_raw, Mapping) or not all(isinstance(v, str) for v in headers_raw.values()):
+        raise ConfigurationError(
+            f'{table.where}: `headers` must be a table of strings, e.g. {{ Authorization = "..." }}'
+        )
+    table.finish()
+    if kind == "webhook":
+        if url is None and url_env is not None:
+            url = os.environ.get(url_env)
+            if not url:
+                raise ConfigurationError(
+                    f"{table.where}: `url_env` names {url_env}, which is not set; export it or give `url`"
+                )
+        if url is None:
+            raise ConfigurationError(f"{table.where}: a webhook needs `url` (or `url_env` naming a variable)")
+        if not url.startswith(("http://", "https://")):
+            raise ConfigurationError(f"{table.where}: `url` = {url!r} must start with http:// or https://")
+    elif url is not None or url_env is not None:
+        raise ConfigurationError(f'{table.where}: `url` only applies to type = "webhook"; remove it')
+    return SinkConfig(
+        name=name,
+        type=kind,
+        url=url,
+        timeout=timeout,
+        retries=retries,
+        headers=tuple(sorted((str(k), str(v)) for k, v in headers_raw.items())),
+    )
+
+
+def _parse_params(table: _Table, kind: RuleKind) -> Params:
+    if kind == "threshold":
+        table.require("threshold", "give the level that raises ALERT, e.g. threshold = 0.7")
+        params: Params = ThresholdParams(
+            threshold=table.number("threshold", None),
+            warning=table.number("warning", None),
+            window_ns=table.duration("window", _THRESHOLD.window_ns),
+            min_records=table.integer("min_records", 20, low=1),
+        )
+        return params
+    if kind == "spike":
+        d = DEFAULT_SPIKE
+        spike = SpikeParams(
+            cutoff=table.number("cutoff", d.cutoff),
+            shift=table.number("shift", d.shift, low=1.0001),
+            h=table.number("h", d.h, low=0.001),
+            warning_h=table.number("warning_h", d.warning_h, low=0.001),
+            min_rate=table.number("min_rate", d.min_rate, low=1e-6, high=0.5),
+            window_ns=table.duration("window", d.window_ns),
+            max_records=table.integer("max_records", d.max_records, low=1),
+            baseline_ns=table.duration("baseline", d.baseline_ns),
+            baseline_rate=table.number("baseline_rate", None, low=1e-6, high=0.5),
+            min_records=table.integer("min_records", d.min_records, low=1),
+            min_baseline=table.integer("min_baseline", d.min_baseline, low=1),
+        )
+        if spike.warning_h > spike.h:
+            raise ConfigurationError(
+                f"{table.where}: warning_h = {spike.warning_h:g} is above h = {spike.h:g}; make warning_h <= h"
+            )
+        return spike
+    method = table.choice("method", "psi", get_args(DriftMethod))
+    drift = DriftParams(
+        method=method,
+        warning=table.number("warning", None, low=0.0),
+        alert=table.number("alert", None, low=0.0),
+        window_ns=table.duration("window", _DRIFT.window_ns),
+        baseline_ns=table.duration("baseline", _DRIFT.baseline_ns),
+        min_records=table.integer("min_records", 50, low=1),
+        bins=table.integer("bins", 10, low=2),
+    )
+    if drift.warning is not None and drift.alert is not None:
+        worse = drift.alert < drift.warning if method == "psi" else drift.alert > drift.warning
+        if worse:
+            side = "above" if method == "psi" else "below"
+            raise ConfigurationError(
+                f"{table.where}: with method = {method!r} `alert` must be {side} or equal to `warning`; swap them"
+            )
+    return drift
+
+
+def _parse_rule(data: object, index: int, source: str, renotify_ns: int, sink_names: set[str]) -> Rule:
+    where = f"{source}: rules[{index}]"
+    if isinstance(data, Mapping) and isinstance(data.get("name"), str):
+        where = f"{where} ({data['name']})"
+    table = _Table(data, where)
+    name = table.require("name", 'give each rule a unique name, e.g. name = "faithfulness-low"')
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise ConfigurationError(f"{where}: `name` = {name!r}; use letters, digits, '_', '-', '.' or ':'")
+    kind = table.require("kind", 'say which detector: kind = "threshold", "spike" or "drift"')
+    if kind not in get_args(RuleKind):
+        raise ConfigurationError(f"{where}: `kind` = {kind!r}; use one of threshold, spike, drift")
+    metric = table.require("metric", 'name the metric, e.g. metric = "faithfulness"')
+    if not isinstance(metric, str) or not _NAME.match(metric):
+        raise ConfigurationError(f"{where}: `metric` = {metric!r} is not a metric name")
+    params = _parse_params(table, kind)
+    sinks_raw = table.get("sinks")
+    sinks: tuple[str, ...] | None = None
+    if sinks_raw is not None:
+        if not isinstance(sinks_raw, list) or not all(isinstance(s, str) for s in sinks_raw):
+            raise ConfigurationError(f'{where}: `sinks` must be a list of sink names, e.g. ["webhook"]')
+        missing = [s for s in sinks_raw if s not in sink_names]
+        if missing:
+            known = ", ".join(sorted(sink_names)) or "none defined"
+            raise ConfigurationError(f"{where}: `sinks` names {', '.join(missing)}, not in [[sinks]] (known: {known})")
+        sinks = tuple(sinks_raw)
+    rule = Rule(
+        name=name,
+        kind=kind,
+        metric=metric,
+        params=params,
+        service=table.string("service"),
+        route=table.string("route"),
+        group_by=table.choice("group_by", "service", get_args(GroupBy)),
+        renotify_ns=table.duration("renotify", renotify_ns),
+        sinks=sinks,
+    )
+    table.finish()
+    return rule
+
+
+def parse_rules(text: str, *, source: str = "<rules>") -> RuleSet:
+    """Parse a rules file's text. Raises ``ConfigurationError`` naming what to fix."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigurationError(f"{source}: not valid TOML ({exc}); check the quoting and brackets there") from exc
+    top = _Table(data, source)
+    interval_ns = top.duration("interval", 60 * _NS_PER_S)
+    renotify_ns = top.duration("renotify", 4 * 3600 * _NS_PER_S)
+    sinks_raw = top.get("sinks", [{"type": "log"}])
+    rules_raw = top.require("rules", "add at least one [[rules]] table (see default_rules.toml)")
+    top.finish()
+    if not isinstance(sinks_raw, list) or not sinks_raw:
+        raise ConfigurationError(f"{source}: `sinks` must be one or more [[sinks]] tables")
+    if not isinstance(rules_raw, list) or not rules_raw:
+        raise ConfigurationError(f"{source}: `rules` must be one or more [[rules]] tables")
+    sinks = tuple(_parse_sink(s, i, source) for i, s in enumerate(sinks_raw))
+    sink_names = [s.name for s in sinks]
+    if len(set(sink_names)) != len(sink_names):
+        raise ConfigurationError(f"{source}: two sinks share a name ({', '.join(sink_names)}); give each a `name`")
+    rules = tuple(_parse_rule(r, i, source, renotify_ns, set(sink_names)) for i, r in enumerate(rules_raw))
+    names = [r.name for r in rules]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise ConfigurationError(f"{source}: rule names must be unique; rename {', '.join(duplicates)}")
+    return RuleSet(rules=rules, sinks=sinks, interval_ns=interval_ns, source=source)
+
+
+def default_rules_text() -> str:
+    """The text of the packaged ``default_rules.toml``."""
+    return resources.files("ragtrace_collector").joinpath("default_rules.toml").read_text(encoding="utf-8")
+
+
+def load_rules(path: str | os.PathLike[str] | None = None) -> RuleSet:
+    """Load a rules file, or the packaged defaults when ``path`` is None."""
+    if path is None:
+        return parse_rules(default_rules_text(), source="default_rules.toml")
+    file = Path(path)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except FileNotFoundError as exc:
+        raise ConfigurationError(f"rules file {file} does not exist; check the path given with --rules") from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigurationError(f"rules file {file} cannot be read ({exc}); make it a readable UTF-8 file") from exc
+    return parse_rules(text, source=str(file))
