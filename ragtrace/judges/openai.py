@@ -1,0 +1,735 @@
+"""``OpenAIJudge``: every judge step answered by any OpenAI-compatible endpoint.
+
+OpenAI, Azure OpenAI, vLLM, Ollama, llama.cpp server and LiteLLM all speak ``/v1/chat/completions``
+and ``/v1/embeddings``. Each step is ONE chat call (verification of all claims against all chunks,
+the rating of all chunks, the n questions with their noncommittal flags) and ``embed`` is ONE
+embeddings call. The contract of each step is in ``ragtrace.judges._base``; what this module adds:
+
+- Structured output. Calls ask for a strict JSON schema; an endpoint that rejects it (400/422 naming
+  the response format, as older vLLM and llama.cpp do) is asked again in JSON mode, then with no
+  response format at all and the reply read tolerantly. The downgrade is remembered per judge, so
+  later calls do not pay for it.
+- Retries are ours, not the client's (the client runs with ``max_retries=0``), so that every call is
+  counted: exponential backoff with jitter on 429, 5xx, 408, timeouts and connection errors, waiting
+  what ``Retry-After`` asks. A reply that cannot be read is asked again ``parse_retries`` times, then
+  the step fails with ``error_type="unparseable_reply"``: a verdict is never guessed.
+- Every call runs with OpenTelemetry instrumentation suppressed, so an instrumented OpenAI or HTTP
+  client in the user's app makes no spans for the judge.
+- ``Cost`` counts every call made (failed attempts too), the tokens the endpoint reported and the
+  step's wall time; a failed step carries what it spent on its ``JudgeError``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import email.utils
+import json
+import math
+import random
+import re
+import time
+import weakref
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, TypeVar
+
+import openai
+from opentelemetry import context as otel_context
+from opentelemetry.context import _SUPPRESS_HTTP_INSTRUMENTATION_KEY, _SUPPRESS_INSTRUMENTATION_KEY
+
+from ragtrace import environment_variables as env
+from ragtrace.environment_variables import ConfigurationError
+from ragtrace.judges import _prompts
+from ragtrace.judges._base import (
+    ALL_CAPABILITIES,
+    GEvalRating,
+    JudgeError,
+    JudgeReply,
+    Question,
+    Rating,
+    Verdict,
+)
+from ragtrace.judges._parsing import (
+    ReplyParseError,
+    align,
+    as_bool,
+    as_list,
+    as_number,
+    as_str,
+    extract_json,
+    index_set,
+    pick,
+)
+from ragtrace.metrics._base import Cost
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+ResponseMode = Literal["json_schema", "json_object", "text"]
+"""How the judge asks for JSON: strict schema, JSON mode, or plain text read tolerantly."""
+
+_MODES: tuple[ResponseMode, ...] = ("json_schema", "json_object", "text")
+_DEFAULT_MODEL = "gpt-4o-mini"
+_DEFAULT_EMBEDDING_MODEL = "text-embedding-3-small"
+_PLACEHOLDER_KEY = "not-needed"
+_FORMAT_WORDS = ("response_format", "json_schema", "json_object", "structured output", "guided_json", "grammar")
+_RETRYABLE_STATUS = {408: "timeout", 409: "http_409", 429: "rate_limited"}
+_VERDICT_WORDS = {
+    "supported": Verdict.SUPPORTED,
+    "support": Verdict.SUPPORTED,
+    "supports": Verdict.SUPPORTED,
+    "entailed": Verdict.SUPPORTED,
+    "yes": Verdict.SUPPORTED,
+    "contradicted": Verdict.CONTRADICTED,
+    "contradicts": Verdict.CONTRADICTED,
+    "contradiction": Verdict.CONTRADICTED,
+    "neither": Verdict.NEITHER,
+    "neutral": Verdict.NEITHER,
+    "none": Verdict.NEITHER,
+    "no": Verdict.NEITHER,
+}
+_SCORE_VALUE = re.compile(r'"score"\s*:\s*"?\s*(\d+)')
+
+TokenLogprobs = list[tuple[str, list[tuple[str, float]]]]
+"""Per generated token: its text and the top alternatives with their logprobs."""
+
+
+@dataclass(frozen=True, slots=True)
+class _ChatReply:
+    content: str
+    logprobs: TokenLogprobs | None
+
+
+class _Tally:
+    """What one step spent so far (mutable, private to one step)."""
+
+    __slots__ = ("chat_calls", "completion_tokens", "embedding_calls", "prompt_tokens", "started")
+
+    def __init__(self) -> None:
+        self.chat_calls = 0
+        self.embedding_calls = 0
+        self.prompt_tokens = 0
+        self.completion_tokens = 0
+        self.started = time.perf_counter()
+
+    def add_usage(self, usage: Any) -> None:
+        if usage is None:
+            return
+        self.prompt_tokens += int(getattr(usage, "prompt_tokens", 0) or 0)
+        self.completion_tokens += int(getattr(usage, "completion_tokens", 0) or 0)
+
+    def cost(self) -> Cost:
+        return Cost(
+            chat_calls=self.chat_calls,
+            embedding_calls=self.embedding_calls,
+            prompt_tokens=self.prompt_tokens,
+            completion_tokens=self.completion_tokens,
+            seconds=time.perf_counter() - self.started,
+        )
+
+
+class _Retryable(Exception):
+    def __init__(self, error_type: str, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.error_type = error_type
+        self.retry_after = retry_after
+
+
+@contextlib.contextmanager
+def _instrumentation_suppressed() -> Iterator[None]:
+    """Set the OpenTelemetry API's suppress keys so instrumented clients make no spans for the judge.
+
+    OpenTelemetry instrumentations (openai, httpx, requests, ...) check ``suppress_instrumentation``
+    and HTTP ones also ``suppress_http_instrumentation`` in the current context before making a span.
+    """
+    ctx = otel_context.set_value(_SUPPRESS_INSTRUMENTATION_KEY, True)
+    ctx = otel_context.set_value(_SUPPRESS_HTTP_INSTRUMENTATION_KEY, True, ctx)
+    token = otel_context.attach(ctx)
+    try:
+        yield
+    finally:
+        otel_context.detach(token)
+
+
+def _retry_after(response: Any) -> float | None:
+    """Seconds the server asked to wait (``retry-after-ms``, ``retry-after`` as seconds or a date)."""
+    headers = getattr(response, "headers", None)
+    if headers is None:
+        return None
+    raw_ms = headers.get("retry-after-ms")
+    if raw_ms:
+        try:
+            return max(0.0, float(raw_ms) / 1000.0)
+        except ValueError:
+            pass
+    raw = headers.get("retry-after")
+    if not raw:
+        return None
+    try:
+        return max(0.0, float(raw))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(raw)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def _error_text(error: openai.APIStatusError) -> str:
+    body = error.body
+    try:
+        body_text = json.dumps(body) if body is not None else ""
+    except (TypeError, ValueError):
+        body_text = str(body)
+    return f"{error} {body_text}".lower()
+
+
+class OpenAIJudge:
+    """A judge served by an OpenAI-compatible endpoint; see the module docstring for the behaviour.
+
+    Arguments win over ``RAGTRACE_JUDGE_*`` variables, which win over the defaults:
+
+    - ``model`` (``RAGTRACE_JUDGE_MODEL``, default ``gpt-4o-mini``) and ``embedding_model``
+      (``RAGTRACE_JUDGE_EMBEDDING_MODEL``, default ``text-embedding-3-small``).
+    - ``client``: an ``openai.AsyncOpenAI`` you configured (Azure, proxies, ...). The judge uses a copy
+      with the client's own retries off, and does not close it. Otherwise the judge creates one from
+      ``base_url`` (``RAGTRACE_JUDGE_BASE_URL``) and ``api_key`` (``RAGTRACE_JUDGE_API_KEY``, then
+      ``OPENAI_API_KEY``; a local endpoint given by ``base_url`` needs none) and ``aclose`` closes it.
+    - ``timeout`` seconds per call (``RAGTRACE_JUDGE_TIMEOUT``, 30), ``max_retries`` per call
+      (``RAGTRACE_JUDGE_MAX_RETRIES``, 3), ``max_concurrency`` calls in flight
+      (``RAGTRACE_JUDGE_MAX_CONCURRENCY``, 16).
+    - ``response_mode``: ``auto`` starts with a JSON schema and downgrades as needed; or force
+      ``json_schema``, ``json_object`` or ``text``.
+    - ``parse_retries``: extra calls for a reply that could not be read (default 1).
+    - ``retry_base_delay`` / ``retry_max_delay``: backoff bounds in seconds; ``max_retry_after``: a
+      ``Retry-After`` longer than this fails the call at once rather than stalling the scorer.
+    - ``logprobs``: ask for token logprobs in G-Eval scoring (``top_logprobs`` alternatives).
+
+    Wrong settings raise ``ConfigurationError`` naming the fix.
+    """
+
+    capabilities: frozenset[str] = ALL_CAPABILITIES
+
+    def __init__(
+        self,
+        model: str | None = None,
+        embedding_model: str | None = None,
+        *,
+        client: openai.AsyncOpenAI | None = None,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        timeout: float | None = None,
+        max_retries: int | None = None,
+        max_concurrency: int | None = None,
+        response_mode: Literal["auto", "json_schema", "json_object", "text"] = "auto",
+        parse_retries: int = 1,
+        retry_base_delay: float = 0.5,
+        retry_max_delay: float = 20.0,
+        max_retry_after: float = 60.0,
+        logprobs: bool = True,
+        top_logprobs: int = 5,
+    ) -> None:
+        self.model = self._model(model, env.RAGTRACE_JUDGE_MODEL, _DEFAULT_MODEL, "model")
+        self.embedding_model = self._model(
+            embedding_model, env.RAGTRACE_JUDGE_EMBEDDING_MODEL, _DEFAULT_EMBEDDING_MODEL, "embedding_model"
+        )
+        self.name = f"openai:{self.model}"
+        self.timeout = self._positive_float(timeout, env.RAGTRACE_JUDGE_TIMEOUT, 30.0, "timeout")
+        self.max_retries = self._count(max_retries, env.RAGTRACE_JUDGE_MAX_RETRIES, 3, "max_retries", minimum=0)
+        self.max_concurrency = self._count(
+            max_concurrency, env.RAGTRACE_JUDGE_MAX_CONCURRENCY, 16, "max_concurrency", minimum=1
+        )
+        if response_mode != "auto" and response_mode not in _MODES:
+            raise ConfigurationError(
+                f"response_mode={response_mode!r} is unknown: use 'auto', 'json_schema', 'json_object' or 'text'"
+            )
+        for label, value in (("retry_base_delay", retry_base_delay), ("retry_max_delay", retry_max_delay)):
+            if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
+                raise ConfigurationError(f"{label}={value!r} is invalid: give a number of seconds >= 0")
+        if not isinstance(parse_retries, int) or parse_retries < 0:
+            raise ConfigurationError(f"parse_retries={parse_retries!r} is invalid: give an integer >= 0")
+        if not isinstance(top_logprobs, int) or not 1 <= top_logprobs <= 20:
+            raise ConfigurationError(f"top_logprobs={top_logprobs!r} is invalid: give an integer from 1 to 20")
+        self._mode: ResponseMode = "json_schema" if response_mode == "auto" else response_mode
+        self._auto_downgrade = response_mode == "auto"
+        self._parse_retries = parse_retries
+        self._retry_base_delay = float(retry_base_delay)
+        self._retry_max_delay = float(retry_max_delay)
+        self._max_retry_after = float(max_retry_after)
+        self._logprobs = logprobs
+        self._top_logprobs = top_logprobs
+        self._semaphores: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._closed = False
+        if client is not None:
+            if base_url is not None or api_key is not None:
+                raise ConfigurationError("pass either client=... or base_url/api_key, not both")
+            # A copy shares the caller's connection pool; only its retry policy differs.
+            self._client = client.with_options(max_retries=0, timeout=self.timeout)
+            self._owns_client = False
+        else:
+            url = base_url if base_url is not None else env.read_str(env.RAGTRACE_JUDGE_BASE_URL)
+            key = api_key or env.read_str(env.RAGTRACE_JUDGE_API_KEY) or env.read_str("OPENAI_API_KEY")
+            if key is None:
+                if url is None:
+                    raise ConfigurationError(
+                        "OpenAIJudge has no API key: set OPENAI_API_KEY or RAGTRACE_JUDGE_API_KEY, pass api_key=..., "
+                        "or point base_url (RAGTRACE_JUDGE_BASE_URL) at a local OpenAI-compatible server"
+                    )
+                key = _PLACEHOLDER_KEY
+            self._client = openai.AsyncOpenAI(api_key=key, base_url=url, timeout=self.timeout, max_retries=0)
+            self._owns_client = True
+
+    # ----------------------------------------------------------------------------------------------
+    # configuration
+    # ----------------------------------------------------------------------------------------------
+
+    @staticmethod
+    def _model(value: str | None, variable: str, default: str, label: str) -> str:
+        chosen = value if value is not None else env.read_str(variable, default)
+        if not isinstance(chosen, str) or not chosen.strip():
+            raise ConfigurationError(f"{label} is empty: pass {label}='...' or set {variable}")
+        return chosen.strip()
+
+    @staticmethod
+    def _positive_float(value: float | None, variable: str, default: float, label: str) -> float:
+        if value is None:
+            parsed = env.read_float(variable, default, minimum=0.0)
+            value = default if parsed is None else parsed
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+            raise ConfigurationError(f"{label}={value!r} is invalid: give a number of seconds > 0 (or set {variable})")
+        return float(value)
+
+    @staticmethod
+    def _count(value: int | None, variable: str, default: int, label: str, *, minimum: int) -> int:
+        if value is None:
+            parsed = env.read_int(variable, default, minimum=minimum)
+            value = default if parsed is None else parsed
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            raise ConfigurationError(f"{label}={value!r} is invalid: give an integer >= {minimum} (or set {variable})")
+        return value
+
+    @property
+    def response_mode(self) -> ResponseMode:
+        """The response format currently used (after any downgrade)."""
+        return self._mode
+
+    def __repr__(self) -> str:
+        return f"OpenAIJudge(model={self.model!r}, base_url={str(self._client.base_url)!r}, mode={self._mode!r})"
+
+    # ----------------------------------------------------------------------------------------------
+    # transport: one HTTP call, retried
+    # ----------------------------------------------------------------------------------------------
+
+    def _semaphore(self) -> asyncio.Semaphore:
+        # One per event loop: a semaphore is bound to the loop that first waits on it.
+        loop = asyncio.get_running_loop()
+        semaphore = self._semaphores.get(loop)
+        if semaphore is None:
+            semaphore = asyncio.Semaphore(self.max_concurrency)
+            self._semaphores[loop] = semaphore
+        return semaphore
+
+    def _backoff(self, attempt: int) -> float:
+        ceiling: float = min(self._retry_max_delay, self._retry_base_delay * 2.0**attempt)
+        return ceiling * random.uniform(0.5, 1.0)
+
+    async def _call(
+        self,
+        send: Callable[[], Awaitable[R]],
+        tally: _Tally,
+        kind: Literal["chat", "embedding"],
+        adapt: Callable[[openai.APIStatusError], bool] | None = None,
+    ) -> R:
+        """Run ``send`` with retries; raise ``JudgeError`` (with the cost so far) when it keeps failing.
+
+        ``adapt`` sees a 400/422 and returns True when it changed the request (a downgrade), in which
+        case the call is repeated at once without using a retry.
+        """
+        if self._closed:
+            raise JudgeError(f"{self.name} is closed", error_type="judge_closed", cost=tally.cost())
+        failures = 0
+        while True:
+            if kind == "chat":
+                tally.chat_calls += 1
+            else:
+                tally.embedding_calls += 1
+            try:
+                async with self._semaphore():
+                    with _instrumentation_suppressed():
+                        return await asyncio.wait_for(send(), self.timeout)
+            except asyncio.TimeoutError:
+                problem = _Retryable("timeout", f"no reply within {self.timeout} s")
+            except openai.APITimeoutError:
+                problem = _Retryable("timeout", f"no reply within {self.timeout} s")
+            except openai.APIConnectionError as error:
+                problem = _Retryable("connection", f"cannot reach {self._client.base_url}: {error}")
+            except openai.APIStatusError as error:
+                status = error.status_code
+                if status in (400, 422) and adapt is not None and adapt(error):
+                    continue
+                if status in _RETRYABLE_STATUS or status >= 500:
+                    error_type = _RETRYABLE_STATUS.get(status, "http_5xx")
+                    problem = _Retryable(error_type, f"HTTP {status}: {error}", _retry_after(error.response))
+                else:
+                    error_type = {401: "authentication", 403: "authentication", 404: "not_found"}.get(
+                        status, "http_4xx"
+                    )
+                    raise JudgeError(f"HTTP {status}: {error}", error_type=error_type, cost=tally.cost()) from error
+            except openai.APIError as error:
+                raise JudgeError(
+                    f"invalid response: {error}", error_type="invalid_response", cost=tally.cost()
+                ) from error
+            if failures >= self.max_retries:
+                raise JudgeError(
+                    f"{problem} (after {failures + 1} attempts)", error_type=problem.error_type, cost=tally.cost()
+                )
+            if problem.retry_after is not None:
+                if problem.retry_after > self._max_retry_after:
+                    raise JudgeError(
+                        f"{problem}; the server asks to wait {problem.retry_after:.0f} s, "
+                        f"more than max_retry_after={self._max_retry_after} s",
+                        error_type=problem.error_type,
+                        cost=tally.cost(),
+                    )
+                # Honour the server's wait; a little jitter spreads the calls that were refused together.
+                delay = problem.retry_after * (1.0 + 0.1 * random.random())
+            else:
+                delay = self._backoff(failures)
+            failures += 1
+            await asyncio.sleep(delay)
+
+    def _adapt_chat(self, want_logprobs: list[bool]) -> Callable[[openai.APIStatusError], bool]:
+        def adapt(error: openai.APIStatusError) -> bool:
+            text = _error_text(error)
+            if want_logprobs[0] and "logprob" in text:
+                # The endpoint cannot return logprobs: stop asking, G-Eval uses the written integer.
+                self._logprobs = False
+                want_logprobs[0] = False
+                return True
+            if self._auto_downgrade and self._mode != "text" and any(w in text for w in _FORMAT_WORDS):
+                self._mode = "json_object" if self._mode == "json_schema" else "text"
+                return True
+            return False
+
+        return adapt
+
+    async def _chat(self, prompt: _prompts.StepPrompt, user: str, tally: _Tally, *, logprobs: bool) -> _ChatReply:
+        want_logprobs = [logprobs and self._logprobs]
+
+        async def send() -> Any:
+            kwargs: dict[str, Any] = {
+                "model": self.model,
+                "messages": [
+                    {"role": "system", "content": prompt.system},
+                    {"role": "user", "content": user},
+                ],
+                "temperature": 0,
+                "timeout": self.timeout,
+            }
+            if self._mode == "json_schema":
+                kwargs["response_format"] = prompt.response_format()
+            elif self._mode == "json_object":
+                kwargs["response_format"] = {"type": "json_object"}
+            if want_logprobs[0]:
+                kwargs["logprobs"] = True
+                kwargs["top_logprobs"] = self._top_logprobs
+            return await self._client.chat.completions.create(**kwargs)
+
+        completion = await self._call(send, tally, "chat", self._adapt_chat(want_logprobs))
+        tally.add_usage(getattr(completion, "usage", None))
+        choices = getattr(completion, "choices", None) or []
+        if not choices:
+            raise ReplyParseError("reply has no choices")
+        message = choices[0].message
+        if getattr(message, "refusal", None):
+            raise ReplyParseError(f"the model refused: {message.refusal}")
+        return _ChatReply(content=message.content or "", logprobs=_token_logprobs(choices[0]))
+
+    async def _ask(
+        self,
+        prompt: _prompts.StepPrompt,
+        user: str,
+        read: Callable[[Any, _ChatReply], T],
+        *,
+        logprobs: bool = False,
+    ) -> JudgeReply[T]:
+        """One chat step: call, parse with ``read``; ask again on an unreadable reply, then fail."""
+        tally = _Tally()
+        reason = ""
+        for _ in range(self._parse_retries + 1):
+            try:
+                reply = await self._chat(prompt, user, tally, logprobs=logprobs)
+                value = read(extract_json(reply.content), reply)
+            except ReplyParseError as error:
+                reason = str(error)
+                continue
+            return JudgeReply(value=value, cost=tally.cost())
+        raise JudgeError(
+            f"{prompt.step}: unparseable reply after {self._parse_retries + 1} attempts: {reason}",
+            error_type="unparseable_reply",
+            cost=tally.cost(),
+        )
+
+    # ----------------------------------------------------------------------------------------------
+    # steps
+    # ----------------------------------------------------------------------------------------------
+
+    async def extract_claims(self, text: str, *, question: str | None = None) -> JudgeReply[list[str]]:
+        """Claims of ``text``; an empty text has none (no call)."""
+        if not text.strip():
+            return JudgeReply(value=[])
+
+        def read(obj: Any, _: _ChatReply) -> list[str]:
+            claims: list[str] = []
+            for item in as_list(pick(obj, "claims", "statements"), "claims"):
+                claim = as_str(pick(item, "claim", "text", "statement") if isinstance(item, Mapping) else item, "claim")
+                if claim not in claims:
+                    claims.append(claim)
+            return claims
+
+        return await self._ask(_prompts.EXTRACT_CLAIMS, _prompts.render_extract_claims(text, question), read)
+
+    async def verify(self, claims: Sequence[str], chunks: Sequence[str]) -> JudgeReply[list[list[Verdict]]]:
+        """``value[claim][chunk]``, all claims against all chunks in one call.
+
+        A chunk the judge lists both as supporting and contradicting a claim counts as neither: a
+        self-contradictory verdict is not evidence either way.
+        """
+        if not claims:
+            return JudgeReply(value=[])
+        if not chunks:
+            return JudgeReply(value=[[] for _ in claims])
+        count = len(chunks)
+
+        def read_item(item: Any) -> list[Verdict]:
+            if not isinstance(item, Mapping):
+                raise ReplyParseError(f"verify result is not an object: {item!r}")
+            if "verdicts" in item and isinstance(item["verdicts"], list) and len(item["verdicts"]) == count:
+                return [_verdict_word(v) for v in item["verdicts"]]
+            supported = index_set(item.get("supported_by", item.get("supported")), count, "supported_by")
+            contradicted = index_set(item.get("contradicted_by", item.get("contradicted")), count, "contradicted_by")
+            row: list[Verdict] = []
+            for number in range(1, count + 1):
+                if number in supported and number not in contradicted:
+                    row.append(Verdict.SUPPORTED)
+                elif number in contradicted and number not in supported:
+                    row.append(Verdict.CONTRADICTED)
+                else:
+                    row.append(Verdict.NEITHER)
+            return row
+
+        def read(obj: Any, _: _ChatReply) -> list[list[Verdict]]:
+            items = as_list(pick(obj, "results", "claims", "verdicts"), "results")
+            return align(items, len(claims), key="claim", read=read_item, what="claim")
+
+        return await self._ask(_prompts.VERIFY, _prompts.render_verify(claims, chunks), read)
+
+    async def classify_claims(self, claims: Sequence[str], reference: str) -> JudgeReply[list[bool]]:
+        """For every claim, whether the reference supports it."""
+        if not claims:
+            return JudgeReply(value=[])
+
+        def read(obj: Any, _: _ChatReply) -> list[bool]:
+            items = as_list(pick(obj, "results", "claims"), "results")
+            return align(
+                items,
+                len(claims),
+                key="claim",
+                read=lambda item: as_bool(pick(item, "correct", "supported", "verdict"), "correct"),
+                what="claim",
+            )
+
+        return await self._ask(_prompts.CLASSIFY_CLAIMS, _prompts.render_classify_claims(claims, reference), read)
+
+    async def rate_statements(self, query: str, statements: Sequence[str]) -> JudgeReply[list[bool]]:
+        """For every statement, whether it is relevant to the query."""
+        if not statements:
+            return JudgeReply(value=[])
+
+        def read(obj: Any, _: _ChatReply) -> list[bool]:
+            items = as_list(pick(obj, "results", "statements"), "results")
+            return align(
+                items,
+                len(statements),
+                key="statement",
+                read=lambda item: as_bool(pick(item, "relevant", "verdict"), "relevant"),
+                what="statement",
+            )
+
+        return await self._ask(_prompts.RATE_STATEMENTS, _prompts.render_rate_statements(query, statements), read)
+
+    async def generate_questions(self, answer: str, n: int) -> JudgeReply[list[Question]]:
+        """Up to ``n`` questions with noncommittal flags, in one call (at least one, or the step fails)."""
+        if n < 1:
+            raise ValueError(f"n={n}: ask for at least one question")
+
+        def read(obj: Any, _: _ChatReply) -> list[Question]:
+            questions: list[Question] = []
+            for item in as_list(pick(obj, "questions"), "questions"):
+                if not isinstance(item, Mapping):
+                    raise ReplyParseError(f"question without its noncommittal flag: {item!r}")
+                questions.append(
+                    Question(
+                        text=as_str(pick(item, "question", "text"), "question"),
+                        noncommittal=as_bool(pick(item, "noncommittal", "committal_flag"), "noncommittal"),
+                    )
+                )
+            if not questions:
+                raise ReplyParseError("reply has no questions")
+            return questions[:n]
+
+        return await self._ask(_prompts.GENERATE_QUESTIONS, _prompts.render_generate_questions(answer, n), read)
+
+    async def detect_noncommittal(self, answer: str) -> JudgeReply[bool]:
+        """Whether the answer is evasive or noncommittal."""
+
+        def read(obj: Any, _: _ChatReply) -> bool:
+            return as_bool(pick(obj, "noncommittal"), "noncommittal")
+
+        return await self._ask(_prompts.DETECT_NONCOMMITTAL, _prompts.render_detect_noncommittal(answer), read)
+
+    async def embed(self, texts: Sequence[str]) -> JudgeReply[list[list[float]]]:
+        """Every text embedded in one embeddings call, in input order."""
+        if not texts:
+            return JudgeReply(value=[])
+        tally = _Tally()
+        # Endpoints reject empty strings; a space embeds as "nothing" just as well.
+        inputs = [text if text.strip() else " " for text in texts]
+
+        async def send() -> Any:
+            return await self._client.embeddings.create(
+                model=self.embedding_model, input=inputs, encoding_format="float", timeout=self.timeout
+            )
+
+        response = await self._call(send, tally, "embedding")
+        tally.add_usage(getattr(response, "usage", None))
+        data = sorted(getattr(response, "data", None) or [], key=lambda item: int(getattr(item, "index", 0)))
+        vectors = [list(map(float, item.embedding)) for item in data if isinstance(item.embedding, list)]
+        if len(vectors) != len(texts) or any(not v for v in vectors):
+            raise JudgeError(
+                f"embed: asked for {len(texts)} vectors, got {len(vectors)}",
+                error_type="unparseable_reply",
+                cost=tally.cost(),
+            )
+        return JudgeReply(value=vectors, cost=tally.cost())
+
+    async def rate_chunks(self, query: str, chunks: Sequence[str]) -> JudgeReply[list[float]]:
+        """Every chunk's relevance in [0, 1], in one call."""
+        if not chunks:
+            return JudgeReply(value=[])
+
+        def read(obj: Any, _: _ChatReply) -> list[float]:
+            items = as_list(pick(obj, "ratings", "chunks", "results"), "ratings")
+            return align(
+                items,
+                len(chunks),
+                key="chunk",
+                read=lambda item: as_number(pick(item, "relevance", "score", "rating"), "relevance", low=0.0, high=1.0),
+                what="chunk",
+            )
+
+        return await self._ask(_prompts.RATE_CHUNKS, _prompts.render_rate_chunks(query, chunks), read)
+
+    async def rate_answer(self, query: str, answer: str) -> JudgeReply[Rating]:
+        """How well the answer addresses the query, in [0, 1], with the judge's explanation."""
+
+        def read(obj: Any, _: _ChatReply) -> Rating:
+            value = as_number(pick(obj, "score", "rating"), "score", low=0.0, high=1.0)
+            explanation = obj.get("explanation", "") if isinstance(obj, Mapping) else ""
+            return Rating(value=value, explanation=str(explanation or ""))
+
+        return await self._ask(_prompts.RATE_ANSWER, _prompts.render_rate_answer(query, answer), read)
+
+    async def geval_steps(self, criteria: str) -> JudgeReply[list[str]]:
+        """Evaluation steps for the criteria (the caller caches them)."""
+
+        def read(obj: Any, _: _ChatReply) -> list[str]:
+            steps = [as_str(s, "step") for s in as_list(pick(obj, "steps", "evaluation_steps"), "steps")]
+            if not steps:
+                raise ReplyParseError("reply has no steps")
+            return steps
+
+        return await self._ask(_prompts.GEVAL_STEPS, _prompts.render_geval_steps(criteria), read)
+
+    async def geval_score(
+        self,
+        criteria: str,
+        steps: Sequence[str],
+        params: Mapping[str, str],
+        score_range: tuple[int, int],
+    ) -> JudgeReply[GEvalRating]:
+        """The score on ``score_range``, probability-weighted over the score token when logprobs come back."""
+        low, high = score_range
+        if low >= high:
+            raise ValueError(f"score_range={score_range}: the low end must be below the high end")
+
+        def read(obj: Any, reply: _ChatReply) -> GEvalRating:
+            written = as_number(pick(obj, "score", "rating"), "score", low=low, high=high)
+            explanation = obj.get("explanation", "") if isinstance(obj, Mapping) else ""
+            weighted = _weighted_score(reply, low, high)
+            if weighted is None:
+                return GEvalRating(score=float(round(written)), explanation=str(explanation or ""), weighted=False)
+            return GEvalRating(score=weighted, explanation=str(explanation or ""), weighted=True)
+
+        user = _prompts.render_geval_score(criteria, steps, params, score_range)
+        return await self._ask(_prompts.GEVAL_SCORE, user, read, logprobs=True)
+
+    async def aclose(self) -> None:
+        """Close the client this judge created (a client passed in stays open). Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._owns_client:
+            await self._client.close()
+
+
+def _verdict_word(value: Any) -> Verdict:
+    word = str(value).strip().lower()
+    if word in _VERDICT_WORDS:
+        return _VERDICT_WORDS[word]
+    raise ReplyParseError(f"unknown verdict {value!r}")
+
+
+def _token_logprobs(choice: Any) -> TokenLogprobs | None:
+    logprobs = getattr(choice, "logprobs", None)
+    content = getattr(logprobs, "content", None) if logprobs is not None else None
+    if not content:
+        return None
+    tokens: TokenLogprobs = []
+    for item in content:
+        top = [(str(alt.token), float(alt.logprob)) for alt in (getattr(item, "top_logprobs", None) or [])]
+        tokens.append((str(item.token), top))
+    return tokens
+
+
+def _weighted_score(reply: _ChatReply, low: int, high: int) -> float | None:
+    """G-Eval's probability-weighted score: sum of v * p(v) over the score token's integer alternatives.
+
+    The score token is found by rebuilding the text from the tokens and locating the ``"score"``
+    value; ``None`` when there are no logprobs or no alternative is an integer in range.
+    """
+    if not reply.logprobs:
+        return None
+    text = "".join(token for token, _ in reply.logprobs)
+    match = _SCORE_VALUE.search(text)
+    if match is None:
+        return None
+    offset = match.start(1)
+    position = 0
+    for token, top in reply.logprobs:
+        if position <= offset < position + len(token):
+            weights: dict[int, float] = {}
+            for alternative, logprob in top or [(token, 0.0)]:
+                stripped = alternative.strip()
+                if stripped.isdigit() and low <= int(stripped) <= high:
+                    weights[int(stripped)] = weights.get(int(stripped), 0.0) + math.exp(logprob)
+            total = sum(weights.values())
+            if total <= 0:
+                return None
+            return sum(value * p for value, p in weights.items()) / total
+        position += len(token)
+    return None
