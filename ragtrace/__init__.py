@@ -3,6 +3,7 @@
 The public API is exactly ``__all__``; everything in a ``_module`` is private and may change.
 """
 
+from ragtrace._decorator import generate, rag, record, retrieve
 from ragtrace._record import Chunk, RagRecord
 from ragtrace.environment_variables import ConfigurationError
 from ragtrace.metrics._base import Cost, Metric, Score
@@ -17,4 +18,8 @@ __all__ = [
     "RagRecord",
     "Score",
     "__version__",
+    "generate",
+    "rag",
+    "record",
+    "retrieve",
 ]

@@ -12,6 +12,10 @@ EXPECTED = {
     "RagRecord",
     "Score",
     "__version__",
+    "generate",
+    "rag",
+    "record",
+    "retrieve",
 }
 
 
