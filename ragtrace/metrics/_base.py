@@ -33,6 +33,11 @@ REASON_JUDGE_LACKS_CAPABILITY = "judge_lacks_capability"
 REASON_JUDGE_ERROR = "judge_error"
 REASON_UNPARSEABLE = "unparseable_reply"
 
+# Keys of ``Score.details`` that exporters read.
+DETAIL_METHOD = "method"
+"""``Score.details[DETAIL_METHOD]``: how the metric was computed when there is more than one way
+(exported as ``semconv.eval_method(name)``)."""
+
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
 
 

@@ -1,0 +1,92 @@
+"""Metric names -> metric factories: how configuration (``RAGTRACE_METRICS``, ``--metrics``) builds a suite.
+
+Unknown names and bad options raise ``ConfigurationError`` listing what is valid.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from ragtrace.environment_variables import ConfigurationError
+from ragtrace.metrics._base import Metric
+from ragtrace.metrics._suite import Suite
+from ragtrace.metrics.chunks import ContextPrecision, ContextRelevance, ContextRelevanceWeighted
+from ragtrace.metrics.claims import (
+    AnswerRelevancy,
+    ContextContradiction,
+    ContextRecall,
+    Faithfulness,
+    Hallucination,
+    IrrelevantNoiseSensitivity,
+    NoiseSensitivity,
+    RelevantNoiseSensitivity,
+)
+from ragtrace.metrics.geval import GEval
+from ragtrace.metrics.quality import Quality
+from ragtrace.metrics.rating import AnswerRelevancyRating
+from ragtrace.metrics.relevancy_embedding import AnswerRelevancyEmbedding
+
+PRODUCTION_METRICS: tuple[str, ...] = (
+    "faithfulness",
+    "hallucination",
+    "answer_relevancy_embedding",
+    "context_relevance",
+)
+"""The default production suite: at most 4 chat calls and 1 embeddings call per record, no reference needed."""
+
+_FACTORIES: dict[str, Callable[..., Metric]] = {
+    "faithfulness": Faithfulness,
+    "hallucination": Hallucination,
+    "context_contradiction": ContextContradiction,
+    "answer_relevancy": AnswerRelevancy,
+    "noise_sensitivity": NoiseSensitivity,
+    "relevant_noise_sensitivity": RelevantNoiseSensitivity,
+    "irrelevant_noise_sensitivity": IrrelevantNoiseSensitivity,
+    "context_recall": ContextRecall,
+    "answer_relevancy_embedding": AnswerRelevancyEmbedding,
+    "context_relevance": ContextRelevance,
+    "context_relevance_weighted": ContextRelevanceWeighted,
+    "context_precision": ContextPrecision,
+    "answer_relevancy_rating": AnswerRelevancyRating,
+    "quality": Quality,
+}
+
+METRIC_NAMES: tuple[str, ...] = (*sorted(_FACTORIES), "geval")
+"""Every name ``metric_by_name`` knows. ``geval`` needs options: ``name=`` and ``criteria=``."""
+
+REFERENCE_METRICS: tuple[str, ...] = (
+    "noise_sensitivity",
+    "relevant_noise_sensitivity",
+    "irrelevant_noise_sensitivity",
+    "context_recall",
+)
+"""The metrics that need a reference answer (offline evaluation, golden sets)."""
+
+
+def metric_by_name(name: str, **options: Any) -> Metric:
+    """Build a metric by name with its options, e.g. ``metric_by_name("hallucination", threshold=0.2)``.
+
+    ``metric_by_name("geval", name="rag_fact_checker", criteria="...")`` builds a G-Eval metric.
+    """
+    key = name.strip().lower()
+    if key == "geval":
+        factory: Callable[..., Metric] = GEval
+    elif key in _FACTORIES:
+        factory = _FACTORIES[key]
+    else:
+        raise ConfigurationError(f"unknown metric {name!r}: choose from {', '.join(METRIC_NAMES)}")
+    try:
+        return factory(**options)
+    except TypeError as err:
+        raise ConfigurationError(f"metric {name!r}: bad options {sorted(options)}: {err}") from None
+
+
+def build_suite(metrics: str | Iterable[str | Metric] | None = None) -> Suite:
+    """A suite from names and/or metric instances; ``"a,b"`` is split on commas; None gives the production suite."""
+    if metrics is None:
+        metrics = PRODUCTION_METRICS
+    if isinstance(metrics, str):
+        metrics = [m for m in (part.strip() for part in metrics.split(",")) if m]
+    built = [metric_by_name(m) if isinstance(m, str) else m for m in metrics]
+    return Suite(built)

@@ -1,0 +1,323 @@
+"""The claim-based family: the answer's claims are extracted once and reused by every metric here.
+
+Judge steps (shared through a ``Suite``'s memoizing judge): ``extract_claims`` of the answer, one
+``verify`` of all answer claims x all chunks; with a reference, ``extract_claims`` of the reference,
+one ``classify_claims`` of the answer claims against it and one ``verify`` of reference claims x chunks.
+
+| metric | value | direction |
+|---|---|---|
+| faithfulness | claims supported by some chunk / claims | higher |
+| hallucination | claims supported by no chunk / claims (= 1 - faithfulness) | lower |
+| context_contradiction | chunks contradicting at least one claim / chunks | lower |
+| answer_relevancy | claims relevant to the query / claims | higher |
+| noise_sensitivity | claims the reference does not support / claims | lower |
+| relevant_noise_sensitivity | incorrect claims entailed by a relevant chunk / claims | lower |
+| irrelevant_noise_sensitivity | incorrect claims entailed by an irrelevant chunk / claims | lower |
+| context_recall | reference claims supported by some chunk / reference claims | higher |
+
+A chunk is *relevant* when it supports at least one reference claim. The arithmetic is in the pure
+functions below, tested without a judge.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from ragtrace.judges._base import CLASSIFY_CLAIMS, EXTRACT_CLAIMS, RATE_STATEMENTS, VERIFY, Verdict
+from ragtrace.metrics._base import REASON_NO_CLAIMS, Direction, Score
+from ragtrace.metrics._metric import NEEDS_CHUNKS, NEEDS_REFERENCE, JudgeMetric
+from ragtrace.metrics._steps import (
+    Steps,
+    answer_claims,
+    check_flags,
+    correct_flags,
+    reference_claims,
+    verdicts,
+)
+
+if TYPE_CHECKING:
+    from ragtrace._record import RagRecord
+
+__all__ = [
+    "AnswerRelevancy",
+    "ContextContradiction",
+    "ContextRecall",
+    "Faithfulness",
+    "Hallucination",
+    "IrrelevantNoiseSensitivity",
+    "NoiseSensitivity",
+    "RelevantNoiseSensitivity",
+    "contradicted_chunks",
+    "faithfulness_label",
+    "fraction",
+    "noise_in_chunks",
+    "supported_by_any",
+    "supporting_chunks",
+]
+
+# --------------------------------------------------------------------------------------------------
+# Arithmetic (pure)
+# --------------------------------------------------------------------------------------------------
+
+
+def fraction(flags: Sequence[bool]) -> float:
+    """Share of true flags. The caller guarantees at least one flag."""
+    return sum(flags) / len(flags)
+
+
+def supported_by_any(matrix: Sequence[Sequence[Verdict]]) -> list[bool]:
+    """For every claim (row): is it supported by at least one chunk?"""
+    return [any(v is Verdict.SUPPORTED for v in row) for row in matrix]
+
+
+def supporting_chunks(matrix: Sequence[Sequence[Verdict]], n_chunks: int) -> list[bool]:
+    """For every chunk (column): does it support at least one claim?"""
+    return [any(row[k] is Verdict.SUPPORTED for row in matrix) for k in range(n_chunks)]
+
+
+def contradicted_chunks(matrix: Sequence[Sequence[Verdict]], n_chunks: int) -> list[bool]:
+    """For every chunk (column): does it contradict at least one claim?"""
+    return [any(row[k] is Verdict.CONTRADICTED for row in matrix) for k in range(n_chunks)]
+
+
+def noise_in_chunks(
+    correct: Sequence[bool], answer_matrix: Sequence[Sequence[Verdict]], chunk_mask: Sequence[bool]
+) -> float:
+    """Share of answer claims that are incorrect yet entailed by at least one chunk of ``chunk_mask``."""
+    noisy = [
+        not ok and any(v is Verdict.SUPPORTED and chunk_mask[k] for k, v in enumerate(row))
+        for ok, row in zip(correct, answer_matrix, strict=True)
+    ]
+    return fraction(noisy)
+
+
+def faithfulness_label(supported: int, total: int) -> str:
+    """``faithful`` when every claim is supported, ``unfaithful`` below half, else ``partially_faithful``."""
+    if supported == total:
+        return "faithful"
+    return "unfaithful" if supported / total < 0.5 else "partially_faithful"
+
+
+def _list(claims: Sequence[str], flags: Sequence[bool], want: bool, limit: int = 3) -> str:
+    picked = [c if len(c) <= 120 else c[:117] + "..." for c, f in zip(claims, flags, strict=True) if f is want]
+    more = f" (+{len(picked) - limit} more)" if len(picked) > limit else ""
+    return "; ".join(repr(c) for c in picked[:limit]) + more
+
+
+# --------------------------------------------------------------------------------------------------
+# Metrics
+# --------------------------------------------------------------------------------------------------
+
+
+class _AnswerClaimsMetric(JudgeMetric):
+    """Frame of the metrics over the answer's claims: no claims means nothing to measure."""
+
+    def _no_claims(self, steps: Steps) -> Score:
+        return self.absent("unmeasured", REASON_NO_CLAIMS, "the answer makes no factual claim", steps)
+
+
+class Faithfulness(_AnswerClaimsMetric):
+    """Claims of the answer supported by at least one chunk, over all claims."""
+
+    name = "faithfulness"
+    needs = frozenset({NEEDS_CHUNKS})
+    capabilities = frozenset({EXTRACT_CLAIMS, VERIFY})
+
+    async def _measure(self, record: RagRecord, steps: Steps) -> Score:
+        claims = await answer_claims(steps, record)
+        if not claims:
+            return self._no_claims(steps)
+        supported = supported_by_any(await verdicts(steps, claims, record.texts))
+        n = sum(supported)
+        explanation = f"{n} of {len(claims)} claims supported by the chunks"
+        if n < len(claims):
+            explanation += f"; unsupported: {_list(claims, supported, False)}"
+        return self.measured(
+            fraction(supported),
+            steps,
+            label=faithfulness_label(n, len(claims)),
+            explanation=explanation,
+            details={"claims": len(claims), "supported_claims": n},
+        )
+
+
+class Hallucination(_AnswerClaimsMetric):
+    """Claims of the answer supported by no chunk (contradicted or without basis), over all claims.
+
+    Label ``hallucinated`` when the value exceeds ``threshold`` (default 0: any unsupported claim).
+    """
+
+    name = "hallucination"
+    direction: Direction = "lower"
+    needs = frozenset({NEEDS_CHUNKS})
+    capabilities = frozenset({EXTRACT_CLAIMS, VERIFY})
+
+    def __init__(self, threshold: float = 0.0) -> None:
+        self.threshold = float(threshold)
+
+    async def _measure(self, record: RagRecord, steps: Steps) -> Score:
+        claims = await answer_claims(steps, record)
+        if not claims:
+            return self._no_claims(steps)
+        matrix = await verdicts(steps, claims, record.texts)
+        unsupported = [not s for s in supported_by_any(matrix)]
+        contradicted = sum(any(v is Verdict.CONTRADICTED for v in row) for row in matrix)
+        value = fraction(unsupported)
+        explanation = f"{sum(unsupported)} of {len(claims)} claims supported by no chunk"
+        if any(unsupported):
+            explanation += f": {_list(claims, unsupported, True)}"
+        return self.measured(
+            value,
+            steps,
+            label="hallucinated" if value > self.threshold else "grounded",
+            explanation=explanation,
+            details={
+                "claims": len(claims),
+                "unsupported_claims": sum(unsupported),
+                "contradicted_claims": contradicted,
+            },
+        )
+
+
+class ContextContradiction(_AnswerClaimsMetric):
+    """Chunks that the answer contradicts (a chunk contradicting at least one claim), over all chunks."""
+
+    name = "context_contradiction"
+    direction: Direction = "lower"
+    needs = frozenset({NEEDS_CHUNKS})
+    capabilities = frozenset({EXTRACT_CLAIMS, VERIFY})
+
+    async def _measure(self, record: RagRecord, steps: Steps) -> Score:
+        claims = await answer_claims(steps, record)
+        if not claims:
+            return self._no_claims(steps)
+        flags = contradicted_chunks(await verdicts(steps, claims, record.texts), len(record.chunks))
+        n = sum(flags)
+        return self.measured(
+            fraction(flags),
+            steps,
+            label="contradiction" if n else "none",
+            explanation=f"the answer contradicts {n} of {len(flags)} chunks",
+            details={"chunks": len(flags), "contradicted_chunks": n},
+        )
+
+
+class AnswerRelevancy(_AnswerClaimsMetric):
+    """Statements of the answer (its extracted claims) relevant to the query, over all statements."""
+
+    name = "answer_relevancy"
+    capabilities = frozenset({EXTRACT_CLAIMS, RATE_STATEMENTS})
+    uses_query = True
+
+    async def _measure(self, record: RagRecord, steps: Steps) -> Score:
+        claims = await answer_claims(steps, record)
+        if not claims:
+            return self._no_claims(steps)
+        reply = await steps(steps.judge.rate_statements(record.query, claims))
+        relevant = check_flags(reply, len(claims), "relevance flags")
+        explanation = f"{sum(relevant)} of {len(claims)} statements relevant to the query"
+        if not all(relevant):
+            explanation += f"; irrelevant: {_list(claims, relevant, False)}"
+        return self.measured(
+            fraction(relevant),
+            steps,
+            explanation=explanation,
+            details={"statements": len(claims), "relevant_statements": sum(relevant)},
+        )
+
+
+class NoiseSensitivity(_AnswerClaimsMetric):
+    """Claims of the answer that the reference does not support, over all claims."""
+
+    name = "noise_sensitivity"
+    direction: Direction = "lower"
+    needs = frozenset({NEEDS_REFERENCE})
+    capabilities = frozenset({EXTRACT_CLAIMS, CLASSIFY_CLAIMS})
+
+    async def _measure(self, record: RagRecord, steps: Steps) -> Score:
+        claims = await answer_claims(steps, record)
+        if not claims:
+            return self._no_claims(steps)
+        correct = await correct_flags(steps, claims, record.reference or "")
+        incorrect = [not c for c in correct]
+        return self.measured(
+            fraction(incorrect),
+            steps,
+            explanation=f"{sum(incorrect)} of {len(claims)} claims not supported by the reference",
+            details={"claims": len(claims), "incorrect_claims": sum(incorrect)},
+        )
+
+
+class _ChunkNoise(_AnswerClaimsMetric):
+    """Incorrect answer claims entailed by relevant (or irrelevant) chunks, over all claims."""
+
+    direction: Direction = "lower"
+    needs = frozenset({NEEDS_REFERENCE, NEEDS_CHUNKS})
+    capabilities = frozenset({EXTRACT_CLAIMS, CLASSIFY_CLAIMS, VERIFY})
+    relevant: bool
+
+    async def _measure(self, record: RagRecord, steps: Steps) -> Score:
+        claims, ref_claims = await asyncio.gather(answer_claims(steps, record), reference_claims(steps, record))
+        if not claims:
+            return self._no_claims(steps)
+        texts = record.texts
+        correct, answer_matrix, ref_matrix = await asyncio.gather(
+            correct_flags(steps, claims, record.reference or ""),
+            verdicts(steps, claims, texts),
+            # No reference claims: no chunk can be relevant (and no call is needed to know it).
+            verdicts(steps, ref_claims, texts) if ref_claims else _empty_matrix(),
+        )
+        relevant = supporting_chunks(ref_matrix, len(texts))
+        mask = relevant if self.relevant else [not r for r in relevant]
+        value = noise_in_chunks(correct, answer_matrix, mask)
+        kind = "relevant" if self.relevant else "irrelevant"
+        return self.measured(
+            value,
+            steps,
+            explanation=f"{round(value * len(claims))} of {len(claims)} claims incorrect yet entailed by {kind} chunks",
+            details={"claims": len(claims), "incorrect_claims": correct.count(False), "relevant_chunks": sum(relevant)},
+        )
+
+
+async def _empty_matrix() -> list[list[Verdict]]:
+    return []
+
+
+class RelevantNoiseSensitivity(_ChunkNoise):
+    """Incorrect claims entailed by a relevant chunk (one supporting a reference claim), over all claims."""
+
+    name = "relevant_noise_sensitivity"
+    relevant = True
+
+
+class IrrelevantNoiseSensitivity(_ChunkNoise):
+    """Incorrect claims entailed by an irrelevant chunk (one supporting no reference claim), over all claims."""
+
+    name = "irrelevant_noise_sensitivity"
+    relevant = False
+
+
+class ContextRecall(JudgeMetric):
+    """Reference claims attributable to (supported by) at least one chunk, over all reference claims."""
+
+    name = "context_recall"
+    needs = frozenset({NEEDS_REFERENCE, NEEDS_CHUNKS})
+    capabilities = frozenset({EXTRACT_CLAIMS, VERIFY})
+    uses_answer = False
+
+    async def _measure(self, record: RagRecord, steps: Steps) -> Score:
+        ref_claims = await reference_claims(steps, record)
+        if not ref_claims:
+            return self.absent("unmeasured", REASON_NO_CLAIMS, "the reference makes no factual claim", steps)
+        found = supported_by_any(await verdicts(steps, ref_claims, record.texts))
+        explanation = f"{sum(found)} of {len(ref_claims)} reference claims found in the chunks"
+        if not all(found):
+            explanation += f"; missing: {_list(ref_claims, found, False)}"
+        return self.measured(
+            fraction(found),
+            steps,
+            explanation=explanation,
+            details={"reference_claims": len(ref_claims), "attributed_claims": sum(found)},
+        )
