@@ -1,0 +1,328 @@
+"""``ScoringSpanProcessor``: puts scores on RAG spans before they are exported, off the request path.
+
+It wraps the downstream processor (usually ``BatchSpanProcessor`` + an OTLP exporter) and decides,
+in ``on_end``, what happens to each ended span:
+
+* not a RAG span -> downstream at once, untouched;
+* a RAG span the sampler does not pick (rate, rules, throttle, budget) -> downstream at once, as a
+  copy carrying ``ragtrace.eval.decision`` (ended spans are immutable);
+* a picked RAG span -> the background worker's bounded queue with its ``RagRecord``; when the queue
+  is full it goes downstream at once with decision ``overflow``.
+
+``on_end`` is O(1), never blocks and never raises: anything unexpected is logged and the original span
+goes downstream. Every span that reaches the processor leaves it exactly once (see ``_worker``).
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import time
+import weakref
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from opentelemetry.context import Context
+from opentelemetry.sdk.trace import Event, ReadableSpan, Span, SpanProcessor
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
+
+from ragtrace import environment_variables as env
+from ragtrace import semconv
+from ragtrace._capture import RECORDS, RecordStore
+from ragtrace._sampling import Sampler
+from ragtrace._spans import scored_copy
+from ragtrace._telemetry import Telemetry
+from ragtrace._worker import Job, Outcome, Worker
+from ragtrace.environment_variables import ConfigurationError
+from ragtrace.metrics import Suite
+
+if TYPE_CHECKING:
+    from opentelemetry.metrics import MeterProvider
+    from opentelemetry.util.types import AttributeValue
+
+    from ragtrace.judges._base import Judge
+    from ragtrace.metrics._base import Cost, Metric, Score
+
+_log = logging.getLogger(__name__)
+
+ERROR_NO_RECORD = "no_record"
+"""``ragtrace.eval.error.type`` of a picked RAG span whose record never reached the processor."""
+
+
+class ScoringSpanProcessor(SpanProcessor):
+    """Scores sampled RAG spans in the background and forwards every span to ``downstream`` exactly once.
+
+    ``downstream``: the processor that exports (or an exporter, wrapped in a ``BatchSpanProcessor``).
+    ``judge``: a ``ragtrace.judges.Judge`` (default: ``default_judge()``, closed by this processor).
+    ``metrics``: metric names or ``Metric`` objects (default: ``RAGTRACE_METRICS`` or the production suite).
+    ``sampler`` / ``sample_rate``: who is scored (default ``Sampler()``, i.e. ``RAGTRACE_SAMPLE_*``).
+    ``queue_size`` / ``max_concurrency`` / ``hold_timeout`` / ``shutdown_timeout``: see
+    ``docs/configuration.md``; constructor arguments win over ``RAGTRACE_*`` variables.
+    ``meter_provider`` / ``service_name``: where the score histogram and counters go.
+    Wrong values raise ``ConfigurationError`` naming the fix.
+    """
+
+    def __init__(
+        self,
+        downstream: SpanProcessor | SpanExporter,
+        *,
+        judge: Judge | None = None,
+        metrics: Sequence[str | Metric] | None = None,
+        sampler: Sampler | None = None,
+        sample_rate: float | None = None,
+        queue_size: int | None = None,
+        max_concurrency: int | None = None,
+        hold_timeout: float | None = None,
+        shutdown_timeout: float | None = None,
+        meter_provider: MeterProvider | None = None,
+        service_name: str | None = None,
+        records: RecordStore | None = None,
+    ) -> None:
+        if isinstance(downstream, SpanExporter):
+            downstream = BatchSpanProcessor(downstream)
+        if not isinstance(downstream, SpanProcessor):
+            raise ConfigurationError(
+                f"downstream={downstream!r} is not a SpanProcessor or SpanExporter: pass e.g. "
+                "BatchSpanProcessor(OTLPSpanExporter())"
+            )
+        if sampler is not None and sample_rate is not None:
+            raise ConfigurationError(
+                "pass either sampler= or sample_rate=, not both: put the rate in Sampler(rate=...)"
+            )
+        self.downstream = downstream
+        self.sampler = sampler if sampler is not None else Sampler(sample_rate)
+        self.queue_size = _int_setting("queue_size", queue_size, env.RAGTRACE_QUEUE_SIZE, 2048, minimum=1)
+        self.max_concurrency = _int_setting(
+            "max_concurrency", max_concurrency, env.RAGTRACE_MAX_CONCURRENCY, 8, minimum=1
+        )
+        self.hold_timeout = _seconds_setting("hold_timeout", hold_timeout, env.RAGTRACE_HOLD_TIMEOUT, 30.0)
+        self.shutdown_timeout = _seconds_setting(
+            "shutdown_timeout", shutdown_timeout, env.RAGTRACE_SHUTDOWN_TIMEOUT, 30.0
+        )
+        suite = _build_suite(metrics)  # fails now, not in the worker, on an unknown metric
+        self._metric_names: tuple[str, ...] = suite.names
+        self._suites: dict[tuple[str, ...], Suite] = {suite.names: suite}
+        owns_judge = judge is None
+        if judge is None:
+            from ragtrace.judges._default import default_judge
+
+            judge = default_judge()
+        self.judge: Judge = judge
+        self.sampler.check_judge(judge.name)
+        self.telemetry = Telemetry(meter_provider, service_name=service_name)
+        self._records = records if records is not None else RECORDS
+        self._records.acquire()
+        self._shutdown = False
+        self._warned = False
+        self._worker = Worker(
+            score=self._score,
+            emit=self._emit,
+            count=self.telemetry.decision,
+            queue_size=self.queue_size,
+            max_concurrency=self.max_concurrency,
+            hold_timeout=self.hold_timeout,
+            on_close=self.judge.aclose if owns_judge else None,
+        )
+        # The TracerProvider's own atexit hook calls shutdown() too (idempotent); this one covers a
+        # processor that is not (yet) attached to a provider that shuts down at exit.
+        ref = weakref.ref(self)
+        self._atexit = lambda: _shutdown_ref(ref)
+        atexit.register(self._atexit)
+
+    # -- SpanProcessor ------------------------------------------------------------------------
+
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        self.downstream.on_start(span, parent_context=parent_context)
+
+    def _on_ending(self, span: Span) -> None:
+        # Forwarded so downstream processors that implement the SDK's on-ending hook keep working.
+        hook = getattr(self.downstream, "_on_ending", None)
+        if hook is not None:
+            hook(span)
+
+    def on_end(self, span: ReadableSpan) -> None:
+        """Route one ended span (see the module docstring). O(1); never blocks; never raises."""
+        forwarded = False
+        try:
+            attributes = span.attributes
+            if self._shutdown or attributes is None or attributes.get(semconv.RAGTRACE_ROLE) != semconv.ROLE_RAG:
+                forwarded = True
+                self.downstream.on_end(span)
+                return
+            context = span.context
+            record = self._records.take(context.trace_id, context.span_id) if context is not None else None
+            selection = self.sampler.decide(
+                context.trace_id if context is not None else 0, span, record, self._metric_names
+            )
+            if not selection.selected:
+                self._forward(span, selection.decision)
+                forwarded = True
+                return
+            if record is None:
+                forwarded = True
+                self._forward(span, semconv.DECISION_ERROR, {semconv.EVAL_ERROR_TYPE: ERROR_NO_RECORD})
+                return
+            if self._worker.submit(span, record, selection.metrics or self._metric_names):
+                forwarded = True
+                return
+            forwarded = True
+            self._forward(span, semconv.DECISION_OVERFLOW)
+        except Exception:
+            if not self._warned:
+                self._warned = True
+                _log.exception("ragtrace: on_end failed; the span is exported unscored")
+            if not forwarded:
+                try:
+                    self.downstream.on_end(span)
+                except Exception:
+                    _log.exception("ragtrace: the downstream span processor raised")
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        """Score what is queued while the budget lasts, export the rest unscored, then flush downstream.
+
+        Most of the budget goes to scoring; a fifth (at most 5 s) is kept for the downstream flush.
+        """
+        budget = max(timeout_millis, 0) / 1000.0
+        end = time.monotonic() + budget
+        complete = self._worker.flush(budget - _reserve(budget))
+        remaining_ms = int(max(end - time.monotonic(), 0.0) * 1000)
+        return self.downstream.force_flush(max(remaining_ms, 1)) and complete
+
+    def shutdown(self, timeout_millis: float | None = None) -> None:
+        """Drain like ``force_flush`` (default budget ``shutdown_timeout``), then shut downstream down. Idempotent."""
+        if self._shutdown:
+            return
+        self._shutdown = True
+        atexit.unregister(self._atexit)
+        budget = self.shutdown_timeout if timeout_millis is None else max(timeout_millis, 0) / 1000.0
+        try:
+            self._worker.shutdown(budget - _reserve(budget))
+        finally:
+            self._records.release()
+            self.downstream.shutdown()
+
+    # -- introspection ------------------------------------------------------------------------
+
+    @property
+    def pending(self) -> int:
+        """RAG spans held for scoring and not yet exported."""
+        return self._worker.held
+
+    @property
+    def metric_names(self) -> tuple[str, ...]:
+        """The metrics this processor scores."""
+        return self._metric_names
+
+    # -- internals ----------------------------------------------------------------------------
+
+    def _forward(self, span: ReadableSpan, decision: str, extra: Mapping[str, AttributeValue] | None = None) -> None:
+        attributes: dict[str, AttributeValue] = {semconv.EVAL_DECISION: decision}
+        if extra:
+            attributes.update(extra)
+        self.telemetry.decision(decision)
+        self.downstream.on_end(scored_copy(span, attributes))
+
+    def _emit(self, span: ReadableSpan) -> None:
+        self.downstream.on_end(span)
+
+    async def _score(self, job: Job) -> Outcome:
+        suite = self._suite_for(job.metrics)
+        result = await suite.score(job.record, self.judge)
+        scores = [result.scores[name] for name in job.metrics if name in result.scores]
+        cost = result.cost
+        self.sampler.charge(self.judge.name, cost)
+        self.telemetry.scores(scores)
+        self.telemetry.cost(cost, judge=self.judge.name)
+        return outcome_of(scores, cost, self.judge.name)
+
+    def _suite_for(self, names: tuple[str, ...]) -> Suite:
+        # Dense selection yields at most one subset per distinct rate, so this cache stays tiny.
+        suite = self._suites.get(names)
+        if suite is None:
+            full = self._suites[self._metric_names]
+            suite = Suite([m for m in full.metrics if m.name in names])
+            self._suites[names] = suite
+        return suite
+
+
+def outcome_of(scores: Sequence[Score], cost: Cost, judge_name: str) -> Outcome:
+    """The decision, attributes and events for a scored span.
+
+    The decision is ``error`` only when every metric failed with a judge error (scoring failed as a
+    whole); a metric that was merely skipped or unmeasured keeps ``evaluated`` with its reason.
+    """
+    attributes: dict[str, AttributeValue] = {
+        semconv.EVAL_JUDGE: judge_name,
+        semconv.EVAL_JUDGE_CALLS: cost.calls,
+        semconv.EVAL_JUDGE_PROMPT_TOKENS: cost.prompt_tokens,
+        semconv.EVAL_JUDGE_COMPLETION_TOKENS: cost.completion_tokens,
+    }
+    now = time.time_ns()
+    events: list[Event] = []
+    for score in scores:
+        event: dict[str, AttributeValue] = {semconv.GEN_AI_EVALUATION_NAME: score.name}
+        if score.value is not None:
+            attributes[semconv.eval_score(score.name)] = float(score.value)
+            event[semconv.GEN_AI_EVALUATION_SCORE_VALUE] = float(score.value)
+        if score.label:
+            attributes[semconv.eval_label(score.name)] = score.label
+            event[semconv.GEN_AI_EVALUATION_SCORE_LABEL] = score.label
+        if score.value is None and score.reason:
+            attributes[semconv.eval_reason(score.name)] = score.reason
+        method = score.details.get("method") if score.details else None
+        if isinstance(method, str):
+            attributes[semconv.eval_method(score.name)] = method
+        explanation = score.explanation or (score.reason if score.value is None else None)
+        if explanation:
+            event[semconv.GEN_AI_EVALUATION_EXPLANATION] = explanation
+        if score.error_type:
+            event[semconv.ERROR_TYPE] = score.error_type
+        events.append(Event(semconv.GEN_AI_EVALUATION_RESULT, event, timestamp=now))
+    failed = [s for s in scores if s.status == "error"]
+    if scores and len(failed) == len(scores):
+        attributes[semconv.EVAL_ERROR_TYPE] = failed[0].error_type or "judge_error"
+        return Outcome(semconv.DECISION_ERROR, attributes, tuple(events))
+    return Outcome(semconv.DECISION_EVALUATED, attributes, tuple(events))
+
+
+def _reserve(budget: float) -> float:
+    return min(budget * 0.2, 5.0)
+
+
+def _shutdown_ref(ref: weakref.ref[ScoringSpanProcessor]) -> None:
+    processor = ref()
+    if processor is not None:
+        processor.shutdown()
+
+
+def _int_setting(name: str, value: int | None, variable: str, default: int, *, minimum: int) -> int:
+    if value is None:
+        parsed = env.read_int(variable, default, minimum=minimum)
+        return default if parsed is None else parsed
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ConfigurationError(f"{name}={value!r} is invalid: pass a whole number >= {minimum}")
+    return value
+
+
+def _seconds_setting(name: str, value: float | None, variable: str, default: float) -> float:
+    if value is None:
+        parsed = env.read_float(variable, default, minimum=0)
+        value = default if parsed is None else parsed
+        if value <= 0:
+            raise ConfigurationError(f"{variable}={value!r} is invalid: set it to a number of seconds > 0")
+        return value
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (value > 0):
+        raise ConfigurationError(f"{name}={value!r} is invalid: pass a number of seconds > 0")
+    return float(value)
+
+
+def _build_suite(metrics: Sequence[str | Metric] | None) -> Suite:
+    from ragtrace.metrics import PRODUCTION_METRICS, build_suite
+
+    if metrics is None:
+        metrics = env.read_list(env.RAGTRACE_METRICS) or list(PRODUCTION_METRICS)
+    if isinstance(metrics, str):
+        raise ConfigurationError(f"metrics={metrics!r} is a string: pass a list, e.g. metrics=['faithfulness']")
+    if not list(metrics):
+        raise ConfigurationError("metrics=[] scores nothing: pass at least one metric name, or leave it unset")
+    return build_suite(list(metrics))

@@ -1,0 +1,395 @@
+"""The background scorer: one daemon thread running its own asyncio loop.
+
+The request path only calls ``submit`` (a lock, a length check, a deque append and, when the loop is
+idle, one wake-up), so the app never waits for a judge. The loop scores up to ``max_concurrency``
+jobs at once; every job leaves exactly once through ``emit``:
+
+* scored in time -> the scored copy of its span;
+* still waiting when its hold deadline passes -> the original, unscored, decision ``timeout`` (it is
+  not scored at all: nothing was computed yet, and scoring it would only feed a growing backlog);
+* still being scored at its deadline -> the original, unscored, decision ``timeout``; when scoring
+  ends the scores go out on a carrier span linked to it;
+* ``flush``/``shutdown`` -> jobs finished while the budget lasts, the rest exported unscored.
+
+``_held`` is the single source of truth for "not yet exported": a job leaves it, under the lock,
+exactly when its span is handed to ``emit``. That makes every exit path (deadline, flush, a wedged
+loop, fork) exactly-once by construction.
+
+After ``fork`` the child discards the parent's jobs without exporting them (they are the parent's
+and the parent exports them) and starts its own thread and loop on its first ``submit``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import os
+import threading
+import time
+import weakref
+from collections import deque
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from opentelemetry import context as otel_context
+
+from ragtrace import semconv
+from ragtrace._spans import carrier_span, scored_copy
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.trace import Event, ReadableSpan
+    from opentelemetry.util.types import AttributeValue
+
+    from ragtrace._record import RagRecord
+
+_log = logging.getLogger(__name__)
+
+# Judge calls run with instrumentation suppressed so that scoring makes no spans (HTTP client,
+# OpenAI instrumentors) in the user's trace. This key is the one every OTel instrumentation checks.
+_SUPPRESS_KEY = otel_context._SUPPRESS_INSTRUMENTATION_KEY
+
+# Loops abandoned in a forked child: kept referenced so their finaliser never runs there (it would
+# warn about an unclosed loop whose file descriptors belong to the parent).
+_ABANDONED: list[Any] = []
+
+
+@dataclass(eq=False, slots=True)
+class Job:
+    """One RAG span held for scoring, with its record and the metrics the sampler chose."""
+
+    span: ReadableSpan
+    record: RagRecord
+    metrics: tuple[str, ...]
+    deadline: float
+    """``time.monotonic()`` past which the span goes out unscored."""
+    late: bool = False
+    """Set when the original went out at its deadline while scoring went on."""
+    finished: bool = False
+    """Set when no more work will be done for the job (scored, failed, expired or cancelled)."""
+    task: asyncio.Task[None] | None = None
+    timer: asyncio.TimerHandle | None = None
+    started_ns: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What scoring one job produced: the decision and the attributes/events for its span."""
+
+    decision: str
+    attributes: Mapping[str, AttributeValue] = field(default_factory=dict)
+    events: Sequence[Event] = ()
+
+
+Score = Callable[[Job], Awaitable[Outcome]]
+"""Scores one job; may raise (the worker turns an exception into decision ``error``)."""
+
+
+class Worker:
+    """Bounded queue + scoring thread. See the module docstring for the contract."""
+
+    def __init__(
+        self,
+        *,
+        score: Score,
+        emit: Callable[[ReadableSpan], None],
+        count: Callable[[str], None],
+        queue_size: int,
+        max_concurrency: int,
+        hold_timeout: float,
+        on_close: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
+        self._score = score
+        self._emit = emit
+        self._count = count
+        self.queue_size = queue_size
+        self.max_concurrency = max_concurrency
+        self.hold_timeout = hold_timeout
+        self._on_close = on_close
+        self._reset()
+        if hasattr(os, "register_at_fork"):
+            ref = weakref.WeakMethod(self._after_fork_in_child)
+
+            def _child() -> None:
+                method = ref()
+                if method is not None:
+                    method()
+
+            os.register_at_fork(after_in_child=_child)
+
+    def _reset(self) -> None:
+        self._lock = threading.Lock()
+        self._incoming: deque[Job] = deque()
+        self._held: set[Job] = set()
+        self._queued = 0
+        self._wake_pending = False
+        self._closed = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        # Loop-side state (touched only on the loop thread).
+        self._waiting: deque[Job] = deque()
+        self._running: set[Job] = set()
+        self._reaper: asyncio.TimerHandle | None = None
+        self._waiters: list[tuple[set[Job], asyncio.Future[None]]] = []
+
+    # -- any thread ---------------------------------------------------------------------------
+
+    @property
+    def held(self) -> int:
+        """Spans held (queued or being scored) and not yet exported."""
+        return len(self._held)
+
+    def submit(self, span: ReadableSpan, record: RagRecord, metrics: tuple[str, ...]) -> bool:
+        """Queue a span for scoring; False when the queue is full or the worker is closed (never blocks)."""
+        job = Job(span, record, metrics, time.monotonic() + self.hold_timeout)
+        with self._lock:
+            if self._closed or self._queued >= self.queue_size:
+                return False
+            self._queued += 1
+            self._held.add(job)
+            self._incoming.append(job)
+            wake = not self._wake_pending
+            self._wake_pending = True
+            loop = self._loop
+            if loop is None:
+                loop = self._start()
+        if wake:
+            loop.call_soon_threadsafe(self._pump)
+        return True
+
+    def flush(self, timeout: float) -> bool:
+        """Score what is held while ``timeout`` seconds remain; export the rest unscored. True when all was scored."""
+        return self._drain(timeout, final=False)
+
+    def shutdown(self, timeout: float) -> bool:
+        """Like ``flush``, then cancel what is still running, close the judge and stop the thread. Idempotent."""
+        with self._lock:
+            if self._closed:
+                return True
+            self._closed = True
+        complete = self._drain(timeout, final=True)
+        loop, thread = self._loop, self._thread
+        if loop is not None and thread is not None and thread.is_alive():
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join(max(timeout, 0.1))
+        if loop is not None and thread is not None and not thread.is_alive() and not loop.is_closed():
+            loop.close()
+        return complete
+
+    # -- thread start, fork -------------------------------------------------------------------
+
+    def _start(self) -> asyncio.AbstractEventLoop:
+        # Called under the lock, on the first submit in this process.
+        # A daemon thread: it must never keep the interpreter alive; ``shutdown`` (called by the
+        # TracerProvider's and our own atexit hooks, which run while daemon threads still live)
+        # drains it. A policy the app installed (uvloop) applies to this loop too, which is fine.
+        loop = asyncio.new_event_loop()
+
+        def _run() -> None:
+            asyncio.set_event_loop(loop)
+            loop.run_forever()
+
+        thread = threading.Thread(target=_run, name="ragtrace-scorer", daemon=True)
+        thread.start()
+        self._loop, self._thread = loop, thread
+        return loop
+
+    def _after_fork_in_child(self) -> None:
+        # The parent's jobs belong to the parent (its thread exports them); the child must neither
+        # export them twice nor wait on a thread that does not exist here.
+        if self._loop is not None:
+            _ABANDONED.append(self._loop)
+        closed = self._closed
+        self._reset()
+        self._closed = closed
+
+    # -- draining -----------------------------------------------------------------------------
+
+    def _drain(self, timeout: float, *, final: bool) -> bool:
+        deadline = time.monotonic() + max(timeout, 0.0)
+        loop, thread = self._loop, self._thread
+        complete = answered = True
+        if loop is not None and thread is not None and thread.is_alive() and not loop.is_closed():
+            future = asyncio.run_coroutine_threadsafe(self._settle(deadline, final), loop)
+            try:
+                complete = future.result(max(deadline - time.monotonic(), 0.0) + 1.0)
+            except (concurrent.futures.TimeoutError, concurrent.futures.CancelledError, RuntimeError):
+                complete = answered = False
+        elif self._held:
+            answered = False
+        # A loop that did not answer (wedged, stopped) must not keep spans: export them unscored.
+        if (not answered or final) and self._abandon():
+            complete = False
+        return complete
+
+    def _abandon(self) -> int:
+        with self._lock:
+            jobs = list(self._held)
+            self._held.clear()
+            self._incoming.clear()
+            self._queued = 0
+        for job in jobs:
+            self._count(semconv.DECISION_TIMEOUT)
+            self._safe_emit(self._timeout_copy(job))
+        return len(jobs)
+
+    # -- loop thread --------------------------------------------------------------------------
+
+    def _pump(self) -> None:
+        """Move submitted jobs to the loop side, start what fits, expire what waited too long."""
+        with self._lock:
+            self._wake_pending = False
+            self._waiting.extend(self._incoming)
+            self._incoming.clear()
+        now = time.monotonic()
+        while self._waiting and len(self._running) < self.max_concurrency:
+            job = self._waiting.popleft()
+            if now >= job.deadline:
+                self._expire(job)
+                continue
+            with self._lock:
+                self._queued -= 1
+            self._begin(job, now)
+        self._arm_reaper(now)
+
+    def _begin(self, job: Job, now: float) -> None:
+        loop = asyncio.get_running_loop()
+        self._running.add(job)
+        job.started_ns = time.time_ns()
+        job.timer = loop.call_later(job.deadline - now, self._on_deadline, job)
+        job.task = loop.create_task(self._run(job))
+
+    def _arm_reaper(self, now: float) -> None:
+        if self._reaper is not None:
+            self._reaper.cancel()
+            self._reaper = None
+        if self._waiting:
+            # Jobs wait in FIFO order with equal hold times, so the head has the earliest deadline.
+            delay = max(self._waiting[0].deadline - now, 0.0)
+            self._reaper = asyncio.get_running_loop().call_later(delay, self._reap)
+
+    def _reap(self) -> None:
+        self._reaper = None
+        now = time.monotonic()
+        while self._waiting and self._waiting[0].deadline <= now:
+            self._expire(self._waiting.popleft())
+        self._pump()
+
+    def _expire(self, job: Job) -> None:
+        with self._lock:
+            self._queued -= 1
+        self._take_and_export(job, self._timeout_copy(job))
+        self._finished(job)
+
+    def _on_deadline(self, job: Job) -> None:
+        job.timer = None
+        if self._take_and_export(job, self._timeout_copy(job)):
+            job.late = True
+
+    async def _run(self, job: Job) -> None:
+        token = otel_context.attach(otel_context.set_value(_SUPPRESS_KEY, True))
+        started = time.perf_counter()
+        try:
+            try:
+                outcome = await self._score(job)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # a failing scorer is a recorded outcome, never a lost span
+                _log.warning("ragtrace: scoring failed: %s: %s", type(exc).__name__, exc)
+                outcome = Outcome(
+                    semconv.DECISION_ERROR,
+                    {semconv.EVAL_ERROR_TYPE: type(exc).__name__},
+                )
+            seconds = time.perf_counter() - started
+            attributes: dict[str, AttributeValue] = {
+                **outcome.attributes,
+                semconv.EVAL_DECISION: outcome.decision,
+                semconv.EVAL_SECONDS: seconds,
+            }
+            if job.timer is not None:
+                job.timer.cancel()
+                job.timer = None
+            exported = self._take_and_export(job, scored_copy(job.span, attributes, outcome.events), outcome.decision)
+            if not exported and job.late:
+                end = time.time_ns()
+                carrier = carrier_span(
+                    job.span, attributes, outcome.events, start_time=job.started_ns or end, end_time=end
+                )
+                self._safe_emit(carrier)
+        except asyncio.CancelledError:
+            # Cancelled by shutdown: the span leaves unscored through ``_abandon``.
+            pass
+        finally:
+            otel_context.detach(token)
+            if job.timer is not None:
+                job.timer.cancel()
+                job.timer = None
+            self._running.discard(job)
+            self._finished(job)
+            self._pump()
+
+    def _finished(self, job: Job) -> None:
+        job.finished = True
+        for pending, waiter in self._waiters:
+            pending.discard(job)
+            if not pending and not waiter.done():
+                waiter.set_result(None)
+
+    async def _settle(self, deadline: float, final: bool) -> bool:
+        """Wait (on the loop) until every job held now has finished, or the deadline passes."""
+        self._pump()
+        snapshot = {job for job in (*self._waiting, *self._running) if not job.finished}
+        complete = True
+        if snapshot:
+            waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            entry = (snapshot, waiter)
+            self._waiters.append(entry)
+            try:
+                await asyncio.wait_for(asyncio.shield(waiter), max(deadline - time.monotonic(), 0.0))
+            except TimeoutError:
+                complete = False
+            finally:
+                self._waiters.remove(entry)
+        if not complete:
+            # Time is up: what still waits is exported unscored and dropped; what runs is exported
+            # unscored now and, unless this is the final drain, brings its scores on a carrier span.
+            for job in [j for j in self._waiting if j in snapshot]:
+                self._waiting.remove(job)
+                self._expire(job)
+            for job in [j for j in self._running if j in snapshot]:
+                if self._take_and_export(job, self._timeout_copy(job)):
+                    job.late = True
+                if final and job.task is not None:
+                    job.task.cancel()
+        if final:
+            running = [job.task for job in self._running if job.task is not None]
+            if running:
+                await asyncio.gather(*running, return_exceptions=True)
+            if self._on_close is not None:
+                try:
+                    await asyncio.wait_for(self._on_close(), max(deadline - time.monotonic(), 0.1))
+                except Exception as exc:
+                    _log.warning("ragtrace: closing the judge failed: %s: %s", type(exc).__name__, exc)
+        return complete
+
+    # -- export -------------------------------------------------------------------------------
+
+    def _timeout_copy(self, job: Job) -> ReadableSpan:
+        return scored_copy(job.span, {semconv.EVAL_DECISION: semconv.DECISION_TIMEOUT})
+
+    def _take_and_export(self, job: Job, span: ReadableSpan, decision: str = semconv.DECISION_TIMEOUT) -> bool:
+        """Export ``span`` for ``job`` unless the job's span already left; True when this call exported it."""
+        with self._lock:
+            if job not in self._held:
+                return False
+            self._held.discard(job)
+        self._count(decision)
+        self._safe_emit(span)
+        return True
+
+    def _safe_emit(self, span: ReadableSpan) -> None:
+        try:
+            self._emit(span)
+        except Exception:
+            _log.exception("ragtrace: the downstream span processor raised")
