@@ -219,7 +219,7 @@ def by_role(finished: Sequence[ReadableSpan], role: str) -> list[ReadableSpan]:
 
 def documents_of(span: ReadableSpan) -> list[tuple[object, object]]:
     attrs = span.attributes or {}
-    out = []
+    out: list[tuple[object, object]] = []
     for i in range(10):
         if semconv.retrieval_document(i, semconv.DOCUMENT_ID) not in attrs:
             break
