@@ -1,0 +1,342 @@
+"""The watcher over a real SQLite store, notifying a real webhook receiver on 127.0.0.1.
+
+A hallucination spike raises ALERT on the webhook; an ALERT still firing is not repeated before the
+renotify interval and is repeated after it; the all-clear sends a resolved message; a group that stops
+getting scored records goes to NO_DATA; every transition is a row in ``alerts``.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import queue
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ragtrace_collector._alerts import Alert, LogSink, StdoutSink, Watcher, WebhookSink
+from ragtrace_collector._rules import parse_rules
+from ragtrace_collector._store import Store
+
+from ragtrace.environment_variables import ConfigurationError
+
+NS = 1_000_000_000
+NOW = 1_800_000_000 * NS
+MINUTE = 60 * NS
+HOUR = 60 * MINUTE
+
+
+class Receiver:
+    """A webhook receiver on 127.0.0.1: records each JSON body; answers with the queued statuses, then 200."""
+
+    def __init__(self) -> None:
+        self.bodies: queue.Queue[dict[str, Any]] = queue.Queue()
+        self.statuses: list[int] = []
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length", "0"))
+                body = json.loads(self.rfile.read(length))
+                status = receiver.statuses.pop(0) if receiver.statuses else 200
+                if status == 200:
+                    receiver.bodies.put(body)
+                self.send_response(status)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, format: str, *args: Any) -> None:
+                return None
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def next(self) -> dict[str, Any]:
+        return self.bodies.get(timeout=10)
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join()
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    r = Receiver()
+    yield r
+    r.close()
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    s = Store(tmp_path / "ragtrace.db")
+    yield s
+    s.close()
+
+
+def add_scores(store: Store, metric: str, values: list[float], *, start: int, end: int, service: str = "shop") -> None:
+    """Insert one score per value, evenly spread over [start, end), for route /ask of ``service``."""
+    step = (end - start) // max(len(values), 1)
+    rows = [
+        {
+            "span_id": f"{service}-{metric}-{start + i * step:x}",
+            "metric": metric,
+            "value": value,
+            "trace_id": f"{i:032x}",
+            "service": service,
+            "route": "/ask",
+            "time_ns": start + i * step,
+            "source": "app",
+        }
+        for i, value in enumerate(values)
+    ]
+    store.db["scores"].insert_all(rows)  # type: ignore[union-attr]
+
+
+def pattern(n: int, every: int) -> list[float]:
+    """``n`` hallucination scores, one in ``every`` hallucinated (0.5), the others grounded (0.0)."""
+    return [0.5 if i % every == 0 else 0.0 for i in range(n)]
+
+
+SPIKE_RULES = """
+interval = "1s"
+renotify = "30m"
+
+[[sinks]]
+type = "webhook"
+name = "hook"
+url = "{url}"
+retries = 0
+
+[[rules]]
+name = "hallucination-spike"
+kind = "spike"
+metric = "hallucination"
+window = "1h"
+baseline = "1d"
+min_baseline = 200
+min_records = 20
+group_by = "service"
+"""
+
+
+def alert_rows(store: Store) -> list[dict[str, Any]]:
+    return list(store.db.query("SELECT * FROM alerts ORDER BY id"))
+
+
+def test_hallucination_spike_alerts_renotifies_resolves_and_goes_no_data(
+    store: Store, receiver: Receiver, tmp_path: Path
+) -> None:
+    rules_path = tmp_path / "rules.toml"
+    rules_path.write_text(SPIKE_RULES.format(url=receiver.url), encoding="utf-8")
+    # A day of history at 5 %, then the last hour at 25 %.
+    add_scores(store, "hallucination", pattern(1000, 20), start=NOW - 25 * HOUR, end=NOW - HOUR)
+    add_scores(store, "hallucination", pattern(200, 4), start=NOW - HOUR + 1, end=NOW)
+    watcher = Watcher(store.path, rules_path)
+    try:
+        (alert,) = watcher.evaluate_once(NOW)
+        assert (alert.rule, alert.kind, alert.state, alert.previous_state) == (
+            "hallucination-spike",
+            "spike",
+            "ALERT",
+            None,
+        )
+        assert alert.service == "shop" and alert.route is None
+
+        body = receiver.next()
+        assert body["text"].startswith("*ALERT* hallucination-spike: hallucination [service=shop]")
+        assert "vs baseline 5.0%" in body["text"]
+        assert body["alert"]["state"] == "ALERT" and body["alert"]["value"] >= 8.0
+
+        (row,) = alert_rows(store)
+        assert (row["rule"], row["state"], row["previous_state"], row["metric"]) == (
+            "hallucination-spike",
+            "ALERT",
+            None,
+            "hallucination",
+        )
+        assert json.loads(row["sinks"]) == ["hook"] and row["threshold"] == 8.0
+
+        # Still firing a minute later: no repeat before the renotify interval.
+        assert watcher.evaluate_once(NOW + MINUTE) == []
+        # Past it: one reminder.
+        (reminder,) = watcher.evaluate_once(NOW + 31 * MINUTE)
+        assert (reminder.state, reminder.previous_state) == ("ALERT", "ALERT")
+        assert "(still firing)" in receiver.next()["text"]
+
+        # The spike leaves the window; the next hour is clean again: resolved.
+        add_scores(store, "hallucination", pattern(200, 20), start=NOW + HOUR, end=NOW + 2 * HOUR)
+        (resolved,) = watcher.evaluate_once(NOW + 2 * HOUR)
+        assert (resolved.state, resolved.previous_state) == ("OK", "ALERT") and resolved.resolved
+        assert receiver.next()["text"].startswith("*RESOLVED* hallucination-spike")
+
+        # Nothing scored for a day: NO_DATA, not OK.
+        (silent,) = watcher.evaluate_once(NOW + 30 * HOUR)
+        assert (silent.state, silent.previous_state) == ("NO_DATA", "OK")
+        assert "need 20" in silent.message
+        assert receiver.next()["text"].startswith("*NO_DATA* hallucination-spike")
+
+        assert [(r["state"], r["previous_state"]) for r in alert_rows(store)] == [
+            ("ALERT", None),
+            ("ALERT", "ALERT"),
+            ("OK", "ALERT"),
+            ("NO_DATA", "OK"),
+        ]
+    finally:
+        watcher.stop()
+    assert receiver.bodies.empty()
+
+
+def test_only_the_spiking_service_alerts_and_states_survive_a_restart(store: Store, tmp_path: Path) -> None:
+    rules = parse_rules(
+        """
+[[rules]]
+name = "hallucination-spike"
+kind = "spike"
+metric = "hallucination"
+window = "1h"
+baseline = "1d"
+"""
+    )
+    for service, every in (("shop", 4), ("docs", 20)):
+        add_scores(store, "hallucination", pattern(1000, 20), start=NOW - 25 * HOUR, end=NOW - HOUR, service=service)
+        add_scores(store, "hallucination", pattern(200, every), start=NOW - HOUR + 1, end=NOW, service=service)
+    out = io.StringIO()
+    watcher = Watcher(store.path, rules=rules, sinks=[StdoutSink(stream=out)])
+    alerts = {a.service: a for a in watcher.evaluate_once(NOW)}
+    assert alerts["shop"].state == "ALERT"
+    assert alerts["docs"].state == "OK"
+    # The first sighting of a healthy group is recorded, not announced.
+    assert out.getvalue().count("\n") == 1 and "service=shop" in out.getvalue()
+    watcher.stop()
+
+    again = Watcher(store.path, rules=rules, sinks=[StdoutSink(stream=out)])
+    assert again.evaluate_once(NOW + MINUTE) == []
+    assert len(alert_rows(store)) == 2
+
+
+def test_threshold_rule_with_the_log_sink(store: Store, caplog: pytest.LogCaptureFixture) -> None:
+    rules = parse_rules(
+        """
+[[rules]]
+name = "faithfulness-low"
+kind = "threshold"
+metric = "faithfulness"
+window = "15m"
+threshold = 0.7
+group_by = "route"
+"""
+    )
+    add_scores(store, "faithfulness", [0.5] * 30, start=NOW - 10 * MINUTE, end=NOW)
+    watcher = Watcher(store.path, rules=rules)  # sinks from the rules: the default log sink
+    with caplog.at_level(logging.INFO, logger="ragtrace_collector.alerts"):
+        (alert,) = watcher.evaluate_once(NOW)
+    assert (alert.state, alert.route, alert.service) == ("ALERT", "/ask", None)
+    assert alert.value == pytest.approx(0.5)
+    assert [r.levelno for r in caplog.records] == [logging.ERROR]
+    assert "faithfulness-low: faithfulness [route=/ask]: mean 0.500 over 30 records is below 0.7" in caplog.text
+
+
+def test_too_few_scored_records_is_no_data(store: Store) -> None:
+    rules = parse_rules(
+        '[[rules]]\nname = "low"\nkind = "threshold"\nmetric = "faithfulness"\nthreshold = 0.7\nmin_records = 20\n'
+    )
+    add_scores(store, "faithfulness", [0.1] * 5, start=NOW - MINUTE, end=NOW)
+    (alert,) = Watcher(store.path, rules=rules, sinks=[]).evaluate_once(NOW)
+    assert alert.state == "NO_DATA"
+    assert alert_rows(store)[0]["state"] == "NO_DATA"
+
+
+def test_an_empty_store_is_no_data_for_a_global_rule(tmp_path: Path) -> None:
+    rules = parse_rules(
+        '[[rules]]\nname = "low"\nkind = "threshold"\nmetric = "faithfulness"\nthreshold = 0.7\ngroup_by = "all"\n'
+    )
+    db = tmp_path / "fresh.db"  # no schema yet: the collector may start the watcher before the first export
+    (alert,) = Watcher(db, rules=rules, sinks=[]).evaluate_once(NOW)
+    assert (alert.state, alert.service, alert.route) == ("NO_DATA", None, None)
+
+
+def test_drift_rule_over_the_store(store: Store) -> None:
+    rules = parse_rules(
+        """
+[[rules]]
+name = "faithfulness-drift"
+kind = "drift"
+metric = "faithfulness"
+window = "1h"
+baseline = "1d"
+"""
+    )
+    add_scores(store, "faithfulness", [1.0] * 160 + [0.5] * 40, start=NOW - 25 * HOUR, end=NOW - HOUR)
+    add_scores(store, "faithfulness", [1.0] * 40 + [0.5] * 30 + [0.0] * 30, start=NOW - HOUR + 1, end=NOW)
+    (alert,) = Watcher(store.path, rules=rules, sinks=[]).evaluate_once(NOW)
+    assert alert.state == "ALERT" and alert.kind == "drift"
+    assert "PSI" in alert.message
+
+
+def test_the_thread_evaluates_until_stopped(store: Store, receiver: Receiver) -> None:
+    rules = parse_rules(SPIKE_RULES.format(url=receiver.url).replace('interval = "1s"', 'interval = "50ms"'))
+    add_scores(store, "hallucination", pattern(1000, 20), start=NOW - 25 * HOUR, end=NOW - HOUR)
+    add_scores(store, "hallucination", pattern(200, 4), start=NOW - HOUR + 1, end=NOW)
+    watcher = Watcher(store.path, rules=rules, clock=lambda: NOW)
+    watcher.start()
+    try:
+        assert receiver.next()["alert"]["state"] == "ALERT"
+    finally:
+        watcher.stop()
+    assert [r["state"] for r in alert_rows(store)] == ["ALERT"]
+
+
+def _alert() -> Alert:
+    return Alert(NOW, "r", "spike", "hallucination", "shop", None, "ALERT", None, 9.0, 8.0, "rate up")
+
+
+def test_webhook_retries_a_5xx_then_delivers(receiver: Receiver) -> None:
+    receiver.statuses = [503, 500]
+    sink = WebhookSink(receiver.url, retries=2, backoff=0.01)
+    sink.send(_alert())
+    assert sink.flush(10)
+    assert receiver.next()["alert"]["message"] == "rate up"
+    assert (sink.delivered, sink.failed) == (1, 0)
+    sink.close()
+
+
+def test_webhook_gives_up_on_a_4xx_and_an_unreachable_url(receiver: Receiver) -> None:
+    receiver.statuses = [400]
+    sink = WebhookSink(receiver.url, retries=3, backoff=0.01)
+    sink.send(_alert())
+    assert sink.flush(10)
+    assert (sink.delivered, sink.failed) == (0, 1)
+    sink.close()
+
+    dead = ThreadingHTTPServer(("127.0.0.1", 0), BaseHTTPRequestHandler)
+    port = dead.server_address[1]
+    dead.server_close()  # nothing listens there now
+    unreachable = WebhookSink(f"http://127.0.0.1:{port}/", retries=1, backoff=0.01, timeout=1)
+    unreachable.send(_alert())  # returns at once; the failure is counted and logged, never raised
+    assert unreachable.flush(10)
+    assert unreachable.failed == 1
+    unreachable.close()
+
+
+def test_alert_text_and_payload() -> None:
+    alert = _alert()
+    assert alert.text == "*ALERT* r: hallucination [service=shop]: rate up"
+    payload = alert.payload()
+    assert payload["text"] == alert.text and payload["alert"]["threshold"] == 8.0
+    ok = Alert(NOW, "r", "spike", "hallucination", None, None, "OK", "WARNING", 1.0, 8.0, "fine")
+    assert ok.resolved and ok.text.startswith("*RESOLVED* r: hallucination: ")
+    LogSink().send(ok)  # INFO, no exception
+
+
+def test_a_bad_rules_file_fails_at_construction(tmp_path: Path) -> None:
+    path = tmp_path / "rules.toml"
+    path.write_text('[[rules]]\nname = "x"\nkind = "spike"\nmetric = "hallucination"\nshift = 0.5\n', encoding="utf-8")
+    with pytest.raises(ConfigurationError, match=r"`shift` = 0\.5 is out of range"):
+        Watcher(tmp_path / "db.sqlite", path)
