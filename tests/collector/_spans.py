@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
@@ -12,6 +14,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import Link, SpanContext, TraceFlags
+from ragtrace_collector._server import Collector, CollectorConfig
 
 from ragtrace import semconv
 
@@ -122,3 +125,19 @@ def hex_span_id(span: ReadableSpan) -> str:
     ctx = span.get_span_context()
     assert ctx is not None
     return format(ctx.span_id, "016x")
+
+
+def start_collector(db: Path, **options: Any) -> Collector:
+    """A real collector on 127.0.0.1 with free ports (HTTP and gRPC), running on a background thread.
+
+    Scoring, the watcher and the page are off unless ``options`` turns them on. Stop it with ``.stop()``.
+    """
+    settings: dict[str, Any] = {"port": 0, "grpc_port": 0, "score": False, "watch": False, "page": False}
+    settings.update(options)
+    return Collector(CollectorConfig(db=db, **settings)).start_in_thread()
+
+
+def count(db: Path, table: str) -> int:
+    """Rows in a table of the store, read through a connection of its own."""
+    with sqlite3.connect(db) as conn:
+        return int(conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0])

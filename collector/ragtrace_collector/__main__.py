@@ -1,0 +1,120 @@
+"""``ragtrace-collector``: ``serve`` receives OTLP into SQLite; ``report`` writes the store's report to a file.
+
+Configuration mistakes exit with status 2 and a message that names the fix (never a traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from ragtrace.environment_variables import ConfigurationError
+from ragtrace_collector._http import DEFAULT_MAX_BODY_BYTES
+from ragtrace_collector._server import Collector, CollectorConfig
+
+TOKEN_VARIABLE = "RAGTRACE_COLLECTOR_TOKEN"
+"""Bearer token the receivers require when ``--token`` is not given."""
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="ragtrace-collector", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    serve = commands.add_parser("serve", help="receive OTLP (HTTP and gRPC) and store spans and scores in SQLite")
+    serve.add_argument("--db", type=Path, required=True, help="SQLite file (created when missing)")
+    serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=4318, help="OTLP/HTTP port (default 4318)")
+    serve.add_argument("--grpc-port", type=int, default=4317, help="OTLP/gRPC port (default 4317; -1 turns it off)")
+    serve.add_argument("--token", default=None, help=f"bearer token the senders must present (or {TOKEN_VARIABLE})")
+    serve.add_argument("--insecure", action="store_true", help="allow a non-loopback --host without a token")
+    serve.add_argument("--rules", type=Path, default=None, help="alert rules TOML file (default: built-in rules)")
+    serve.add_argument("--retention-days", type=float, default=None, help="delete rows older than this many days")
+    serve.add_argument("--forward", default=None, help="forward spans and scores to this OTLP/HTTP endpoint")
+    serve.add_argument(
+        "--max-body-bytes",
+        type=int,
+        default=DEFAULT_MAX_BODY_BYTES,
+        help=f"largest request, after decompression (default {DEFAULT_MAX_BODY_BYTES}); larger gets 413",
+    )
+    serve.add_argument(
+        "--score",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="score RAG spans that arrive unscored (default on; rate from RAGTRACE_SAMPLE_RATE)",
+    )
+    serve.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
+
+    report = commands.add_parser("report", help="write the store's report (HTML with charts, or markdown)")
+    report.add_argument("--db", type=Path, required=True, help="SQLite file written by serve")
+    report.add_argument("--out", type=Path, required=True, help="file to write")
+    report.add_argument("--format", choices=("html", "markdown"), default="html", help="default html")
+    return parser
+
+
+def _serve(args: argparse.Namespace) -> int:
+    config = CollectorConfig(
+        db=args.db,
+        host=args.host,
+        port=args.port,
+        grpc_port=None if args.grpc_port < 0 else args.grpc_port,
+        token=args.token or os.environ.get(TOKEN_VARIABLE) or None,
+        insecure=args.insecure,
+        rules=args.rules,
+        retention_days=args.retention_days,
+        forward=args.forward,
+        max_body_bytes=args.max_body_bytes,
+        score=args.score,
+    )
+    collector = Collector(config)
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError):
+                loop.add_signal_handler(signum, collector.request_stop)
+        await collector.run()
+
+    asyncio.run(main())
+    return 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    if not args.db.is_file():
+        raise ConfigurationError(f"--db {args.db}: no such file; give the SQLite file written by serve")
+    try:
+        from ragtrace_collector._report import write_report
+    except ImportError as exc:
+        print(f"ragtrace-collector: the report module is not available: {exc}", file=sys.stderr)
+        return 1
+    write_report(args.db, args.out, args.format)
+    print(f"wrote {args.out}")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; return the exit status."""
+    args = _parser().parse_args(argv)
+    if args.command == "serve":
+        logging.basicConfig(
+            level=getattr(logging, str(args.log_level).upper(), logging.INFO),
+            format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        )
+    try:
+        return _serve(args) if args.command == "serve" else _report(args)
+    except ConfigurationError as exc:
+        print(f"ragtrace-collector: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"ragtrace-collector: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

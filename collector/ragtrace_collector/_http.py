@@ -1,0 +1,166 @@
+"""OTLP/HTTP receiver: ``POST /v1/traces`` (protobuf or JSON, optionally gzip), as a Starlette app.
+
+Replies follow the OTLP/HTTP specification:
+
+* 200 with an ``ExportTraceServiceResponse`` (in the request's encoding) once the rows are committed; when
+  some spans were rejected, its ``partial_success`` says how many and why.
+* 400 malformed body (not protobuf / not JSON / broken gzip): the sender must not retry.
+* 401 missing or wrong bearer token, 413 body (or its decompressed size) over the limit, 415 unsupported
+  content type or encoding.
+* 503 with ``Retry-After`` when the store could not commit: nothing was acknowledged, the sender retries.
+
+Error bodies are a ``google.rpc.Status`` in the request's encoding.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+import zlib
+from collections.abc import Sequence
+
+from google.protobuf import json_format
+from google.rpc import code_pb2, status_pb2
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from ragtrace_collector._otlp import Batch, OtlpDecodeError
+from ragtrace_collector._pipeline import Pipeline
+from ragtrace_collector._store import StoreError
+
+_log = logging.getLogger("ragtrace_collector")
+
+TRACES_PATH = "/v1/traces"
+"""The OTLP/HTTP traces path."""
+
+DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024
+"""Largest accepted body, after gzip decompression (64 MiB)."""
+
+PROTOBUF = "application/x-protobuf"
+JSON = "application/json"
+_RETRY_AFTER_SECONDS = "5"
+
+
+class _Reject(Exception):
+    def __init__(self, status: int, code: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+
+
+def _media_type(request: Request) -> str:
+    return request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+
+
+async def _read_body(request: Request, limit: int) -> bytes:
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise _Reject(413, code_pb2.RESOURCE_EXHAUSTED, f"body of {declared} bytes is over the {limit}-byte limit")
+    parts: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise _Reject(413, code_pb2.RESOURCE_EXHAUSTED, f"body is over the {limit}-byte limit")
+        parts.append(chunk)
+    return b"".join(parts)
+
+
+def _gunzip(body: bytes, limit: int) -> bytes:
+    # Bounded decompression: a small gzip bomb must not become a huge allocation.
+    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    try:
+        data = inflater.decompress(body, limit + 1)
+    except zlib.error as exc:
+        raise _Reject(400, code_pb2.INVALID_ARGUMENT, f"body is not valid gzip: {exc}") from None
+    if len(data) > limit or inflater.unconsumed_tail:
+        raise _Reject(413, code_pb2.RESOURCE_EXHAUSTED, f"decompressed body is over the {limit}-byte limit")
+    if not inflater.eof:
+        raise _Reject(400, code_pb2.INVALID_ARGUMENT, "gzip body is truncated")
+    return data
+
+
+def _encode(message: object, media_type: str) -> bytes:
+    if media_type == JSON:
+        return str(json_format.MessageToJson(message, indent=None)).encode("utf-8")
+    return bytes(message.SerializeToString())  # type: ignore[attr-defined]
+
+
+def _status_response(status: int, code: int, message: str, media_type: str) -> Response:
+    body = _encode(status_pb2.Status(code=code, message=message), media_type)
+    headers = {"Retry-After": _RETRY_AFTER_SECONDS} if status == 503 else None
+    if status == 401:
+        headers = {"WWW-Authenticate": "Bearer"}
+    return Response(body, status_code=status, media_type=media_type, headers=headers)
+
+
+def _success(batch: Batch, media_type: str) -> Response:
+    reply = ExportTraceServiceResponse()
+    if batch.rejected or batch.errors:
+        reply.partial_success.rejected_spans = batch.rejected
+        reply.partial_success.error_message = batch.error_message or "; ".join(batch.errors)
+    return Response(_encode(reply, media_type), status_code=200, media_type=media_type)
+
+
+def create_app(
+    pipeline: Pipeline,
+    *,
+    token: str | None = None,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    extra_routes: Sequence[BaseRoute] = (),
+) -> Starlette:
+    """The collector's HTTP app: ``POST /v1/traces``, ``GET /healthz`` and ``extra_routes`` (the page).
+
+    ``token``: when set, ``/v1/traces`` requires ``Authorization: Bearer <token>``.
+    """
+    expected = f"Bearer {token}".encode() if token else None
+
+    async def traces(request: Request) -> Response:
+        media_type = _media_type(request)
+        reply_type = JSON if media_type == JSON else PROTOBUF
+        try:
+            if expected is not None:
+                given = request.headers.get("authorization", "").encode("utf-8", errors="replace")
+                if not hmac.compare_digest(given, expected):
+                    raise _Reject(401, code_pb2.UNAUTHENTICATED, "missing or wrong bearer token")
+            if media_type not in (PROTOBUF, JSON):
+                raise _Reject(
+                    415,
+                    code_pb2.INVALID_ARGUMENT,
+                    f"content type {media_type or '(none)'!r} is not supported: send {PROTOBUF} or {JSON}",
+                )
+            encoding = request.headers.get("content-encoding", "identity").strip().lower()
+            if encoding not in ("identity", "gzip", ""):
+                raise _Reject(415, code_pb2.INVALID_ARGUMENT, f"content encoding {encoding!r} is not supported")
+            body = await _read_body(request, max_body_bytes)
+            if encoding == "gzip":
+                body = _gunzip(body, max_body_bytes)
+            try:
+                if media_type == JSON:
+                    batch = await pipeline.accept_json(body)
+                else:
+                    batch = await pipeline.accept_protobuf(body)
+            except OtlpDecodeError as exc:
+                raise _Reject(400, code_pb2.INVALID_ARGUMENT, f"malformed OTLP body: {exc}") from None
+            except StoreError as exc:
+                _log.error("store write failed, export not acknowledged: %s", exc)
+                raise _Reject(503, code_pb2.UNAVAILABLE, "store unavailable, retry later") from None
+        except _Reject as reject:
+            return _status_response(reject.status, reject.code, reject.message, reply_type)
+        if batch.rejected:
+            _log.warning("partial success: %s", batch.error_message)
+        return _success(batch, reply_type)
+
+    async def healthz(request: Request) -> Response:
+        return PlainTextResponse("ok")
+
+    routes: list[BaseRoute] = [
+        Route(TRACES_PATH, traces, methods=["POST"]),
+        Route("/healthz", healthz, methods=["GET"]),
+        *extra_routes,
+    ]
+    return Starlette(routes=routes)

@@ -1,0 +1,313 @@
+"""Server-side scoring: RAG spans that arrive without ``ragtrace.eval.decision`` are sampled and scored here.
+
+An app that only captures (no judge, no worker) stays light; the collector picks its traces with the same
+deterministic draw as the in-app sampler (BLAKE2b of the trace id, so app and collector agree), scores
+them with ragtrace's ``Suite`` and judge on a thread of its own (a slow judge never slows ingest), and
+writes the scores with ``source = 'collector'``. Every undecided record gets a decision: ``evaluated``,
+``not_sampled``, ``overflow`` (queue full), ``error`` (scoring failed as a whole).
+
+When forwarding is on, the scores also go downstream as a carrier span (OpenInference kind EVALUATOR,
+linked to the RAG span), as the app does for late scores.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import json
+import logging
+import os
+import queue
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from opentelemetry.proto.trace.v1.trace_pb2 import Span
+
+from ragtrace import environment_variables as env
+from ragtrace import semconv
+from ragtrace._record import Chunk, RagRecord
+from ragtrace._sampling import draw
+from ragtrace.environment_variables import ConfigurationError
+from ragtrace.judges._base import Judge
+from ragtrace.metrics import Suite, SuiteResult, build_suite
+from ragtrace_collector._otlp import SOURCE_COLLECTOR, Batch, Row
+from ragtrace_collector._store import Store, StoreError
+
+_log = logging.getLogger("ragtrace_collector")
+
+DEFAULT_SAMPLE_RATE = 0.1
+"""Fraction of undecided traces scored when ``RAGTRACE_SAMPLE_RATE`` is not set (as in the app)."""
+
+
+def default_judge() -> Judge:
+    """ragtrace's default judge (OpenAI-compatible when configured, else offline), as the app would pick it."""
+    try:
+        module = importlib.import_module("ragtrace.judges._default")
+        judge: Judge = module.default_judge()
+        return judge
+    except ImportError:
+        # ragtrace without the judge factory: the offline judge needs no key and no network.
+        from ragtrace.judges.offline import OfflineJudge
+
+        return OfflineJudge()
+
+
+def record_of(row: Row) -> RagRecord | None:
+    """The ``RagRecord`` of a stored ``rag_records`` row, or None when the span carried no content."""
+    if not row.get("query"):
+        return None
+    chunks: list[Chunk] = []
+    for item in json.loads(row.get("chunks") or "[]"):
+        if not isinstance(item, dict) or item.get("content") is None:
+            continue
+        metadata = item.get("metadata")
+        chunks.append(
+            Chunk(
+                text=str(item["content"]),
+                id=item.get("id"),
+                score=item.get("score"),
+                metadata=metadata if isinstance(metadata, dict) else {},
+            )
+        )
+    return RagRecord.of(
+        query=str(row["query"]),
+        chunks=chunks,
+        answer=str(row.get("answer") or ""),
+        reference=row.get("reference"),
+    )
+
+
+class ServerScorer:
+    """Scores undecided RAG records in a background thread. ``submit`` never blocks.
+
+    ``forward``, when given, receives a carrier export (protobuf bytes) per scored record; it is called from
+    the scorer's thread and must be thread-safe.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        suite: Suite | None = None,
+        judge: Judge | None = None,
+        sample_rate: float | None = None,
+        max_concurrency: int = 4,
+        queue_size: int = 1024,
+        forward: Callable[[bytes], None] | None = None,
+    ) -> None:
+        if sample_rate is None:
+            sample_rate = env.read_float(env.RAGTRACE_SAMPLE_RATE, DEFAULT_SAMPLE_RATE, minimum=0.0, maximum=1.0)
+        assert sample_rate is not None
+        if not 0.0 <= sample_rate <= 1.0:
+            raise ConfigurationError(f"sample_rate={sample_rate} is out of range: give a rate between 0 and 1")
+        self.store = store
+        self.suite = suite if suite is not None else build_suite(env.read_list(env.RAGTRACE_METRICS))
+        self._judge = judge
+        self.sample_rate = sample_rate
+        self._max_concurrency = max_concurrency
+        self._inbox: queue.SimpleQueue[list[Row] | None] = queue.SimpleQueue()
+        self._queue_size = queue_size
+        self._forward = forward
+        self._thread: threading.Thread | None = None
+        self._idle = threading.Condition()
+        self._pending = 0
+        self.scored = 0
+        """Records scored (decision ``evaluated`` or ``error``)."""
+
+    # -- the ingest side ---------------------------------------------------------------------------
+
+    def submit(self, batch: Batch) -> None:
+        """Take a committed batch; its undecided records are sampled and scored on the scoring thread."""
+        undecided = [row for row in batch.rag_records if row.get("decision") is None]
+        if not undecided:
+            return
+        with self._idle:
+            self._pending += len(undecided)
+        self._inbox.put(undecided)
+
+    def start(self) -> None:
+        """Start the scoring thread (it loads the judge lazily, off the ingest path)."""
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._main, name="ragtrace-server-scoring", daemon=True)
+            self._thread.start()
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Block until every queued record is scored and written (tests, shutdown); False on timeout."""
+        deadline = time.monotonic() + timeout
+        with self._idle:
+            while self._pending:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                self._idle.wait(remaining)
+        return True
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Score what is queued (for at most ``timeout`` seconds), then stop the thread."""
+        if self._thread is None:
+            return
+        self.wait_idle(timeout)
+        self._inbox.put(None)
+        self._thread.join(timeout)
+        self._thread = None
+
+    # -- the scoring thread ------------------------------------------------------------------------
+
+    def _main(self) -> None:
+        asyncio.run(self._loop())
+
+    async def _loop(self) -> None:
+        judge = self._judge if self._judge is not None else await asyncio.to_thread(default_judge)
+        slots = asyncio.Semaphore(self._max_concurrency)
+        tasks: set[asyncio.Task[None]] = set()
+        while True:
+            rows = await asyncio.to_thread(self._inbox.get)
+            if rows is None:
+                break
+            decided: list[Row] = []
+            for row in rows:
+                if draw(int(row["trace_id"], 16)) >= self.sample_rate:
+                    decided.append(_decided(row, semconv.DECISION_NOT_SAMPLED))
+                elif len(tasks) >= self._queue_size:
+                    decided.append(_decided(row, semconv.DECISION_OVERFLOW))
+                else:
+                    task = asyncio.create_task(self._score_one(row, judge, slots))
+                    tasks.add(task)
+                    task.add_done_callback(tasks.discard)
+            if decided:
+                self._write(Batch(rag_records=decided))
+                self._done(len(decided))
+        if tasks:
+            await asyncio.gather(*tasks)
+
+    def _done(self, count: int) -> None:
+        with self._idle:
+            self._pending -= count
+            self._idle.notify_all()
+
+    async def _score_one(self, row: Row, judge: Judge, slots: asyncio.Semaphore) -> None:
+        await slots.acquire()
+        try:
+            record = record_of(row)
+            if record is None:
+                # No content on the span (capture off): nothing to score; say so rather than stay undecided.
+                self._write(Batch(rag_records=[_decided(row, semconv.DECISION_ERROR)]))
+                return
+            try:
+                result = await self.suite.score(record, judge)
+            except Exception:
+                _log.warning("server-side scoring of span %s failed", row["span_id"], exc_info=True)
+                self._write(Batch(rag_records=[_decided(row, semconv.DECISION_ERROR)]))
+                return
+            scores = _score_rows(row, result)
+            scored = dict(
+                row,
+                decision=semconv.DECISION_EVALUATED,
+                judge=result.judge,
+                calls=result.calls,
+                prompt_tokens=result.cost.prompt_tokens,
+                completion_tokens=result.cost.completion_tokens,
+                seconds=result.seconds,
+            )
+            self._write(Batch(rag_records=[scored], scores=scores))
+            self.scored += 1
+            if self._forward is not None:
+                try:
+                    self._forward(carrier_export(row, result))
+                except Exception:
+                    _log.warning("could not forward the carrier of span %s", row["span_id"], exc_info=True)
+        finally:
+            slots.release()
+            self._done(1)
+
+    def _write(self, batch: Batch) -> None:
+        try:
+            self.store.write(batch)
+        except StoreError:
+            _log.error("could not store server-side scoring results", exc_info=True)
+
+
+def _decided(row: Row, decision: str) -> Row:
+    return dict(row, decision=decision)
+
+
+def _score_rows(row: Row, result: SuiteResult) -> list[Row]:
+    return [
+        {
+            "span_id": row["span_id"],
+            "metric": name,
+            "value": score.value,
+            "label": score.label,
+            "explanation": score.explanation,
+            "reason": score.reason,
+            "error_type": score.error_type,
+            "trace_id": row["trace_id"],
+            "service": row["service"],
+            "route": row["route"],
+            "time_ns": row["time_ns"],
+            "source": SOURCE_COLLECTOR,
+        }
+        for name, score in result.scores.items()
+    ]
+
+
+def _kv(key: str, value: Any) -> KeyValue:
+    if isinstance(value, bool):
+        return KeyValue(key=key, value=AnyValue(bool_value=value))
+    if isinstance(value, int):
+        return KeyValue(key=key, value=AnyValue(int_value=value))
+    if isinstance(value, float):
+        return KeyValue(key=key, value=AnyValue(double_value=value))
+    return KeyValue(key=key, value=AnyValue(string_value=str(value)))
+
+
+def carrier_export(row: Row, result: SuiteResult) -> bytes:
+    """A carrier span (kind EVALUATOR, linked to the RAG span) with the collector's scores, as an OTLP export."""
+    now = time.time_ns()
+    attrs: dict[str, Any] = {
+        semconv.OPENINFERENCE_SPAN_KIND: semconv.SPAN_KIND_EVALUATOR,
+        semconv.EVAL_TARGET_SPAN_ID: row["span_id"],
+        semconv.EVAL_TARGET_TRACE_ID: row["trace_id"],
+        semconv.EVAL_DECISION: semconv.DECISION_EVALUATED,
+        semconv.EVAL_JUDGE: result.judge,
+        semconv.EVAL_JUDGE_CALLS: result.calls,
+        semconv.EVAL_SECONDS: result.seconds,
+    }
+    span = Span(
+        trace_id=bytes.fromhex(row["trace_id"]),
+        span_id=os.urandom(8),
+        name=semconv.CARRIER_SPAN_NAME,
+        kind=Span.SpanKind.SPAN_KIND_INTERNAL,
+        start_time_unix_nano=now,
+        end_time_unix_nano=now,
+    )
+    span.links.add(trace_id=bytes.fromhex(row["trace_id"]), span_id=bytes.fromhex(row["span_id"]))
+    for name, score in result.scores.items():
+        event = span.events.add(time_unix_nano=now, name=semconv.GEN_AI_EVALUATION_RESULT)
+        event_attrs: dict[str, Any] = {semconv.GEN_AI_EVALUATION_NAME: name}
+        if score.value is not None:
+            attrs[semconv.eval_score(name)] = float(score.value)
+            event_attrs[semconv.GEN_AI_EVALUATION_SCORE_VALUE] = float(score.value)
+        if score.label:
+            attrs[semconv.eval_label(name)] = score.label
+            event_attrs[semconv.GEN_AI_EVALUATION_SCORE_LABEL] = score.label
+        if score.reason:
+            attrs[semconv.eval_reason(name)] = score.reason
+        if score.explanation:
+            event_attrs[semconv.GEN_AI_EVALUATION_EXPLANATION] = score.explanation
+        if score.error_type:
+            event_attrs[semconv.ERROR_TYPE] = score.error_type
+        event.attributes.extend(_kv(k, v) for k, v in event_attrs.items())
+    span.attributes.extend(_kv(k, v) for k, v in attrs.items())
+    request = ExportTraceServiceRequest()
+    rs = request.resource_spans.add()
+    if row.get("service"):
+        rs.resource.attributes.append(_kv(semconv.SERVICE_NAME, row["service"]))
+    ss = rs.scope_spans.add()
+    ss.scope.name = semconv.INSTRUMENTATION_SCOPE
+    ss.spans.append(span)
+    return bytes(request.SerializeToString())

@@ -1,0 +1,268 @@
+"""The running collector: the store, the OTLP/HTTP and OTLP/gRPC receivers, scoring, forwarding, the watcher.
+
+``CollectorConfig`` holds what ``ragtrace-collector serve`` takes and checks it (``validate`` raises
+``ConfigurationError`` naming the fix). ``Collector(config).run()`` serves until stopped;
+``Collector.start_in_thread()`` runs it on a background thread (tests, benchmarks, embedding).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ipaddress
+import logging
+import socket
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import uvicorn
+from starlette.routing import BaseRoute
+
+from ragtrace.environment_variables import ConfigurationError
+from ragtrace_collector._forward import Forwarder, traces_url
+from ragtrace_collector._grpc import create_grpc_server
+from ragtrace_collector._http import DEFAULT_MAX_BODY_BYTES, create_app
+from ragtrace_collector._pipeline import Pipeline
+from ragtrace_collector._store import Store
+
+_log = logging.getLogger("ragtrace_collector")
+
+_NS_PER_DAY = 86_400 * 1_000_000_000
+_PRUNE_EVERY_SECONDS = 3600.0
+
+
+@dataclass(frozen=True, slots=True)
+class CollectorConfig:
+    """What the collector serves and how. Ports 0 pick free ports; ``grpc_port=None`` turns gRPC off."""
+
+    db: Path
+    host: str = "127.0.0.1"
+    port: int = 4318
+    grpc_port: int | None = 4317
+    token: str | None = None
+    insecure: bool = False
+    rules: Path | None = None
+    retention_days: float | None = None
+    forward: str | None = None
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    score: bool = True
+    watch: bool = True
+    """Start the alert watcher (``_alerts.Watcher``) when that module is installed."""
+    page: bool = True
+    """Serve the live page (``_report.page_routes``) when that module is installed."""
+
+    def validate(self) -> None:
+        """Raise ``ConfigurationError`` naming the fix when the configuration is unsafe or wrong."""
+        if not _is_loopback(self.host) and not self.token and not self.insecure:
+            raise ConfigurationError(
+                f"--host {self.host} is not a loopback address and no token is set: anyone who can reach it could "
+                "write to the store. Set --token (or RAGTRACE_COLLECTOR_TOKEN), or pass --insecure to accept that."
+            )
+        for name, port in (("--port", self.port), ("--grpc-port", self.grpc_port)):
+            if port is not None and not 0 <= port <= 65535:
+                raise ConfigurationError(f"{name} {port} is not a TCP port: give a number from 1 to 65535")
+        if self.max_body_bytes < 1024:
+            raise ConfigurationError(f"--max-body-bytes {self.max_body_bytes} is too small: give at least 1024")
+        if self.retention_days is not None and self.retention_days <= 0:
+            raise ConfigurationError(f"--retention-days {self.retention_days} must be positive, e.g. 30")
+        if self.rules is not None and not self.rules.is_file():
+            raise ConfigurationError(f"--rules {self.rules}: no such file; give the path of a rules TOML file")
+        if self.forward is not None:
+            traces_url(self.forward)
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host.strip("[]"), port))
+        sock.listen(2048)
+    except OSError as exc:
+        sock.close()
+        raise OSError(f"could not serve OTLP/HTTP on {host}:{port}: {exc}") from exc
+    return sock
+
+
+def _optional(module: str, attribute: str) -> Any:
+    """A function of a sibling module that may not be installed yet; None (with a warning) when missing."""
+    try:
+        loaded = __import__(f"ragtrace_collector.{module}", fromlist=[attribute])
+        return getattr(loaded, attribute)
+    except (ImportError, AttributeError) as exc:
+        _log.warning("ragtrace_collector.%s.%s is not available (%s): skipped", module, attribute, exc)
+        return None
+
+
+class Collector:
+    """One collector process's parts, wired together. See the module docstring."""
+
+    def __init__(self, config: CollectorConfig) -> None:
+        config.validate()
+        self.config = config
+        self.http_port: int | None = None
+        self.grpc_port: int | None = None
+        self.store: Store | None = None
+        self.pipeline: Pipeline | None = None
+        self.scorer: Any = None
+        self.forwarder: Forwarder | None = None
+        self._uvicorn: uvicorn.Server | None = None
+        self._ready = threading.Event()
+        self._stopped = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._error: BaseException | None = None
+        self._stop_requested = False
+
+    async def run(self) -> None:
+        """Serve until ``stop()`` (or SIGINT/SIGTERM when run by the command)."""
+        config = self.config
+        store = self.store = Store(config.db)
+        loop = asyncio.get_running_loop()
+        forwarder: Forwarder | None = None
+        if config.forward:
+            forwarder = self.forwarder = Forwarder(config.forward)
+            forwarder.start()
+        scorer = None
+        if config.score:
+            from ragtrace_collector._scoring import ServerScorer
+
+            forward_carrier = None
+            if forwarder is not None:
+                fw = forwarder
+
+                def forward_carrier(payload: bytes) -> None:
+                    loop.call_soon_threadsafe(fw.submit, payload)
+
+            scorer = self.scorer = ServerScorer(store, forward=forward_carrier)
+            scorer.start()
+        pipeline = self.pipeline = Pipeline(store, scorer=scorer, forwarder=forwarder)
+        routes: list[BaseRoute] = []
+        if config.page:
+            page_routes = _optional("_report", "page_routes")
+            if page_routes is not None:
+                routes.extend(page_routes(store))
+        app = create_app(pipeline, token=config.token, max_body_bytes=config.max_body_bytes, extra_routes=routes)
+        grpc_server = None
+        if config.grpc_port is not None:
+            grpc_server, self.grpc_port = create_grpc_server(
+                pipeline,
+                f"{config.host}:{config.grpc_port}",
+                token=config.token,
+                max_message_bytes=config.max_body_bytes,
+            )
+            await grpc_server.start()
+        server = self._uvicorn = uvicorn.Server(
+            uvicorn.Config(
+                app,
+                host=config.host,
+                port=config.port,
+                log_level="warning",
+                access_log=False,
+                lifespan="off",
+                timeout_graceful_shutdown=10,
+            )
+        )
+        if self._stop_requested:
+            server.should_exit = True
+        watcher = None
+        if config.watch:
+            watcher_class = _optional("_alerts", "Watcher")
+            if watcher_class is not None:
+                watcher = watcher_class(config.db, config.rules)
+                watcher.start()
+        pruner = loop.create_task(self._prune_forever(store)) if config.retention_days else None
+        try:
+            # Bind and listen here, so the port is known (port 0) and connections queue before uvicorn accepts.
+            sock = _listen(config.host, config.port)
+            self.http_port = sock.getsockname()[1]
+            serving = loop.create_task(server.serve(sockets=[sock]))
+            self._ready.set()
+            _log.info(
+                "ragtrace-collector: OTLP/HTTP on %s:%s, OTLP/gRPC on %s, store %s",
+                config.host,
+                self.http_port,
+                f"{config.host}:{self.grpc_port}" if grpc_server else "off",
+                config.db,
+            )
+            await serving
+        finally:
+            if pruner is not None:
+                pruner.cancel()
+            if grpc_server is not None:
+                await grpc_server.stop(grace=5)
+            if watcher is not None:
+                await asyncio.to_thread(watcher.stop)
+            if scorer is not None:
+                await asyncio.to_thread(scorer.stop)
+            if forwarder is not None:
+                await forwarder.stop()
+            pipeline.close()
+            store.close()
+
+    async def _prune_forever(self, store: Store) -> None:
+        assert self.config.retention_days is not None
+        keep_ns = int(self.config.retention_days * _NS_PER_DAY)
+        while True:
+            try:
+                deleted = await asyncio.to_thread(store.prune, time.time_ns() - keep_ns)
+                if any(deleted.values()):
+                    _log.info("retention: deleted %s", deleted)
+            except Exception:
+                _log.warning("retention prune failed", exc_info=True)
+            await asyncio.sleep(_PRUNE_EVERY_SECONDS)
+
+    def request_stop(self) -> None:
+        """Ask the servers to finish the requests in flight and stop (thread-safe)."""
+        self._stop_requested = True
+        if self._uvicorn is not None:
+            self._uvicorn.should_exit = True
+
+    # -- running on a background thread ----------------------------------------------------------
+
+    def start_in_thread(self, timeout: float = 30.0) -> Collector:
+        """Run on a daemon thread; return once both receivers listen (ports in ``http_port``/``grpc_port``)."""
+
+        def main() -> None:
+            try:
+                asyncio.run(self.run())
+            except BaseException as exc:
+                self._error = exc
+            finally:
+                self._stopped.set()
+                self._ready.set()
+
+        self._thread = threading.Thread(target=main, name="ragtrace-collector", daemon=True)
+        self._thread.start()
+        self._ready.wait(timeout)
+        if self._error is not None:
+            raise self._error
+        if self.http_port is None:
+            self.stop()
+            raise TimeoutError("the collector did not start in time")
+        return self
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Stop a collector started with ``start_in_thread`` and wait for it."""
+        self.request_stop()
+        if self._thread is not None:
+            self._thread.join(timeout)
+            self._thread = None
+
+    def __enter__(self) -> Collector:
+        return self.start_in_thread()
+
+    def __exit__(self, *exc: object) -> None:
+        with contextlib.suppress(Exception):
+            self.stop()

@@ -1,0 +1,172 @@
+"""OTLP/HTTP receive: the real exporter against a real server on 127.0.0.1, and bad input by hand."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from google.rpc import status_pb2
+from opentelemetry.exporter.otlp.proto.http import Compression
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+from opentelemetry.sdk.trace.export import SpanExportResult
+from ragtrace_collector._server import Collector, CollectorConfig
+from ragtrace_collector._store import StoreError
+
+from ragtrace.environment_variables import ConfigurationError
+from tests.collector._spans import SpanFactory, count, otlp_bytes, start_collector
+
+PB = {"content-type": "application/x-protobuf"}
+
+
+@pytest.fixture
+def collector(tmp_path: Path) -> Iterator[Collector]:
+    running = start_collector(tmp_path / "c.db", max_body_bytes=1024 * 1024)
+    yield running
+    running.stop()
+
+
+def _url(collector: Collector) -> str:
+    return f"http://127.0.0.1:{collector.http_port}/v1/traces"
+
+
+@pytest.mark.parametrize("compression", [Compression.NoCompression, Compression.Gzip])
+def test_real_exporter_lands_spans_records_and_scores(collector: Collector, compression: Compression) -> None:
+    factory = SpanFactory()
+    for i in range(20):
+        factory.rag(query=f"q{i}", scores={"faithfulness": i / 20}, decision="evaluated")
+    exporter = OTLPSpanExporter(endpoint=_url(collector), compression=compression)
+    try:
+        assert exporter.export(factory.all()) is SpanExportResult.SUCCESS
+    finally:
+        exporter.shutdown()
+    db = collector.config.db
+    assert (count(db, "spans"), count(db, "rag_records"), count(db, "scores")) == (40, 20, 20)
+
+
+def test_json_body_gets_a_json_reply(collector: Collector) -> None:
+    factory = SpanFactory()
+    factory.rag()
+    from google.protobuf import json_format
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
+    doc = json_format.MessageToDict(encode_spans(factory.all()))
+    for rs in doc["resourceSpans"]:
+        for ss in rs["scopeSpans"]:
+            for span in ss["spans"]:
+                import base64
+
+                for key in ("traceId", "spanId", "parentSpanId"):
+                    if key in span:
+                        span[key] = base64.b64decode(span[key]).hex()
+    reply = httpx.post(_url(collector), content=json.dumps(doc), headers={"content-type": "application/json"})
+    assert reply.status_code == 200
+    assert reply.headers["content-type"].startswith("application/json")
+    assert reply.json() == {}
+    assert count(collector.config.db, "rag_records") == 1
+
+
+def test_partial_success_keeps_the_good_spans(collector: Collector) -> None:
+    factory = SpanFactory()
+    factory.rag(answer="BADBADBAD")
+    factory.rag(answer="fine")
+    body = otlp_bytes(factory.all()).replace(b"BADBADBAD", b"BAD\xc3\x28BAD\xff")
+    reply = httpx.post(_url(collector), content=body, headers=PB)
+    assert reply.status_code == 200
+    parsed = ExportTraceServiceResponse.FromString(reply.content)
+    assert parsed.partial_success.rejected_spans == 1
+    assert "UTF-8" in parsed.partial_success.error_message
+    assert count(collector.config.db, "spans") == 3
+
+
+@pytest.mark.parametrize(
+    ("body", "headers", "status"),
+    [
+        (b"\x0a\xff\xff\xff\xff\x0f", PB, 400),  # length prefix past the end
+        (b"{", {"content-type": "application/json"}, 400),
+        (b"hello", {"content-type": "text/plain"}, 415),
+        (b"hello", {}, 415),
+        (b"not gzip", {**PB, "content-encoding": "gzip"}, 400),
+        (b"x", {**PB, "content-encoding": "br"}, 415),
+    ],
+)
+def test_bad_requests_get_spec_status_and_a_status_body(
+    collector: Collector, body: bytes, headers: dict[str, str], status: int
+) -> None:
+    reply = httpx.post(_url(collector), content=body, headers=headers)
+    assert reply.status_code == status
+    if headers.get("content-type") == PB["content-type"]:
+        assert status_pb2.Status.FromString(reply.content).message
+    # The server is still up and still stores.
+    factory = SpanFactory()
+    factory.rag()
+    assert httpx.post(_url(collector), content=otlp_bytes(factory.all()), headers=PB).status_code == 200
+
+
+def test_oversized_bodies_get_413(collector: Collector) -> None:
+    big = b"\x00" * (100 * 1024 * 1024)  # 100 MB, declared by Content-Length
+    assert httpx.post(_url(collector), content=big, headers=PB).status_code == 413
+
+    def chunks() -> Iterator[bytes]:  # no Content-Length: counted while streaming
+        for _ in range(8):
+            yield b"\x00" * (256 * 1024)
+
+    assert httpx.post(_url(collector), content=chunks(), headers=PB).status_code == 413
+    bomb = gzip.compress(b"\x00" * (20 * 1024 * 1024))  # 20 KB that inflates past the limit
+    assert len(bomb) < 1024 * 1024
+    reply = httpx.post(_url(collector), content=bomb, headers={**PB, "content-encoding": "gzip"})
+    assert reply.status_code == 413
+
+
+def test_store_failure_is_503_and_not_acknowledged(collector: Collector, monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(batch: object) -> None:
+        raise StoreError("disk full")
+
+    assert collector.store is not None
+    monkeypatch.setattr(collector.store, "write", broken)
+    factory = SpanFactory()
+    factory.rag()
+    reply = httpx.post(_url(collector), content=otlp_bytes(factory.all()), headers=PB)
+    assert reply.status_code == 503
+    assert reply.headers["retry-after"]
+
+
+def test_bearer_token_is_required_when_set(tmp_path: Path) -> None:
+    running = start_collector(tmp_path / "c.db", token="s3cret")
+    try:
+        factory = SpanFactory()
+        factory.rag()
+        url = f"http://127.0.0.1:{running.http_port}/v1/traces"
+        body = otlp_bytes(factory.all())
+        assert httpx.post(url, content=body, headers=PB).status_code == 401
+        wrong = {**PB, "authorization": "Bearer nope"}
+        assert httpx.post(url, content=body, headers=wrong).status_code == 401
+        exporter = OTLPSpanExporter(endpoint=url, headers={"authorization": "Bearer s3cret"})
+        try:
+            assert exporter.export(factory.all()) is SpanExportResult.SUCCESS
+        finally:
+            exporter.shutdown()
+        assert count(running.config.db, "rag_records") == 1
+    finally:
+        running.stop()
+
+
+def test_non_loopback_without_token_needs_insecure(tmp_path: Path) -> None:
+    with pytest.raises(ConfigurationError, match="--insecure"):
+        CollectorConfig(db=tmp_path / "c.db", host="0.0.0.0").validate()
+    CollectorConfig(db=tmp_path / "c.db", host="0.0.0.0", insecure=True).validate()
+    CollectorConfig(db=tmp_path / "c.db", host="0.0.0.0", token="t").validate()
+    CollectorConfig(db=tmp_path / "c.db", host="::1").validate()
+    with pytest.raises(ConfigurationError, match="--forward"):
+        CollectorConfig(db=tmp_path / "c.db", forward="ftp://x").validate()
+
+
+def test_cli_refuses_an_open_bind_with_a_clear_message(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from ragtrace_collector.__main__ import main
+
+    assert main(["serve", "--db", str(tmp_path / "c.db"), "--host", "0.0.0.0"]) == 2
+    assert "--token" in capsys.readouterr().err
