@@ -64,7 +64,7 @@ REFERENCE_METRICS: tuple[str, ...] = (
 """The metrics that need a reference answer (offline evaluation, golden sets)."""
 
 
-def metric_by_name(name: str, **options: Any) -> Metric:
+def metric_by_name(name: str, /, **options: Any) -> Metric:
     """Build a metric by name with its options, e.g. ``metric_by_name("hallucination", threshold=0.2)``.
 
     ``metric_by_name("geval", name="rag_fact_checker", criteria="...")`` builds a G-Eval metric.

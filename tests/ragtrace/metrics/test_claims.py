@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from ragtrace import RagRecord
@@ -29,7 +31,7 @@ SUPER_BOWL = RagRecord.of(
     ],
     answer="The first Super Bowl was held on January 15, 1967, in Florida.",
 )
-SUPER_BOWL_JUDGE = dict(
+SUPER_BOWL_JUDGE: dict[str, Any] = dict(
     extract_claims={SUPER_BOWL.answer: ["The first Super Bowl was held on January 15, 1967", "It was held in Florida"]},
     verify={"The first Super Bowl was held on January 15, 1967": [S], "It was held in Florida": [C]},
 )
