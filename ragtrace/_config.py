@@ -1,0 +1,486 @@
+"""Set-up: ``configure()`` for an app that lets ragtrace build its tracing, ``instrument()`` for an app
+that already owns a TracerProvider, and ``capture()`` (re-exported by ``ragtrace.testing``) for tests.
+
+``configure()`` builds ``TracerProvider -> ScoringSpanProcessor -> BatchSpanProcessor -> OTLP exporter``
+with the standard ``OTEL_*`` variables honoured (the SDK and exporters read them; explicit arguments
+win), a MeterProvider with an OTLP metric exporter for the score histogram and counters, points the
+ragtrace decorators at the provider and applies the capture settings. With ``set_global=False`` it
+never touches the OpenTelemetry globals (tests inject an exporter and keep it that way).
+
+Every argument and variable is documented in ``docs/configuration.md``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Final
+
+from opentelemetry import metrics as metrics_api
+from opentelemetry import trace as trace_api
+from opentelemetry.sdk.resources import SERVICE_NAME, Resource
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExporter
+
+from ragtrace import _capture, semconv
+from ragtrace._processor import ScoringSpanProcessor
+from ragtrace._sampling import Price, Rule, Sampler, SpanPredicate
+from ragtrace.environment_variables import ConfigurationError
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader, MetricReader
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from ragtrace.judges._base import Judge
+    from ragtrace.metrics._base import Metric
+
+_log = logging.getLogger(__name__)
+
+PROTOCOLS: Final = ("http/protobuf", "grpc")
+"""OTLP protocols ``configure(protocol=...)`` accepts."""
+
+_TRACES_PATH: Final = "/v1/traces"
+_METRICS_PATH: Final = "/v1/metrics"
+
+
+class RagtraceHandle:
+    """What ``configure()``/``instrument()`` set up; ``shutdown()`` undoes it after draining.
+
+    ``tracer_provider``: the provider the decorators use. ``processor``: the scoring processor.
+    ``meter_provider``: where score metrics go (``None`` when metrics are off).
+    """
+
+    def __init__(
+        self,
+        *,
+        tracer_provider: TracerProvider,
+        processor: ScoringSpanProcessor,
+        meter_provider: metrics_api.MeterProvider | None,
+        owns_tracer_provider: bool,
+        owns_meter_provider: bool,
+        previous_settings: _capture.CaptureSettings,
+        previous_provider: trace_api.TracerProvider | None,
+    ) -> None:
+        self.tracer_provider = tracer_provider
+        self.processor = processor
+        self.meter_provider = meter_provider
+        self._owns_tracer_provider = owns_tracer_provider
+        self._owns_meter_provider = owns_meter_provider
+        self._previous_settings = previous_settings
+        self._previous_provider = previous_provider
+        self._closed = False
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        """Score what is queued while the budget lasts, export the rest unscored, flush the exporters."""
+        ok = self.processor.force_flush(timeout_millis)
+        if self._owns_meter_provider and self.meter_provider is not None:
+            flush = getattr(self.meter_provider, "force_flush", None)
+            if flush is not None:
+                ok = bool(flush(timeout_millis)) and ok
+        return ok
+
+    def shutdown(self, timeout_millis: float | None = None) -> None:
+        """Drain the scorer (default budget: ``shutdown_timeout``), shut down what ``configure`` built and
+        point the decorators back where they were. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self.processor.shutdown(timeout_millis)
+            if self._owns_tracer_provider:
+                self.tracer_provider.shutdown()
+            if self._owns_meter_provider and self.meter_provider is not None:
+                shutdown = getattr(self.meter_provider, "shutdown", None)
+                if shutdown is not None:
+                    shutdown()
+        finally:
+            if _capture.get_tracer_provider() is self.tracer_provider:
+                _capture.set_tracer_provider(self._previous_provider)
+            _capture.set_settings(self._previous_settings)
+
+    def __enter__(self) -> RagtraceHandle:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.shutdown()
+
+
+def configure(
+    *,
+    service_name: str | None = None,
+    endpoint: str | None = None,
+    protocol: str | None = None,
+    headers: Mapping[str, str] | None = None,
+    exporter: SpanExporter | None = None,
+    batch: bool = True,
+    resource_attributes: Mapping[str, Any] | None = None,
+    judge: Judge | None = None,
+    metrics: Sequence[str | Metric] | None = None,
+    sampler: Sampler | None = None,
+    sample_rate: float | None = None,
+    metric_rates: Mapping[str, float] | None = None,
+    always: Iterable[Rule | SpanPredicate] | None = None,
+    never: Iterable[Rule | SpanPredicate] | None = None,
+    throttle: int | None = None,
+    budget_tokens: int | None = None,
+    budget_usd: float | None = None,
+    prices: Mapping[str, Price | tuple[float, float]] | None = None,
+    queue_size: int | None = None,
+    max_concurrency: int | None = None,
+    hold_timeout: float | None = None,
+    shutdown_timeout: float | None = None,
+    capture_content: bool | None = None,
+    redact: Callable[[str], str] | None = None,
+    max_attribute_length: int | None = None,
+    export_metrics: bool | None = None,
+    meter_provider: metrics_api.MeterProvider | None = None,
+    metric_readers: Sequence[MetricReader] | None = None,
+    set_global: bool = True,
+) -> RagtraceHandle:
+    """Set up tracing and background scoring for a RAG app in one call; returns a handle to ``shutdown()``.
+
+    Builds a TracerProvider whose spans go through the ``ScoringSpanProcessor`` to a
+    ``BatchSpanProcessor`` (``batch=False``: ``SimpleSpanProcessor``) and ``exporter`` (default: OTLP
+    over ``protocol`` to ``endpoint``, both falling back to the ``OTEL_EXPORTER_OTLP_*`` variables).
+    ``service_name`` and ``resource_attributes`` win over ``OTEL_SERVICE_NAME`` and
+    ``OTEL_RESOURCE_ATTRIBUTES``. Sampling, scoring and capture arguments are those of ``Sampler``,
+    ``ScoringSpanProcessor`` and ``CaptureSettings`` (see docs/configuration.md). Score metrics go to
+    ``meter_provider`` when given, else to a new MeterProvider with ``metric_readers`` or an OTLP
+    metric exporter (``export_metrics=False`` or ``OTEL_METRICS_EXPORTER=none``: no metrics).
+    ``set_global`` makes the providers the OpenTelemetry globals too.
+
+    Raises ``ConfigurationError`` at once, naming the fix, for any wrong setting.
+    """
+    capture_overrides = _capture_overrides(capture_content, redact, max_attribute_length)
+    settings = _capture.CaptureSettings.from_env(**capture_overrides)
+    resource = _resource(service_name, resource_attributes)
+    if exporter is None:
+        exporter = _otlp_span_exporter(endpoint, protocol, headers)
+    elif endpoint is not None or protocol is not None:
+        raise ConfigurationError("pass either exporter= or endpoint=/protocol=, not both")
+    owns_meter_provider = False
+    if meter_provider is None and _metrics_enabled(export_metrics, metric_readers):
+        meter_provider = _meter_provider(resource, metric_readers, endpoint, protocol, headers)
+        owns_meter_provider = True
+    sampler = _sampler(sampler, sample_rate, metric_rates, always, never, throttle, budget_tokens, budget_usd, prices)
+    downstream: SpanProcessor = BatchSpanProcessor(exporter) if batch else SimpleSpanProcessor(exporter)
+    processor = ScoringSpanProcessor(
+        downstream,
+        judge=judge,
+        metrics=metrics,
+        sampler=sampler,
+        queue_size=queue_size,
+        max_concurrency=max_concurrency,
+        hold_timeout=hold_timeout,
+        shutdown_timeout=shutdown_timeout,
+        meter_provider=meter_provider or metrics_api.NoOpMeterProvider(),
+        service_name=_service_of(resource),
+    )
+    provider = TracerProvider(resource=resource)
+    provider.add_span_processor(processor)
+    if set_global:
+        trace_api.set_tracer_provider(provider)
+        if owns_meter_provider and meter_provider is not None:
+            metrics_api.set_meter_provider(meter_provider)
+    return _activate(provider, processor, meter_provider, settings, owns=True, owns_meter=owns_meter_provider)
+
+
+def instrument(
+    tracer_provider: TracerProvider,
+    downstream: SpanProcessor | SpanExporter,
+    *,
+    judge: Judge | None = None,
+    metrics: Sequence[str | Metric] | None = None,
+    sampler: Sampler | None = None,
+    sample_rate: float | None = None,
+    queue_size: int | None = None,
+    max_concurrency: int | None = None,
+    hold_timeout: float | None = None,
+    shutdown_timeout: float | None = None,
+    capture_content: bool | None = None,
+    redact: Callable[[str], str] | None = None,
+    max_attribute_length: int | None = None,
+    meter_provider: metrics_api.MeterProvider | None = None,
+) -> RagtraceHandle:
+    """Add ragtrace to an app's own TracerProvider without replacing anything.
+
+    ``downstream`` is the exporter (or export processor) whose spans should carry scores: pass it here
+    *instead of* adding ``BatchSpanProcessor(exporter)`` to the provider yourself, otherwise RAG spans
+    are exported twice (once unscored). Other processors of the provider are untouched. Score metrics
+    go to ``meter_provider`` (default: the global one). ``shutdown()`` drains and removes ragtrace's
+    processor work; the provider stays the app's to shut down.
+    """
+    if not isinstance(tracer_provider, TracerProvider):
+        raise ConfigurationError(
+            f"instrument() needs an opentelemetry.sdk.trace.TracerProvider, not {type(tracer_provider).__name__}"
+        )
+    settings = _capture.CaptureSettings.from_env(**_capture_overrides(capture_content, redact, max_attribute_length))
+    processor = ScoringSpanProcessor(
+        downstream,
+        judge=judge,
+        metrics=metrics,
+        sampler=sampler,
+        sample_rate=sample_rate,
+        queue_size=queue_size,
+        max_concurrency=max_concurrency,
+        hold_timeout=hold_timeout,
+        shutdown_timeout=shutdown_timeout,
+        meter_provider=meter_provider,
+        service_name=_service_of(tracer_provider.resource),
+    )
+    tracer_provider.add_span_processor(processor)
+    return _activate(tracer_provider, processor, meter_provider, settings, owns=False, owns_meter=False)
+
+
+class Captured:
+    """What ``capture()`` gives a test: the handle, the in-memory exporter and metric reader."""
+
+    def __init__(self, handle: RagtraceHandle, exporter: InMemorySpanExporter, reader: InMemoryMetricReader) -> None:
+        self.handle = handle
+        self.exporter = exporter
+        self.metric_reader = reader
+
+    @property
+    def tracer_provider(self) -> TracerProvider:
+        """The provider the decorators use inside the ``with`` block."""
+        return self.handle.tracer_provider
+
+    def spans(self) -> list[ReadableSpan]:
+        """Every exported span, after scoring everything queued (waits for the judge)."""
+        self.handle.force_flush()
+        return list(self.exporter.get_finished_spans())
+
+    def rag_spans(self) -> list[ReadableSpan]:
+        """The exported RAG spans (those that carry scores)."""
+        return [s for s in self.spans() if (s.attributes or {}).get(semconv.RAGTRACE_ROLE) == semconv.ROLE_RAG]
+
+    def scores(self) -> list[dict[str, float]]:
+        """Per exported RAG span, its measured scores by metric name (from the evaluation events)."""
+        result: list[dict[str, float]] = []
+        for span in self.rag_spans():
+            found: dict[str, float] = {}
+            for event in span.events:
+                attrs = event.attributes or {}
+                name, value = (
+                    attrs.get(semconv.GEN_AI_EVALUATION_NAME),
+                    attrs.get(semconv.GEN_AI_EVALUATION_SCORE_VALUE),
+                )
+                if event.name == semconv.GEN_AI_EVALUATION_RESULT and isinstance(value, float):
+                    found[str(name)] = value
+            result.append(found)
+        return result
+
+
+@contextmanager
+def capture(
+    judge: Judge | None = None,
+    *,
+    metrics: Sequence[str | Metric] | None = None,
+    sample_rate: float = 1.0,
+    **options: Any,
+) -> Iterator[Captured]:
+    """An in-memory ragtrace set-up for an app's own tests; never touches the OpenTelemetry globals.
+
+    Inside the ``with`` block the decorators trace to an in-memory exporter and every RAG call is
+    scored (``sample_rate=1.0``) by ``judge`` (default: a ``FakeJudge`` with no scripts, whose steps
+    fail, so pass one scripted for your metrics). ``options`` go to ``configure``.
+    """
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    if judge is None:
+        from ragtrace.testing import FakeJudge
+
+        judge = FakeJudge()
+    exporter = InMemorySpanExporter()
+    reader = InMemoryMetricReader()
+    handle = configure(
+        exporter=exporter,
+        batch=False,
+        judge=judge,
+        metrics=metrics,
+        sample_rate=sample_rate,
+        metric_readers=[reader],
+        set_global=False,
+        **options,
+    )
+    try:
+        yield Captured(handle, exporter, reader)
+    finally:
+        handle.shutdown()
+
+
+# -- helpers -------------------------------------------------------------------------------------
+
+
+def _activate(
+    provider: TracerProvider,
+    processor: ScoringSpanProcessor,
+    meter_provider: metrics_api.MeterProvider | None,
+    settings: _capture.CaptureSettings,
+    *,
+    owns: bool,
+    owns_meter: bool,
+) -> RagtraceHandle:
+    handle = RagtraceHandle(
+        tracer_provider=provider,
+        processor=processor,
+        meter_provider=meter_provider,
+        owns_tracer_provider=owns,
+        owns_meter_provider=owns_meter,
+        previous_settings=_capture.get_settings(),
+        previous_provider=_capture.get_tracer_provider(),
+    )
+    _capture.set_settings(settings)
+    _capture.set_tracer_provider(provider)
+    return handle
+
+
+def _capture_overrides(
+    capture_content: bool | None, redact: Callable[[str], str] | None, max_attribute_length: int | None
+) -> dict[str, Any]:
+    overrides: dict[str, Any] = {}
+    if capture_content is not None:
+        overrides["capture_content"] = capture_content
+    if redact is not None:
+        overrides["redact"] = redact
+    if max_attribute_length is not None:
+        overrides["max_attribute_length"] = max_attribute_length
+    return overrides
+
+
+def _resource(service_name: str | None, attributes: Mapping[str, Any] | None) -> Resource:
+    # Resource.create merges the SDK defaults, OTEL_RESOURCE_ATTRIBUTES and OTEL_SERVICE_NAME, then
+    # the explicit attributes on top: arguments win over variables.
+    explicit: dict[str, Any] = dict(attributes or {})
+    if service_name is not None:
+        if not isinstance(service_name, str) or not service_name.strip():
+            raise ConfigurationError(f"service_name={service_name!r} is invalid: pass a non-empty name")
+        explicit[SERVICE_NAME] = service_name
+    return Resource.create(explicit)
+
+
+def _service_of(resource: Resource) -> str | None:
+    value = resource.attributes.get(SERVICE_NAME)
+    return str(value) if value is not None else None
+
+
+def _protocol(protocol: str | None, signal: str) -> str:
+    chosen = (
+        protocol
+        or os.environ.get(f"OTEL_EXPORTER_OTLP_{signal}_PROTOCOL")
+        or os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL")
+        or "http/protobuf"
+    ).strip()
+    if chosen not in PROTOCOLS:
+        raise ConfigurationError(
+            f"OTLP protocol {chosen!r} is not supported: use 'http/protobuf' or 'grpc' "
+            "(configure(protocol=...) or OTEL_EXPORTER_OTLP_PROTOCOL)"
+        )
+    return chosen
+
+
+def _http_url(endpoint: str, path: str) -> str:
+    # Like OTEL_EXPORTER_OTLP_ENDPOINT: a base URL gets the signal path; a full signal URL is kept.
+    base = endpoint.rstrip("/")
+    if base.endswith(path):
+        return base
+    if base.endswith((_TRACES_PATH, _METRICS_PATH)):
+        base = base.rsplit("/v1/", 1)[0]
+    return base + path
+
+
+def _check_endpoint(endpoint: str) -> None:
+    if not endpoint.startswith(("http://", "https://")):
+        raise ConfigurationError(
+            f"endpoint={endpoint!r} is not a URL: write e.g. http://127.0.0.1:4318 (http/protobuf) "
+            "or http://127.0.0.1:4317 (grpc)"
+        )
+
+
+def _otlp_span_exporter(endpoint: str | None, protocol: str | None, headers: Mapping[str, str] | None) -> SpanExporter:
+    chosen = _protocol(protocol, "TRACES")
+    if endpoint is not None:
+        _check_endpoint(endpoint)
+    if chosen == "grpc":
+        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcSpanExporter
+
+        insecure = endpoint.startswith("http://") if endpoint is not None else None
+        return GrpcSpanExporter(endpoint=endpoint, insecure=insecure, headers=dict(headers) if headers else None)
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpSpanExporter
+
+    url = _http_url(endpoint, _TRACES_PATH) if endpoint is not None else None
+    return HttpSpanExporter(endpoint=url, headers=dict(headers) if headers else None)
+
+
+def _metrics_enabled(export_metrics: bool | None, readers: Sequence[MetricReader] | None) -> bool:
+    if readers:
+        return True
+    if export_metrics is not None:
+        return export_metrics
+    return os.environ.get("OTEL_METRICS_EXPORTER", "otlp").strip().lower() != "none"
+
+
+def _meter_provider(
+    resource: Resource,
+    readers: Sequence[MetricReader] | None,
+    endpoint: str | None,
+    protocol: str | None,
+    headers: Mapping[str, str] | None,
+) -> MeterProvider:
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
+
+    if not readers:
+        chosen = _protocol(protocol, "METRICS")
+        hdrs = dict(headers) if headers else None
+        if chosen == "grpc":
+            from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import (
+                OTLPMetricExporter as GrpcMetricExporter,
+            )
+
+            insecure = endpoint.startswith("http://") if endpoint is not None else None
+            metric_exporter: Any = GrpcMetricExporter(endpoint=endpoint, insecure=insecure, headers=hdrs)
+        else:
+            from opentelemetry.exporter.otlp.proto.http.metric_exporter import (
+                OTLPMetricExporter as HttpMetricExporter,
+            )
+
+            url = _http_url(endpoint, _METRICS_PATH) if endpoint is not None else None
+            metric_exporter = HttpMetricExporter(endpoint=url, headers=hdrs)
+        readers = [PeriodicExportingMetricReader(metric_exporter)]
+    return MeterProvider(resource=resource, metric_readers=list(readers))
+
+
+def _sampler(
+    sampler: Sampler | None,
+    sample_rate: float | None,
+    metric_rates: Mapping[str, float] | None,
+    always: Iterable[Rule | SpanPredicate] | None,
+    never: Iterable[Rule | SpanPredicate] | None,
+    throttle: int | None,
+    budget_tokens: int | None,
+    budget_usd: float | None,
+    prices: Mapping[str, Price | tuple[float, float]] | None,
+) -> Sampler:
+    given = [sample_rate, metric_rates, always, never, throttle, budget_tokens, budget_usd, prices]
+    if sampler is not None:
+        if any(v is not None for v in given):
+            raise ConfigurationError(
+                "pass either sampler= or the sampling arguments (sample_rate, metric_rates, always, never, "
+                "throttle, budget_tokens, budget_usd, prices), not both: give them to Sampler(...)"
+            )
+        return sampler
+    return Sampler(
+        sample_rate,
+        metric_rates=metric_rates,
+        always=always,
+        never=never,
+        throttle_per_minute=throttle,
+        budget_tokens_per_day=budget_tokens,
+        budget_usd_per_day=budget_usd,
+        prices=prices,
+    )
