@@ -190,7 +190,10 @@ class StubOpenAIServer:
         server = ThreadingHTTPServer((self._host, self._port), _make_handler(self))
         server.daemon_threads = True
         self._server = server
-        self._thread = threading.Thread(target=server.serve_forever, name="ragtrace-stub-openai", daemon=True)
+        # A short poll interval keeps stop() quick (shutdown waits for the loop to notice).
+        self._thread = threading.Thread(
+            target=server.serve_forever, args=(0.02,), name="ragtrace-stub-openai", daemon=True
+        )
         self._thread.start()
         return self
 
@@ -696,11 +699,9 @@ def _make_handler(stub: StubOpenAIServer) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:
             started = time.monotonic()
             stub._enter()
-            status = 500
-            step: str | None = None
+            status, step, logged, tokens = 500, None, {}, (0, 0)
             headers: dict[str, str] = {}
-            logged: dict[str, Any] = {}
-            tokens = (0, 0)
+            reply: Any = _error(500, "stub failure")
             try:
                 length = int(self.headers.get("content-length") or 0)
                 raw = self.rfile.read(length) if length else b""
@@ -708,21 +709,22 @@ def _make_handler(stub: StubOpenAIServer) -> type[BaseHTTPRequestHandler]:
                     body = json.loads(raw or b"{}")
                 except ValueError:
                     body = None
-                if not isinstance(body, dict):
-                    status, headers, reply = 400, {}, _error(400, "body is not a JSON object")
-                    body = {}
-                else:
+                if isinstance(body, dict):
+                    logged = body
                     status, headers, reply, step = stub.handle(self.path, body)
-                logged = body
+                else:
+                    status, reply = 400, _error(400, "body is not a JSON object")
                 usage = reply.get("usage") if isinstance(reply, dict) else None
                 if isinstance(usage, dict):
                     tokens = (int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0)))
+            finally:
+                # Logged before the reply is written: a client holding its reply finds the entry.
+                stub._leave(LoggedRequest(self.path, logged, started, time.monotonic(), status, step, *tokens))
+            try:
                 self._send(status, headers, reply)
             except (BrokenPipeError, ConnectionResetError):
                 # The client gave up (a timeout test); nothing to answer.
-                pass
-            finally:
-                stub._leave(LoggedRequest(self.path, logged, started, time.monotonic(), status, step, *tokens))
+                self.close_connection = True
 
         def _send(self, status: int, headers: Mapping[str, str], reply: Any) -> None:
             data = (

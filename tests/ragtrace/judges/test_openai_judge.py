@@ -1,0 +1,349 @@
+"""OpenAIJudge steps over real HTTP to the stub server: every step, every response format, bad replies."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from typing import Any
+
+import pytest
+
+from ragtrace import ConfigurationError
+from ragtrace._stub_openai import StubOpenAIServer, StubReply
+from ragtrace.judges import Judge, JudgeError, Question, Verdict
+from ragtrace.judges.openai import OpenAIJudge
+
+MakeJudge = Callable[..., OpenAIJudge]
+
+SUPER_BOWL = (
+    "The First AFL-NFL World Championship Game, later known as Super Bowl I, was played on January 15, 1967, "
+    "at the Los Angeles Memorial Coliseum."
+)
+
+
+@pytest.fixture
+def stub() -> Iterator[StubOpenAIServer]:
+    with StubOpenAIServer() as server:
+        yield server
+
+
+@pytest.fixture
+async def make_judge(stub: StubOpenAIServer) -> AsyncIterator[MakeJudge]:
+    judges: list[OpenAIJudge] = []
+
+    def make(**kwargs: Any) -> OpenAIJudge:
+        kwargs.setdefault("base_url", stub.base_url)
+        kwargs.setdefault("retry_base_delay", 0.01)
+        kwargs.setdefault("timeout", 5.0)
+        judge = OpenAIJudge(**kwargs)
+        judges.append(judge)
+        return judge
+
+    yield make
+    for judge in judges:
+        await judge.aclose()
+
+
+def _formats(stub: StubOpenAIServer) -> list[str | None]:
+    return [(r.body.get("response_format") or {}).get("type") for r in stub.chat_requests]
+
+
+async def test_every_step_parses_with_one_call_each(stub: StubOpenAIServer, make_judge: MakeJudge) -> None:
+    judge = make_judge(model="judge-model")
+    assert isinstance(judge, Judge)
+    assert judge.name == "openai:judge-model"
+
+    claims = await judge.extract_claims("The first Super Bowl was held on January 15, 1967. It was held in Florida.")
+    assert claims.value == ["The first Super Bowl was held on January 15, 1967.", "It was held in Florida."]
+    verdicts = await judge.verify(["Super Bowl I was played on January 15, 1967.", "Paris is in Spain."], [SUPER_BOWL])
+    assert verdicts.value == [[Verdict.SUPPORTED], [Verdict.NEITHER]]
+    correct = await judge.classify_claims(
+        ["Leonardo da Vinci painted the Mona Lisa.", "Rome is large."], "Da Vinci painted the Mona Lisa."
+    )
+    assert correct.value == [True, False]
+    relevant = await judge.rate_statements(
+        "What is the capital of Brazil?", ["The capital of Brazil is Brasilia.", "Dogs bark."]
+    )
+    assert relevant.value == [True, False]
+    questions = await judge.generate_questions("Brasilia is the capital of Brazil.", 3)
+    assert len(questions.value) == 3 and all(isinstance(q, Question) and not q.noncommittal for q in questions.value)
+    assert (await judge.detect_noncommittal("I don't know.")).value is True
+    assert (await judge.detect_noncommittal("Brasilia.")).value is False
+    vectors = await judge.embed(["capital of Brazil", "Brasilia", "capital of Brazil"])
+    assert len(vectors.value) == 3 and vectors.value[0] == vectors.value[2] != vectors.value[1]
+    ratings = await judge.rate_chunks("When was Super Bowl I played?", [SUPER_BOWL, "Cats sleep a lot."])
+    assert ratings.value[0] > ratings.value[1] == 0.0
+    rating = await judge.rate_answer("When was Super Bowl I?", "I don't know.")
+    assert rating.value.value == 0.0 and rating.value.explanation
+    steps = await judge.geval_steps("factual accuracy")
+    assert len(steps.value) >= 1
+    geval = await judge.geval_score("accuracy", steps.value, {"input": "q", "actual_output": "a"}, (1, 5))
+    assert 1.0 <= geval.value.score <= 5.0
+
+    # One HTTP call per step (11 chat steps, 1 embeddings), all in JSON-schema mode at temperature 0.
+    assert len(stub.chat_requests) == 11
+    assert len(stub.embedding_requests) == 1
+    assert set(_formats(stub)) == {"json_schema"}
+    assert all(r.body["temperature"] == 0 for r in stub.chat_requests)
+    assert [r.step for r in stub.chat_requests][:2] == ["extract_claims", "verify"]
+    for reply in (claims, verdicts, correct, relevant, questions, ratings, rating, steps, geval):
+        assert reply.cost.chat_calls == 1 and reply.cost.embedding_calls == 0
+    assert vectors.cost.embedding_calls == 1 and vectors.cost.chat_calls == 0
+
+
+async def test_verify_is_one_call_for_all_claims_and_chunks(stub: StubOpenAIServer, make_judge: MakeJudge) -> None:
+    judge = make_judge()
+    claims = [f"Fact number {i} concerns topic{i}." for i in range(20)]
+    chunks = [f"Topic{i} is described here in chunk {i}." for i in range(200)]
+    reply = await judge.verify(claims, chunks)
+    assert len(reply.value) == 20 and all(len(row) == 200 for row in reply.value)
+    assert len(stub.chat_requests) == 1
+    rated = await judge.rate_chunks("topic3", chunks)
+    assert len(rated.value) == 200 and len(stub.chat_requests) == 2
+
+
+async def test_long_chunk_and_non_english_text(stub: StubOpenAIServer, make_judge: MakeJudge) -> None:
+    judge = make_judge()
+    long_chunk = " ".join(["Wasser kocht bei hundert Grad."] * 2500)  # 12,500 words
+    claims = await judge.extract_claims("Wasser kocht bei hundert Grad. 水は百度で沸騰する。")
+    assert claims.value[0] == "Wasser kocht bei hundert Grad."
+    verdicts = await judge.verify(claims.value[:1], [long_chunk])
+    assert verdicts.value == [[Verdict.SUPPORTED]]
+    assert stub.chat_requests[-1].prompt_tokens > 10_000
+
+
+async def test_empty_inputs_make_no_call(stub: StubOpenAIServer, make_judge: MakeJudge) -> None:
+    judge = make_judge()
+    assert (await judge.extract_claims("   ")).value == []
+    assert (await judge.verify([], ["chunk"])).value == []
+    assert (await judge.verify(["claim"], [])).value == [[]]
+    assert (await judge.classify_claims([], "ref")).value == []
+    assert (await judge.rate_statements("q", [])).value == []
+    assert (await judge.rate_chunks("q", [])).value == []
+    assert (await judge.embed([])).value == []
+    assert stub.requests == []
+
+
+async def test_json_schema_rejected_falls_back_to_json_mode_once(stub: StubOpenAIServer, make_judge: MakeJudge) -> None:
+    stub.mode = "json_object"
+    judge = make_judge()
+    first = await judge.extract_claims("Brasilia is the capital of Brazil.")
+    assert first.value == ["Brasilia is the capital of Brazil."]
+    assert first.cost.chat_calls == 2  # the rejected call is counted too
+    assert judge.response_mode == "json_object"
+    await judge.rate_chunks("capital of Brazil", ["Brasilia is the capital."])
+    # Rejected schema, then JSON mode; the second step goes straight to JSON mode.
+    assert _formats(stub) == ["json_schema", "json_object", "json_object"]
+    assert [r.status for r in stub.chat_requests] == [400, 200, 200]
+
+
+async def test_plain_text_endpoint_with_prose_replies(stub: StubOpenAIServer, make_judge: MakeJudge) -> None:
+    stub.mode = "text"
+    stub.reply_style = "prose"
+    judge = make_judge()
+    reply = await judge.verify(["Super Bowl I was played on January 15, 1967."], [SUPER_BOWL])
+    assert reply.value == [[Verdict.SUPPORTED]]
+    assert judge.response_mode == "text"
+    assert _formats(stub) == ["json_schema", "json_object", None]
+
+
+async def test_prose_wrapped_json_is_read(stub: StubOpenAIServer, make_judge: MakeJudge) -> None:
+    stub.reply_style = "prose"
+    judge = make_judge()
+    reply = await judge.rate_chunks("When was Super Bowl I played?", [SUPER_BOWL])
+    assert reply.value[0] > 0
+    assert len(stub.chat_requests) == 1
+
+
+async def test_forced_mode_does_not_downgrade(stub: StubOpenAIServer, make_judge: MakeJudge) -> None:
+    stub.mode = "json_object"
+    judge = make_judge(response_mode="json_schema", max_retries=0)
+    with pytest.raises(JudgeError) as caught:
+        await judge.detect_noncommittal("maybe")
+    assert caught.value.error_type == "http_4xx"
+    assert len(stub.chat_requests) == 1
+
+
+async def test_malformed_json_is_retried_then_unparseable(stub: StubOpenAIServer, make_judge: MakeJudge) -> None:
+    stub.reply_style = "malformed"
+    judge = make_judge(parse_retries=2)
+    with pytest.raises(JudgeError) as caught:
+        await judge.extract_claims("Brasilia is the capital of Brazil.")
+    assert caught.value.error_type == "unparseable_reply"
+    assert "no JSON" in str(caught.value)
+    assert caught.value.cost.chat_calls == 3
+    assert len(stub.chat_requests) == 3
+    prompt, completion = stub.usage()
+    assert caught.value.cost.prompt_tokens == prompt and caught.value.cost.completion_tokens == completion
+
+
+async def test_malformed_then_good_reply_recovers(stub: StubOpenAIServer, make_judge: MakeJudge) -> None:
+    stub.script(StubReply(content='{"claims": ["unterminated'))
+    judge = make_judge()
+    reply = await judge.extract_claims("Brasilia is the capital of Brazil.")
+    assert reply.value == ["Brasilia is the capital of Brazil."]
+    assert reply.cost.chat_calls == 2
+
+
+def _responder(step_replies: Mapping[str, Any]) -> Callable[[str, Mapping[str, Any]], Any]:
+    return lambda step, _body: step_replies.get(step)
+
+
+async def test_items_out_of_order_with_extras_are_aligned(stub: StubOpenAIServer, make_judge: MakeJudge) -> None:
+    stub.responder = _responder(
+        {
+            "verify": {
+                "results": [
+                    {"claim": 2, "supported_by": [], "contradicted_by": [1]},
+                    {"claim": 7, "supported_by": [1], "contradicted_by": []},  # no such claim: ignored
+                    {"claim": 1, "supported_by": [1, 9], "contradicted_by": []},  # chunk 9 does not exist
+                    {"claim": 1, "supported_by": [], "contradicted_by": [1]},  # duplicate: the first wins
+                ]
+            },
+            "rate_chunks": {"ratings": [{"chunk": "2", "relevance": "0.25"}, {"chunk": 1, "relevance": 1}]},
+        }
+    )
+    judge = make_judge()
+    reply = await judge.verify(["a", "b"], ["chunk"])
+    assert reply.value == [[Verdict.SUPPORTED], [Verdict.CONTRADICTED]]
+    ratings = await judge.rate_chunks("q", ["one", "two"])
+    assert ratings.value == [1.0, 0.25]
+
+
+async def test_missing_items_are_an_error_never_a_guess(stub: StubOpenAIServer, make_judge: MakeJudge) -> None:
+    stub.responder = _responder({"classify_claims": {"results": [{"claim": 1, "correct": True}]}})
+    judge = make_judge()
+    with pytest.raises(JudgeError) as caught:
+        await judge.classify_claims(["a", "b", "c"], "reference")
+    assert caught.value.error_type == "unparseable_reply"
+    assert "lacks claim 2, 3 of 3" in str(caught.value)
+    assert len(stub.chat_requests) == 2  # asked again once (parse_retries=1)
+
+
+async def test_rating_out_of_range_is_an_error(stub: StubOpenAIServer, make_judge: MakeJudge) -> None:
+    stub.responder = _responder({"rate_answer": {"explanation": "great", "score": 8}})
+    judge = make_judge(parse_retries=0)
+    with pytest.raises(JudgeError) as caught:
+        await judge.rate_answer("q", "a")
+    assert caught.value.error_type == "unparseable_reply"
+    assert "outside [0.0, 1.0]" in str(caught.value)
+
+
+async def test_token_accounting_is_summed_from_usage(stub: StubOpenAIServer, make_judge: MakeJudge) -> None:
+    judge = make_judge()
+    claims = await judge.extract_claims("Brasilia is the capital of Brazil. It was founded in 1960.")
+    verdicts = await judge.verify(claims.value, ["Brasilia became the capital in 1960."])
+    vectors = await judge.embed(["capital of Brazil", "Brasilia"])
+    total = claims.cost + verdicts.cost + vectors.cost
+    prompt, completion = stub.usage()
+    assert (total.prompt_tokens, total.completion_tokens) == (prompt, completion)
+    assert total.prompt_tokens > 0 and total.completion_tokens > 0
+    assert (total.chat_calls, total.embedding_calls) == (2, 1)
+    assert claims.cost.seconds > 0
+
+
+async def test_geval_weights_score_by_logprobs(stub: StubOpenAIServer, make_judge: MakeJudge) -> None:
+    stub.responder = _responder({"geval_score": {"score": 3, "explanation": "fine"}})
+    judge = make_judge()
+    reply = await judge.geval_score("accuracy", ["check"], {"actual_output": "x"}, (1, 5))
+    # The stub puts 0.7 on the written digit, 0.2 on the next, 0.1 on the previous.
+    assert reply.value.weighted is True
+    assert reply.value.score == pytest.approx(3 * 0.7 + 4 * 0.2 + 2 * 0.1)
+    assert reply.value.explanation == "fine"
+    request = stub.chat_requests[-1].body
+    assert request["logprobs"] is True and request["top_logprobs"] >= 1
+
+
+async def test_geval_without_logprobs_uses_the_integer(stub: StubOpenAIServer, make_judge: MakeJudge) -> None:
+    stub.responder = _responder({"geval_score": {"score": 4, "explanation": "good"}})
+    stub.logprobs = False
+    judge = make_judge()
+    reply = await judge.geval_score("accuracy", ["check"], {"actual_output": "x"}, (1, 5))
+    assert (reply.value.score, reply.value.weighted) == (4.0, False)
+
+
+async def test_endpoint_rejecting_logprobs_is_asked_without(stub: StubOpenAIServer, make_judge: MakeJudge) -> None:
+    stub.script(StubReply(status=400, body={"error": {"message": "logprobs are not supported", "type": "invalid"}}))
+    stub.responder = _responder({"geval_score": {"score": 2, "explanation": "meh"}})
+    judge = make_judge()
+    reply = await judge.geval_score("accuracy", ["check"], {"actual_output": "x"}, (1, 5))
+    assert (reply.value.score, reply.value.weighted) == (2.0, False)
+    assert [("logprobs" in r.body) for r in stub.chat_requests] == [True, False]
+    await judge.geval_score("accuracy", ["check"], {"actual_output": "x"}, (1, 5))
+    assert "logprobs" not in stub.chat_requests[-1].body
+
+
+async def test_embeddings_are_put_in_input_order(stub: StubOpenAIServer, make_judge: MakeJudge) -> None:
+    reply_body = {
+        "object": "list",
+        "data": [
+            {"object": "embedding", "index": 1, "embedding": [0.0, 1.0]},
+            {"object": "embedding", "index": 0, "embedding": [1.0, 0.0]},
+        ],
+        "model": "m",
+        "usage": {"prompt_tokens": 4, "total_tokens": 4},
+    }
+    stub.script(StubReply(body=reply_body))
+    judge = make_judge()
+    reply = await judge.embed(["first", "second"])
+    assert reply.value == [[1.0, 0.0], [0.0, 1.0]]
+    assert reply.cost.prompt_tokens == 4
+    stub.script(StubReply(body={**reply_body, "data": reply_body["data"][:1]}))
+    with pytest.raises(JudgeError) as caught:
+        await judge.embed(["first", "second"])
+    assert caught.value.error_type == "unparseable_reply"
+
+
+async def test_questions_need_their_noncommittal_flag(stub: StubOpenAIServer, make_judge: MakeJudge) -> None:
+    stub.responder = _responder({"generate_questions": {"questions": ["What is it?"]}})
+    judge = make_judge(parse_retries=0)
+    with pytest.raises(JudgeError) as caught:
+        await judge.generate_questions("It is a cat.", 3)
+    assert caught.value.error_type == "unparseable_reply"
+
+
+async def test_noncommittal_answer_is_flagged(stub: StubOpenAIServer, make_judge: MakeJudge) -> None:
+    judge = make_judge()
+    reply = await judge.generate_questions("I don't know.", 2)
+    assert [q.noncommittal for q in reply.value] == [True, True]
+    sent = json.dumps(stub.chat_requests[0].body["messages"])
+    assert "Number of questions: 2" in sent
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "fix"),
+    [
+        ({"timeout": 0}, "timeout"),
+        ({"timeout": -1.0}, "timeout"),
+        ({"timeout": float("nan")}, "timeout"),
+        ({"model": "  "}, "RAGTRACE_JUDGE_MODEL"),
+        ({"embedding_model": ""}, "RAGTRACE_JUDGE_EMBEDDING_MODEL"),
+        ({"max_retries": -1}, "max_retries"),
+        ({"max_concurrency": 0}, "max_concurrency"),
+        ({"response_mode": "xml"}, "response_mode"),
+        ({"top_logprobs": 50}, "top_logprobs"),
+    ],
+)
+def test_wrong_settings_raise_configuration_error(kwargs: dict[str, Any], fix: str) -> None:
+    with pytest.raises(ConfigurationError, match=fix):
+        OpenAIJudge(base_url="http://127.0.0.1:9/v1", **kwargs)
+
+
+def test_missing_key_and_endpoint_names_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("OPENAI_API_KEY", "RAGTRACE_JUDGE_API_KEY", "RAGTRACE_JUDGE_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(ConfigurationError, match="OPENAI_API_KEY"):
+        OpenAIJudge()
+
+
+def test_environment_variables_configure_and_are_checked(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RAGTRACE_JUDGE_BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("RAGTRACE_JUDGE_MODEL", "llama3")
+    monkeypatch.setenv("RAGTRACE_JUDGE_TIMEOUT", "7.5")
+    monkeypatch.setenv("RAGTRACE_JUDGE_MAX_CONCURRENCY", "4")
+    judge = OpenAIJudge()
+    assert (judge.name, judge.timeout, judge.max_concurrency) == ("openai:llama3", 7.5, 4)
+    assert OpenAIJudge(model="override", timeout=1.0).name == "openai:override"
+    monkeypatch.setenv("RAGTRACE_JUDGE_TIMEOUT", "soon")
+    with pytest.raises(ConfigurationError, match="RAGTRACE_JUDGE_TIMEOUT"):
+        OpenAIJudge()
