@@ -71,20 +71,11 @@ class _Spec:
         chunks: Callable[[Any], Any] | None,
         tracer_provider: trace.TracerProvider | None,
     ) -> None:
-        if name is not None and (not isinstance(name, str) or not name):
-            raise ConfigurationError(f"name={name!r} is not a span name: pass a non-empty str")
-        for label, value in (("answer", answer), ("chunks", chunks)):
-            if value is not None and not callable(value):
-                raise ConfigurationError(f"{label}={value!r} is not callable: pass a function of the return value")
-        if query is not None and not isinstance(query, str) and not callable(query):
-            raise ConfigurationError(
-                f"query={query!r} is neither an argument name nor a callable: pass e.g. query='question'"
-            )
-        if tracer_provider is not None and not isinstance(tracer_provider, trace.TracerProvider):
-            raise ConfigurationError(f"tracer_provider={tracer_provider!r} is not an opentelemetry TracerProvider")
+        _check_options(name, query, answer, chunks, tracer_provider)
         _capture.get_settings()  # a malformed RAGTRACE_* variable raises here, at decoration time
         self.role = role
-        self.name = name or getattr(func, "__qualname__", getattr(func, "__name__", role)).replace("<locals>.", "")
+        qualname: str = getattr(func, "__qualname__", None) or getattr(func, "__name__", None) or role
+        self.name = name or qualname.rsplit("<locals>.", 1)[-1]
         self.query = query
         self.query_index = _argument_index(func, query) if isinstance(query, str) else None
         self.answer = answer
@@ -97,6 +88,21 @@ class _Spec:
     def start_span(self) -> trace.Span:
         tracer = self.tracer or _capture.get_tracer()
         return tracer.start_span(self.name, attributes=self.start_attributes)
+
+
+def _check_options(name: object, query: object, answer: object, chunks: object, tracer_provider: object) -> None:
+    """Raise ConfigurationError, naming the fix, for a decorator argument of the wrong kind."""
+    if name is not None and (not isinstance(name, str) or not name):
+        raise ConfigurationError(f"name={name!r} is not a span name: pass a non-empty str")
+    for label, value in (("answer", answer), ("chunks", chunks)):
+        if value is not None and not callable(value):
+            raise ConfigurationError(f"{label}={value!r} is not callable: pass a function of the return value")
+    if query is not None and not isinstance(query, str) and not callable(query):
+        raise ConfigurationError(
+            f"query={query!r} is neither an argument name nor a callable: pass e.g. query='question'"
+        )
+    if tracer_provider is not None and not isinstance(tracer_provider, trace.TracerProvider):
+        raise ConfigurationError(f"tracer_provider={tracer_provider!r} is not an opentelemetry TracerProvider")
 
 
 def _argument_index(func: Callable[..., Any], name: str) -> int | None:
@@ -327,6 +333,7 @@ class _Call:
             if self.recording:
                 self.span.record_exception(exc, escaped=True)
                 self.span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
+                # streamed=True: what a stream yielded before it failed is kept; a plain call has nothing.
                 self._complete(None, True, failed=True)
         except Exception:
             _log.warning("ragtrace: could not capture %r", self.spec.name, exc_info=True)
@@ -360,7 +367,7 @@ class _Call:
         query = _text(self.query, settings)
         role = self.spec.role
         if role == semconv.ROLE_RETRIEVE:
-            found = None if failed else self._chunks(result, streamed)
+            found = self._chunks(result, streamed)
             normalized = found or Normalized((), 0)
             truncated = _documents(attributes, normalized.chunks, settings)
             attributes[semconv.GEN_AI_RETRIEVAL_DOCUMENTS] = json.dumps(
@@ -377,7 +384,7 @@ class _Call:
                         parent.retriever_query = query
                 parent.add_chunks(normalized)
         elif role == semconv.ROLE_GENERATE:
-            answer = None if failed else self._answer(result, streamed)
+            answer = self._answer(result, streamed)
             truncated = _content(attributes, semconv.INPUT_VALUE, query, settings)
             truncated |= _content(attributes, semconv.OUTPUT_VALUE, answer, settings)
             if self.parent is not None and answer is not None:
@@ -403,8 +410,8 @@ class _Call:
         state = self.state
         assert state is not None
         settings = self.settings
-        own_answer = None if failed else self._answer(result, streamed)
-        own_chunks = None if failed else self._chunks(result, streamed)
+        own_answer = self._answer(result, streamed)
+        own_chunks = self._chunks(result, streamed)
         with state.lock:
             query = state.query or own_query or state.retriever_query
             answer = state.answer or own_answer or state.generated
@@ -705,6 +712,8 @@ def rag(
     ``ConfigurationError`` at decoration time.
     """
 
+    _check_options(name, query, answer, chunks, tracer_provider)
+
     def spec_of(f: Callable[..., Any]) -> _Spec:
         start = {semconv.OPENINFERENCE_SPAN_KIND: semconv.SPAN_KIND_CHAIN}
         return _Spec(f, semconv.ROLE_RAG, start, name, query, answer, chunks, tracer_provider)
@@ -745,6 +754,7 @@ def retrieve(
     """
     if data_source is not None and not isinstance(data_source, str):
         raise ConfigurationError(f"data_source={data_source!r} is not a str: pass the index or collection name")
+    _check_options(name, query, None, chunks, tracer_provider)
 
     def spec_of(f: Callable[..., Any]) -> _Spec:
         start: dict[str, AttributeValue] = {
@@ -792,6 +802,7 @@ def generate(
     """
     if model is not None and not isinstance(model, str):
         raise ConfigurationError(f"model={model!r} is not a str: pass the model name")
+    _check_options(name, query, answer, None, tracer_provider)
 
     def spec_of(f: Callable[..., Any]) -> _Spec:
         start: dict[str, AttributeValue] = {
