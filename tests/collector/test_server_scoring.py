@@ -1,0 +1,132 @@
+"""Server-side scoring: unscored RAG spans are sampled and scored by the collector with ragtrace's suite and
+the offline judge; the scores land in the store and, with forwarding on, reach a downstream collector."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.trace.export import SpanExportResult
+from ragtrace_collector._otlp import decode_protobuf
+from ragtrace_collector._scoring import ServerScorer, record_of
+from ragtrace_collector._server import Collector
+from ragtrace_collector._store import Store
+
+from ragtrace import semconv
+from ragtrace._sampling import draw
+from ragtrace.metrics import build_suite
+from tests.collector._spans import SpanFactory, hex_span_id, otlp_bytes, start_collector
+
+SUITE = build_suite()
+
+
+@pytest.fixture(autouse=True)
+def _offline_judge(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RAGTRACE_JUDGE", "offline")
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("RAGTRACE_JUDGE_BASE_URL", raising=False)
+    monkeypatch.delenv("RAGTRACE_METRICS", raising=False)
+
+
+def _export(collector: Collector, factory: SpanFactory) -> None:
+    exporter = OTLPSpanExporter(endpoint=f"http://127.0.0.1:{collector.http_port}/v1/traces")
+    try:
+        assert exporter.export(factory.all()) is SpanExportResult.SUCCESS
+    finally:
+        exporter.shutdown()
+
+
+def _rows(db: Path, sql: str) -> list[tuple[object, ...]]:
+    with sqlite3.connect(db) as conn:
+        return list(conn.execute(sql))
+
+
+def test_unscored_spans_are_scored_by_the_collector(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RAGTRACE_SAMPLE_RATE", "1.0")
+    factory = SpanFactory(service="shop")
+    unscored = [
+        factory.rag(
+            query="What is the capital of Brazil?",
+            answer="The capital of Brazil is Brasilia." if i % 2 == 0 else "The capital of Brazil is Florida.",
+            route="/ask",
+        )
+        for i in range(4)
+    ]
+    app_scored = factory.rag(scores={"faithfulness": 0.3}, decision=semconv.DECISION_EVALUATED)
+    running = start_collector(tmp_path / "c.db", score=True)
+    try:
+        _export(running, factory)
+        assert running.scorer is not None and running.scorer.wait_idle(120)
+    finally:
+        running.stop()
+    db = tmp_path / "c.db"
+    decisions = dict(_rows(db, "SELECT span_id, decision FROM rag_records"))
+    assert {decisions[hex_span_id(s)] for s in unscored} == {semconv.DECISION_EVALUATED}
+    by_source = _rows(db, "SELECT source, count(*) FROM scores GROUP BY source ORDER BY source")
+    assert by_source == [("app", 1), ("collector", 4 * len(SUITE.names))]
+    # The app's own score was not touched.
+    assert _rows(db, f"SELECT value, source FROM scores WHERE span_id = '{hex_span_id(app_scored)}'") == [(0.3, "app")]
+    hallucination = dict(
+        _rows(db, "SELECT span_id, value FROM scores WHERE metric = 'hallucination' AND source = 'collector'")
+    )
+    grounded = hallucination[hex_span_id(unscored[0])]
+    invented = hallucination[hex_span_id(unscored[1])]
+    assert isinstance(grounded, float) and isinstance(invented, float)
+    assert grounded < invented  # "Florida" is not in the chunks
+    judge, calls, route = _rows(
+        db, f"SELECT judge, calls, route FROM rag_records WHERE span_id = '{hex_span_id(unscored[0])}'"
+    )[0]
+    assert judge and isinstance(calls, int) and calls > 0 and route == "/ask"
+
+
+def test_sampling_is_the_apps_deterministic_draw(tmp_path: Path) -> None:
+    factory = SpanFactory()
+    for _ in range(40):
+        factory.rag()
+    store = Store(tmp_path / "c.db")
+    scorer = ServerScorer(store, suite=SUITE, sample_rate=0.5)
+    try:
+        batch = decode_protobuf(otlp_bytes(factory.all()), 0)
+        store.write(batch)
+        scorer.start()
+        scorer.submit(batch)
+        assert scorer.wait_idle(120)
+    finally:
+        scorer.stop()
+        store.close()
+    decisions = dict(_rows(tmp_path / "c.db", "SELECT trace_id, decision FROM rag_records"))
+    expected = {
+        trace: semconv.DECISION_EVALUATED if draw(int(trace, 16)) < 0.5 else semconv.DECISION_NOT_SAMPLED
+        for trace in decisions
+    }
+    assert decisions == expected
+    assert 0 < sum(d == semconv.DECISION_EVALUATED for d in decisions.values()) < 40
+
+
+def test_scores_are_forwarded_downstream_on_a_carrier(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RAGTRACE_SAMPLE_RATE", "1.0")
+    downstream = start_collector(tmp_path / "down.db")
+    try:
+        upstream = start_collector(tmp_path / "up.db", score=True, forward=f"http://127.0.0.1:{downstream.http_port}")
+        factory = SpanFactory()
+        rag = factory.rag(route="/ask")
+        try:
+            _export(upstream, factory)
+            assert upstream.scorer is not None and upstream.scorer.wait_idle(120)
+        finally:
+            upstream.stop()  # drains the forward queue
+        assert upstream.forwarder is not None and upstream.forwarder.dropped == 0
+    finally:
+        downstream.stop()
+    rows = _rows(tmp_path / "down.db", "SELECT span_id, metric, source, route FROM scores ORDER BY metric")
+    assert {r[1] for r in rows} == set(SUITE.names)
+    assert {(r[0], r[2], r[3]) for r in rows} == {(hex_span_id(rag), "carrier", "/ask")}
+    assert len(_rows(tmp_path / "down.db", "SELECT span_id FROM spans")) == 3  # rag, retriever, carrier
+
+
+def test_record_of_a_row_without_content_is_none() -> None:
+    assert record_of({"query": None, "chunks": "[]", "answer": None}) is None
+    record = record_of({"query": "q", "chunks": '[{"id": "a", "content": "c", "score": 0.5}]', "answer": "a"})
+    assert record is not None and record.texts == ["c"] and record.chunks[0].id == "a"
