@@ -53,7 +53,8 @@ class ScoringSpanProcessor(SpanProcessor):
     """Scores sampled RAG spans in the background and forwards every span to ``downstream`` exactly once.
 
     ``downstream``: the processor that exports (or an exporter, wrapped in a ``BatchSpanProcessor``).
-    ``judge``: a ``ragtrace.judges.Judge`` (default: ``default_judge()``, closed by this processor).
+    ``judge``: a ``ragtrace.judges.Judge`` (default: ``default_judge()``). The processor owns it: judge
+    calls run on the worker's own loop, and ``shutdown`` closes the judge there.
     ``metrics``: metric names or ``Metric`` objects (default: ``RAGTRACE_METRICS`` or the production suite).
     ``sampler`` / ``sample_rate``: who is scored (default ``Sampler()``, i.e. ``RAGTRACE_SAMPLE_*``).
     ``queue_size`` / ``max_concurrency`` / ``hold_timeout`` / ``shutdown_timeout``: see
@@ -102,7 +103,6 @@ class ScoringSpanProcessor(SpanProcessor):
         suite = _build_suite(metrics)  # fails now, not in the worker, on an unknown metric
         self._metric_names: tuple[str, ...] = suite.names
         self._suites: dict[tuple[str, ...], Suite] = {suite.names: suite}
-        owns_judge = judge is None
         if judge is None:
             from ragtrace.judges._default import default_judge
 
@@ -121,7 +121,9 @@ class ScoringSpanProcessor(SpanProcessor):
             queue_size=self.queue_size,
             max_concurrency=self.max_concurrency,
             hold_timeout=self.hold_timeout,
-            on_close=self.judge.aclose if owns_judge else None,
+            # The judge's connections live on the worker's loop, so only this processor can close
+            # them cleanly: it owns the judge it is given and closes it at shutdown, on that loop.
+            on_close=self.judge.aclose,
         )
         # The TracerProvider's own atexit hook calls shutdown() too (idempotent); this one covers a
         # processor that is not (yet) attached to a provider that shuts down at exit.

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from ragtrace._config import Captured, capture
 from ragtrace._stub_openai import StubOpenAIServer, StubReply
 from ragtrace.judges._base import (
     ALL_CAPABILITIES,
@@ -48,7 +49,16 @@ from ragtrace.judges._base import (
 )
 from ragtrace.metrics._base import ZERO_COST, Cost
 
-__all__ = ["DEFAULT_CHAT_COST", "DEFAULT_EMBED_COST", "FakeCall", "FakeJudge", "StubOpenAIServer", "StubReply"]
+__all__ = [
+    "DEFAULT_CHAT_COST",
+    "DEFAULT_EMBED_COST",
+    "Captured",
+    "FakeCall",
+    "FakeJudge",
+    "StubOpenAIServer",
+    "StubReply",
+    "capture",
+]
 
 DEFAULT_CHAT_COST = Cost(chat_calls=1, prompt_tokens=100, completion_tokens=20)
 """What one scripted chat step costs unless ``costs`` says otherwise."""
