@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: test demo lint typecheck pytest system-deps bench clean
+.PHONY: test demo e2e lint typecheck pytest system-deps bench clean
 
 $(STAMP): pyproject.toml collector/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -33,5 +33,16 @@ test: lint typecheck pytest
 demo: $(STAMP)
 	$(BIN)/python examples/demo.py
 
+# Not part of `make test`: installs Arize Phoenix in its own venv and checks ragtrace's scores in it.
+PHOENIX_VENV ?= .venv-phoenix
+$(PHOENIX_VENV)/.installed-stamp:
+	$(PYTHON) -m venv $(PHOENIX_VENV)
+	$(PHOENIX_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(PHOENIX_VENV)/bin/python -m pip install --quiet arize-phoenix
+	touch $@
+
+e2e: $(STAMP) $(PHOENIX_VENV)/.installed-stamp
+	$(BIN)/python examples/e2e_phoenix.py --phoenix $(PHOENIX_VENV)/bin/phoenix
+
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .ragtrace
+	rm -rf $(VENV) $(PHOENIX_VENV) .mypy_cache .ruff_cache .pytest_cache .ragtrace
