@@ -41,8 +41,8 @@ def fake_judge(**kwargs: Any) -> FakeJudge:
     return FakeJudge(
         name="fake:scripted",
         extract_claims=lambda text, question=None: ["The capital of Brazil is Brasilia"],
-        verify={"The capital of Brazil is Brasilia": ["supported", "neither"]},
-        rate_chunks=[0.9, 0.2],
+        verify=lambda claims, chunks: [["supported" if "Brasilia" in c else "neither" for c in chunks] for _ in claims],
+        rate_chunks=lambda query, chunks: [0.9 if "Brasilia" in c else 0.2 for c in chunks],
         **kwargs,
     )
 
