@@ -35,7 +35,7 @@ Direction = Literal["higher", "lower"]
 
 # Metrics for which a lower value is better. Every other metric is higher-is-better. Kept here until
 # ragtrace.metrics exposes a registry of directions; ``metric_direction`` prefers that registry.
-_LOWER_IS_BETTER: Final = frozenset(
+LOWER_IS_BETTER: Final = frozenset(
     {
         "hallucination",
         "context_contradiction",
@@ -48,7 +48,7 @@ _LOWER_IS_BETTER: Final = frozenset(
 
 def metric_direction(metric: str) -> Direction:
     """Return which way is better for ``metric``: ``lower`` for hallucination-like metrics, else ``higher``."""
-    return "lower" if metric in _LOWER_IS_BETTER else "higher"
+    return "lower" if metric in LOWER_IS_BETTER else "higher"
 
 
 def goodness(metric: str, value: float) -> float:

@@ -1,0 +1,215 @@
+"""Reports over a real SQLite store: summary numbers, direction-aware problems, markdown, HTML, the page route."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ragtrace_collector._report import page_routes, problems, report, summary, write_report
+from ragtrace_collector._store import Store
+from starlette.applications import Starlette
+from starlette.testclient import TestClient
+
+from ragtrace.environment_variables import ConfigurationError
+
+NS = 1_000_000_000
+T0 = 1_800_000_000 * NS
+
+# span id -> (decision, query, answer, scores)
+RECORDS: dict[str, tuple[str, str, str, dict[str, float]]] = {
+    "a" * 16: (
+        "evaluated",
+        "Capital of Brazil?",
+        "Brasilia.",
+        {"faithfulness": 1.0, "hallucination": 0.0, "context_relevance": 0.9},
+    ),
+    "b" * 16: (
+        "evaluated",
+        "First Super Bowl?",
+        "January 15, 1967, in Florida.",
+        {"faithfulness": 0.4, "hallucination": 0.6, "context_relevance": 0.8},
+    ),
+    "c" * 16: (
+        "evaluated",
+        "Who <b>painted</b> the Mona Lisa?",
+        "Charlotte Bronte | 1503",
+        {"faithfulness": 0.0, "hallucination": 1.0, "context_relevance": 0.3},
+    ),
+    "d" * 16: ("not_sampled", "Unscored question", "Unscored answer", {}),
+}
+
+
+def seed(store: Store, *, start: int = T0) -> None:
+    """The four records above, one second apart, with their chunks and scores."""
+    rag_rows: list[dict[str, Any]] = []
+    score_rows: list[dict[str, Any]] = []
+    for i, (span_id, (decision, query, answer, scores)) in enumerate(RECORDS.items()):
+        time_ns = start + i * NS
+        trace_id = span_id * 2
+        chunks = [{"id": f"doc-{i}", "content": f"chunk text {i} <script>x</script>", "score": 0.5, "metadata": {}}]
+        rag_rows.append(
+            {
+                "span_id": span_id,
+                "trace_id": trace_id,
+                "service": "shop",
+                "route": "/ask",
+                "time_ns": time_ns,
+                "query": query,
+                "answer": answer,
+                "chunks": json.dumps(chunks),
+                "decision": decision,
+            }
+        )
+        for metric, value in scores.items():
+            score_rows.append(
+                {
+                    "span_id": span_id,
+                    "metric": metric,
+                    "value": value,
+                    "trace_id": trace_id,
+                    "service": "shop",
+                    "route": "/ask",
+                    "time_ns": time_ns,
+                    "source": "app",
+                }
+            )
+    store.db["rag_records"].insert_all(rag_rows)  # type: ignore[union-attr]
+    store.db["scores"].insert_all(score_rows)  # type: ignore[union-attr]
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    s = Store(tmp_path / "ragtrace.db")
+    seed(s)
+    yield s
+    s.close()
+
+
+def test_summary(store: Store) -> None:
+    head = summary(store)
+    assert (head.records, head.scored) == (4, 3)
+    expected = {"context_relevance": 2.0 / 3, "faithfulness": 1.4 / 3, "hallucination": 1.6 / 3}
+    assert head.means == pytest.approx(expected)
+    assert {m.metric: m.direction for m in head.metrics}["hallucination"] == "lower"
+    assert {m.metric: m.count for m in head.metrics} == {"context_relevance": 3, "faithfulness": 3, "hallucination": 3}
+    # overall = mean of direction-adjusted scores: 2.9/3, 1.6/3, 0.3/3
+    assert head.overall_min == pytest.approx(0.1)
+    assert head.overall_max == pytest.approx(2.9 / 3)
+    assert head.overall_mean == pytest.approx((2.9 + 1.6 + 0.3) / 9)
+    assert (head.first_ns, head.last_ns) == (T0, T0 + 3 * NS)
+    assert dict(head.decisions) == {"evaluated": 3, "not_sampled": 1}
+    assert head.firing == ()
+
+
+def test_summary_accepts_a_path_a_database_and_a_time_range(store: Store) -> None:
+    assert summary(store.path).records == 4
+    assert summary(store.db).records == 4
+    late = summary(store, since_ns=T0 + 2 * NS)
+    assert (late.records, late.scored) == (2, 1)
+    assert late.means["faithfulness"] == 0.0
+
+
+def test_problems_are_direction_aware_worst_first_with_their_issues(store: Store) -> None:
+    found = problems(store, threshold=0.6)
+    assert [p.span_id for p in found] == ["c" * 16, "b" * 16]
+    worst = found[0]
+    assert worst.overall == pytest.approx(0.1)
+    assert [str(i) for i in worst.issues] == [
+        "faithfulness 0.00 < 0.60",
+        "hallucination 1.00 > 0.40",
+        "context_relevance 0.30 < 0.60",
+    ]
+    assert (worst.query, worst.answer, worst.service, worst.route) == (
+        "Who <b>painted</b> the Mona Lisa?",
+        "Charlotte Bronte | 1503",
+        "shop",
+        "/ask",
+    )
+    assert worst.chunks[0]["id"] == "doc-2"
+    assert [str(i) for i in found[1].issues] == ["faithfulness 0.40 < 0.60", "hallucination 0.60 > 0.40"]
+    # A lower threshold only keeps the record with a metric past it.
+    assert [p.span_id for p in problems(store, threshold=0.45)] == ["c" * 16, "b" * 16]
+    assert [p.span_id for p in problems(store, threshold=0.2)] == ["c" * 16]
+    assert problems(store, limit=1)[0].span_id == "c" * 16
+    with pytest.raises(ValueError, match=r"threshold must be in \[0, 1\]"):
+        problems(store, threshold=60)
+
+
+def test_markdown_report(store: Store) -> None:
+    text = report(store, "markdown")
+    assert text.startswith("# ragtrace report\n")
+    assert "- Records: 4 (3 scored)" in text
+    assert "| faithfulness | 0.467 | 3 | higher |" in text
+    assert "| hallucination | 0.533 | 3 | lower |" in text
+    assert "| not_sampled | 1 | 25.0% |" in text
+    assert "### 1. Who <b>painted</b> the Mona Lisa? (overall 0.10)" in text
+    assert "- Issues: faithfulness 0.00 < 0.60, hallucination 1.00 > 0.40, context_relevance 0.30 < 0.60" in text
+    assert text.index("Mona Lisa") < text.index("First Super Bowl")
+    assert "Capital of Brazil" not in text  # not a problem
+
+
+def test_html_report_is_self_contained_with_charts_and_escaped_content(store: Store) -> None:
+    store.db["alerts"].insert(  # type: ignore[union-attr]
+        {
+            "time_ns": T0 + 2 * NS,
+            "rule": "hallucination-spike",
+            "kind": "spike",
+            "metric": "hallucination",
+            "service": "shop",
+            "state": "ALERT",
+            "value": 9.1,
+            "threshold": 8.0,
+            "message": "bad rate up",
+            "sinks": "[]",
+        }
+    )
+    page = report(store, "html")
+    assert page.startswith("<!DOCTYPE html>")
+    # plotly.js is inlined: no script or stylesheet is fetched from anywhere.
+    assert re.search(r"<(script|link)[^>]+(src|href)=", page) is None
+    assert "Plotly.newPlot" in page
+    assert page.count('class="plotly-graph-div"') == 4  # three metrics + decision coverage
+    assert "hallucination over time (lower is better)" in page
+    assert '"name":"alert"' in page  # the alert marker trace on the hallucination chart
+    assert "Who &lt;b&gt;painted&lt;/b&gt; the Mona Lisa?" in page
+    assert "chunk text 2 &lt;script&gt;x&lt;/script&gt;" in page
+    assert '<b id="firing">1</b>' in page and "bad rate up" in page
+    with pytest.raises(ValueError, match="format must be"):
+        report(store, "pdf")  # type: ignore[arg-type]
+
+
+def test_empty_and_missing_stores(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.db"
+    Store(empty).close()
+    head = summary(empty)
+    assert (head.records, head.scored, head.overall_mean, head.first_ns) == (0, 0, None, None)
+    assert "No scores stored yet." in report(empty, "html")
+    assert "None." in report(empty, "markdown")
+    with pytest.raises(ConfigurationError, match="does not exist; pass the --db file"):
+        summary(tmp_path / "missing.db")
+
+
+def test_write_report_picks_the_format_from_the_suffix(store: Store, tmp_path: Path) -> None:
+    md = write_report(store.path, tmp_path / "out" / "report.md")
+    assert md.read_text(encoding="utf-8").startswith("# ragtrace report")
+    page = write_report(store.path, tmp_path / "report.html")
+    assert page.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+    forced = write_report(store.path, tmp_path / "report.txt", "markdown", threshold=0.2)
+    assert "### 2." not in forced.read_text(encoding="utf-8")
+
+
+def test_page_routes_serve_html_markdown_and_reject_bad_input(store: Store) -> None:
+    app = Starlette(routes=page_routes(store, refresh_seconds=30))
+    with TestClient(app) as client:
+        response = client.get("/")
+        assert response.status_code == 200
+        assert response.headers["content-type"].startswith("text/html")
+        assert '<meta http-equiv="refresh" content="30">' in response.text
+        markdown = client.get("/", params={"format": "markdown", "threshold": "0.2"})
+        assert markdown.headers["content-type"].startswith("text/markdown")
+        assert "threshold 0.2" in markdown.text
+        assert client.get("/", params={"threshold": "lots"}).status_code == 400
