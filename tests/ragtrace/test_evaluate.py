@@ -1,0 +1,157 @@
+"""ragtrace.evaluate: records from lists and JSONL files, aggregation, worst records, markdown."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import ragtrace
+from ragtrace import ConfigurationError, RagRecord
+from ragtrace.judges import Verdict
+from ragtrace.testing import FakeJudge
+
+S, N = Verdict.SUPPORTED, Verdict.NEITHER
+
+GOOD = {"query": "What is the capital of Peru?", "chunks": ["Lima is the capital of Peru."], "answer": "Lima."}
+BAD = {"question": "Who wrote Hamlet?", "contexts": ["Hamlet is a play."], "response": "Marlowe wrote Hamlet."}
+
+
+def judge() -> FakeJudge:
+    return FakeJudge(
+        extract_claims={"Lima.": ["Lima is the capital of Peru"], "Marlowe wrote Hamlet.": ["Marlowe wrote Hamlet"]},
+        verify={"Lima is the capital of Peru": [S], "Marlowe wrote Hamlet": [N]},
+        rate_chunks={"Lima is the capital of Peru.": 1.0, "Hamlet is a play.": 0.5},
+    )
+
+
+def test_evaluate_aggregates_and_reports_the_worst_records() -> None:
+    fake = judge()
+    records = [GOOD, BAD, RagRecord.of("empty", ["x"], "")]
+    result = ragtrace.evaluate(
+        records, metrics="faithfulness,hallucination,context_relevance", judge=fake, progress=False
+    )
+    assert result.count == 3
+    assert result.metrics == ("faithfulness", "hallucination", "context_relevance")
+    assert result.means["faithfulness"] == pytest.approx(0.5)
+    assert result.means["context_relevance"] == pytest.approx(0.75)
+    faith = result.summary["faithfulness"]
+    assert (faith.measured, faith.total, dict(faith.absent)) == (2, 3, {"no_answer": 1})
+    assert (faith.minimum, faith.maximum) == (0.0, 1.0)
+    assert result.cost == fake.cost
+    assert result.judge == "fake"
+    assert not fake.closed  # a judge the caller passed stays open
+    worst = result.worst()
+    assert [r.index for r in worst] == [1]
+    assert [s.name for s in worst[0].issues()] == ["faithfulness", "hallucination", "context_relevance"]
+    markdown = result.to_markdown()
+    assert "| faithfulness | higher | 2/3 | 0.500 | 0.000 | 1.000 | no_answer: 1 |" in markdown
+    assert "| 1 | Who wrote Hamlet? | 0.167 |" in markdown
+    assert f"judge calls: {fake.count()}" in markdown
+
+
+def test_worst_records_are_ordered_worst_first(tmp_path: Path) -> None:
+    fake = FakeJudge(rate_chunks=lambda q, chunks: [float(q[-1]) / 10])
+    records = [RagRecord.of(f"q{i}", ["c"], "a") for i in (5, 1, 9, 3)]
+    result = ragtrace.evaluate(records, metrics=["context_relevance"], judge=fake, progress=False)
+    assert [r.index for r in result.worst()] == [1, 3, 0]
+    assert [r.index for r in result.worst(n=1)] == [1]
+
+
+def write_jsonl(path: Path, lines: list[str]) -> Path:
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_jsonl_file_with_renamed_fields(tmp_path: Path) -> None:
+    file = write_jsonl(
+        tmp_path / "halu.jsonl",
+        [
+            json.dumps({"knowledge": "Lima is the capital of Peru.", "question": GOOD["query"], "bad": "Lima."}),
+            "",
+            json.dumps({"knowledge": "Hamlet is a play.", "question": BAD["question"], "bad": "Marlowe wrote Hamlet."}),
+        ],
+    )
+    result = ragtrace.evaluate(
+        file,
+        metrics=["faithfulness"],
+        judge=judge(),
+        progress=False,
+        fields={"chunks": "knowledge", "answer": "bad"},
+    )
+    assert [r.result.value("faithfulness") for r in result.records] == [1.0, 0.0]
+
+
+@pytest.mark.parametrize(
+    ("bad_line", "message"),
+    [
+        ('{"query": "q", "answer": ', "line 3: not valid JSON"),
+        ("[1, 2]", "line 3: expected a JSON object, got list"),
+        ('{"answer": "no query"}', "line 3: a record needs a string 'query'"),
+    ],
+)
+def test_a_bad_line_is_named(tmp_path: Path, bad_line: str, message: str) -> None:
+    file = write_jsonl(tmp_path / "r.jsonl", [json.dumps(GOOD), json.dumps(GOOD), bad_line])
+    with pytest.raises(ValueError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        ragtrace.evaluate(file, judge=judge(), progress=False)
+
+
+def test_missing_file_and_bad_arguments(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match=r"nope\.jsonl"):
+        ragtrace.evaluate(tmp_path / "nope.jsonl", judge=judge(), progress=False)
+    with pytest.raises(ConfigurationError, match="concurrency"):
+        ragtrace.evaluate([GOOD], judge=judge(), concurrency=0)
+    with pytest.raises(ConfigurationError, match="unknown metric"):
+        ragtrace.evaluate([GOOD], metrics="faithfulnes", judge=judge())
+    with pytest.raises(ValueError, match="record 1"):
+        ragtrace.evaluate([GOOD, {"answer": "x"}], judge=judge())
+
+
+def test_without_a_judge_the_default_judge_is_used_and_closed(monkeypatch: pytest.MonkeyPatch) -> None:
+    import ragtrace.judges._default as default
+
+    made: list[FakeJudge] = []
+
+    def fake_default() -> FakeJudge:
+        made.append(judge())
+        return made[-1]
+
+    monkeypatch.setattr(default, "default_judge", fake_default)
+    result = ragtrace.evaluate([GOOD], metrics=["faithfulness"], progress=False)
+    assert result.means["faithfulness"] == 1.0
+    assert made[0].closed
+
+
+async def test_inside_an_event_loop_use_aevaluate() -> None:
+    with pytest.raises(RuntimeError, match="aevaluate"):
+        ragtrace.evaluate([GOOD], judge=judge())
+    result = await ragtrace.aevaluate([GOOD], metrics=["faithfulness"], judge=judge(), progress=False)
+    assert result.means["faithfulness"] == 1.0
+
+
+def test_progress_bar_goes_to_stderr(capsys: pytest.CaptureFixture[str]) -> None:
+    ragtrace.evaluate([GOOD, BAD], metrics=["faithfulness"], judge=judge(), progress=True)
+    captured = capsys.readouterr()
+    assert "ragtrace eval" in captured.err
+    assert captured.out == ""
+
+
+def test_concurrency_bounds_records_in_flight() -> None:
+    import asyncio
+
+    in_flight = peak = 0
+
+    async def rate(query: str, chunks: list[str]) -> list[float]:
+        nonlocal in_flight, peak
+        in_flight += 1
+        peak = max(peak, in_flight)
+        await asyncio.sleep(0)
+        in_flight -= 1
+        return [1.0]
+
+    records = [RagRecord.of(f"q{i}", ["c"], "a") for i in range(10)]
+    ragtrace.evaluate(
+        records, metrics=["context_relevance"], judge=FakeJudge(rate_chunks=rate), concurrency=3, progress=False
+    )
+    assert peak == 3
