@@ -5,6 +5,14 @@ import ragtrace.judges
 import ragtrace.metrics
 
 EXPECTED = {
+    "EvaluationResult",
+    "PRODUCTION_METRICS",
+    "Suite",
+    "SuiteResult",
+    "aevaluate",
+    "build_suite",
+    "evaluate",
+    "metric_by_name",
     "Chunk",
     "ConfigurationError",
     "Cost",
