@@ -14,8 +14,16 @@ from ragtrace.testing import FakeJudge
 
 S, N = Verdict.SUPPORTED, Verdict.NEITHER
 
-GOOD = {"query": "What is the capital of Peru?", "chunks": ["Lima is the capital of Peru."], "answer": "Lima."}
-BAD = {"question": "Who wrote Hamlet?", "contexts": ["Hamlet is a play."], "response": "Marlowe wrote Hamlet."}
+GOOD: dict[str, object] = {
+    "query": "What is the capital of Peru?",
+    "chunks": ["Lima is the capital of Peru."],
+    "answer": "Lima.",
+}
+BAD: dict[str, object] = {
+    "question": "Who wrote Hamlet?",
+    "contexts": ["Hamlet is a play."],
+    "response": "Marlowe wrote Hamlet.",
+}
 
 
 def judge() -> FakeJudge:
@@ -28,7 +36,7 @@ def judge() -> FakeJudge:
 
 def test_evaluate_aggregates_and_reports_the_worst_records() -> None:
     fake = judge()
-    records = [GOOD, BAD, RagRecord.of("empty", ["x"], "")]
+    records: list[RagRecord | dict[str, object]] = [GOOD, BAD, RagRecord.of("empty", ["x"], "")]
     result = ragtrace.evaluate(
         records, metrics="faithfulness,hallucination,context_relevance", judge=fake, progress=False
     )
