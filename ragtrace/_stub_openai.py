@@ -569,21 +569,28 @@ def _chosen_tool(tools: Sequence[Any], choice: Any) -> Mapping[str, Any]:
 
 
 def _schema_of(body: Mapping[str, Any], prompt_text: str) -> Mapping[str, Any] | None:
-    """The reply schema: from ``response_format``, else the last JSON schema object in the prompt."""
+    """The reply schema: from ``response_format``, else the first JSON schema object in the prompt.
+
+    The prompt is scanned for top-level JSON objects only (a schema's nested definitions are not
+    candidates), and the first one that looks like a schema wins: prompts state the schema before
+    their examples and input.
+    """
     response_format = body.get("response_format") or {}
     schema = (response_format.get("json_schema") or {}).get("schema")
     if isinstance(schema, Mapping):
         return schema
     decoder = json.JSONDecoder()
-    found: Mapping[str, Any] | None = None
-    for match in re.finditer(r"\{", prompt_text):
+    position = prompt_text.find("{")
+    while position != -1:
         try:
-            value, _ = decoder.raw_decode(prompt_text, match.start())
+            value, end = decoder.raw_decode(prompt_text, position)
         except ValueError:
+            position = prompt_text.find("{", position + 1)
             continue
         if isinstance(value, Mapping) and ("properties" in value or value.get("type") == "object"):
-            found = value
-    return found
+            return value
+        position = prompt_text.find("{", end)
+    return None
 
 
 def _resolve(schema: Mapping[str, Any], root: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -626,12 +633,14 @@ def _instance(schema: Mapping[str, Any], prompt_text: str, seed: int) -> Any:
             items = node.get("items") or {"type": "string"}
             count = 0 if depth > 3 else min(len(pool), 3)
             return [build(items, depth + 1, name) for _ in range(max(1, count))]
+        # Flags named noncommittal are "no"; every other verdict-like number or flag is "yes".
+        committal = "noncommittal" not in name.lower()
         if kind == "integer":
-            return 1
+            return int(committal)
         if kind == "number":
-            return 1.0
+            return float(committal)
         if kind == "boolean":
-            return "noncommittal" not in name.lower()
+            return committal
         return text()
 
     return build(schema, 0, "")
