@@ -45,13 +45,13 @@ class Detector:
 
 
 class Cusum(Detector):
+    shift = DEFAULT_SPIKE.shift
+    h = DEFAULT_SPIKE.h
+    warning_h = DEFAULT_SPIKE.warning_h
+
     def __init__(self, baseline_rate: float) -> None:
         design = CusumDesign.from_baseline(
-            baseline_rate,
-            shift=DEFAULT_SPIKE.shift,
-            h=DEFAULT_SPIKE.h,
-            warning_h=DEFAULT_SPIKE.warning_h,
-            min_rate=DEFAULT_SPIKE.min_rate,
+            baseline_rate, shift=self.shift, h=self.h, warning_h=self.warning_h, min_rate=DEFAULT_SPIKE.min_rate
         )
         self._chart = BernoulliCusum(design)
 
@@ -137,15 +137,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=200)
     parser.add_argument("--stable", type=int, default=2_000_000, help="stable records for the false-alarm rate")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--h", type=float, default=DEFAULT_SPIKE.h, help="CUSUM alert level (tuning sweeps)")
+    parser.add_argument("--shift", type=float, default=DEFAULT_SPIKE.shift, help="rate increase tuned for")
     args = parser.parse_args(argv)
+    Cusum.h, Cusum.shift, Cusum.warning_h = args.h, args.shift, min(DEFAULT_SPIKE.warning_h, args.h)
 
     print(
         f"hallucination rate {P_STABLE:.0%} -> {P_SPIKE:.0%}; baseline learnt from {HISTORY} records; "
         f"{args.runs} runs; {args.stable:,} stable records"
     )
     print(
-        f"CUSUM design (default spike rule): shift {DEFAULT_SPIKE.shift:g}x baseline, h {DEFAULT_SPIKE.h:g}, "
-        f"warning {DEFAULT_SPIKE.warning_h:g}, rate floor {DEFAULT_SPIKE.min_rate:g}"
+        f"CUSUM design: shift {Cusum.shift:g}x baseline, h {Cusum.h:g}, "
+        f"warning {Cusum.warning_h:g}, rate floor {DEFAULT_SPIKE.min_rate:g} (default spike rule unless overridden)"
     )
     results = {}
     for name, make in (("cusum", Cusum), ("window100x2", WindowRate)):
