@@ -274,7 +274,7 @@ async def test_endpoint_rejecting_logprobs_is_asked_without(stub: StubOpenAIServ
 
 
 async def test_embeddings_are_put_in_input_order(stub: StubOpenAIServer, make_judge: MakeJudge) -> None:
-    reply_body = {
+    reply_body: dict[str, Any] = {
         "object": "list",
         "data": [
             {"object": "embedding", "index": 1, "embedding": [0.0, 1.0]},

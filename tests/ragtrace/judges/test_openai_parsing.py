@@ -1,0 +1,123 @@
+"""Tolerant JSON reading of judge replies, and the stub server's generic answers to unknown prompts."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from ragtrace._stub_openai import StubOpenAIServer, _instance, _schema_of
+from ragtrace.judges._parsing import ReplyParseError, align, as_bool, as_number, extract_json, index_set, pick
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('{"claims": ["a"]}', {"claims": ["a"]}),
+        ("  [1, 2]  ", [1, 2]),
+        ('Here you go:\n```json\n{"a": 1}\n```\nThanks!', {"a": 1}),
+        ('```\n{"a": 2}\n```', {"a": 2}),
+        (
+            'The result is {"text": "a } brace and a \\" quote", "n": [1, {"m": 2}]} as asked.',
+            {"text": 'a } brace and a " quote', "n": [1, {"m": 2}]},
+        ),
+        ('noise {not json} then {"ok": true}', {"ok": True}),
+    ],
+)
+def test_extract_json_finds_the_object(text: str, expected: object) -> None:
+    assert extract_json(text) == expected
+
+
+@pytest.mark.parametrize("text", ["", "   ", "no json here", '{"claims": ["unterminated', "{'single': 'quotes'}"])
+def test_extract_json_refuses_what_is_not_json(text: str) -> None:
+    with pytest.raises(ReplyParseError):
+        extract_json(text)
+
+
+def test_pick_tolerates_key_spelling_and_bare_lists() -> None:
+    assert pick({"Claims": [1]}, "claims") == [1]
+    assert pick({"statements": [2]}, "claims", "statements") == [2]
+    assert pick({"whatever": [3]}, "claims") == [3]  # the single key carries the one thing asked
+    assert pick([4], "claims") == [4]
+    with pytest.raises(ReplyParseError, match="none of the fields"):
+        pick({"a": 1, "b": 2}, "claims")
+
+
+def test_align_orders_by_index_and_reports_missing() -> None:
+    items = [{"claim": 3, "v": "c"}, {"claim": "1", "v": "a"}, {"claim": 9, "v": "x"}, {"claim": 2, "v": "b"}]
+    assert align(items, 3, key="claim", read=lambda i: i["v"], what="claim") == ["a", "b", "c"]
+    # Without indices, items are placed by position.
+    assert align([{"v": 1}, {"v": 2}], 2, key="claim", read=lambda i: i["v"], what="claim") == [1, 2]
+    with pytest.raises(ReplyParseError, match="lacks claim 2 of 2"):
+        align([{"claim": 1, "v": 1}], 2, key="claim", read=lambda i: i["v"], what="claim")
+
+
+def test_loose_scalars() -> None:
+    assert [as_bool(v, "x") for v in (True, 1, "yes", "TRUE", 0, "no", "false")] == [True] * 4 + [False] * 3
+    with pytest.raises(ReplyParseError):
+        as_bool("perhaps", "x")
+    assert as_number("0.25", "r", low=0, high=1) == 0.25
+    with pytest.raises(ReplyParseError):
+        as_number(float("nan"), "r", low=0, high=1)
+    with pytest.raises(ReplyParseError):
+        as_number(True, "r", low=0, high=1)
+    assert index_set([1, "2", 2.0, 7, "x", None], 3, "chunks") == {1, 2}
+
+
+def test_stub_reads_a_schema_stated_in_the_prompt() -> None:
+    schema = {
+        "$defs": {
+            "Item": {
+                "properties": {"statement": {"type": "string"}, "verdict": {"type": "integer"}},
+                "type": "object",
+            }
+        },
+        "properties": {"statements": {"items": {"$ref": "#/$defs/Item"}, "type": "array"}},
+        "type": "object",
+    }
+    prompt = (
+        f'Return JSON for this schema:\n{json.dumps(schema)}\nExample: {{"statements": []}}\n'
+        'Now perform the same with the following input\ninput: {"context": "Paris is in France. It is big."}'
+    )
+    found = _schema_of({}, prompt)
+    assert found == schema  # the top-level schema, not its nested definition
+    value = _instance(found, prompt, 0)
+    assert value == {
+        "statements": [
+            {"statement": "Paris is in France.", "verdict": 1},
+            {"statement": "It is big.", "verdict": 1},
+        ]
+    }
+
+
+async def test_stub_answers_tool_calls_shaped_by_the_tool_schema() -> None:
+    import openai
+
+    tool: dict[str, Any] = {
+        "type": "function",
+        "function": {
+            "name": "Answer",
+            "parameters": {
+                "type": "object",
+                "properties": {"question": {"type": "string"}, "noncommittal": {"type": "integer"}},
+            },
+        },
+    }
+    with StubOpenAIServer() as stub:
+        client = openai.AsyncOpenAI(base_url=stub.base_url, api_key="test", max_retries=0)
+        try:
+            request: dict[str, Any] = {
+                "model": "m",
+                "messages": [{"role": "user", "content": "Write a question for: Rome is in Italy."}],
+                "tools": [tool],
+                "tool_choice": {"type": "function", "function": {"name": "Answer"}},
+            }
+            completion = await client.chat.completions.create(**request)
+        finally:
+            await client.close()
+    calls = completion.choices[0].message.tool_calls
+    assert calls is not None and calls[0].function.name == "Answer"
+    arguments = json.loads(calls[0].function.arguments)
+    assert set(arguments) == {"question", "noncommittal"} and arguments["noncommittal"] == 0
+    assert stub.chat_requests[0].prompt_tokens > 0
