@@ -12,6 +12,7 @@ import json
 import logging
 import queue
 import threading
+import urllib.request
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -23,6 +24,7 @@ from ragtrace_collector._rules import parse_rules
 from ragtrace_collector._store import Store
 
 from ragtrace.environment_variables import ConfigurationError
+from tests.collector._spans import SpanFactory, otlp_bytes, start_collector
 
 NS = 1_000_000_000
 NOW = 1_800_000_000 * NS
@@ -340,3 +342,36 @@ def test_a_bad_rules_file_fails_at_construction(tmp_path: Path) -> None:
     path.write_text('[[rules]]\nname = "x"\nkind = "spike"\nmetric = "hallucination"\nshift = 0.5\n', encoding="utf-8")
     with pytest.raises(ConfigurationError, match=r"`shift` = 0\.5 is out of range"):
         Watcher(tmp_path / "db.sqlite", path)
+
+
+def test_end_to_end_spans_over_otlp_raise_an_alert_on_the_webhook(tmp_path: Path, receiver: Receiver) -> None:
+    """An app's scored RAG spans, sent over OTLP/HTTP to a real collector, spike -> ALERT on the webhook."""
+    rules_path = tmp_path / "rules.toml"
+    rules_path.write_text(
+        SPIKE_RULES.format(url=receiver.url).replace('interval = "1s"', 'interval = "100ms"')
+        + "baseline_rate = 0.05\n",
+        encoding="utf-8",
+    )
+    factory = SpanFactory(service="shop")
+    for i in range(60):
+        hallucination = 0.5 if i % 3 == 0 else 0.0
+        factory.rag(scores={"hallucination": hallucination, "faithfulness": 1.0 - hallucination}, decision="evaluated")
+    collector = start_collector(tmp_path / "ragtrace.db", watch=True, page=True, rules=rules_path)
+    try:
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{collector.http_port}/v1/traces",
+            data=otlp_bytes(factory.all()),
+            headers={"Content-Type": "application/x-protobuf"},
+            method="POST",
+        )
+        with urllib.request.urlopen(request, timeout=30) as response:
+            assert response.status == 200
+        body = receiver.next()
+        assert body["alert"]["state"] == "ALERT" and body["alert"]["service"] == "shop"
+        assert "bad rate 33.3% over the last 60 records vs baseline 5.0%" in body["text"]
+        with urllib.request.urlopen(f"http://127.0.0.1:{collector.http_port}/", timeout=30) as response:
+            page = response.read().decode("utf-8")
+        assert "hallucination over time (lower is better)" in page
+        assert '<b id="firing">1</b>' in page
+    finally:
+        collector.stop()
