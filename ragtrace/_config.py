@@ -167,18 +167,25 @@ def configure(
         owns_meter_provider = True
     sampler = _sampler(sampler, sample_rate, metric_rates, always, never, throttle, budget_tokens, budget_usd, prices)
     downstream: SpanProcessor = BatchSpanProcessor(exporter) if batch else SimpleSpanProcessor(exporter)
-    processor = ScoringSpanProcessor(
-        downstream,
-        judge=judge,
-        metrics=metrics,
-        sampler=sampler,
-        queue_size=queue_size,
-        max_concurrency=max_concurrency,
-        hold_timeout=hold_timeout,
-        shutdown_timeout=shutdown_timeout,
-        meter_provider=meter_provider or metrics_api.NoOpMeterProvider(),
-        service_name=_service_of(resource),
-    )
+    try:
+        processor = ScoringSpanProcessor(
+            downstream,
+            judge=judge,
+            metrics=metrics,
+            sampler=sampler,
+            queue_size=queue_size,
+            max_concurrency=max_concurrency,
+            hold_timeout=hold_timeout,
+            shutdown_timeout=shutdown_timeout,
+            meter_provider=meter_provider or metrics_api.NoOpMeterProvider(),
+            service_name=_service_of(resource),
+        )
+    except BaseException:
+        # Leave nothing half-built behind: no export thread, no metric reader thread.
+        downstream.shutdown()
+        if owns_meter_provider and meter_provider is not None:
+            meter_provider.shutdown()  # type: ignore[attr-defined]
+        raise
     provider = TracerProvider(resource=resource)
     provider.add_span_processor(processor)
     if set_global:

@@ -38,8 +38,8 @@ def answer(query: str) -> str:
 
 
 def fake_judge(**kwargs: Any) -> FakeJudge:
+    kwargs.setdefault("name", "fake:scripted")
     return FakeJudge(
-        name="fake:scripted",
         extract_claims=lambda text, question=None: ["The capital of Brazil is Brasilia"],
         verify=lambda claims, chunks: [["supported" if "Brasilia" in c else "neither" for c in chunks] for _ in claims],
         rate_chunks=lambda query, chunks: [0.9 if "Brasilia" in c else 0.2 for c in chunks],
