@@ -25,6 +25,7 @@ import asyncio
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from ragtrace.environment_variables import ConfigurationError
 from ragtrace.judges._base import CLASSIFY_CLAIMS, EXTRACT_CLAIMS, RATE_STATEMENTS, VERIFY, Verdict
 from ragtrace.metrics._base import REASON_NO_CLAIMS, Direction, Score
 from ragtrace.metrics._metric import NEEDS_CHUNKS, NEEDS_REFERENCE, JudgeMetric
@@ -155,6 +156,8 @@ class Hallucination(_AnswerClaimsMetric):
     capabilities = frozenset({EXTRACT_CLAIMS, VERIFY})
 
     def __init__(self, threshold: float = 0.0) -> None:
+        if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0.0 <= threshold < 1.0:
+            raise ConfigurationError(f"hallucination: threshold={threshold!r}: set it in [0, 1) (default 0)")
         self.threshold = float(threshold)
 
     async def _measure(self, record: RagRecord, steps: Steps) -> Score:

@@ -14,12 +14,14 @@ Params and the keys the judge receives: ``input`` -> ``input`` (the query), ``an
 
 from __future__ import annotations
 
+import asyncio
 import math
 import re
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ragtrace.environment_variables import ConfigurationError
 from ragtrace.judges._base import GEVAL, GEvalRating
@@ -45,6 +47,9 @@ _NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 _CACHE_SIZE = 256
 _steps_cache: OrderedDict[tuple[str, str], tuple[str, ...]] = OrderedDict()
 _cache_lock = threading.Lock()  # the cache is process-wide; scorers may run in several threads
+_in_flight: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[str, str], asyncio.Future[Any]]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 def clear_geval_cache() -> None:
@@ -124,7 +129,20 @@ class GEval(JudgeMetric):
         cached = _cached(key)
         if cached is not None:
             return cached
-        reply = await steps(judge.geval_steps(self.criteria))
+        # Records scored concurrently on one loop share the generation in flight: one call per criteria.
+        pending = _in_flight.setdefault(asyncio.get_running_loop(), {})
+        task = pending.get(key)
+        if task is None:
+            task = asyncio.ensure_future(judge.geval_steps(self.criteria))
+            pending[key] = task
+            task.add_done_callback(lambda _: pending.pop(key, None))
+        try:
+            reply = await steps(asyncio.shield(task))
+        except asyncio.CancelledError:
+            if not task.cancelled():
+                raise  # we are the ones being cancelled
+            # The shared call was cancelled with the record that started it, not with us: ask ourselves.
+            reply = await steps(judge.geval_steps(self.criteria))
         if not isinstance(reply, (list, tuple)) or not all(isinstance(s, str) for s in reply):
             raise ReplyError("expected the evaluation steps as a list of strings")
         generated = tuple(s.strip() for s in reply if s.strip())

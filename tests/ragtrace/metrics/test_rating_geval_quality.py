@@ -147,3 +147,25 @@ def test_quality_configuration_errors() -> None:
         Quality(weights=(1.0, 1.0))
     with pytest.raises(ConfigurationError, match="mode"):
         Quality(mode="median")  # type: ignore[arg-type]
+
+
+async def test_records_scored_concurrently_share_one_step_generation() -> None:
+    import ragtrace
+
+    clear_geval_cache()
+    judge = FakeJudge(geval_steps=["Check the facts"], geval_score=3)
+    metric = GEval(name="facts", criteria="facts are right, concurrently")
+    records = [RagRecord.of(f"q{i}", [], "a") for i in range(6)]
+    result = await ragtrace.aevaluate(records, metrics=[metric], judge=judge, concurrency=6, progress=False)
+    assert judge.count("geval_steps") == 1
+    assert judge.count("geval_score") == 6
+    assert result.means["facts"] == 0.5
+    # The evaluation's cost counts the shared generation once.
+    assert result.cost == judge.cost
+
+
+def test_hallucination_threshold_is_checked() -> None:
+    from ragtrace.metrics import Hallucination
+
+    with pytest.raises(ConfigurationError, match="threshold"):
+        Hallucination(threshold=1.5)
