@@ -330,3 +330,17 @@ async def test_judge_error_class_is_kept() -> None:
     judge = FakeJudge(fail={"extract_claims": err})
     score = await AnswerRelevancy().score(RagRecord.of("q", [], "a"), judge)
     assert score.error_type == "rate_limited"
+
+
+async def test_non_english_claims_are_verified_unchanged() -> None:
+    record = RagRecord.of(
+        "Quelle est la capitale du Brésil ?",
+        ["La capitale du Brésil est Brasilia.", "東京は日本の首都です。"],
+        "La capitale du Brésil est Rio. 東京は日本の首都です。",
+    )
+    claims = ["La capitale du Brésil est Rio", "東京は日本の首都です"]
+    judge = FakeJudge(extract_claims={record.answer: claims}, verify={claims[0]: [C, N], claims[1]: [N, S]})
+    score = await Faithfulness().score(record, judge)
+    assert score.value == 0.5
+    assert judge.calls_to("verify")[0].args == (tuple(claims), tuple(record.texts))
+    assert judge.calls_to("extract_claims")[0].kwargs == {"question": record.query}

@@ -179,3 +179,18 @@ def test_registry_and_suite_configuration_errors() -> None:
     for name in METRIC_NAMES:
         if name != "geval":
             assert metric_by_name(name).name == name
+
+
+async def test_production_suite_on_a_judge_without_chat_steps_for_questions() -> None:
+    # Like the offline judge: no generate_questions, so answer relevancy falls back to embed + detect_noncommittal.
+    judge = scripted(2, 3)
+    judge.capabilities = frozenset({"extract_claims", "verify", "embed", "detect_noncommittal"})
+    result = await build_suite().score(record(3), judge)
+    assert result.scores["answer_relevancy_embedding"].details["method"] == "answer_embedding"
+    assert (result.scores["context_relevance"].status, result.scores["context_relevance"].reason) == (
+        "skipped",
+        "judge_lacks_capability",
+    )
+    assert judge.count("embed") == 1
+    assert judge.calls_to("embed")[0].args == (("the query", "the answer"),)
+    assert judge.count("rate_chunks") == 0
