@@ -20,6 +20,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
 from google.protobuf import json_format
 from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -375,11 +376,58 @@ def any_value(value: AnyValue) -> Any:
 
 def attributes(items: Iterable[KeyValue]) -> dict[str, Any]:
     """OTLP key-values as a dict (a repeated key keeps its last value, as the SDKs do)."""
-    return {kv.key: any_value(kv.value) for kv in items}
+    result: dict[str, Any] = {}
+    for kv in items:
+        value = kv.value
+        # Most attribute values are strings: skip the general conversion for them (the ingest hot path).
+        result[kv.key] = value.string_value if value.WhichOneof("value") == "string_value" else any_value(value)
+    return result
+
+
+def _span_attributes(items: Iterable[KeyValue]) -> tuple[dict[str, Any], list[str], list[str]]:
+    """``attributes`` plus, in the same pass, the keys of retrieval documents and of ``ragtrace.eval.*``."""
+    result: dict[str, Any] = {}
+    document_keys: list[str] = []
+    eval_keys: list[str] = []
+    for kv in items:
+        key = kv.key
+        value = kv.value
+        result[key] = value.string_value if value.WhichOneof("value") == "string_value" else any_value(value)
+        if key.startswith(_DOCS_DOT):
+            document_keys.append(key)
+        elif key.startswith(_EVAL_DOT):
+            eval_keys.append(key)
+    return result, document_keys, eval_keys
+
+
+_DOCS_DOT = semconv.RETRIEVAL_DOCUMENTS + "."
+_DOC_FIELDS = {
+    semconv.DOCUMENT_ID: "id",
+    semconv.DOCUMENT_CONTENT: "content",
+    semconv.DOCUMENT_SCORE: "score",
+    semconv.DOCUMENT_METADATA: "metadata",
+}
+
+
+def _split_documents(attrs: dict[str, Any], keys: Iterable[str] | None = None) -> dict[int, dict[str, Any]]:
+    """Move the ``retrieval.documents.{i}.document.*`` attributes (``keys``, when known) out of ``attrs``."""
+    documents: dict[int, dict[str, Any]] = {}
+    for key in [k for k in attrs if k.startswith(_DOCS_DOT)] if keys is None else keys:
+        index, _, field_name = key[len(_DOCS_DOT) :].partition(".")
+        column = _DOC_FIELDS.get(field_name)
+        if column is None or not index.isdigit():
+            continue
+        documents.setdefault(int(index), {})[column] = attrs.pop(key)
+    return documents
 
 
 def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    try:
+        # orjson: the JSON columns are most of the decode cost at ingest rates.
+        return orjson.dumps(value).decode("utf-8")
+    except (orjson.JSONEncodeError, UnicodeDecodeError):
+        # e.g. a lone surrogate from OTLP/JSON: escaped JSON is still valid JSON text.
+        return json.dumps(value, ensure_ascii=True, separators=(",", ":"))
 
 
 _EVAL_DOT = semconv.EVAL_PREFIX + "."
@@ -415,7 +463,11 @@ def _rows(resource: Resource, scope: InstrumentationScope, spans: Iterable[Span]
         if not _ids_valid(span):
             batch.reject(1, f"span {span_id or '?'} in trace {trace_id or '?'}: ids must be 16/8 non-zero bytes")
             continue
-        attrs = attributes(span.attributes)
+        attrs, document_keys, eval_keys = _span_attributes(span.attributes)
+        chunks: list[dict[str, Any]] | None = None
+        if attrs.get(semconv.RAGTRACE_ROLE) == semconv.ROLE_RAG:
+            # A RAG span's documents are stored once, in rag_records.chunks, not again in spans.attributes.
+            chunks = _chunks(_split_documents(attrs, document_keys))
         events = [
             {
                 "time_ns": e.time_unix_nano,
@@ -452,7 +504,7 @@ def _rows(resource: Resource, scope: InstrumentationScope, spans: Iterable[Span]
                 "received_ns": received_ns,
             }
         )
-        _rag_and_scores(batch, attrs, events, span, span_id, trace_id, service)
+        _rag_and_scores(batch, attrs, eval_keys, chunks, events, span, span_id, trace_id, service)
     return batch
 
 
@@ -485,52 +537,46 @@ def _number(value: Any) -> float | None:
 
 def chunks_of(attrs: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The OpenInference ``retrieval.documents.{i}.document.*`` attributes as ``{id, content, score, metadata}``."""
+    return _chunks(_split_documents(dict(attrs)))
+
+
+def _chunks(documents: Mapping[int, Mapping[str, Any]]) -> list[dict[str, Any]]:
     chunks: list[dict[str, Any]] = []
-    index = 0
-    while True:
-        keys = {
-            name: semconv.retrieval_document(index, name)
-            for name in (
-                semconv.DOCUMENT_ID,
-                semconv.DOCUMENT_CONTENT,
-                semconv.DOCUMENT_SCORE,
-                semconv.DOCUMENT_METADATA,
-            )
-        }
-        if not any(key in attrs for key in keys.values()):
-            return chunks
-        metadata: Any = attrs.get(keys[semconv.DOCUMENT_METADATA])
+    for index in sorted(documents):
+        document = documents[index]
+        metadata: Any = document.get("metadata")
         if isinstance(metadata, str):
             # Not JSON: kept as the string the app sent.
             with contextlib.suppress(ValueError):
-                metadata = json.loads(metadata)
-        chunk_id = attrs.get(keys[semconv.DOCUMENT_ID])
+                metadata = orjson.loads(metadata)
+        chunk_id = document.get("id")
         chunks.append(
             {
                 "id": None if chunk_id is None else str(chunk_id),
-                "content": _text(attrs.get(keys[semconv.DOCUMENT_CONTENT])),
-                "score": _number(attrs.get(keys[semconv.DOCUMENT_SCORE])),
+                "content": _text(document.get("content")),
+                "score": _number(document.get("score")),
                 "metadata": metadata,
             }
         )
-        index += 1
+    return chunks
 
 
 def _rag_and_scores(
     batch: Batch,
     attrs: dict[str, Any],
+    eval_keys: list[str],
+    chunks: list[dict[str, Any]] | None,
     events: list[dict[str, Any]],
     span: Span,
     span_id: str,
     trace_id: str,
     service: str | None,
 ) -> None:
-    is_rag = attrs.get(semconv.RAGTRACE_ROLE) == semconv.ROLE_RAG
     target = attrs.get(semconv.EVAL_TARGET_SPAN_ID)
     is_carrier = attrs.get(semconv.OPENINFERENCE_SPAN_KIND) == semconv.SPAN_KIND_EVALUATOR and isinstance(target, str)
     route = route_of(attrs, span.name)
     time_ns = span.end_time_unix_nano
-    if is_rag:
+    if chunks is not None:
         decision = attrs.get(semconv.EVAL_DECISION)
         batch.rag_records.append(
             {
@@ -541,7 +587,7 @@ def _rag_and_scores(
                 "time_ns": time_ns,
                 "query": _text(attrs.get(semconv.INPUT_VALUE)),
                 "answer": _text(attrs.get(semconv.OUTPUT_VALUE)),
-                "chunks": _dumps(chunks_of(attrs)),
+                "chunks": _dumps(chunks),
                 "reference": _text(attrs.get(semconv.RAGTRACE_REFERENCE)),
                 "decision": decision if isinstance(decision, str) else None,
                 "judge": _text(attrs.get(semconv.EVAL_JUDGE)),
@@ -551,7 +597,7 @@ def _rag_and_scores(
                 "seconds": _number(attrs.get(semconv.EVAL_SECONDS)),
             }
         )
-    scores = _scores(attrs, events)
+    scores = _scores(attrs, eval_keys, events)
     if not scores:
         return
     if is_carrier:
@@ -585,7 +631,7 @@ def _rag_and_scores(
         )
 
 
-def _scores(attrs: Mapping[str, Any], events: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+def _scores(attrs: Mapping[str, Any], eval_keys: list[str], events: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Scores by metric, from ``gen_ai.evaluation.result`` events first, then flat ``ragtrace.eval.*`` attributes."""
     found: dict[str, dict[str, Any]] = {}
     for event in events:
@@ -600,9 +646,8 @@ def _scores(attrs: Mapping[str, Any], events: list[dict[str, Any]]) -> dict[str,
         fields["label"] = _text(eattrs.get(semconv.GEN_AI_EVALUATION_SCORE_LABEL))
         fields["explanation"] = _text(eattrs.get(semconv.GEN_AI_EVALUATION_EXPLANATION))
         fields["error_type"] = _text(eattrs.get(semconv.ERROR_TYPE))
-    for key, value in attrs.items():
-        if not key.startswith(_EVAL_DOT):
-            continue
+    for key in eval_keys:
+        value = attrs[key]
         rest = key[len(_EVAL_DOT) :]
         if rest in _RESERVED_EVAL_KEYS or not rest:
             continue

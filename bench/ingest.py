@@ -1,0 +1,303 @@
+"""Ingest benchmark: spans per second *stored*, ragtrace-collector side by side with Arize Phoenix.
+
+Workload (the same for both, in the same run): OTLP/HTTP protobuf batches of 512 RAG spans, each with 5
+chunks of 1 KB, a query, an answer and scores (flat attributes and ``gen_ai.evaluation.result`` events),
+sent by 4 concurrent senders. Every batch has fresh trace and span ids.
+
+* ragtrace-collector runs as its own process (``ragtrace-collector serve --no-score``); it replies only
+  after the commit, so the clock stops at the last reply, and the stored row count is checked.
+* Phoenix runs as its own process (``phoenix serve``, installed by this script into ``bench/.venv-phoenix``
+  when missing); it replies before it writes, so the clock stops when its database holds every span.
+
+Prints both figures and the ratio. If Phoenix does not install or start, says why and prints ragtrace's
+figure alone.
+
+    .venv/bin/python bench/ingest.py [--batches 48] [--senders 4] [--skip-phoenix]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import socket
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest  # noqa: E402
+
+from tests.collector._spans import SpanFactory, otlp_bytes  # noqa: E402
+
+SPANS_PER_BATCH = 512
+CHUNKS = 5
+CHUNK_BYTES = 1024
+PHOENIX_VENV = ROOT / "bench" / ".venv-phoenix"
+_LISTENING = re.compile(r"OTLP/HTTP on 127\.0\.0\.1:(\d+)")
+
+
+# --------------------------------------------------------------------------------------------------
+# Workload
+# --------------------------------------------------------------------------------------------------
+
+
+def _template() -> ExportTraceServiceRequest:
+    factory = SpanFactory(service="bench")
+    for i in range(SPANS_PER_BATCH):
+        factory.rag(
+            query=f"What does clause {i} of the contract say about renewals?",
+            chunks=[
+                (f"chunk {j} of record {i}: " + "lorem ipsum dolor sit amet " * 60)[:CHUNK_BYTES] for j in range(CHUNKS)
+            ],
+            answer=f"Clause {i} renews automatically every year unless cancelled in writing.",
+            scores={"faithfulness": 0.9, "hallucination": 0.1, "context_relevance": 0.7, "answer_relevancy": 0.8},
+            decision="evaluated",
+            route="/ask",
+        )
+    spans = [s for s in factory.all() if s.name == "answer"]  # the RAG spans only: 512 per batch
+    return ExportTraceServiceRequest.FromString(otlp_bytes(spans))
+
+
+def _batches(count: int) -> list[bytes]:
+    """``count`` bodies with fresh ids (same content): no batch overwrites another's rows."""
+    template = _template()
+    bodies = []
+    for _ in range(count):
+        request = ExportTraceServiceRequest()
+        request.CopyFrom(template)
+        for span in request.resource_spans[0].scope_spans[0].spans:
+            span.trace_id = os.urandom(16)
+            span.span_id = os.urandom(8)
+        bodies.append(request.SerializeToString())
+    return bodies
+
+
+def _send_all(url: str, bodies: list[bytes], senders: int) -> tuple[float, int, float]:
+    """Send from ``senders`` threads; return (start time, spans acknowledged with 2xx, time of the last reply)."""
+    queue = list(reversed(bodies))
+    lock = threading.Lock()
+    acked = [0]
+    failures: list[str] = []
+
+    def sender() -> None:
+        with httpx.Client(timeout=120) as client:
+            while True:
+                with lock:
+                    if not queue:
+                        return
+                    body = queue.pop()
+                reply = client.post(url, content=body, headers={"content-type": "application/x-protobuf"})
+                with lock:
+                    if reply.status_code < 300:
+                        acked[0] += SPANS_PER_BATCH
+                    else:
+                        failures.append(f"{reply.status_code} {reply.text[:200]}")
+
+    threads = [threading.Thread(target=sender) for _ in range(senders)]
+    started = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    ended = time.perf_counter()
+    if failures:
+        print(f"  {len(failures)} batch(es) failed, first: {failures[0]}")
+    return started, acked[0], ended
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _wait_http(url: str, process: subprocess.Popen[bytes], timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"exited with status {process.returncode}")
+        try:
+            if httpx.get(url, timeout=2).status_code < 500:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.5)
+    raise RuntimeError(f"not answering on {url} after {timeout:.0f} s")
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    process.terminate()
+    try:
+        process.wait(30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+# --------------------------------------------------------------------------------------------------
+# ragtrace-collector
+# --------------------------------------------------------------------------------------------------
+
+
+def run_ragtrace(workdir: Path, warmup: list[bytes], bodies: list[bytes], senders: int) -> float:
+    db = workdir / "ragtrace.db"
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "ragtrace_collector",
+            "serve",
+            "--db",
+            str(db),
+            "--port",
+            "0",
+            "--grpc-port",
+            "-1",
+            "--no-score",
+        ],
+        stderr=subprocess.PIPE,
+    )
+    assert process.stderr is not None
+    port = None
+    for raw in process.stderr:
+        found = _LISTENING.search(raw.decode(errors="replace"))
+        if found:
+            port = int(found.group(1))
+            break
+    if port is None:
+        raise RuntimeError(f"ragtrace-collector did not start (status {process.wait()})")
+    threading.Thread(target=process.stderr.read, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{port}/v1/traces"
+        _send_all(url, warmup, 1)
+        started, acked, ended = _send_all(url, bodies, senders)
+    finally:
+        _stop(process)
+    with sqlite3.connect(db) as conn:
+        stored = conn.execute("SELECT count(*) FROM rag_records").fetchone()[0] - len(warmup) * SPANS_PER_BATCH
+    expected = len(bodies) * SPANS_PER_BATCH
+    if stored != expected or acked != expected:
+        print(f"  ragtrace: acknowledged {acked}, stored {stored}, expected {expected}")
+    return stored / (ended - started)
+
+
+# --------------------------------------------------------------------------------------------------
+# Phoenix
+# --------------------------------------------------------------------------------------------------
+
+
+def _phoenix_python() -> Path:
+    python = PHOENIX_VENV / "bin" / "python"
+    stamp = PHOENIX_VENV / ".installed-stamp"
+    if not stamp.exists():
+        print("  installing arize-phoenix into bench/.venv-phoenix (once; takes a few minutes)")
+        subprocess.run([sys.executable, "-m", "venv", str(PHOENIX_VENV)], check=True)
+        subprocess.run(
+            [str(python), "-m", "pip", "install", "--quiet", "arize-phoenix"],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
+        stamp.touch()
+    return python
+
+
+def _phoenix_count(db: Path) -> int:
+    try:
+        with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5) as conn:
+            return int(conn.execute("SELECT count(*) FROM spans").fetchone()[0])
+    except sqlite3.Error:
+        return -1
+
+
+def run_phoenix(workdir: Path, warmup: list[bytes], bodies: list[bytes], senders: int) -> float:
+    python = _phoenix_python()
+    port, grpc_port = _free_port(), _free_port()
+    home = workdir / "phoenix"
+    home.mkdir()
+    env = {
+        **os.environ,
+        "PHOENIX_HOST": "127.0.0.1",
+        "PHOENIX_PORT": str(port),
+        "PHOENIX_GRPC_PORT": str(grpc_port),
+        "PHOENIX_WORKING_DIR": str(home),
+        "PHOENIX_TELEMETRY_ENABLED": "false",
+    }
+    log = (workdir / "phoenix.log").open("wb")
+    process = subprocess.Popen(
+        [str(python), "-m", "phoenix.server.main", "serve"], env=env, stdout=log, stderr=subprocess.STDOUT
+    )
+    try:
+        _wait_http(f"http://127.0.0.1:{port}/healthz", process, timeout=180)
+        db = home / "phoenix.db"
+        url = f"http://127.0.0.1:{port}/v1/traces"
+        expected_warm = len(warmup) * SPANS_PER_BATCH
+        _send_all(url, warmup, 1)
+        _wait_until(lambda: _phoenix_count(db) >= expected_warm, 120)
+        expected = expected_warm + len(bodies) * SPANS_PER_BATCH
+        started, _acked, _ = _send_all(url, bodies, senders)
+        if not _wait_until(lambda: _phoenix_count(db) >= expected, 900):
+            print(f"  phoenix stored {_phoenix_count(db)} of {expected} spans before the timeout")
+        ended = time.perf_counter()
+        stored = _phoenix_count(db) - expected_warm
+    finally:
+        _stop(process)
+        log.close()
+    return stored / (ended - started)
+
+
+def _wait_until(condition: Callable[[], bool], timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return condition()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--batches", type=int, default=48, help="batches of 512 spans per server (default 48)")
+    parser.add_argument("--senders", type=int, default=4)
+    parser.add_argument("--skip-phoenix", action="store_true")
+    args = parser.parse_args()
+
+    print(
+        f"ingest: {args.batches} batches x {SPANS_PER_BATCH} RAG spans ({CHUNKS} chunks of {CHUNK_BYTES} B, "
+        f"scores), OTLP/HTTP protobuf, {args.senders} senders, {os.cpu_count()} cores"
+    )
+    warmup = _batches(2)
+    bodies = _batches(args.batches)
+    print(f"  batch size {len(bodies[0]) / 1e6:.2f} MB")
+    workdir = Path(tempfile.mkdtemp(prefix="ragtrace-ingest-"))
+    try:
+        ours = run_ragtrace(workdir, warmup, bodies, args.senders)
+        print(f"ragtrace-collector: {ours:,.0f} spans/s stored")
+        if args.skip_phoenix:
+            return 0
+        try:
+            theirs = run_phoenix(workdir, _batches(2), _batches(args.batches), args.senders)
+        except Exception as exc:
+            print(f"phoenix: not measured ({type(exc).__name__}: {exc}); see {workdir / 'phoenix.log'}")
+            return 0
+        print(f"phoenix:            {theirs:,.0f} spans/s stored")
+        print(f"ratio ragtrace/phoenix: {ours / theirs:.1f}x")
+    finally:
+        if (workdir / "phoenix.log").exists():
+            shutil.copy(workdir / "phoenix.log", ROOT / "bench" / ".phoenix-last.log")
+        shutil.rmtree(workdir, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
