@@ -174,7 +174,7 @@ def summary(source: object, *, since_ns: int | None = None, until_ns: int | None
                 )
             ]
         metrics: list[MetricSummary] = []
-        overall: list[float] = []
+        scored, o_mean, o_min, o_max = 0, None, None, None
         if _SCORES in tables:
             where, args = _time_clause("time_ns", since_ns, until_ns)
             for metric, count, mean in conn.execute(
@@ -183,12 +183,15 @@ def summary(source: object, *, since_ns: int | None = None, until_ns: int | None
                 args,
             ):
                 metrics.append(MetricSummary(metric, metric_direction(metric), int(count), float(mean)))
-            per_record: dict[str, dict[str, float]] = {}
-            for span_id, metric, value in conn.execute(
-                f"SELECT span_id, metric, value FROM {_SCORES} WHERE value IS NOT NULL{where}", args
-            ):
-                per_record.setdefault(span_id, {})[metric] = float(value)
-            overall = [_overall(s) for s in per_record.values()]
+            # The overall score per record, aggregated in SQL so a large store is not read into Python.
+            lower = sorted(LOWER_IS_BETTER)
+            marks = ", ".join("?" for _ in lower)
+            scored, o_mean, o_min, o_max = conn.execute(
+                f"SELECT COUNT(*), AVG(o), MIN(o), MAX(o) FROM (SELECT AVG(CASE WHEN metric IN ({marks}) "
+                f"THEN 1.0 - value ELSE value END) AS o FROM {_SCORES} WHERE value IS NOT NULL{where} "
+                "GROUP BY span_id)",
+                [*lower, *args],
+            ).fetchone()
             # Scores can arrive without their records (late carrier scores, score-only exports).
             s_first, s_last = conn.execute(
                 f"SELECT MIN(time_ns), MAX(time_ns) FROM {_SCORES} WHERE 1 = 1{where}", args
@@ -198,11 +201,11 @@ def summary(source: object, *, since_ns: int | None = None, until_ns: int | None
         firing = tuple(a for a in _latest_alerts(conn, tables) if a["state"] == "ALERT")
     return Summary(
         records=int(records or 0),
-        scored=len(overall),
+        scored=int(scored or 0),
         metrics=tuple(metrics),
-        overall_mean=math.fsum(overall) / len(overall) if overall else None,
-        overall_min=min(overall) if overall else None,
-        overall_max=max(overall) if overall else None,
+        overall_mean=o_mean,
+        overall_min=o_min,
+        overall_max=o_max,
         first_ns=first,
         last_ns=last,
         decisions=tuple(decisions),
@@ -240,24 +243,34 @@ def problems(
             return []
         where, args = _time_clause("time_ns", since_ns, until_ns)
         marks = ", ".join("?" for _ in lower)
-        # Candidates by SQL so a large store is not read whole; then all their scores for the overall.
-        cursor = conn.execute(
-            f"SELECT s.span_id, s.metric, s.value, s.trace_id, s.service, s.route, s.time_ns FROM {_SCORES} s "
-            f"WHERE s.value IS NOT NULL AND s.span_id IN (SELECT span_id FROM {_SCORES} WHERE value IS NOT NULL{where} "
-            f"AND ((metric IN ({marks}) AND value > ?) OR (metric NOT IN ({marks}) AND value < ?)))",
-            [*args, *lower, 1.0 - threshold, *lower, threshold],
-        )
-        found: dict[str, dict[str, Any]] = {}
-        for span_id, metric, value, trace_id, service, route, time_ns in cursor:
-            entry = found.setdefault(
-                span_id, {"scores": {}, "trace_id": trace_id, "service": service, "route": route, "time_ns": time_ns}
+        goodness_sql = f"CASE WHEN metric IN ({marks}) THEN 1.0 - value ELSE value END"
+        bad_sql = f"(metric IN ({marks}) AND value > ?) OR (metric NOT IN ({marks}) AND value < ?)"
+        # Rank in SQL (one pass over the range, top `limit` only), then read the chosen records' scores.
+        ranked_ids = [
+            row[0]
+            for row in conn.execute(
+                f"SELECT span_id FROM {_SCORES} WHERE value IS NOT NULL{where} GROUP BY span_id "
+                f"HAVING SUM(CASE WHEN {bad_sql} THEN 1 ELSE 0 END) > 0 "
+                f"ORDER BY AVG({goodness_sql}) ASC, MAX(time_ns) DESC, span_id LIMIT ?",
+                [*args, *lower, 1.0 - threshold, *lower, threshold, *lower, -1 if limit is None else limit],
             )
-            entry["scores"][metric] = float(value)
-            for key, val in (("trace_id", trace_id), ("service", service), ("route", route), ("time_ns", time_ns)):
-                entry[key] = entry[key] if entry[key] is not None else val
-        ranked = sorted(found.items(), key=lambda item: (_overall(item[1]["scores"]), -(item[1]["time_ns"] or 0)))
-        if limit is not None:
-            ranked = ranked[:limit]
+        ]
+        found: dict[str, dict[str, Any]] = {
+            span_id: {"scores": {}, "trace_id": None, "service": None, "route": None, "time_ns": None}
+            for span_id in ranked_ids
+        }
+        for start in range(0, len(ranked_ids), 500):
+            part = ranked_ids[start : start + 500]
+            for span_id, metric, value, trace_id, service, route, time_ns in conn.execute(
+                f"SELECT span_id, metric, value, trace_id, service, route, time_ns FROM {_SCORES} "
+                f"WHERE value IS NOT NULL AND span_id IN ({', '.join('?' for _ in part)})",
+                part,
+            ):
+                entry = found[span_id]
+                entry["scores"][metric] = float(value)
+                for key, val in (("trace_id", trace_id), ("service", service), ("route", route), ("time_ns", time_ns)):
+                    entry[key] = entry[key] if entry[key] is not None else val
+        ranked = list(found.items())
         content = _records(conn, tables, [span_id for span_id, _ in ranked])
     out = []
     for span_id, entry in ranked:
