@@ -146,7 +146,8 @@ def test_per_metric_rates_score_only_the_selected_metrics() -> None:
 
 def test_real_openai_judge_against_the_stub_server(stub: StubOpenAIServer) -> None:
     exporter = InMemorySpanExporter()
-    judge = OpenAIJudge("gpt-4o-mini", base_url=stub.base_url, api_key="test-key", max_retries=0)
+    # Retries as in production: the stub's listen backlog is small, so a burst can see a refused connect.
+    judge = OpenAIJudge("gpt-4o-mini", base_url=stub.base_url, api_key="test-key", max_retries=3)
     handle = ragtrace.configure(exporter=exporter, judge=judge, sample_rate=1.0, export_metrics=False, set_global=False)
     try:
         for i in range(5):
