@@ -35,6 +35,9 @@ if __package__ in (None, ""):  # run as a script (``python examples/demo.py``): 
 from examples._harness import Child, Children, WebhookInbox, free_port, terminate_on_sigterm
 from ragtrace import semconv
 
+SPIKE_RULE = "hallucination-spike"
+"""The demo rule that must fire."""
+
 DEMO_RULES = """\
 # Demo alert rules: the same detectors as the defaults, on a time scale of seconds so a two-minute
 # demo can show them. The spike rule learns the hallucination rate from the records before the
@@ -168,14 +171,28 @@ async def _ask_paced(bot: Any, count: int, pace: float) -> list[Any]:
     return answers
 
 
+def _first_degraded_ns(db: Path, degrade_after: int) -> int | None:
+    """End time of the first RAG span answered after the degradation began (from the bot's metadata)."""
+    times = [
+        int(end_ns)
+        for end_ns, attributes in _query(db, "SELECT end_ns, attributes FROM spans")
+        if json.loads(json.loads(attributes).get(semconv.METADATA) or "{}").get("question_index", -1) >= degrade_after
+    ]
+    return min(times) if times else None
+
+
 def _print_results(db: Path, args: argparse.Namespace, alert: dict[str, Any] | None, port: int, report: Path) -> None:
-    print("\n== The alert ==")
-    rows = _query(db, "SELECT rule, state, metric, service, value, threshold, message FROM alerts ORDER BY time_ns, id")
-    for rule, state, metric, service, value, threshold, message in rows:
-        print(f"  [{state}] {rule} on {metric} ({service}): value {value:.3g}, threshold {threshold:.3g}")
-        print(f"      {message}")
+    print("\n== The alert that fired on the spike ==")
     if alert is not None:
-        print(f"  webhook received: {alert.get('text', alert)}")
+        print(f"  webhook received: {alert.get('text')}")
+        fired_ns = (alert.get("alert") or {}).get("time_ns")
+        first_bad = _first_degraded_ns(db, args.degrade_after)
+        if isinstance(fired_ns, int) and first_bad is not None:
+            print(f"  raised {(fired_ns - first_bad) / 1e9:.1f} s after the first degraded answer")
+    print("  alert history (the collector's alerts table):")
+    rows = _query(db, "SELECT rule, state, metric, service, message FROM alerts ORDER BY time_ns, id")
+    for rule, state, metric, service, message in rows:
+        print(f"    [{state:<7}] {rule} on {metric} ({service}): {message}")
     print("\n== Mean scores before and after the degradation ==")
     print(f"  {'metric':<30} {'before':>8} {'n':>5} {'after':>8} {'n':>5}")
     for metric, (before, n_before, after, n_after) in _scores_by_phase(db, args.degrade_after).items():
@@ -186,6 +203,11 @@ def _print_results(db: Path, args: argparse.Namespace, alert: dict[str, Any] | N
     print(f"  HTML report:   {report.resolve()}")
     print(f"  live page:     http://127.0.0.1:{port}/")
     print(f"  SQLite store:  {db.resolve()}  (opens in Datasette as it is)")
+
+
+def _is_spike_alert(body: dict[str, Any]) -> bool:
+    alert = body.get("alert") or {}
+    return alert.get("rule") == SPIKE_RULE and alert.get("state") == "ALERT"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -216,6 +238,7 @@ def run(args: argparse.Namespace) -> int:
                 protocol="http/protobuf",
                 sample_rate=args.sample_rate,
                 judge=OfflineJudge(),
+                export_metrics=False,  # the collector takes traces; score histograms are for Prometheus & co
             )
             print("indexing the support bot's documents with the offline embedder ...", flush=True)
             bot = build_bot(degrade=DegradeSwitch(after=args.degrade_after, rate=args.degrade_rate))
@@ -233,9 +256,9 @@ def run(args: argparse.Namespace) -> int:
                 print(f"the collector did not store all {args.questions} RAG records in time", file=sys.stderr)
                 return 1
             print("waiting for the spike alert ...", flush=True)
-            alert = inbox.wait_for(lambda body: "hallucination-spike" in json.dumps(body), args.timeout)
+            alert = inbox.wait_for(_is_spike_alert, args.timeout)
             fired = _poll(
-                lambda: _query(db, "SELECT 1 FROM alerts WHERE rule = 'hallucination-spike' AND state = 'ALERT'"),
+                lambda: _query(db, "SELECT 1 FROM alerts WHERE rule = ? AND state = 'ALERT'", [SPIKE_RULE]),
                 5.0 if alert else args.timeout,
             )
             report = workdir / "report.html"

@@ -169,34 +169,32 @@ def _start_collector(children: Children, workdir: Path, db: Path, timeout: float
 
 
 def _run_bot(args: argparse.Namespace, phoenix_url: str, collector_url: str) -> None:
-    """The app side: one provider, one scoring processor, two OTLP exporters (Phoenix and the collector)."""
+    """The app side: its own TracerProvider, one ragtrace scorer, two OTLP exporters (Phoenix and the collector).
+
+    ``ragtrace.instrument`` adds the scorer to the provider in front of the fan-out, so both backends
+    receive the same scored copy of every RAG span.
+    """
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import SynchronousMultiSpanProcessor, TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
+    import ragtrace
     from examples.support_bot import DegradeSwitch, build_bot, run_questions
-    from ragtrace._capture import set_tracer_provider
-    from ragtrace._processor import ScoringSpanProcessor
     from ragtrace.judges.offline import OfflineJudge
 
     fan_out = SynchronousMultiSpanProcessor()  # type: ignore[no-untyped-call]  # unannotated in the SDK
     for base in (phoenix_url, collector_url):
         fan_out.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=f"{base}/v1/traces")))
     provider = TracerProvider(resource=Resource.create({semconv.SERVICE_NAME: "support-bot-e2e"}))
-    provider.add_span_processor(
-        ScoringSpanProcessor(
-            fan_out, judge=OfflineJudge(), sample_rate=args.sample_rate, service_name="support-bot-e2e"
-        )
-    )
-    set_tracer_provider(provider)
+    handle = ragtrace.instrument(provider, fan_out, judge=OfflineJudge(), sample_rate=args.sample_rate)
     try:
         bot = build_bot(degrade=DegradeSwitch(after=args.degrade_after, rate=0.8))
         answers = asyncio.run(run_questions(bot, args.questions))
         print(f"asked {len(answers)} questions ({sum(a.degraded for a in answers)} degraded answers)", flush=True)
     finally:
+        handle.shutdown()
         provider.shutdown()
-        set_tracer_provider(None)
 
 
 def check(args: argparse.Namespace, phoenix: Phoenix, db: Path) -> list[str]:
