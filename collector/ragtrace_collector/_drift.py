@@ -33,8 +33,9 @@ STATES: Final = (OK, WARNING, ALERT, NO_DATA)
 
 Direction = Literal["higher", "lower"]
 
-# Metrics for which a lower value is better. Every other metric is higher-is-better. Kept here until
-# ragtrace.metrics exposes a registry of directions; ``metric_direction`` prefers that registry.
+# Metrics for which a lower value is better; every other metric (G-Eval ones included) is higher-is-
+# better. A table rather than building metrics from ragtrace.metrics' registry keeps this module pure and
+# usable in SQL; a test checks that it agrees with the registry.
 LOWER_IS_BETTER: Final = frozenset(
     {
         "hallucination",

@@ -27,6 +27,14 @@ from ragtrace_collector._drift import (
 )
 
 
+def test_the_direction_table_agrees_with_the_metrics_registry() -> None:
+    from ragtrace.metrics import METRIC_NAMES, metric_by_name
+
+    for name in METRIC_NAMES:
+        if name != "geval":  # G-Eval needs options; user-named G-Eval metrics are higher-is-better
+            assert metric_direction(name) == metric_by_name(name).direction, name
+
+
 def test_directions_and_goodness() -> None:
     assert metric_direction("faithfulness") == "higher"
     assert metric_direction("hallucination") == "lower"
