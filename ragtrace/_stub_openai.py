@@ -187,8 +187,7 @@ class StubOpenAIServer:
         if self._server is not None:
             return self
         self._stopping.clear()
-        server = ThreadingHTTPServer((self._host, self._port), _make_handler(self))
-        server.daemon_threads = True
+        server = _Server((self._host, self._port), _make_handler(self))
         self._server = server
         # A short poll interval keeps stop() quick (shutdown waits for the loop to notice).
         self._thread = threading.Thread(
@@ -694,6 +693,13 @@ def _logprobs(content: str, top: int) -> list[dict[str, Any]]:
 def _error(status: int, message: str) -> dict[str, Any]:
     kind = {400: "invalid_request_error", 429: "rate_limit_exceeded"}.get(status, "server_error")
     return {"error": {"message": message, "type": kind, "param": None, "code": None}}
+
+
+class _Server(ThreadingHTTPServer):
+    # The stdlib default backlog of 5 overflows when a client opens dozens of connections at once,
+    # and the kernel then resets some of them: spurious connection errors in the client.
+    request_queue_size = 256
+    daemon_threads = True
 
 
 def _make_handler(stub: StubOpenAIServer) -> type[BaseHTTPRequestHandler]:
