@@ -414,16 +414,34 @@ def report(
         raise ValueError(f"format must be 'markdown' or 'html', got {format!r}")
     head = summary(source, since_ns=since_ns, until_ns=until_ns)
     worst = problems(source, threshold, limit=limit, since_ns=since_ns, until_ns=until_ns)
-    if format == "markdown":
-        return _markdown(head, worst, threshold)
     with _connect(source) as conn:
         tables = _tables(conn)
+        recent = _recent_alerts(conn, tables)
+        if format == "markdown":
+            return _markdown(head, worst, threshold, recent)
         series = _series(conn, tables, since_ns, until_ns)
         marks = _alert_marks(conn, tables)
-    return _html(head, worst, threshold, series, marks, refresh_seconds)
+    return _html(head, worst, threshold, series, marks, recent, refresh_seconds)
 
 
-def _markdown(head: Summary, worst: list[Problem], threshold: float) -> str:
+def _recent_alerts(conn: sqlite3.Connection, tables: set[str], limit: int = 20) -> list[dict[str, Any]]:
+    """The latest notified transitions (the first quiet OK/NO_DATA sighting of a group is left out)."""
+    if _ALERTS not in tables:
+        return []
+    cursor = conn.execute(
+        f"SELECT time_ns, rule, metric, service, route, previous_state, state, message FROM {_ALERTS} "
+        "WHERE previous_state IS NOT NULL OR state IN ('ALERT', 'WARNING') ORDER BY id DESC LIMIT ?",
+        (limit,),
+    )
+    names = [d[0] for d in cursor.description]
+    return [dict(zip(names, row, strict=True)) for row in cursor]
+
+
+def _scope(alert: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={alert[k]}" for k in ("service", "route") if alert[k] is not None) or "all"
+
+
+def _markdown(head: Summary, worst: list[Problem], threshold: float, recent: list[dict[str, Any]]) -> str:
     lines = [
         "# ragtrace report",
         "",
@@ -449,6 +467,16 @@ def _markdown(head: Summary, worst: list[Problem], threshold: float) -> str:
             lines.append(
                 f"- **{alert['rule']}** ({alert['metric']}{'; ' + where if where else ''}): {alert['message']}"
             )
+    else:
+        lines.append("None.")
+    lines += ["", "## Recent alert transitions", ""]
+    if recent:
+        lines += ["| Time | Rule | Metric | Scope | Change | Message |", "|---|---|---|---|---|---|"]
+        lines += [
+            f"| {_iso(a['time_ns'])} | {a['rule']} | {a['metric']} | {_md_cell(_scope(a))} | "
+            f"{a['previous_state'] or '-'} -> {a['state']} | {_md_cell(a['message'] or '')} |"
+            for a in recent
+        ]
     else:
         lines.append("None.")
     lines += ["", f"## Problems (threshold {threshold:g}, worst first)", ""]
@@ -559,6 +587,7 @@ def _html(
     threshold: float,
     series: dict[str, list[tuple[int, float, int]]],
     marks: list[dict[str, Any]],
+    recent: list[dict[str, Any]],
     refresh_seconds: int | None,
 ) -> str:
     e = html.escape
@@ -594,6 +623,16 @@ def _html(
     parts.append('<h2>Scores over time</h2><div id="charts">')
     parts += figures or ['<p class="muted">No scores stored yet.</p>']
     parts.append("</div>")
+    if recent:
+        parts.append('<h2>Recent alert transitions</h2><table id="transitions">')
+        parts.append("<tr><th>time</th><th>rule</th><th>metric</th><th>scope</th><th>change</th><th>message</th></tr>")
+        parts += [
+            f"<tr><td>{e(_iso(a['time_ns']))}</td><td>{e(a['rule'])}</td><td>{e(a['metric'])}</td>"
+            f"<td>{e(_scope(a))}</td><td>{e(a['previous_state'] or '-')} &rarr; {e(a['state'])}</td>"
+            f"<td>{e(a['message'] or '')}</td></tr>"
+            for a in recent
+        ]
+        parts.append("</table>")
     parts.append(f"<h2>Worst traces (threshold {threshold:g})</h2>")
     if not worst:
         parts.append('<p class="muted">No record below the threshold.</p>')

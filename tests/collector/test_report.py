@@ -140,7 +140,20 @@ def test_problems_are_direction_aware_worst_first_with_their_issues(store: Store
 
 
 def test_markdown_report(store: Store) -> None:
+    assert "## Recent alert transitions\n\nNone." in report(store, "markdown")
+    store.db["alerts"].insert_all(  # type: ignore[union-attr]
+        [
+            {"time_ns": T0, "rule": "quiet", "metric": "faithfulness", "state": "OK", "message": "first sighting"},
+            {"time_ns": T0 + NS, "rule": "low", "metric": "faithfulness", "service": "shop", "state": "ALERT",
+             "previous_state": "OK", "message": "mean 0.467 | below 0.7"},
+        ]
+    )  # fmt: skip
     text = report(store, "markdown")
+    assert (
+        "| 2027-01-15 08:00:01 UTC | low | faithfulness | service=shop | OK -> ALERT | mean 0.467 \\| below 0.7 |"
+        in text
+    )
+    assert "first sighting" not in text
     assert text.startswith("# ragtrace report\n")
     assert "- Records: 4 (3 scored)" in text
     assert "| faithfulness | 0.467 | 3 | higher |" in text
@@ -178,6 +191,7 @@ def test_html_report_is_self_contained_with_charts_and_escaped_content(store: St
     assert "Who &lt;b&gt;painted&lt;/b&gt; the Mona Lisa?" in page
     assert "chunk text 2 &lt;script&gt;x&lt;/script&gt;" in page
     assert '<b id="firing">1</b>' in page and "bad rate up" in page
+    assert "<td>service=shop</td><td>- &rarr; ALERT</td><td>bad rate up</td>" in page
     with pytest.raises(ValueError, match="format must be"):
         report(store, "pdf")  # type: ignore[arg-type]
 
