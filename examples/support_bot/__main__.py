@@ -38,6 +38,11 @@ def _parser() -> argparse.ArgumentParser:
         command.add_argument("--degrade-after", type=int, default=None, metavar="N", help="hallucinate from question N")
         command.add_argument("--degrade-rate", type=float, default=0.8, help="share of answers degraded (default 0.8)")
         command.add_argument("--top-k", type=int, default=3, help="chunks retrieved per question (default 3)")
+        command.add_argument(
+            "--no-metrics",
+            action="store_true",
+            help="export no OTel metrics (the ragtrace collector takes traces only)",
+        )
     return parser
 
 
@@ -50,6 +55,8 @@ def configure_tracing(args: argparse.Namespace) -> Any:
         options["protocol"] = args.protocol
     if args.sample_rate is not None:
         options["sample_rate"] = args.sample_rate
+    if args.no_metrics:
+        options["export_metrics"] = False
     if args.judge == "offline":
         from ragtrace.judges.offline import OfflineJudge
 
