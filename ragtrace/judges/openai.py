@@ -74,6 +74,7 @@ _DEFAULT_MODEL = "gpt-4o-mini"
 _DEFAULT_EMBEDDING_MODEL = "text-embedding-3-small"
 _PLACEHOLDER_KEY = "not-needed"
 _FORMAT_WORDS = ("response_format", "json_schema", "json_object", "structured output", "guided_json", "grammar")
+_CONTEXT_WORDS = ("context length", "context_length", "maximum context", "too many tokens")
 _RETRYABLE_STATUS = {408: "timeout", 409: "http_409", 429: "rate_limited"}
 _VERDICT_WORDS = {
     "supported": Verdict.SUPPORTED,
@@ -378,6 +379,8 @@ class OpenAIJudge:
                     error_type = {401: "authentication", 403: "authentication", 404: "not_found"}.get(
                         status, "http_4xx"
                     )
+                    if status == 400 and any(w in _error_text(error) for w in _CONTEXT_WORDS):
+                        error_type = "context_too_long"
                     raise JudgeError(f"HTTP {status}: {error}", error_type=error_type, cost=tally.cost()) from error
             except openai.APIError as error:
                 raise JudgeError(

@@ -111,6 +111,16 @@ async def test_auth_errors_are_not_retried(stub: StubOpenAIServer, make_judge: M
     assert len(stub.chat_requests) == 1
 
 
+async def test_context_overflow_is_named_and_not_retried(stub: StubOpenAIServer, make_judge: MakeJudge) -> None:
+    message = "This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens."
+    stub.script(StubReply(status=400, body={"error": {"message": message, "code": "context_length_exceeded"}}))
+    judge = make_judge()
+    with pytest.raises(JudgeError) as caught:
+        await judge.verify(["claim"], ["a very long chunk"])
+    assert caught.value.error_type == "context_too_long"
+    assert len(stub.chat_requests) == 1
+
+
 async def test_slow_replies_time_out_after_retries(stub: StubOpenAIServer, make_judge: MakeJudge) -> None:
     stub.script(StubReply(delay=30.0), StubReply(delay=30.0))
     judge = make_judge(timeout=0.2, max_retries=1)
