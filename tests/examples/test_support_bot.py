@@ -36,6 +36,8 @@ from examples.support_bot import (
 from examples.support_bot._app import create_app
 from ragtrace import semconv
 from ragtrace._capture import set_tracer_provider
+from ragtrace.judges import Verdict
+from ragtrace.testing import FakeJudge, capture
 
 
 def bag_of_words(texts: Sequence[str]) -> npt.NDArray[np.float32]:
@@ -273,34 +275,63 @@ async def test_degraded_answers_come_from_a_document_that_was_not_retrieved(span
     assert (rag_spans[1].attributes or {})[semconv.OUTPUT_VALUE] == degraded
 
 
-async def test_fastapi_endpoint_streams_the_answer_and_traces_it(spans: InMemorySpanExporter) -> None:
-    bot = small_bot()
+def grounding_judge() -> FakeJudge:
+    """A scripted judge: claims are sentences; a claim is supported by a chunk that contains it verbatim."""
+    return FakeJudge(
+        extract_claims=lambda text, question=None: [c for c in re.split(r"(?<=\.) ", text.strip()) if c],
+        verify=lambda claims, chunks: [
+            [Verdict.SUPPORTED if claim in chunk else Verdict.NEITHER for chunk in chunks] for claim in claims
+        ],
+    )
+
+
+async def _serve_and_ask(bot: SupportBot, questions: Sequence[str]) -> list[str]:
+    """Serve the bot's FastAPI app on a real loopback port; POST each question and read the streamed body."""
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(create_app(bot), host="127.0.0.1", port=port, log_level="error"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
+    bodies: list[str] = []
     try:
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=10.0) as client:
-            for _ in range(100):  # the server binds in its thread; retry the first connection
+            for _ in range(200):  # the server binds in its thread; retry the first connection
                 try:
                     health = await client.get("/healthz")
                     break
                 except httpx.ConnectError:
                     await asyncio.sleep(0.05)
             assert health.json()["generator"] == "extractive"
-            question = bot.question(3).text
-            pieces: list[str] = []
-            async with client.stream("POST", "/ask", json={"question": question}) as reply:
-                assert reply.status_code == 200
-                async for text in reply.aiter_text():
-                    pieces.append(text)
+            for question in questions:
+                pieces: list[str] = []
+                async with client.stream("POST", "/ask", json={"question": question}) as reply:
+                    assert reply.status_code == 200
+                    async for text in reply.aiter_text():
+                        pieces.append(text)
+                bodies.append("".join(pieces))
             invalid = await client.post("/ask", json={"question": ""})
             assert invalid.status_code == 422
     finally:
         server.should_exit = True
         thread.join(timeout=10)
-    body = "".join(pieces)
-    assert body
-    (rag_span,) = by_role(spans.get_finished_spans(), semconv.ROLE_RAG)
-    assert (rag_span.attributes or {})[semconv.OUTPUT_VALUE] == body
-    assert (rag_span.attributes or {})[semconv.INPUT_VALUE] == question
+    return bodies
+
+
+async def test_fastapi_endpoint_streams_the_answer_and_the_span_is_scored() -> None:
+    bot = small_bot(DegradeSwitch(after=2, rate=1.0))
+    questions = [bot.question(i).text for i in range(4)]
+    with capture(grounding_judge(), metrics=["faithfulness", "hallucination"]) as captured:
+        bodies = await _serve_and_ask(bot, questions)
+        rag_spans = captured.rag_spans()
+    assert all(bodies)
+    by_query = {(s.attributes or {})[semconv.INPUT_VALUE]: s for s in rag_spans}
+    assert sorted(by_query) == sorted(questions)
+    faithfulness = semconv.eval_score("faithfulness")
+    for index, (question, body) in enumerate(zip(questions, bodies, strict=True)):
+        attrs = by_query[question].attributes or {}
+        assert attrs[semconv.OUTPUT_VALUE] == body
+        assert attrs[semconv.EVAL_DECISION] == semconv.DECISION_EVALUATED
+        if index < 2:  # healthy: every sentence copied from a retrieved chunk
+            assert attrs[faithfulness] == 1.0
+        else:  # degraded: answered from a document that was not retrieved, with invented facts
+            assert attrs[faithfulness] == 0.0
+            assert attrs[semconv.eval_score("hallucination")] == 1.0
