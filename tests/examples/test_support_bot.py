@@ -323,7 +323,7 @@ async def test_fastapi_endpoint_streams_the_answer_and_the_span_is_scored() -> N
         bodies = await _serve_and_ask(bot, questions)
         rag_spans = captured.rag_spans()
     assert all(bodies)
-    by_query = {(s.attributes or {})[semconv.INPUT_VALUE]: s for s in rag_spans}
+    by_query = {str((s.attributes or {})[semconv.INPUT_VALUE]): s for s in rag_spans}
     assert sorted(by_query) == sorted(questions)
     faithfulness = semconv.eval_score("faithfulness")
     for index, (question, body) in enumerate(zip(questions, bodies, strict=True)):
