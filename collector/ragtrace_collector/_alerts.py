@@ -327,6 +327,7 @@ def evaluate_rule(
             warning=params.warning,
             direction=direction,
             min_count=params.min_records,
+            previous=previous,
         )
     if isinstance(params, SpikeParams):
         split = now_ns - params.window_ns
@@ -419,12 +420,13 @@ class Watcher:
         """Evaluate every ``rules.interval_ns`` on a daemon thread until ``stop()``."""
         if self._thread is not None:
             return
-        self._stop.clear()
+        if self._stop.is_set():
+            raise RuntimeError("a stopped Watcher cannot be restarted (its sinks are closed); create a new one")
         self._thread = threading.Thread(target=self._loop, name="ragtrace-watcher", daemon=True)
         self._thread.start()
 
     def stop(self, timeout: float = 10.0) -> None:
-        """Stop the thread and drain the sinks (each within ``timeout``)."""
+        """Stop the thread and drain the sinks (each within ``timeout``). Final: the sinks are closed."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout)

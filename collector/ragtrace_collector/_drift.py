@@ -87,12 +87,14 @@ def threshold_state(
     direction: Direction,
     warning: float | None = None,
     min_count: int = 20,
+    previous: str | None = None,
 ) -> Evaluation:
     """Compare the mean of ``values`` with ``threshold`` on the bad side given by ``direction``.
 
     For a higher-is-better metric the state is ``ALERT`` when the mean is below ``threshold`` and
-    ``WARNING`` when below ``warning``; for a lower-is-better metric, above. Fewer than ``min_count``
-    values give ``NO_DATA``.
+    ``WARNING`` when below ``warning``; for a lower-is-better metric, above. With a ``warning`` level,
+    an ``ALERT`` (``previous``) holds until the mean is back past it, so a mean hovering at the
+    threshold does not flap. Fewer than ``min_count`` values give ``NO_DATA``.
     """
     n = len(values)
     if n < min_count or n == 0:
@@ -104,7 +106,7 @@ def threshold_state(
     else:
         bad, worse = mean > threshold, "above"
         warn = warning is not None and mean > warning
-    if bad:
+    if bad or (warn and previous == ALERT):
         return Evaluation(ALERT, mean, threshold, n, f"mean {mean:.3f} over {n} records is {worse} {threshold:g}")
     if warn:
         assert warning is not None

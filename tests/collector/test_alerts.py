@@ -293,6 +293,8 @@ def test_the_thread_evaluates_until_stopped(store: Store, receiver: Receiver) ->
     finally:
         watcher.stop()
     assert [r["state"] for r in alert_rows(store)] == ["ALERT"]
+    with pytest.raises(RuntimeError, match="cannot be restarted"):
+        watcher.start()
 
 
 def _alert() -> Alert:

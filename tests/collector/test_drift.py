@@ -61,6 +61,14 @@ def test_threshold_warning_and_ok() -> None:
     assert threshold_state([0.9] * 20, threshold=0.7, direction="higher").state == OK
 
 
+def test_threshold_alert_holds_until_the_mean_is_back_past_the_warning_level() -> None:
+    hovering = [0.72] * 20  # between the threshold (0.7) and the warning level (0.75)
+    assert threshold_state(hovering, threshold=0.7, warning=0.75, direction="higher", previous=ALERT).state == ALERT
+    assert threshold_state(hovering, threshold=0.7, warning=0.75, direction="higher", previous=OK).state == WARNING
+    recovered = [0.8] * 20
+    assert threshold_state(recovered, threshold=0.7, warning=0.75, direction="higher", previous=ALERT).state == OK
+
+
 def test_threshold_alerts_above_for_a_lower_is_better_metric() -> None:
     assert threshold_state([0.5] * 20, threshold=0.3, direction="lower").state == ALERT
     assert threshold_state([0.1] * 20, threshold=0.3, direction="lower").state == OK
