@@ -191,6 +191,7 @@ class EvaluationResult:
             + (f", {cost.calls / self.count:.2f} per record" if self.count else ""),
             f"- tokens: {cost.prompt_tokens} prompt, {cost.completion_tokens} completion",
             f"- wall time: {self.seconds:.1f} s",
+            f"- overall (mean goodness per record): {_spread([r.overall for r in self.records])}",
             "",
             "| metric | better | measured | mean | min | max | absent (reason: count) |",
             "|---|---|---|---|---|---|---|",
@@ -211,6 +212,13 @@ class EvaluationResult:
                 issues = ", ".join(f"{s.name} {_num(s.value)}" for s in r.issues(threshold))
                 lines.append(f"| {r.index} | {_cell(r.record.query)} | {_num(r.overall)} | {issues} |")
         return "\n".join(lines) + "\n"
+
+
+def _spread(values: Sequence[float | None]) -> str:
+    known = [v for v in values if v is not None]
+    if not known:
+        return "-"
+    return f"mean {math.fsum(known) / len(known):.3f}, min {min(known):.3f}, max {max(known):.3f}"
 
 
 def _num(value: float | None) -> str:

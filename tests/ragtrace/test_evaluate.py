@@ -57,6 +57,7 @@ def test_evaluate_aggregates_and_reports_the_worst_records() -> None:
     assert "| faithfulness | higher | 2/3 | 0.500 | 0.000 | 1.000 | no_answer: 1 |" in markdown
     assert "| 1 | Who wrote Hamlet? | 0.167 |" in markdown
     assert f"judge calls: {fake.count()}" in markdown
+    assert "- overall (mean goodness per record): mean 0.583, min 0.167, max 1.000" in markdown
 
 
 def test_worst_records_are_ordered_worst_first(tmp_path: Path) -> None:
