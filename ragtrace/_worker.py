@@ -124,6 +124,7 @@ class Worker:
         self._held: set[Job] = set()
         self._queued = 0
         self._wake_pending = False
+        self._busy = 0  # jobs being scored; written by the loop under the lock, read by submit
         self._closed = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -149,8 +150,12 @@ class Worker:
             self._queued += 1
             self._held.add(job)
             self._incoming.append(job)
-            wake = not self._wake_pending
-            self._wake_pending = True
+            # Wake the loop only when it can start the job now. With every slot busy the job waits in
+            # ``_incoming`` until a slot frees (the loop looks then) or the reaper's tick expires it:
+            # a wake-up per submit would make the request path fight the worker for the GIL.
+            wake = not self._wake_pending and self._busy < self.max_concurrency
+            if wake:
+                self._wake_pending = True
             loop = self._loop
             if loop is None:
                 loop = self._start()
@@ -236,12 +241,15 @@ class Worker:
 
     # -- loop thread --------------------------------------------------------------------------
 
-    def _pump(self) -> None:
-        """Move submitted jobs to the loop side, start what fits, expire what waited too long."""
+    def _take_incoming(self) -> None:
         with self._lock:
             self._wake_pending = False
             self._waiting.extend(self._incoming)
             self._incoming.clear()
+
+    def _pump(self) -> None:
+        """Move submitted jobs to the loop side, start what fits, expire what waited too long."""
+        self._take_incoming()
         now = time.monotonic()
         while self._waiting and len(self._running) < self.max_concurrency:
             job = self._waiting.popleft()
@@ -250,6 +258,7 @@ class Worker:
                 continue
             with self._lock:
                 self._queued -= 1
+                self._busy += 1
             self._begin(job, now)
         self._arm_reaper(now)
 
@@ -264,13 +273,20 @@ class Worker:
         if self._reaper is not None:
             self._reaper.cancel()
             self._reaper = None
+        delay: float | None = None
         if self._waiting:
             # Jobs wait in FIFO order with equal hold times, so the head has the earliest deadline.
             delay = max(self._waiting[0].deadline - now, 0.0)
+        if len(self._running) >= self.max_concurrency:
+            # Submits do not wake a full loop, so new jobs may sit unseen in ``_incoming``: tick.
+            tick = min(max(self.hold_timeout / 4, 0.01), 1.0)
+            delay = tick if delay is None else min(delay, tick)
+        if delay is not None:
             self._reaper = asyncio.get_running_loop().call_later(delay, self._reap)
 
     def _reap(self) -> None:
         self._reaper = None
+        self._take_incoming()
         now = time.monotonic()
         while self._waiting and self._waiting[0].deadline <= now:
             self._expire(self._waiting.popleft())
@@ -325,7 +341,10 @@ class Worker:
             if job.timer is not None:
                 job.timer.cancel()
                 job.timer = None
-            self._running.discard(job)
+            if job in self._running:
+                self._running.discard(job)
+                with self._lock:
+                    self._busy -= 1
             self._finished(job)
             self._pump()
 

@@ -384,3 +384,23 @@ def test_environment_variables_configure_the_processor(monkeypatch: pytest.Monke
     monkeypatch.setenv("RAGTRACE_QUEUE_SIZE", "lots")
     with pytest.raises(ConfigurationError, match="RAGTRACE_QUEUE_SIZE"):
         ScoringSpanProcessor(Collect(), judge=NullJudge(), metrics=[Scripted()], records=RecordStore())
+
+
+def test_jobs_behind_a_stuck_judge_still_leave_at_their_deadline() -> None:
+    gate = threading.Event()
+    metric = Scripted(gate=gate)
+    r = make_rig(metrics=[metric], max_concurrency=1, hold_timeout=0.1)
+    first = r.rag()
+    assert metric.started.wait(10)
+    # The only slot is busy: these wait unseen by the loop until its reaper ticks.
+    rest = [r.rag() for _ in range(3)]
+    r.downstream.wait_for(lambda spans: len(spans) == 4)
+    spans = r.downstream.by_id()
+    assert set(spans) == {first, *rest}
+    assert {decision(s) for s in spans.values()} == {semconv.DECISION_TIMEOUT}
+    gate.set()
+    r.downstream.wait_for(lambda s: any(x.name == semconv.CARRIER_SPAN_NAME for x in s))
+    r.provider.shutdown()
+    carriers = [s for s in r.downstream.spans if s.name == semconv.CARRIER_SPAN_NAME]
+    assert len(carriers) == 1  # only the job that was being scored has late scores
+    assert metric.calls == 1  # the expired ones were never scored

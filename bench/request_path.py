@@ -1,0 +1,110 @@
+"""What the scorer adds to the request path: p50/p99 of a decorated RAG call, with and without it.
+
+Both set-ups, measured in one run in alternating blocks so drift hits both alike:
+
+* baseline: TracerProvider -> BatchSpanProcessor -> a discarding exporter (no scoring);
+* scoring:  TracerProvider -> ScoringSpanProcessor(rate 1.0, judge taking 1 s a call) -> the same.
+
+The queue is sized so that every call is really enqueued (the hand-off path, not overflow). The
+scoring set-up's worker keeps scoring in the background while the calls are timed. Goal: added p99
+<= 100 microseconds.
+
+    python bench/request_path.py [--calls 20000] [--block 500]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import time
+from collections.abc import Sequence
+
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+
+import ragtrace
+from ragtrace import _capture
+from ragtrace.testing import FakeJudge
+
+CHUNKS = [f"chunk {i}: " + "lorem ipsum dolor sit amet " * 37 for i in range(5)]  # ~1 KB each
+
+
+class Discard(SpanExporter):
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        return SpanExportResult.SUCCESS
+
+
+@ragtrace.rag
+def answer(query: str) -> str:
+    ragtrace.record(chunks=CHUNKS)
+    return "The answer, grounded in the chunks."
+
+
+async def slow_claims(text: str, question: str | None = None) -> list[str]:
+    await asyncio.sleep(1.0)  # a judge that takes 1 s a call
+    return [text]
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=20_000, help="timed calls per set-up")
+    parser.add_argument("--block", type=int, default=500, help="calls per alternating block")
+    parser.add_argument("--queue-size", type=int, default=2048, help="the scorer's queue (default: the default)")
+    args = parser.parse_args()
+
+    baseline = TracerProvider()
+    baseline.add_span_processor(BatchSpanProcessor(Discard()))
+    scoring = TracerProvider()
+    processor = ragtrace.ScoringSpanProcessor(
+        BatchSpanProcessor(Discard()),
+        judge=FakeJudge(name="fake:1s", extract_claims=slow_claims, verify=lambda c, k: [["supported"] * len(k)]),
+        metrics=["faithfulness"],
+        sample_rate=1.0,
+        queue_size=args.queue_size,
+        max_concurrency=8,
+        hold_timeout=600,
+    )
+    scoring.add_span_processor(processor)
+    _capture.set_settings(_capture.CaptureSettings.from_env())
+
+    times: dict[str, list[float]] = {"baseline": [], "scoring": []}
+    providers = {"baseline": baseline, "scoring": scoring}
+    for provider in providers.values():  # warm-up
+        _capture.set_tracer_provider(provider)
+        for _ in range(500):
+            answer("warm-up question")
+    clock = time.perf_counter_ns
+    done = 0
+    while done < args.calls:
+        for name, provider in providers.items():
+            _capture.set_tracer_provider(provider)
+            bucket = times[name]
+            for _ in range(args.block):
+                start = clock()
+                answer("What is the capital of Brazil?")
+                bucket.append((clock() - start) / 1000.0)
+        done += args.block
+    enqueued = processor.pending
+    _capture.set_tracer_provider(None)
+    processor.shutdown(timeout_millis=100)  # the rest leaves unscored (decision timeout)
+    baseline.shutdown()
+    scoring.shutdown()
+
+    b50, b99 = percentile(times["baseline"], 0.5), percentile(times["baseline"], 0.99)
+    s50, s99 = percentile(times["scoring"], 0.5), percentile(times["scoring"], 0.99)
+    print(f"calls per set-up: {len(times['baseline'])}; still queued for scoring at the end: {enqueued}")
+    bmean, smean = statistics.fmean(times["baseline"]), statistics.fmean(times["scoring"])
+    print(f"baseline (no scorer):        p50 {b50:8.1f} us   p99 {b99:8.1f} us   mean {bmean:8.1f} us")
+    print(f"scorer, rate 1.0, 1 s judge: p50 {s50:8.1f} us   p99 {s99:8.1f} us   mean {smean:8.1f} us")
+    print(f"added: p50 {s50 - b50:+.1f} us, p99 {s99 - b99:+.1f} us (goal: p99 <= +100 us)")
+    print(f"ratio scorer/baseline: p50 {s50 / b50:.2f}x, p99 {s99 / b99:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
