@@ -5,7 +5,7 @@ run any metric alone with ``await metric.score(record, judge)``. ``metric_by_nam
 ``build_suite`` build metrics from configuration names.
 """
 
-from ragtrace.metrics._base import Cost, Direction, Metric, Score, Status
+from ragtrace.metrics._base import DETAIL_METHOD, Cost, Direction, Metric, Score, Status
 from ragtrace.metrics._registry import (
     METRIC_NAMES,
     PRODUCTION_METRICS,
@@ -31,6 +31,7 @@ from ragtrace.metrics.rating import AnswerRelevancyRating
 from ragtrace.metrics.relevancy_embedding import AnswerRelevancyEmbedding
 
 __all__ = [
+    "DETAIL_METHOD",
     "METRIC_NAMES",
     "PRODUCTION_METRICS",
     "REFERENCE_METRICS",

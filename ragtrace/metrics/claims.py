@@ -53,7 +53,7 @@ __all__ = [
     "contradicted_chunks",
     "faithfulness_label",
     "fraction",
-    "noise_in_chunks",
+    "noisy_claims",
     "supported_by_any",
     "supporting_chunks",
 ]
@@ -83,15 +83,14 @@ def contradicted_chunks(matrix: Sequence[Sequence[Verdict]], n_chunks: int) -> l
     return [any(row[k] is Verdict.CONTRADICTED for row in matrix) for k in range(n_chunks)]
 
 
-def noise_in_chunks(
+def noisy_claims(
     correct: Sequence[bool], answer_matrix: Sequence[Sequence[Verdict]], chunk_mask: Sequence[bool]
-) -> float:
-    """Share of answer claims that are incorrect yet entailed by at least one chunk of ``chunk_mask``."""
-    noisy = [
+) -> list[bool]:
+    """For every answer claim: is it incorrect yet entailed by at least one chunk of ``chunk_mask``?"""
+    return [
         not ok and any(v is Verdict.SUPPORTED and chunk_mask[k] for k, v in enumerate(row))
         for ok, row in zip(correct, answer_matrix, strict=True)
     ]
-    return fraction(noisy)
 
 
 def faithfulness_label(supported: int, total: int) -> str:
@@ -274,12 +273,12 @@ class _ChunkNoise(_AnswerClaimsMetric):
         )
         relevant = supporting_chunks(ref_matrix, len(texts))
         mask = relevant if self.relevant else [not r for r in relevant]
-        value = noise_in_chunks(correct, answer_matrix, mask)
+        noisy = noisy_claims(correct, answer_matrix, mask)
         kind = "relevant" if self.relevant else "irrelevant"
         return self.measured(
-            value,
+            fraction(noisy),
             steps,
-            explanation=f"{round(value * len(claims))} of {len(claims)} claims incorrect yet entailed by {kind} chunks",
+            explanation=f"{sum(noisy)} of {len(claims)} claims incorrect yet entailed by {kind} chunks",
             details={"claims": len(claims), "incorrect_claims": correct.count(False), "relevant_chunks": sum(relevant)},
         )
 

@@ -130,7 +130,8 @@ class GEval(JudgeMetric):
         if cached is not None:
             return cached
         # Records scored concurrently on one loop share the generation in flight: one call per criteria.
-        pending = _in_flight.setdefault(asyncio.get_running_loop(), {})
+        with _cache_lock:  # the map of loops is shared by every scoring thread
+            pending = _in_flight.setdefault(asyncio.get_running_loop(), {})
         task = pending.get(key)
         if task is None:
             task = asyncio.ensure_future(judge.geval_steps(self.criteria))

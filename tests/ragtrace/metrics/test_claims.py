@@ -18,7 +18,7 @@ from ragtrace.metrics import (
     NoiseSensitivity,
     RelevantNoiseSensitivity,
 )
-from ragtrace.metrics.claims import contradicted_chunks, faithfulness_label, noise_in_chunks, supported_by_any
+from ragtrace.metrics.claims import contradicted_chunks, faithfulness_label, noisy_claims, supported_by_any
 from ragtrace.testing import DEFAULT_CHAT_COST, FakeJudge
 
 S, C, N = Verdict.SUPPORTED, Verdict.CONTRADICTED, Verdict.NEITHER
@@ -225,7 +225,7 @@ def test_pure_functions() -> None:
     matrix = [[S, C], [N, N], [C, S]]
     assert supported_by_any(matrix) == [True, False, True]
     assert contradicted_chunks(matrix, 2) == [True, True]
-    assert noise_in_chunks([False, False, True], matrix, [True, False]) == pytest.approx(1 / 3)
+    assert noisy_claims([False, False, True], matrix, [True, False]) == [True, False, False]
     assert faithfulness_label(3, 3) == "faithful"
     assert faithfulness_label(1, 2) == "partially_faithful"
     assert faithfulness_label(1, 3) == "unfaithful"
