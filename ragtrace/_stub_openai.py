@@ -109,7 +109,12 @@ def embed_text(text: str) -> list[float]:
         slot = int.from_bytes(digest[:4], "little") % EMBEDDING_DIMENSIONS
         sign = 1.0 if digest[4] & 1 else -1.0
         vector[slot] += sign
-    norm = math.sqrt(sum(v * v for v in vector)) or 1.0
+    norm = math.sqrt(sum(v * v for v in vector))
+    if norm == 0.0:
+        # Words whose signed slots cancel out: a zero vector has no cosine, so fall back to one slot.
+        digest = hashlib.blake2b(text.encode(), digest_size=4).digest()
+        vector[int.from_bytes(digest, "little") % EMBEDDING_DIMENSIONS] = 1.0
+        norm = 1.0
     return [v / norm for v in vector]
 
 
@@ -756,3 +761,27 @@ def _make_handler(stub: StubOpenAIServer) -> type[BaseHTTPRequestHandler]:
             self.wfile.write(data)
 
     return Handler
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Serve the stub until interrupted: ``python -m ragtrace._stub_openai --port 8765 [--latency 0.2]``."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description="A local OpenAI-compatible stub server for ragtrace demos.")
+    parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument("--latency", type=float, default=0.0, help="seconds every reply waits")
+    parser.add_argument("--mode", choices=["json_schema", "json_object", "text"], default="json_schema")
+    args = parser.parse_args(argv)
+    server = StubOpenAIServer(port=args.port, latency=args.latency, mode=args.mode).start()
+    print(f"stub OpenAI server at {server.base_url} (Ctrl-C stops it)", flush=True)
+    try:
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 import pytest
 
-from ragtrace._stub_openai import StubOpenAIServer, _instance, _schema_of
+from ragtrace._stub_openai import StubOpenAIServer, _instance, _schema_of, embed_text
 from ragtrace.judges._parsing import ReplyParseError, align, as_bool, as_number, extract_json, index_set, pick
 
 
@@ -89,6 +90,13 @@ def test_stub_reads_a_schema_stated_in_the_prompt() -> None:
             {"statement": "It is big.", "verdict": 1},
         ]
     }
+
+
+def test_stub_embeddings_are_never_zero() -> None:
+    # Texts whose hashed words could cancel out must still embed to a unit vector (cosine defined).
+    for text in ["Which fact concerns K Polk?", "What does the answer say about White author?", "", "...", "a b"]:
+        vector = embed_text(text)
+        assert math.isclose(sum(v * v for v in vector), 1.0)
 
 
 async def test_stub_answers_tool_calls_shaped_by_the_tool_schema() -> None:
