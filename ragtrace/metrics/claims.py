@@ -17,6 +17,9 @@ one ``classify_claims`` of the answer claims against it and one ``verify`` of re
 
 A chunk is *relevant* when it supports at least one reference claim. The arithmetic is in the pure
 functions below, tested without a judge.
+
+Explanations carry counts only, never record text (they go on spans even when content capture is
+off); the claims behind a score are in ``details`` (``unsupported``, ``irrelevant``, ``missing``).
 """
 
 from __future__ import annotations
@@ -54,6 +57,7 @@ __all__ = [
     "faithfulness_label",
     "fraction",
     "noisy_claims",
+    "picked",
     "supported_by_any",
     "supporting_chunks",
 ]
@@ -100,10 +104,9 @@ def faithfulness_label(supported: int, total: int) -> str:
     return "unfaithful" if supported / total < 0.5 else "partially_faithful"
 
 
-def _list(claims: Sequence[str], flags: Sequence[bool], want: bool, limit: int = 3) -> str:
-    picked = [c if len(c) <= 120 else c[:117] + "..." for c, f in zip(claims, flags, strict=True) if f is want]
-    more = f" (+{len(picked) - limit} more)" if len(picked) > limit else ""
-    return "; ".join(repr(c) for c in picked[:limit]) + more
+def picked(items: Sequence[str], flags: Sequence[bool], want: bool) -> list[str]:
+    """The items whose flag equals ``want``, in order."""
+    return [item for item, flag in zip(items, flags, strict=True) if flag is want]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -131,15 +134,12 @@ class Faithfulness(_AnswerClaimsMetric):
             return self._no_claims(steps)
         supported = supported_by_any(await verdicts(steps, claims, record.texts))
         n = sum(supported)
-        explanation = f"{n} of {len(claims)} claims supported by the chunks"
-        if n < len(claims):
-            explanation += f"; unsupported: {_list(claims, supported, False)}"
         return self.measured(
             fraction(supported),
             steps,
             label=faithfulness_label(n, len(claims)),
-            explanation=explanation,
-            details={"claims": len(claims), "supported_claims": n},
+            explanation=f"{n} of {len(claims)} claims supported by the chunks",
+            details={"claims": len(claims), "supported_claims": n, "unsupported": picked(claims, supported, False)},
         )
 
 
@@ -167,18 +167,16 @@ class Hallucination(_AnswerClaimsMetric):
         unsupported = [not s for s in supported_by_any(matrix)]
         contradicted = sum(any(v is Verdict.CONTRADICTED for v in row) for row in matrix)
         value = fraction(unsupported)
-        explanation = f"{sum(unsupported)} of {len(claims)} claims supported by no chunk"
-        if any(unsupported):
-            explanation += f": {_list(claims, unsupported, True)}"
         return self.measured(
             value,
             steps,
             label="hallucinated" if value > self.threshold else "grounded",
-            explanation=explanation,
+            explanation=f"{sum(unsupported)} of {len(claims)} claims without support, {contradicted} contradicted",
             details={
                 "claims": len(claims),
                 "unsupported_claims": sum(unsupported),
                 "contradicted_claims": contradicted,
+                "unsupported": picked(claims, unsupported, True),
             },
         )
 
@@ -219,14 +217,15 @@ class AnswerRelevancy(_AnswerClaimsMetric):
             return self._no_claims(steps)
         reply = await steps(steps.judge.rate_statements(record.query, claims))
         relevant = check_flags(reply, len(claims), "relevance flags")
-        explanation = f"{sum(relevant)} of {len(claims)} statements relevant to the query"
-        if not all(relevant):
-            explanation += f"; irrelevant: {_list(claims, relevant, False)}"
         return self.measured(
             fraction(relevant),
             steps,
-            explanation=explanation,
-            details={"statements": len(claims), "relevant_statements": sum(relevant)},
+            explanation=f"{sum(relevant)} of {len(claims)} statements relevant to the query",
+            details={
+                "statements": len(claims),
+                "relevant_statements": sum(relevant),
+                "irrelevant": picked(claims, relevant, False),
+            },
         )
 
 
@@ -314,12 +313,13 @@ class ContextRecall(JudgeMetric):
         if not ref_claims:
             return self.absent("unmeasured", REASON_NO_CLAIMS, "the reference makes no factual claim", steps)
         found = supported_by_any(await verdicts(steps, ref_claims, record.texts))
-        explanation = f"{sum(found)} of {len(ref_claims)} reference claims found in the chunks"
-        if not all(found):
-            explanation += f"; missing: {_list(ref_claims, found, False)}"
         return self.measured(
             fraction(found),
             steps,
-            explanation=explanation,
-            details={"reference_claims": len(ref_claims), "attributed_claims": sum(found)},
+            explanation=f"{sum(found)} of {len(ref_claims)} reference claims found in the chunks",
+            details={
+                "reference_claims": len(ref_claims),
+                "attributed_claims": sum(found),
+                "missing": picked(ref_claims, found, False),
+            },
         )

@@ -46,7 +46,8 @@ async def test_super_bowl_faithfulness_and_hallucination_are_half() -> None:
     assert hallu.value == pytest.approx(0.5, abs=1e-4)
     assert hallu.label == "hallucinated"
     assert hallu.direction == "lower"
-    assert "Florida" in (hallu.explanation or "")
+    assert hallu.details["unsupported"] == ["It was held in Florida"]
+    assert "Florida" not in (hallu.explanation or "")  # no record text in explanations
     assert hallu.details["contradicted_claims"] == 1
 
 
@@ -65,7 +66,7 @@ async def test_einstein_three_of_four_claims_supported() -> None:
     )
     score = await Faithfulness().score(record, judge)
     assert score.value == pytest.approx(0.75, abs=1e-4)
-    assert score.details == {"claims": 4, "supported_claims": 3}
+    assert score.details == {"claims": 4, "supported_claims": 3, "unsupported": [claims[3]]}
     # Alone, a metric pays for its own steps: one extraction and one verification.
     assert [c.step for c in judge.calls] == ["extract_claims", "verify"]
     assert score.cost == DEFAULT_CHAT_COST + DEFAULT_CHAT_COST
@@ -121,7 +122,7 @@ async def test_brazil_answer_relevancy_two_of_three_statements() -> None:
     )
     score = await AnswerRelevancy().score(record, judge)
     assert score.value == pytest.approx(2 / 3, abs=1e-4)
-    assert "Florida" in (score.explanation or "")
+    assert score.details["irrelevant"] == [statements[2]]
     assert judge.calls_to("rate_statements")[0].args == (record.query, tuple(statements))
 
 
@@ -211,7 +212,7 @@ async def test_water_context_recall_is_half() -> None:
     )
     score = await ContextRecall().score(record, judge)
     assert score.value == pytest.approx(0.5, abs=1e-4)
-    assert "100 C" in (score.explanation or "")
+    assert score.details["missing"] == ["Water boils at 100 C at sea level"]
     # Context recall reads the reference, not the answer.
     assert [c.args[0] for c in judge.calls_to("extract_claims")] == [record.reference]
 
