@@ -154,6 +154,11 @@ async def score_with_ragtrace(server: StubOpenAIServer, records: Sequence[RagRec
     return Tally.of(server.requests[before:]), measured, expected
 
 
+def _last_line(text: str) -> str:
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    return lines[-1] if lines else "(no output)"
+
+
 def ensure_ragas() -> tuple[Path | None, str]:
     """The ragas venv's python, creating the venv on first use; (None, why) when it cannot be had."""
     python = RAGAS_VENV / "bin" / "python"
@@ -162,7 +167,7 @@ def ensure_ragas() -> tuple[Path | None, str]:
         done = subprocess.run(probe, capture_output=True, text=True, timeout=300)
         if done.returncode == 0:
             return python, done.stdout.strip()
-    print(f"creating {RAGAS_VENV.relative_to(ROOT)} and installing {', '.join(RAGAS_REQUIREMENTS)} ...", flush=True)
+    print(f"creating {RAGAS_VENV} and installing {', '.join(RAGAS_REQUIREMENTS)} ...", flush=True)
     steps = [
         [sys.executable, "-m", "venv", str(RAGAS_VENV)],
         [str(python), "-m", "pip", "install", "--quiet", *RAGAS_REQUIREMENTS],
@@ -170,12 +175,10 @@ def ensure_ragas() -> tuple[Path | None, str]:
     for step in steps:
         done = subprocess.run(step, capture_output=True, text=True, timeout=1800)
         if done.returncode != 0:
-            return None, (done.stderr or done.stdout).strip().splitlines()[-1:][0] if (
-                done.stderr or done.stdout
-            ) else ""
+            return None, f"{' '.join(step[:4])} failed: {_last_line(done.stderr or done.stdout)}"
     done = subprocess.run(probe, capture_output=True, text=True, timeout=300)
     if done.returncode != 0:
-        return None, done.stderr.strip().splitlines()[-1] if done.stderr.strip() else "ragas does not import"
+        return None, f"ragas does not import: {_last_line(done.stderr)}"
     return python, done.stdout.strip()
 
 
