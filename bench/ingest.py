@@ -198,6 +198,10 @@ def run_ragtrace(workdir: Path, warmup: list[bytes], bodies: list[bytes], sender
 
 
 def _phoenix_python() -> Path:
+    # A Phoenix venv prepared beside the checkout (same layout) is reused rather than installed again.
+    for venv in (PHOENIX_VENV, ROOT / ".venv-phoenix"):
+        if (venv / ".installed-stamp").exists() and (venv / "bin" / "phoenix").exists():
+            return venv / "bin" / "python"
     python = PHOENIX_VENV / "bin" / "python"
     stamp = PHOENIX_VENV / ".installed-stamp"
     if not stamp.exists():

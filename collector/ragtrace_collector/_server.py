@@ -32,6 +32,7 @@ _log = logging.getLogger("ragtrace_collector")
 
 _NS_PER_DAY = 86_400 * 1_000_000_000
 _PRUNE_EVERY_SECONDS = 3600.0
+_MAX_CONNECTIONS = 256
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,6 +173,9 @@ class Collector:
                 access_log=False,
                 lifespan="off",
                 timeout_graceful_shutdown=10,
+                # Past this many connections uvicorn answers 503 (retryable in OTLP) instead of queueing
+                # bodies in memory without bound.
+                limit_concurrency=_MAX_CONNECTIONS,
             )
         )
         if self._stop_requested:

@@ -170,3 +170,34 @@ def test_cli_refuses_an_open_bind_with_a_clear_message(tmp_path: Path, capsys: p
 
     assert main(["serve", "--db", str(tmp_path / "c.db"), "--host", "0.0.0.0"]) == 2
     assert "--token" in capsys.readouterr().err
+
+
+def test_serve_wires_the_page_and_the_watcher(tmp_path: Path) -> None:
+    running = start_collector(tmp_path / "c.db", page=True, watch=True)
+    try:
+        factory = SpanFactory()
+        factory.rag(scores={"faithfulness": 0.9}, decision="evaluated")
+        url = f"http://127.0.0.1:{running.http_port}"
+        assert httpx.post(f"{url}/v1/traces", content=otlp_bytes(factory.all()), headers=PB).status_code == 200
+        page = httpx.get(f"{url}/", timeout=60)
+        assert page.status_code == 200
+        assert page.headers["content-type"].startswith("text/html")
+    finally:
+        running.stop()
+
+
+def test_report_command_writes_the_file(tmp_path: Path) -> None:
+    from ragtrace_collector.__main__ import main
+
+    running = start_collector(tmp_path / "c.db")
+    try:
+        factory = SpanFactory()
+        factory.rag(scores={"faithfulness": 0.4}, decision="evaluated")
+        reply = httpx.post(_url(running), content=otlp_bytes(factory.all()), headers=PB)
+        assert reply.status_code == 200
+    finally:
+        running.stop()
+    out = tmp_path / "report.md"
+    assert main(["report", "--db", str(tmp_path / "c.db"), "--out", str(out), "--format", "markdown"]) == 0
+    assert "faithfulness" in out.read_text()
+    assert main(["report", "--db", str(tmp_path / "missing.db"), "--out", str(out)]) == 2
