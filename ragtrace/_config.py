@@ -135,6 +135,8 @@ def configure(
     capture_content: bool | None = None,
     redact: Callable[[str], str] | None = None,
     max_attribute_length: int | None = None,
+    max_record_chunk_length: int | None = None,
+    max_record_chunks: int | None = None,
     export_metrics: bool | None = None,
     meter_provider: metrics_api.MeterProvider | None = None,
     metric_readers: Sequence[MetricReader] | None = None,
@@ -154,7 +156,9 @@ def configure(
 
     Raises ``ConfigurationError`` at once, naming the fix, for any wrong setting.
     """
-    capture_overrides = _capture_overrides(capture_content, redact, max_attribute_length)
+    capture_overrides = _capture_overrides(
+        capture_content, redact, max_attribute_length, max_record_chunk_length, max_record_chunks
+    )
     settings = _capture.CaptureSettings.from_env(**capture_overrides)
     resource = _resource(service_name, resource_attributes)
     if exporter is None:
@@ -210,6 +214,8 @@ def instrument(
     capture_content: bool | None = None,
     redact: Callable[[str], str] | None = None,
     max_attribute_length: int | None = None,
+    max_record_chunk_length: int | None = None,
+    max_record_chunks: int | None = None,
     meter_provider: metrics_api.MeterProvider | None = None,
 ) -> RagtraceHandle:
     """Add ragtrace to an app's own TracerProvider without replacing anything.
@@ -224,7 +230,9 @@ def instrument(
         raise ConfigurationError(
             f"instrument() needs an opentelemetry.sdk.trace.TracerProvider, not {type(tracer_provider).__name__}"
         )
-    settings = _capture.CaptureSettings.from_env(**_capture_overrides(capture_content, redact, max_attribute_length))
+    settings = _capture.CaptureSettings.from_env(
+        **_capture_overrides(capture_content, redact, max_attribute_length, max_record_chunk_length, max_record_chunks)
+    )
     processor = ScoringSpanProcessor(
         downstream,
         judge=judge,
@@ -347,16 +355,20 @@ def _activate(
 
 
 def _capture_overrides(
-    capture_content: bool | None, redact: Callable[[str], str] | None, max_attribute_length: int | None
+    capture_content: bool | None,
+    redact: Callable[[str], str] | None,
+    max_attribute_length: int | None,
+    max_record_chunk_length: int | None,
+    max_record_chunks: int | None,
 ) -> dict[str, Any]:
-    overrides: dict[str, Any] = {}
-    if capture_content is not None:
-        overrides["capture_content"] = capture_content
-    if redact is not None:
-        overrides["redact"] = redact
-    if max_attribute_length is not None:
-        overrides["max_attribute_length"] = max_attribute_length
-    return overrides
+    given = {
+        "capture_content": capture_content,
+        "redact": redact,
+        "max_attribute_length": max_attribute_length,
+        "max_record_chunk_length": max_record_chunk_length,
+        "max_record_chunks": max_record_chunks,
+    }
+    return {name: value for name, value in given.items() if value is not None}
 
 
 def _resource(service_name: str | None, attributes: Mapping[str, Any] | None) -> Resource:

@@ -216,3 +216,17 @@ def test_otel_protocol_variable_is_checked(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "carrier-pigeon")
     with pytest.raises(ConfigurationError, match="OTEL_EXPORTER_OTLP_PROTOCOL"):
         ragtrace.configure(judge=fake_judge(), set_global=False, export_metrics=False)
+
+
+def test_every_variable_and_configure_argument_is_documented() -> None:
+    import inspect
+    from pathlib import Path
+
+    from ragtrace import environment_variables
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "configuration.md").read_text()
+    variables = [v for n, v in vars(environment_variables).items() if n.startswith("RAGTRACE_")]
+    assert len(variables) > 20
+    assert [v for v in variables if f"`{v}`" not in doc] == []
+    arguments = inspect.signature(ragtrace.configure).parameters
+    assert [a for a in arguments if f"`{a}`" not in doc] == []
