@@ -118,7 +118,8 @@ def _argument_index(func: Callable[..., Any], name: str) -> int | None:
     if any(p.kind is p.VAR_KEYWORD for p in parameters):
         return None
     known = [p.name for p in parameters]
-    raise ConfigurationError(f"query={name!r} names no argument of {func.__qualname__}{known}: use one of {known}")
+    where = getattr(func, "__qualname__", None) or repr(func)
+    raise ConfigurationError(f"query={name!r} names no argument of {where}: use one of {known}")
 
 
 # --------------------------------------------------------------------------------------------------

@@ -713,3 +713,55 @@ def test_role_and_kind_survive_the_sdk_attribute_count_limit(exporter: InMemoryS
     assert a[semconv.OPENINFERENCE_SPAN_KIND] == semconv.SPAN_KIND_CHAIN
     assert a[semconv.INPUT_VALUE] == "q"
     assert a[semconv.RAGTRACE_CHUNK_COUNT] == 50
+
+
+async def test_retrievers_in_tasks_inside_a_rag_call_are_gathered(exporter: InMemorySpanExporter) -> None:
+    @ragtrace.rag
+    async def fan_out(tag: str) -> str:
+        results = await asyncio.gather(tagged_search(f"{tag}-x"), asyncio.create_task(tagged_search(f"{tag}-y")))
+        return str(len(results))
+
+    await fan_out("t")
+    assert sorted(doc_texts(only(exporter, semconv.ROLE_RAG))) == ["t-x/a", "t-x/b", "t-y/a", "t-y/b"]
+
+
+def test_a_thread_running_in_a_copied_context_adds_to_the_rag_call(exporter: InMemorySpanExporter) -> None:
+    import contextvars
+
+    @ragtrace.rag
+    def bot(q: str) -> str:
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            pool.submit(contextvars.copy_context().run, search, q).result()
+            pool.submit(search, "no context").result()  # a bare thread pool does not carry the call
+        return "a"
+
+    bot("q")
+    rag = only(exporter, semconv.ROLE_RAG)
+    assert doc_texts(rag) == ["q chunk one", "q chunk two"]
+    assert len(spans_by_role(exporter, semconv.ROLE_RETRIEVE)) == 2
+
+
+async def test_callable_objects_with_async_call(exporter: InMemorySpanExporter) -> None:
+    class Retriever:
+        async def __call__(self, query: str) -> list[str]:
+            return [query]
+
+    wrapped = ragtrace.retrieve(Retriever())
+    assert inspect.iscoroutinefunction(wrapped)
+    assert await wrapped("q") == ["q"]
+    assert doc_texts(only(exporter, semconv.ROLE_RETRIEVE)) == ["q"]
+
+
+def test_an_abandoned_generator_ends_its_span_when_collected(exporter: InMemorySpanExporter) -> None:
+    import gc
+
+    @ragtrace.generate
+    def stream(q: str) -> Iterator[str]:
+        yield "one"
+        yield "two"
+
+    gen = stream("q")
+    next(gen)
+    del gen
+    gc.collect()
+    assert attrs(only(exporter, semconv.ROLE_GENERATE))[semconv.OUTPUT_VALUE] == "one"
