@@ -404,3 +404,23 @@ def test_jobs_behind_a_stuck_judge_still_leave_at_their_deadline() -> None:
     carriers = [s for s in r.downstream.spans if s.name == semconv.CARRIER_SPAN_NAME]
     assert len(carriers) == 1  # only the job that was being scored has late scores
     assert metric.calls == 1  # the expired ones were never scored
+
+
+def test_scoring_runs_with_instrumentation_suppressed_and_outside_the_users_trace() -> None:
+    from opentelemetry import context as otel_context
+
+    seen: dict[str, Any] = {}
+
+    class Probe(Scripted):
+        async def score(self, record: RagRecord, judge: Any) -> Score:
+            seen["suppressed"] = otel_context.get_value(otel_context._SUPPRESS_INSTRUMENTATION_KEY)
+            seen["current_span_valid"] = trace.get_current_span().get_span_context().is_valid
+            seen["thread"] = threading.current_thread().name
+            return await super().score(record, judge)
+
+    r = make_rig(metrics=[Probe()])
+    span_id = r.rag()
+    r.processor.force_flush(10_000)
+    assert seen == {"suppressed": True, "current_span_valid": False, "thread": "ragtrace-scorer"}
+    assert set(r.downstream.by_id()) == {span_id}  # scoring made no span of its own
+    r.provider.shutdown()
