@@ -59,6 +59,14 @@ class Receiver:
         return found
 
 
+@pytest.fixture(autouse=True)
+def _restore_capture_state() -> Iterator[None]:
+    # A failing test must not leave the decorators pointed at its provider for the next one.
+    yield
+    _capture.set_tracer_provider(None)
+    _capture.set_settings(None)
+
+
 @pytest.fixture
 def receiver() -> Iterator[Receiver]:
     r = Receiver()
