@@ -297,7 +297,8 @@ class _Call:
             spec = self.spec
             settings = self.settings
             if spec.role == semconv.ROLE_RETRIEVE:
-                value = _apply(spec, "chunks", spec.chunks, item) if spec.chunks else item
+                # Each yielded item is one chunk (a (text, score) pair too); chunks= may turn it into many.
+                value = _apply(spec, "chunks", spec.chunks, item) if spec.chunks else [item]
                 normalized = normalize_chunks(value, settings)
                 room = settings.max_record_chunks - len(self.stream_chunks)
                 if room > 0:

@@ -366,16 +366,18 @@ def test_generator_answer_callable_reads_stream_events(exporter: InMemorySpanExp
 
 def test_retriever_generator_yields_chunks(exporter: InMemorySpanExporter) -> None:
     @ragtrace.retrieve
-    def stream_search(q: str) -> Iterator[str]:
+    def stream_search(q: str) -> Iterator[Any]:
         yield "c1"
-        yield "c2"
+        yield ("c2", 0.5)
 
     @ragtrace.rag
     def bot(q: str) -> str:
-        return "+".join(stream_search(q))
+        return "+".join(item if isinstance(item, str) else item[0] for item in stream_search(q))
 
     assert bot("q") == "c1+c2"
-    assert doc_texts(only(exporter, semconv.ROLE_RETRIEVE)) == ["c1", "c2"]
+    retriever = only(exporter, semconv.ROLE_RETRIEVE)
+    assert doc_texts(retriever) == ["c1", "c2"]
+    assert attrs(retriever)[DOC(1, semconv.DOCUMENT_SCORE)] == 0.5
     assert doc_texts(only(exporter, semconv.ROLE_RAG)) == ["c1", "c2"]
 
 
