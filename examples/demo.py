@@ -222,7 +222,6 @@ def run(args: argparse.Namespace) -> int:
     for stale in (db, db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm")):
         stale.unlink(missing_ok=True)
     inbox = WebhookInbox()
-    handle = None
     try:
         with Children() as children:
             rules = workdir / "demo_rules.toml"
@@ -240,12 +239,15 @@ def run(args: argparse.Namespace) -> int:
                 judge=OfflineJudge(),
                 export_metrics=False,  # the collector takes traces; score histograms are for Prometheus & co
             )
-            print("indexing the support bot's documents with the offline embedder ...", flush=True)
-            bot = build_bot(degrade=DegradeSwitch(after=args.degrade_after, rate=args.degrade_rate))
-            asyncio.run(_ask_paced(bot, args.questions, args.pace))
-            print("flushing: the last records are being scored and exported ...", flush=True)
-            handle.shutdown()
-            handle = None
+            try:
+                print("indexing the support bot's documents with the offline embedder ...", flush=True)
+                bot = build_bot(degrade=DegradeSwitch(after=args.degrade_after, rate=args.degrade_rate))
+                asyncio.run(_ask_paced(bot, args.questions, args.pace))
+                print("flushing: the last records are being scored and exported ...", flush=True)
+                handle.shutdown()
+            finally:
+                # Interrupted: flush briefly while the collector still runs (it is stopped after this).
+                handle.shutdown(timeout_millis=3000)
 
             def stored() -> bool:
                 collector.check_alive()
@@ -278,8 +280,6 @@ def run(args: argparse.Namespace) -> int:
                 input("\nThe collector keeps serving the live page: press Enter to stop it. ")
             return 0
     finally:
-        if handle is not None:
-            handle.shutdown()
         inbox.close()
 
 
