@@ -35,6 +35,7 @@ from ragtrace._telemetry import Telemetry
 from ragtrace._worker import Job, Outcome, Worker
 from ragtrace.environment_variables import ConfigurationError
 from ragtrace.metrics import Suite
+from ragtrace.metrics._base import DETAIL_METHOD
 
 if TYPE_CHECKING:
     from opentelemetry.metrics import MeterProvider
@@ -271,7 +272,7 @@ def outcome_of(scores: Sequence[Score], cost: Cost, judge_name: str) -> Outcome:
             event[semconv.GEN_AI_EVALUATION_SCORE_LABEL] = score.label
         if score.value is None and score.reason:
             attributes[semconv.eval_reason(score.name)] = score.reason
-        method = score.details.get("method") if score.details else None
+        method = score.details.get(DETAIL_METHOD) if score.details else None
         if isinstance(method, str):
             attributes[semconv.eval_method(score.name)] = method
         explanation = score.explanation or (score.reason if score.value is None else None)

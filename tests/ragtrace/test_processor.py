@@ -67,6 +67,7 @@ class Scripted:
     direction: str = "higher"
     needs: frozenset[str] = frozenset()
     capabilities: frozenset[str] = frozenset()
+    details: dict[str, Any] = field(default_factory=dict)
     calls: int = 0
 
     async def score(self, record: RagRecord, judge: Any) -> Score:
@@ -81,7 +82,7 @@ class Scripted:
             raise RuntimeError("metric exploded")
         if self.error_type is not None:
             return Score.absent(self.name, "error", "judge_error", error_type=self.error_type)
-        return Score(self.name, self.value, label=self.label, explanation="two of three claims")
+        return Score(self.name, self.value, label=self.label, explanation="two of three claims", details=self.details)
 
 
 class NullJudge:
@@ -423,4 +424,13 @@ def test_scoring_runs_with_instrumentation_suppressed_and_outside_the_users_trac
     r.processor.force_flush(10_000)
     assert seen == {"suppressed": True, "current_span_valid": False, "thread": "ragtrace-scorer"}
     assert set(r.downstream.by_id()) == {span_id}  # scoring made no span of its own
+    r.provider.shutdown()
+
+
+def test_the_method_detail_becomes_an_attribute() -> None:
+    r = make_rig(metrics=[Scripted(name="answer_relevancy_embedding", details={"method": "embedding"})])
+    span_id = r.rag()
+    r.processor.force_flush(10_000)
+    attrs = r.downstream.by_id()[span_id].attributes or {}
+    assert attrs[semconv.eval_method("answer_relevancy_embedding")] == "embedding"
     r.provider.shutdown()
