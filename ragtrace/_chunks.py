@@ -21,7 +21,7 @@ import numbers
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any
+from typing import Any, cast
 
 from ragtrace import semconv
 from ragtrace._capture import CaptureSettings, prepare_text
@@ -183,25 +183,29 @@ def normalize_chunks(value: object, settings: CaptureSettings) -> Normalized:
     """Normalise a retriever's result (one chunk or a collection of chunks) into at most
     ``settings.max_record_chunks`` chunks; ``total`` counts every non-None item of a collection.
 
-    Never raises; never consumes a one-shot iterator (``total`` is 0 for one).
+    Never raises; never consumes a one-shot iterator (``total`` is 0 for one). A collection whose
+    iteration fails part-way keeps the chunks read before the failure.
     """
     if value is None:
         return Normalized((), 0)
+    limit = settings.max_record_chunks
     try:
-        if not _is_collection(value):
-            return Normalized((_item(value, settings),), 1)
-        if isinstance(value, Iterator):
-            return Normalized((), 0)
-        assert isinstance(value, Iterable)
-        limit = settings.max_record_chunks
-        kept: list[CapturedChunk] = []
-        total = 0
-        for item in value:
+        collection = _is_collection(value)
+    except Exception:
+        collection = False
+    if not collection:
+        return Normalized((_item(value, settings),) if limit else (), 1)
+    if isinstance(value, Iterator):
+        return Normalized((), 0)
+    kept: list[CapturedChunk] = []
+    total = 0
+    try:
+        for item in cast(Iterable[object], value):
             if item is None:
                 continue
             total += 1
             if len(kept) < limit:
                 kept.append(_item(item, settings))
-        return Normalized(tuple(kept), total)
     except Exception:
-        return Normalized((_item(value, settings),), 1)
+        pass  # an app's odd container: what was read so far is kept
+    return Normalized(tuple(kept), total)

@@ -230,3 +230,20 @@ def test_redaction_sees_a_pattern_straddling_the_bound_whole() -> None:
 def test_a_failing_redaction_hook_never_lets_text_through(hook: Any) -> None:
     settings = CaptureSettings(redact=hook)
     assert chunks_of(["private"], settings)[0].text == REDACTION_FAILED
+
+
+def test_a_collection_failing_part_way_keeps_what_was_read() -> None:
+    class Flaky:
+        def __iter__(self) -> Iterator[str]:
+            yield "first"
+            raise RuntimeError("cursor lost")
+
+    normalized = normalize_chunks(Flaky(), SETTINGS)
+    assert [c.chunk.text for c in normalized.chunks] == ["first"]
+    assert normalized.total == 1
+
+
+def test_no_chunks_kept_when_the_bound_is_zero() -> None:
+    settings = CaptureSettings(max_record_chunks=0)
+    assert normalize_chunks("one", settings) == normalize_chunks(["one"], settings)
+    assert normalize_chunks("one", settings).total == 1

@@ -1,0 +1,70 @@
+"""Properties of capture that must hold for any input: bounds, markers, never raising."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ragtrace import semconv
+from ragtrace._capture import CaptureSettings, export_text, prepare_text
+from ragtrace._chunks import normalize_chunks, to_text
+
+MARKER = semconv.TRUNCATION_MARKER
+
+leaf = st.one_of(
+    st.none(),
+    st.text(max_size=50),
+    st.binary(max_size=50),
+    st.integers(),
+    st.floats(allow_nan=True),
+    st.booleans(),
+)
+values: st.SearchStrategy[Any] = st.recursive(
+    leaf,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=5),
+        st.tuples(inner, inner),
+        st.dictionaries(st.sampled_from(["text", "content", "page_content", "id", "score", "metadata", "x"]), inner),
+    ),
+    max_leaves=20,
+)
+limits = st.builds(
+    CaptureSettings,
+    max_attribute_length=st.integers(1, 40),
+    max_record_chunk_length=st.integers(1, 40),
+    max_record_chunks=st.integers(0, 4),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=values, capture=limits)
+def test_normalisation_never_raises_and_respects_every_bound(value: Any, capture: CaptureSettings) -> None:
+    normalized = normalize_chunks(value, capture)
+    assert len(normalized.chunks) <= capture.max_record_chunks
+    assert normalized.total >= len(normalized.chunks)
+    for captured in normalized.chunks:
+        assert isinstance(captured.chunk.text, str)
+        assert len(captured.chunk.text) <= capture.keep_length
+        assert captured.chunk.score is None or isinstance(captured.chunk.score, float)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.text(max_size=120), capture=limits)
+def test_export_is_cut_and_marked_exactly_when_something_is_missing(text: str, capture: CaptureSettings) -> None:
+    kept, cut = prepare_text(text, capture)
+    assert text.startswith(kept)
+    assert cut == (len(text) > capture.keep_length)
+    exported, truncated = export_text(kept, cut, capture.max_attribute_length)
+    if len(text) <= capture.max_attribute_length:
+        assert (exported, truncated) == (text, False)
+    else:
+        assert truncated
+        assert exported == text[: capture.max_attribute_length] + MARKER
+
+
+@given(data=st.binary(max_size=200), limit=st.integers(1, 50))
+def test_bytes_decode_to_the_same_prefix_as_a_full_decode(data: bytes, limit: int) -> None:
+    full = data.decode("utf-8", errors="replace")
+    assert to_text(data, limit) == full[:limit]
