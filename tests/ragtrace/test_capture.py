@@ -431,3 +431,33 @@ def test_stream_accumulation_is_bounded(exporter: InMemorySpanExporter, records:
     a = rag_span(exporter).attributes or {}
     assert a[semconv.OUTPUT_VALUE] == "abcdeabcde" + MARKER
     assert take(rag_span(exporter), records).answer == "abcde" * 4
+
+
+def test_memory_for_huge_inputs_is_bounded_by_the_limits_not_the_input(
+    exporter: InMemorySpanExporter, records: RecordStore
+) -> None:
+    import tracemalloc
+
+    big = "x" * 10_000_000
+    many = [{"text": f"chunk {i} " * 50, "id": str(i)} for i in range(10_000)]
+
+    @ragtrace.retrieve
+    def huge(q: str) -> list[object]:
+        return [big, *many]
+
+    @ragtrace.rag
+    def app(q: str) -> str:
+        huge(q)
+        return big
+
+    tracemalloc.start()
+    try:
+        app("q")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    # Input: 10 MB + 10,000 chunks of ~0.5 KB (~5 MB); kept: 256 chunks per span, each cut at 8 KiB
+    # for export and 64 KiB for the record. The first chunk alone would be 10 MB if copied whole.
+    assert peak < 2_000_000, peak
+    record = take(rag_span(exporter), records)
+    assert sum(len(t) for t in record.texts) < 65_536 + 256 * 500
