@@ -16,8 +16,10 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import logging
+import os
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
@@ -241,6 +243,7 @@ class Sampler:
         self._window_count = 0
         self._budget = _Budget()
         self._broken_rules: set[str] = set()
+        _SAMPLERS.add(self)
 
     # -- the decision (request path) -----------------------------------------------------------
 
@@ -352,6 +355,20 @@ class Sampler:
                 self._broken_rules.add(rule.name)
                 _log.exception("ragtrace: sampling rule %r raised; treating it as not matching", rule.name)
             return False
+
+
+_SAMPLERS: weakref.WeakSet[Sampler] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    # Another thread may have held a sampler's lock at fork time; in the child it would never be
+    # released. Counts carry over (the child shares the parent's throttle window and budget so far).
+    for sampler in list(_SAMPLERS):
+        sampler._lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _check_rate(name: str, value: float) -> float:

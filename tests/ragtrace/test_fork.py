@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 import threading
 import warnings
@@ -27,6 +28,7 @@ def test_fork_child_scores_its_own_spans_and_parent_keeps_its_queue() -> None:
         pid = os.fork()
     if pid == 0:  # the child: report through the pipe, never return into pytest
         code = 1
+        signal.alarm(20)  # a deadlocked child dies instead of hanging the test run
         try:
             os.close(read_fd)
             before = len(rig.downstream.spans)
@@ -66,3 +68,26 @@ def test_fork_child_scores_its_own_spans_and_parent_keeps_its_queue() -> None:
     assert set(spans) == set(parent_ids)
     assert {decision(s) for s in spans.values()} == {semconv.DECISION_EVALUATED}
     rig.provider.shutdown()
+
+
+def test_a_sampler_lock_held_at_fork_time_does_not_deadlock_the_child() -> None:
+    from ragtrace._sampling import Sampler
+    from tests.ragtrace.test_sampling import span
+
+    sampler = Sampler(1.0, throttle_per_minute=10)
+    sampler._lock.acquire()  # as if another thread were inside decide() when the app forks
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            pid = os.fork()
+        if pid == 0:
+            code = 1
+            signal.alarm(10)  # a deadlocked child dies instead of hanging the test run
+            try:
+                code = 0 if sampler.decide(1, span()).selected else 2
+            finally:
+                os._exit(code)
+    finally:
+        sampler._lock.release()
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
