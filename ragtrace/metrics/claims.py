@@ -117,6 +117,15 @@ def picked(items: Sequence[str], flags: Sequence[bool], want: bool) -> list[str]
 class _AnswerClaimsMetric(JudgeMetric):
     """Frame of the metrics over the answer's claims: no claims means nothing to measure."""
 
+    async def _measure(self, record: RagRecord, steps: Steps) -> Score:
+        claims = await answer_claims(steps, record)
+        if not claims:
+            return self._no_claims(steps)
+        return await self._measure_claims(record, steps, claims)
+
+    async def _measure_claims(self, record: RagRecord, steps: Steps, claims: list[str]) -> Score:
+        raise NotImplementedError
+
     def _no_claims(self, steps: Steps) -> Score:
         return self.absent("unmeasured", REASON_NO_CLAIMS, "the answer makes no factual claim", steps)
 
@@ -128,10 +137,7 @@ class Faithfulness(_AnswerClaimsMetric):
     needs = frozenset({NEEDS_CHUNKS})
     capabilities = frozenset({EXTRACT_CLAIMS, VERIFY})
 
-    async def _measure(self, record: RagRecord, steps: Steps) -> Score:
-        claims = await answer_claims(steps, record)
-        if not claims:
-            return self._no_claims(steps)
+    async def _measure_claims(self, record: RagRecord, steps: Steps, claims: list[str]) -> Score:
         supported = supported_by_any(await verdicts(steps, claims, record.texts))
         n = sum(supported)
         return self.measured(
@@ -159,10 +165,7 @@ class Hallucination(_AnswerClaimsMetric):
             raise ConfigurationError(f"hallucination: threshold={threshold!r}: set it in [0, 1) (default 0)")
         self.threshold = float(threshold)
 
-    async def _measure(self, record: RagRecord, steps: Steps) -> Score:
-        claims = await answer_claims(steps, record)
-        if not claims:
-            return self._no_claims(steps)
+    async def _measure_claims(self, record: RagRecord, steps: Steps, claims: list[str]) -> Score:
         matrix = await verdicts(steps, claims, record.texts)
         unsupported = [not s for s in supported_by_any(matrix)]
         contradicted = sum(any(v is Verdict.CONTRADICTED for v in row) for row in matrix)
@@ -189,10 +192,7 @@ class ContextContradiction(_AnswerClaimsMetric):
     needs = frozenset({NEEDS_CHUNKS})
     capabilities = frozenset({EXTRACT_CLAIMS, VERIFY})
 
-    async def _measure(self, record: RagRecord, steps: Steps) -> Score:
-        claims = await answer_claims(steps, record)
-        if not claims:
-            return self._no_claims(steps)
+    async def _measure_claims(self, record: RagRecord, steps: Steps, claims: list[str]) -> Score:
         flags = contradicted_chunks(await verdicts(steps, claims, record.texts), len(record.chunks))
         n = sum(flags)
         return self.measured(
@@ -211,10 +211,7 @@ class AnswerRelevancy(_AnswerClaimsMetric):
     capabilities = frozenset({EXTRACT_CLAIMS, RATE_STATEMENTS})
     uses_query = True
 
-    async def _measure(self, record: RagRecord, steps: Steps) -> Score:
-        claims = await answer_claims(steps, record)
-        if not claims:
-            return self._no_claims(steps)
+    async def _measure_claims(self, record: RagRecord, steps: Steps, claims: list[str]) -> Score:
         reply = await steps(steps.judge.rate_statements(record.query, claims))
         relevant = check_flags(reply, len(claims), "relevance flags")
         return self.measured(
@@ -237,10 +234,7 @@ class NoiseSensitivity(_AnswerClaimsMetric):
     needs = frozenset({NEEDS_REFERENCE})
     capabilities = frozenset({EXTRACT_CLAIMS, CLASSIFY_CLAIMS})
 
-    async def _measure(self, record: RagRecord, steps: Steps) -> Score:
-        claims = await answer_claims(steps, record)
-        if not claims:
-            return self._no_claims(steps)
+    async def _measure_claims(self, record: RagRecord, steps: Steps, claims: list[str]) -> Score:
         correct = await correct_flags(steps, claims, record.reference or "")
         incorrect = [not c for c in correct]
         return self.measured(
@@ -260,6 +254,7 @@ class _ChunkNoise(_AnswerClaimsMetric):
     relevant: bool
 
     async def _measure(self, record: RagRecord, steps: Steps) -> Score:
+        # Overrides the frame to extract the answer's and the reference's claims concurrently.
         claims, ref_claims = await asyncio.gather(answer_claims(steps, record), reference_claims(steps, record))
         if not claims:
             return self._no_claims(steps)
