@@ -253,7 +253,7 @@ def _summarise(name: str, direction: Direction, scores: Sequence[Score]) -> Metr
 async def _default_judge() -> Judge:
     try:
         from ragtrace.judges._default import default_judge
-    except ModuleNotFoundError:  # pragma: no cover - the default judge ships with ragtrace
+    except ModuleNotFoundError:
         raise ConfigurationError(
             "evaluate needs a judge: pass judge=OpenAIJudge(...) (or any ragtrace.judges.Judge)"
         ) from None

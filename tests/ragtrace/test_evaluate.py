@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -118,18 +120,24 @@ def test_missing_file_and_bad_arguments(tmp_path: Path) -> None:
 
 
 def test_without_a_judge_the_default_judge_is_used_and_closed(monkeypatch: pytest.MonkeyPatch) -> None:
-    import ragtrace.judges._default as default
-
     made: list[FakeJudge] = []
 
     def fake_default() -> FakeJudge:
         made.append(judge())
         return made[-1]
 
-    monkeypatch.setattr(default, "default_judge", fake_default)
+    default = types.ModuleType("ragtrace.judges._default")
+    default.default_judge = fake_default  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "ragtrace.judges._default", default)
     result = ragtrace.evaluate([GOOD], metrics=["faithfulness"], progress=False)
     assert result.means["faithfulness"] == 1.0
     assert made[0].closed
+
+
+def test_without_a_judge_or_a_default_judge_it_asks_for_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "ragtrace.judges._default", None)  # as if the module did not exist
+    with pytest.raises(ConfigurationError, match="pass judge="):
+        ragtrace.evaluate([GOOD], progress=False)
 
 
 async def test_inside_an_event_loop_use_aevaluate() -> None:
