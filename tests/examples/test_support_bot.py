@@ -150,7 +150,7 @@ def test_extractive_answers_most_shipped_questions_correctly(corpus: Corpus) -> 
         q.answer.casefold() in generator.answer(q.text, [by_id[i].text for i in q.document_ids]).casefold()
         for q in open_questions
     )
-    assert correct / len(open_questions) >= 0.75
+    assert correct / len(open_questions) >= 0.85  # 241 of 276 when this was written
 
 
 def test_fabricator_changes_names_numbers_and_dates_and_adds_a_fact() -> None:
