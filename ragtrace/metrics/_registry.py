@@ -71,6 +71,11 @@ def metric_by_name(name: str, /, **options: Any) -> Metric:
     """
     key = name.strip().lower()
     if key == "geval":
+        if "name" not in options:
+            raise ConfigurationError(
+                "metric 'geval' needs options: metric_by_name('geval', name='my_check', criteria='...') "
+                "or GEval(name=..., criteria=...) in code"
+            )
         factory: Callable[..., Metric] = GEval
     elif key in _FACTORIES:
         factory = _FACTORIES[key]

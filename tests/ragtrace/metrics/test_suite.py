@@ -174,6 +174,8 @@ def test_registry_and_suite_configuration_errors() -> None:
         build_suite("")
     assert build_suite(" hallucination ,context_recall").names == ("hallucination", "context_recall")
     assert metric_by_name("hallucination", threshold=0.2).threshold == 0.2  # type: ignore[attr-defined]
+    with pytest.raises(ConfigurationError, match="needs options"):
+        build_suite("faithfulness,geval")
     geval = metric_by_name("geval", name="fact_check", criteria="facts are right")
     assert geval.name == "fact_check"
     for name in METRIC_NAMES:
