@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import random
 import re
 import threading
+import time
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import httpx
 import numpy as np
@@ -19,14 +21,21 @@ import uvicorn
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import StreamingResponse
+from starlette.routing import Route
 
 from examples._harness import free_port
 from examples.support_bot import (
+    LLM_BASE_URL,
+    LLM_MODEL,
     Corpus,
     DegradeSwitch,
     Document,
     ExtractiveGenerator,
     Fabricator,
+    OpenAIGenerator,
     Retriever,
     SupportBot,
     ask,
@@ -275,6 +284,22 @@ async def test_degraded_answers_come_from_a_document_that_was_not_retrieved(span
     assert (rag_spans[1].attributes or {})[semconv.OUTPUT_VALUE] == degraded
 
 
+@contextmanager
+def serving(app: Any) -> Iterator[int]:
+    """Serve an ASGI app with uvicorn on a free loopback port from a thread; yield the port; stop it."""
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=free_port(), log_level="error"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        while not server.started and thread.is_alive():
+            time.sleep(0.01)  # waiting for the bind in the server's thread; nothing is asserted about time
+        assert server.started, "uvicorn did not start"
+        yield server.config.port
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
 def grounding_judge() -> FakeJudge:
     """A scripted judge: claims are sentences; a claim is supported by a chunk that contains it verbatim."""
     return FakeJudge(
@@ -287,19 +312,10 @@ def grounding_judge() -> FakeJudge:
 
 async def _serve_and_ask(bot: SupportBot, questions: Sequence[str]) -> list[str]:
     """Serve the bot's FastAPI app on a real loopback port; POST each question and read the streamed body."""
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(create_app(bot), host="127.0.0.1", port=port, log_level="error"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
     bodies: list[str] = []
-    try:
+    with serving(create_app(bot)) as port:
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=10.0) as client:
-            for _ in range(200):  # the server binds in its thread; retry the first connection
-                try:
-                    health = await client.get("/healthz")
-                    break
-                except httpx.ConnectError:
-                    await asyncio.sleep(0.05)
+            health = await client.get("/healthz")
             assert health.json()["generator"] == "extractive"
             for question in questions:
                 pieces: list[str] = []
@@ -310,9 +326,6 @@ async def _serve_and_ask(bot: SupportBot, questions: Sequence[str]) -> list[str]
                 bodies.append("".join(pieces))
             invalid = await client.post("/ask", json={"question": ""})
             assert invalid.status_code == 422
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
     return bodies
 
 
@@ -335,3 +348,51 @@ async def test_fastapi_endpoint_streams_the_answer_and_the_span_is_scored() -> N
         else:  # degraded: answered from a document that was not retrieved, with invented facts
             assert attrs[faithfulness] == 0.0
             assert attrs[semconv.eval_score("hallucination")] == 1.0
+
+
+# ------------------------------------------------------------------ the OpenAI-compatible generator
+
+
+def streaming_chat_app(seen: list[dict[str, Any]]) -> Starlette:
+    """A minimal OpenAI-compatible chat endpoint that streams (SSE) the first context passage back."""
+
+    async def completions(request: Request) -> StreamingResponse:
+        body = await request.json()
+        seen.append(body)
+        user = body["messages"][-1]["content"]
+        passage = user.split("\n\n")[0].removeprefix("Context:\n").removeprefix("[1] ")
+
+        async def events() -> AsyncIterator[str]:
+            for piece in re.findall(r"\S+\s*", passage):
+                chunk = {
+                    "id": "chatcmpl-test",
+                    "object": "chat.completion.chunk",
+                    "created": 0,
+                    "model": body["model"],
+                    "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}],
+                }
+                yield f"data: {json.dumps(chunk)}\n\n"
+            yield "data: [DONE]\n\n"
+
+        return StreamingResponse(events(), media_type="text/event-stream")
+
+    return Starlette(routes=[Route("/v1/chat/completions", completions, methods=["POST"])])
+
+
+async def test_openai_generator_streams_from_an_openai_compatible_endpoint(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(LLM_BASE_URL, raising=False)
+    assert OpenAIGenerator.from_env() is None  # unset: the bot falls back to the extractive generator
+    seen: list[dict[str, Any]] = []
+    with serving(streaming_chat_app(seen)) as port:
+        monkeypatch.setenv(LLM_BASE_URL, f"http://127.0.0.1:{port}/v1")
+        monkeypatch.setenv(LLM_MODEL, "test-model")
+        generator = OpenAIGenerator.from_env()
+        assert generator is not None and generator.name == "openai:test-model"
+        chunks = ["Paris is the capital of France.", "Lyon is a city."]
+        pieces = [p async for p in generator.stream("What is the capital of France?", chunks)]
+        await generator.aclose()
+    assert len(pieces) > 1
+    assert "".join(pieces) == "Paris is the capital of France."
+    (request,) = seen
+    assert request["model"] == "test-model" and request["stream"] is True
+    assert "Question: What is the capital of France?" in request["messages"][-1]["content"]
