@@ -278,6 +278,8 @@ def run(args: argparse.Namespace) -> int:
             keep = sys.stdin.isatty() if args.keep_serving is None else args.keep_serving
             if keep:
                 input("\nThe collector keeps serving the live page: press Enter to stop it. ")
+            else:
+                print(f"\n(the collector stops now; `ragtrace-collector serve --db {db}` serves the page again)")
             return 0
     finally:
         inbox.close()
