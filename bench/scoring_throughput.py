@@ -5,7 +5,7 @@
    200 ms, against a baseline measured in the same run: the same suite and judge driven directly from
    one asyncio loop, 32 records at a time, with no tracing. The ratio is what the processor (spans,
    queue, thread hand-off) costs. Printed for a one-call suite and for the production suite (5 judge
-   calls a record, 3 in sequence), each beside the ceiling the latency allows (32 / (calls in sequence
+   calls a record, 2 in sequence), each beside the ceiling the latency allows (32 / (calls in sequence
    x 0.2 s)). Goal: >= 100 records/s on 2 cores.
 2. Memory: peak traced memory while 10,000 records (query, 5 chunks of 1 KB, answer) wait in the queue
    of a judge that never answers, bytes per queued record, and the growth when 10,000 more arrive at a
@@ -205,10 +205,10 @@ def main() -> None:
         base_url = stub.stdout.readline().strip()
         throughput(base_url, latency, ["context_relevance"], args.records, sequential_calls=1)
         production = ["faithfulness", "hallucination", "answer_relevancy_embedding", "context_relevance"]
-        throughput(base_url, latency, production, args.records, sequential_calls=3)
-        # The production suite has 3 calls in sequence, so 32 in flight cap it near 53/s whatever the
+        throughput(base_url, latency, production, args.records, sequential_calls=2)
+        # The production suite has 2 calls in sequence, so 32 in flight cap it near 80/s whatever the
         # scorer does; this line shows the scorer keeps up when the concurrency allows 100/s and more.
-        throughput(base_url, latency, production, args.records, sequential_calls=3, concurrency=96)
+        throughput(base_url, latency, production, args.records, sequential_calls=2, concurrency=96)
     finally:
         stub.communicate("", timeout=30)
     print("memory:")
