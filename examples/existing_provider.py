@@ -7,9 +7,10 @@ The OpenAI client's LLM spans nest under the ``@ragtrace.rag`` span because the 
 provider and the current context. The judge's own calls are made with instrumentation suppressed, so
 they add no spans to the app's traces, even though the judge talks to the same OpenAI-compatible server.
 
-It runs offline: the OpenAI client and the judge point at ragtrace's stub OpenAI server on 127.0.0.1.
-``python examples/existing_provider.py`` prints the span tree; ``--endpoint http://127.0.0.1:4318``
-also sends the spans over OTLP/HTTP (to ``ragtrace-collector serve``, Phoenix, ...).
+It runs offline: the OpenAI client and the judge point at ragtrace's stub OpenAI server
+(``ragtrace.testing.StubOpenAIServer``) on 127.0.0.1. ``python examples/existing_provider.py`` prints the
+span tree; ``--endpoint http://127.0.0.1:4318`` also sends the spans over OTLP/HTTP (to ``ragtrace-collector
+serve``, Phoenix, ...).
 """
 
 from __future__ import annotations
@@ -130,7 +131,7 @@ def span_tree(spans: Sequence[ReadableSpan]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the app against the stub server; print the span tree (and export over OTLP with ``--endpoint``)."""
-    from ragtrace._stub_openai import StubOpenAIServer
+    from ragtrace.testing import StubOpenAIServer
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--endpoint", help="also export over OTLP/HTTP to this base URL")

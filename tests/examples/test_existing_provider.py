@@ -6,7 +6,7 @@ import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from ragtrace import semconv
-from ragtrace._stub_openai import StubOpenAIServer
+from ragtrace.testing import StubOpenAIServer
 
 pytest.importorskip("openinference.instrumentation.openai")
 

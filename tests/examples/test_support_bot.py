@@ -18,9 +18,7 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 import uvicorn
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.sdk.trace import ReadableSpan
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import StreamingResponse
@@ -44,9 +42,8 @@ from examples.support_bot import (
 )
 from examples.support_bot._app import create_app
 from ragtrace import semconv
-from ragtrace._capture import set_tracer_provider
 from ragtrace.judges import Verdict
-from ragtrace.testing import FakeJudge, capture
+from ragtrace.testing import Captured, FakeJudge, capture
 
 
 def bag_of_words(texts: Sequence[str]) -> npt.NDArray[np.float32]:
@@ -206,17 +203,10 @@ def test_degrade_switch_is_off_before_the_threshold_and_reproducible() -> None:
 
 
 @pytest.fixture
-def spans() -> Iterator[InMemorySpanExporter]:
-    """Decorators export to an in-memory exporter for the test (the global provider is never touched)."""
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    set_tracer_provider(provider)
-    try:
-        yield exporter
-    finally:
-        set_tracer_provider(None)
-        provider.shutdown()
+def spans() -> Iterator[Captured]:
+    """ragtrace's in-memory set-up, scoring nothing (the global provider is never touched)."""
+    with capture(FakeJudge(), sample_rate=0.0) as captured:
+        yield captured
 
 
 def small_bot(degrade: DegradeSwitch | None = None) -> SupportBot:
@@ -244,12 +234,12 @@ def documents_of(span: ReadableSpan) -> list[tuple[object, object]]:
 
 
 async def test_one_question_makes_one_trace_with_query_chunks_and_streamed_answer(
-    spans: InMemorySpanExporter,
+    spans: Captured,
 ) -> None:
     bot = small_bot()
     question = bot.question(0)
     answer = await ask(bot, question.text)
-    finished = spans.get_finished_spans()
+    finished = spans.spans()
     (rag_span,) = by_role(finished, semconv.ROLE_RAG)
     (retriever,) = by_role(finished, semconv.ROLE_RETRIEVE)
     (llm,) = by_role(finished, semconv.ROLE_GENERATE)
@@ -270,14 +260,14 @@ async def test_one_question_makes_one_trace_with_query_chunks_and_streamed_answe
     assert all(sentence in contents for sentence in re.split(r"(?<=\.) ", answer.strip()))
 
 
-async def test_degraded_answers_come_from_a_document_that_was_not_retrieved(spans: InMemorySpanExporter) -> None:
+async def test_degraded_answers_come_from_a_document_that_was_not_retrieved(spans: Captured) -> None:
     bot = small_bot(DegradeSwitch(after=1, rate=1.0))
     healthy = await ask(bot, bot.question(0).text)
     degraded = await ask(bot, bot.question(1).text)
     assert "This was confirmed by" in degraded and "This was confirmed by" not in healthy
-    rag_spans = by_role(spans.get_finished_spans(), semconv.ROLE_RAG)
+    rag_spans = by_role(spans.spans(), semconv.ROLE_RAG)
     assert [json.loads(str((s.attributes or {})[semconv.METADATA]))["degraded"] for s in rag_spans] == [False, True]
-    retrievers = by_role(spans.get_finished_spans(), semconv.ROLE_RETRIEVE)
+    retrievers = by_role(spans.spans(), semconv.ROLE_RETRIEVE)
     retrieved = " ".join(str(c) for _, c in documents_of(retrievers[1]))
     # The degraded answer's first sentence is not in any retrieved chunk.
     assert degraded.split(". ")[0] not in retrieved
