@@ -385,11 +385,18 @@ class Worker:
             running = [job.task for job in self._running if job.task is not None]
             if running:
                 await asyncio.gather(*running, return_exceptions=True)
+            loop = asyncio.get_running_loop()
+            closers: list[tuple[str, Callable[[], Awaitable[None]]]] = []
             if self._on_close is not None:
+                closers.append(("the judge", self._on_close))
+            # A judge may run blocking work in the loop's executor (the offline model) or keep async
+            # generators open; release both while the loop still runs.
+            closers += [("async generators", loop.shutdown_asyncgens), ("the executor", loop.shutdown_default_executor)]
+            for what, close in closers:
                 try:
-                    await asyncio.wait_for(self._on_close(), max(deadline - time.monotonic(), 0.1))
+                    await asyncio.wait_for(close(), max(deadline - time.monotonic(), 0.1))
                 except Exception as exc:
-                    _log.warning("ragtrace: closing the judge failed: %s: %s", type(exc).__name__, exc)
+                    _log.warning("ragtrace: closing %s failed: %s: %s", what, type(exc).__name__, exc)
         return complete
 
     # -- export -------------------------------------------------------------------------------
