@@ -1,0 +1,282 @@
+"""Fit the offline judge's calibration on the first 80 % of each HaluEval file and write
+``ragtrace/judges/_offline_calibration.py``.
+
+What it fits, all on the calibration split only (the last 20 % stays for bench/judge_accuracy.py):
+
+1. Grounding: one feature vector per (claim, chunk) from ``_offline_grounding.features``. A claim of a
+   right answer is labelled supported; a claim of a hallucinated answer unsupported (noisy: some of
+   its clauses are true, which the logistic layer absorbs as label noise). Features are standardised
+   and an L2-regularised logistic regression is fitted by Newton's method, the two sets weighted
+   equally. The support threshold is the probability that maximises, averaged over both sets, the
+   mean of the faithfulness AUROC and the balanced accuracy of the record-level label "every claim
+   supported" (the hallucination metric's default rule). Bare answers joined to their question are
+   judged by a fixed rule (``bare_answer_named``), not fitted: in HaluEval QA nearly every right
+   answer is bare and nearly every hallucinated one a sentence, so the threshold only ever sees QA's
+   hallucinated sentences, and the QA figures owe much to that split (see docs/offline-judge.md).
+2. Contradiction: a chunk is on a claim's topic when the best cosine reaches the 25th percentile of
+   best cosines of supported claims.
+3. Chunk relevance (``rate_chunks``): logistic map of (cosine with the whole chunk, best sentence
+   cosine), positives = a QA question with its own knowledge, negatives = with the knowledge of the
+   most similar other question and of a random other one.
+4. Statement relevance (``rate_statements``): the cosine threshold with the best balanced accuracy
+   between a question and its own sentence answers versus those of other questions.
+5. Noncommittal: the smallest cosine to the evasion prototypes that flags none of the real short
+   answers of the split, plus a margin of 0.02.
+
+    python bench/calibrate_offline.py            # writes the constants module and prints the fit
+"""
+
+from __future__ import annotations
+
+import argparse
+import pickle
+import random
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from judge_accuracy import SETS, Example, auroc, balanced_accuracy, load
+
+from ragtrace.judges import _offline_grounding as grounding
+from ragtrace.judges import _offline_text as text
+from ragtrace.judges._offline_embedder import Embedder
+from ragtrace.judges.offline import _NONCOMMITTAL_PROTOTYPES
+
+OUT = Path(__file__).resolve().parents[1] / "ragtrace" / "judges" / "_offline_calibration.py"
+
+
+class StoredEmbedder(Embedder):
+    """The real embedder, with every vector kept (and optionally saved) so a re-fit needs no re-embedding."""
+
+    def __init__(self, path: Path | None) -> None:
+        super().__init__(cache_size=16)
+        self.path = path
+        self.store: dict[str, np.ndarray] = {}
+        if path is not None and path.exists():
+            with open(path, "rb") as handle:
+                self.store = pickle.load(handle)
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        missing = [t for t in dict.fromkeys(texts) if t not in self.store]
+        if missing:
+            self.store.update(zip(missing, super().embed(missing), strict=True))
+        if not texts:
+            return super().embed([])
+        return np.stack([self.store[t] for t in texts])
+
+    def save(self) -> None:
+        if self.path is not None:
+            with open(self.path, "wb") as handle:
+                pickle.dump(self.store, handle)
+
+
+def fit_logistic(x: np.ndarray, y: np.ndarray, weights: np.ndarray, l2: float = 1e-2) -> tuple[np.ndarray, float]:
+    """Weighted L2 logistic regression by Newton's method; returns (coefficients, bias)."""
+    n, d = x.shape
+    xb = np.hstack([x, np.ones((n, 1))])
+    beta = np.zeros(d + 1)
+    penalty = np.eye(d + 1) * l2
+    penalty[d, d] = 0.0
+    for _ in range(50):
+        p = 1.0 / (1.0 + np.exp(-(xb @ beta)))
+        gradient = xb.T @ (weights * (p - y)) + penalty @ beta
+        hessian = (xb * (weights * p * (1 - p))[:, None]).T @ xb + penalty
+        step = np.linalg.solve(hessian, gradient)
+        beta -= step
+        if np.max(np.abs(step)) < 1e-8:
+            break
+    return beta[:d], float(beta[d])
+
+
+def claim_features(embedder: Embedder, examples: Sequence[Example]) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Per example, the feature matrix of its claims against its chunk (one row per claim), and per
+    claim the bare-answer rule's reading (1 named, 0 not named, -1 not a bare answer)."""
+    out: list[np.ndarray] = []
+    named: list[np.ndarray] = []
+    for example in examples:
+        claims = text.extract_claims(example.text, example.question)
+        if not claims:
+            out.append(np.zeros((0, len(grounding.FEATURES))))
+            named.append(np.zeros(0))
+            continue
+        rows = grounding.feature_matrix(embedder, claims, [example.chunk])
+        out.append(np.array([row[0][0] for row in rows]))
+        readings = [grounding.bare_answer_named(c, row[0][0]) for c, row in zip(claims, rows, strict=True)]
+        named.append(np.array([-1.0 if r is None else float(r) for r in readings]))
+    return out, named
+
+
+def supported_claims(probabilities: np.ndarray, named: np.ndarray, threshold: float) -> np.ndarray:
+    """Which claims the judge calls supported: the bare-answer rule where it applies, else the threshold."""
+    return np.where(named >= 0, named == 1.0, probabilities >= threshold)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--dry-run", action="store_true", help="print the fit, do not write the module")
+    parser.add_argument("--embedding-cache", type=Path, help="pickle file keeping vectors between runs")
+    args = parser.parse_args(argv)
+    embedder = StoredEmbedder(args.embedding_cache)
+    started = time.perf_counter()
+
+    # 1. Grounding.
+    per_set: dict[str, tuple[list[Example], list[np.ndarray]]] = {}
+    named_per_set: dict[str, list[np.ndarray]] = {}
+    for name in SETS:
+        examples = load(name, "train")
+        feats, named = claim_features(embedder, examples)
+        per_set[name] = (examples, feats)
+        named_per_set[name] = named
+        print(f"features {name}: {len(examples)} records, {time.perf_counter() - started:.0f} s", file=sys.stderr)
+    embedder.save()
+    for name, (examples, feats) in per_set.items():
+        labels = [e.grounded for e in examples]
+        for k, feature in enumerate(grounding.FEATURES):
+            low = [float(f[:, k].min()) if len(f) else 0.0 for f in feats]
+            mean = [float(f[:, k].mean()) if len(f) else 0.0 for f in feats]
+            print(f"  {name} {feature:<20} AUROC min {auroc(low, labels):.3f} mean {auroc(mean, labels):.3f}")
+    xs, ys, ws = [], [], []
+    for examples, feats in per_set.values():
+        n_claims = sum(len(f) for f in feats)
+        for example, f in zip(examples, feats, strict=True):
+            for row in f:
+                xs.append(row)
+                ys.append(1.0 if example.grounded else 0.0)
+                ws.append(1.0 / n_claims)
+    x, y, w = np.array(xs), np.array(ys), np.array(ws)
+    w = w / w.mean()
+    means = x.mean(axis=0)
+    scales = np.where(x.std(axis=0) > 1e-9, x.std(axis=0), 1.0)
+    coefficients, bias = fit_logistic((x - means) / scales, y, w)
+
+    def probs(f: np.ndarray) -> np.ndarray:
+        if not len(f):
+            return np.zeros(0)
+        result: np.ndarray = 1.0 / (1.0 + np.exp(-(((f - means) / scales) @ coefficients + bias)))
+        return result
+
+    record_probs = {name: [probs(f) for f in feats] for name, (_, feats) in per_set.items()}
+    candidates = np.linspace(0.05, 0.95, 91)
+
+    def faithfulness_of(name: str, t: float) -> tuple[list[float], list[bool]]:
+        faith, grounded = [], []
+        for p, named in zip(record_probs[name], named_per_set[name], strict=True):
+            supported = supported_claims(p, named, t)
+            faith.append(float(np.mean(supported)) if len(p) else 0.0)
+            grounded.append(bool(len(p)) and bool(np.all(supported)))
+        return faith, grounded
+
+    def merit(t: float) -> float:
+        scores = []
+        for name, (examples, _) in per_set.items():
+            labels = [e.grounded for e in examples]
+            faith, grounded = faithfulness_of(name, t)
+            scores.append((auroc(faith, labels) + balanced_accuracy(grounded, labels)) / 2)
+        return float(np.mean(scores))
+
+    threshold = float(max(candidates, key=merit))
+    for name, (examples, _) in per_set.items():
+        labels = [e.grounded for e in examples]
+        faith, grounded = faithfulness_of(name, threshold)
+        ba = balanced_accuracy(grounded, labels)
+        low = [float(p.min()) if len(p) else 0.0 for p in record_probs[name]]
+        mean = [float(p.mean()) if len(p) else 0.0 for p in record_probs[name]]
+        print(
+            f"train {name}: faithfulness AUROC {auroc(faith, labels):.3f}, BA {ba:.3f}; "
+            f"support AUROC min {auroc(low, labels):.3f} mean {auroc(mean, labels):.3f}"
+        )
+    print("weights", dict(zip(grounding.FEATURES, np.round(coefficients, 3), strict=True)), "bias", round(bias, 3))
+    print("support threshold", round(threshold, 3))
+
+    # 2. Contradiction: "on topic" cosine.
+    supported_cosines = x[(y == 1.0), 0]
+    contradiction_min_cosine = float(np.percentile(supported_cosines, 25))
+
+    # 3. Chunk relevance and 4. statement relevance, on QA questions.
+    qa = [e for e in per_set["qa"][0] if e.grounded]
+    questions = [e.question or "" for e in qa]
+    knowledge = [e.chunk for e in qa]
+    q_vectors = embedder.embed(questions)
+    k_vectors = embedder.embed(knowledge)
+    similarity = q_vectors @ q_vectors.T
+    np.fill_diagonal(similarity, -np.inf)
+    nearest = similarity.argmax(axis=1)
+    rng = random.Random(5)
+    pairs: list[tuple[int, int, float]] = []
+    for i in range(len(qa)):
+        pairs.append((i, i, 1.0))
+        pairs.append((i, int(nearest[i]), 0.0))
+        other = rng.randrange(len(qa) - 1)
+        pairs.append((i, other if other < i else other + 1, 0.0))
+    prepared = grounding.prepare_chunks(embedder, knowledge)
+    rel_x = np.array(
+        [[float(k_vectors[j] @ q_vectors[i]), float(np.max(prepared[j].vectors @ q_vectors[i]))] for i, j, _ in pairs]
+    )
+    rel_y = np.array([label for _, _, label in pairs])
+    rel_coefficients, rel_bias = fit_logistic(rel_x, rel_y, np.ones(len(rel_y)))
+    rel_scores = 1.0 / (1.0 + np.exp(-(rel_x @ rel_coefficients + rel_bias)))
+    print(f"chunk relevance: AUROC {auroc(list(rel_scores), [bool(v) for v in rel_y]):.3f} (train)")
+
+    sentence_answers = [e for e in per_set["qa"][0] if not text.is_short_answer(e.text)]
+    a_vectors = embedder.embed([e.text for e in sentence_answers])
+    aq_vectors = embedder.embed([e.question or "" for e in sentence_answers])
+    own = np.sum(a_vectors * aq_vectors, axis=1)
+    shuffled = np.roll(np.arange(len(sentence_answers)), 7)
+    foreign = np.sum(a_vectors * aq_vectors[shuffled], axis=1)
+    st_scores = np.concatenate([own, foreign])
+    st_labels = [True] * len(own) + [False] * len(foreign)
+    statement_threshold = float(
+        max(np.linspace(0.0, 0.8, 161), key=lambda t: balanced_accuracy(list(st_scores >= t), st_labels))
+    )
+    st_ba = balanced_accuracy(list(st_scores >= statement_threshold), st_labels)
+    print(f"statement relevance: threshold {statement_threshold:.3f}, BA {st_ba:.3f} (train)")
+
+    # 5. Noncommittal.
+    real_short = [e.text for name in SETS for e in per_set[name][0] if len(e.text.split()) <= 20]
+    prototypes = embedder.embed(list(_NONCOMMITTAL_PROTOTYPES))
+    real_max = float(np.max(embedder.embed(real_short) @ prototypes.T))
+    noncommittal_min_cosine = min(0.95, real_max + 0.02)
+    print(f"noncommittal: highest real answer cosine {real_max:.3f} -> threshold {noncommittal_min_cosine:.3f}")
+
+    def tup(values: np.ndarray) -> str:
+        return "(" + ", ".join(f"{v:.6f}" for v in values) + ")"
+
+    module = f'''"""Calibration constants of the offline judge.
+
+Generated by bench/calibrate_offline.py on the first 80 % of the HaluEval QA and summarization dev
+files: do not edit by hand, re-run the script. See that script for what each constant is fitted on.
+"""
+
+# Grounding model: standardised features (order of _offline_grounding.FEATURES), logistic layer.
+FEATURE_MEANS = {tup(means)}
+FEATURE_SCALES = {tup(scales)}
+GROUNDING_WEIGHTS = {tup(coefficients)}
+GROUNDING_BIAS = {bias:.6f}
+SUPPORT_THRESHOLD = {threshold:.6f}
+"""Support probability at or above which a chunk SUPPORTS a claim."""
+CONTRADICTION_MIN_COSINE = {contradiction_min_cosine:.6f}
+"""Best claim-unit cosine from which a chunk is on the claim's topic (may then CONTRADICT it)."""
+
+# rate_chunks: sigmoid(bias + a * cos(query, chunk) + b * max cos(query, chunk sentence)).
+RELEVANCE_WEIGHTS = {tup(rel_coefficients)}
+RELEVANCE_BIAS = {rel_bias:.6f}
+
+STATEMENT_RELEVANCE_THRESHOLD = {statement_threshold:.6f}
+"""Query-statement cosine from which rate_statements calls a statement relevant."""
+NONCOMMITTAL_MIN_COSINE = {noncommittal_min_cosine:.6f}
+"""Cosine to an evasion prototype from which a short answer is noncommittal."""
+'''
+    if args.dry_run:
+        print(module)
+    else:
+        OUT.write_text(module, encoding="utf-8")
+        print(f"wrote {OUT} in {time.perf_counter() - started:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,227 @@
+"""How well does a judge's faithfulness tell grounded answers from hallucinated ones?
+
+Two HaluEval sets (MIT) from ../shared/data: QA (knowledge, question, right_answer,
+hallucinated_answer) and summarization (document, right_summary, hallucinated_summary). Each row
+gives two records with the knowledge/document as the single chunk: the right text (grounded) and the
+hallucinated one. The first 80 % of each file is for calibration (bench/calibrate_offline.py); this
+script reports on the last 20 % unless told otherwise.
+
+For each set it prints, side by side from the same run:
+- the judge's faithfulness (extract_claims + verify -> supported claims / claims): AUROC and balanced
+  accuracy (a record is called grounded when every claim is supported, the metric's own label rule),
+- for the offline judge, the AUROC of its mean support probability (the ranking verdicts are cut from),
+- a bag-of-words baseline (share of the answer's words found in the chunk): AUROC, and balanced
+  accuracy at its best threshold on the calibration split,
+- seconds per record of the judge (model load excluded, measured once beforehand) and the ratio of
+  judge AUROC over baseline AUROC.
+
+    python bench/judge_accuracy.py                       # offline judge, test split
+    python bench/judge_accuracy.py --judge openai --base-url http://127.0.0.1:8000/v1 --model M
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import re
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+if not DATA.is_dir():
+    DATA = Path("/work/shared/data")
+SETS = {
+    "qa": ("halueval_qa_dev.jsonl", "knowledge", "right_answer", "hallucinated_answer", "question"),
+    "summarization": ("halueval_summarization_dev.jsonl", "document", "right_summary", "hallucinated_summary", None),
+}
+TRAIN_FRACTION = 0.8
+_WORD = re.compile(r"\w+")
+
+
+@dataclass(frozen=True, slots=True)
+class Example:
+    """One record of a benchmark set: the chunk, the text to judge, its question (QA) and its label."""
+
+    row: int
+    chunk: str
+    text: str
+    question: str | None
+    grounded: bool
+
+
+def load(name: str, split: str, data_dir: Path = DATA) -> list[Example]:
+    """Records of set ``name``: ``train`` (first 80 % of rows), ``test`` (last 20 %) or ``all``."""
+    filename, chunk_key, right_key, wrong_key, question_key = SETS[name]
+    with open(data_dir / filename, encoding="utf-8") as handle:
+        rows = [json.loads(line) for line in handle if line.strip()]
+    cut = int(len(rows) * TRAIN_FRACTION)
+    selected = {"train": range(cut), "test": range(cut, len(rows)), "all": range(len(rows))}[split]
+    out: list[Example] = []
+    for i in selected:
+        row: dict[str, Any] = rows[i]
+        question = row[question_key] if question_key else None
+        out.append(Example(i, row[chunk_key], row[right_key], question, True))
+        out.append(Example(i, row[chunk_key], row[wrong_key], question, False))
+    return out
+
+
+def auroc(scores: Sequence[float], labels: Sequence[bool]) -> float:
+    """Area under the ROC curve (Mann-Whitney U with mid-ranks for ties); positives are ``True``."""
+    order = sorted(range(len(scores)), key=lambda i: scores[i])
+    ranks = [0.0] * len(scores)
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and scores[order[j + 1]] == scores[order[i]]:
+            j += 1
+        for k in range(i, j + 1):
+            ranks[order[k]] = (i + j) / 2 + 1
+        i = j + 1
+    positives = sum(1 for y in labels if y)
+    negatives = len(labels) - positives
+    if positives == 0 or negatives == 0:
+        raise ValueError("AUROC needs both classes")
+    rank_sum = sum(r for r, y in zip(ranks, labels, strict=True) if y)
+    return (rank_sum - positives * (positives + 1) / 2) / (positives * negatives)
+
+
+def balanced_accuracy(predicted: Sequence[bool], labels: Sequence[bool]) -> float:
+    """Mean of the recall on each class."""
+    tp = sum(1 for p, y in zip(predicted, labels, strict=True) if p and y)
+    tn = sum(1 for p, y in zip(predicted, labels, strict=True) if not p and not y)
+    positives = sum(1 for y in labels if y)
+    negatives = len(labels) - positives
+    return (tp / positives + tn / negatives) / 2
+
+
+def best_threshold(scores: Sequence[float], labels: Sequence[bool]) -> float:
+    """The threshold t (predict grounded when score >= t) with the best balanced accuracy."""
+    candidates = sorted(set(scores))
+    return max(candidates, key=lambda t: balanced_accuracy([s >= t for s in scores], labels))
+
+
+def bag_of_words(text: str, chunk: str) -> float:
+    """Baseline: the share of the text's words (lowercased) that occur in the chunk."""
+    text_words = _WORD.findall(text.lower())
+    chunk_words = set(_WORD.findall(chunk.lower()))
+    return sum(1 for w in text_words if w in chunk_words) / len(text_words) if text_words else 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class Judged:
+    """A judge's reading of one example."""
+
+    faithfulness: float
+    support: float | None
+    seconds: float
+
+
+SUMMARY_QUERY = "Summarize the document."
+"""The query of a summarization record (its text is the summary; the question matters only for bare answers)."""
+
+
+async def judge_one(judge: Any, example: Example) -> Judged:
+    """Faithfulness of one example through the judge's steps (and the offline support probability).
+
+    Uses ``ragtrace.metrics.Faithfulness`` (extract_claims with the question, verify, supported / claims)
+    when it is importable, else the same arithmetic here. An answer without claims counts as 0.
+    """
+    start = time.perf_counter()
+    value = await _faithfulness(judge, example)
+    seconds = time.perf_counter() - start
+    support = None
+    if hasattr(judge, "support"):
+        claims = (await judge.extract_claims(example.text, question=example.question)).value
+        if claims:
+            probabilities = (await judge.support(claims, [example.chunk])).value
+            support = sum(max(row) for row in probabilities) / len(probabilities)
+        else:
+            support = 0.0
+    return Judged(value, support, seconds)
+
+
+async def _faithfulness(judge: Any, example: Example) -> float:
+    try:
+        from ragtrace import RagRecord
+        from ragtrace.metrics import Faithfulness
+    except ImportError:
+        claims = (await judge.extract_claims(example.text, question=example.question)).value
+        if not claims:
+            return 0.0
+        verdicts = (await judge.verify(claims, [example.chunk])).value
+        return sum(1 for row in verdicts if any(v.value == "supported" for v in row)) / len(claims)
+    record = RagRecord.of(example.question or SUMMARY_QUERY, [example.chunk], example.text)
+    score = await Faithfulness().score(record, judge)
+    if score.status == "error":
+        raise RuntimeError(f"faithfulness failed on row {example.row}: {score.explanation}")
+    return score.value if score.value is not None else 0.0
+
+
+def make_judge(args: argparse.Namespace) -> Any:
+    if args.judge == "openai":
+        from ragtrace.judges.openai import OpenAIJudge
+
+        return OpenAIJudge(model=args.model, base_url=args.base_url, api_key=args.api_key)
+    from ragtrace.judges.offline import OfflineJudge
+
+    return OfflineJudge()
+
+
+async def run(args: argparse.Namespace) -> int:
+    judge = make_judge(args)
+    load_seconds = 0.0
+    if args.judge == "offline":
+        start = time.perf_counter()
+        judge.embedder.load()
+        load_seconds = time.perf_counter() - start
+    print(f"judge {judge.name}; split {args.split}; model load {load_seconds:.2f} s (excluded below)")
+    header = f"{'set':<14}{'n':>6}{'judge AUROC':>13}{'judge BA':>10}{'support AUROC':>15}"
+    header += f"{'base AUROC':>12}{'base BA':>9}{'AUROC ratio':>13}{'AUROC gain':>12}{'s/record':>10}"
+    print(header)
+    for name in args.sets:
+        examples = load(name, args.split)
+        if args.limit:
+            examples = examples[: args.limit * 2]
+        train = load(name, "train")
+        base_threshold = best_threshold([bag_of_words(e.text, e.chunk) for e in train], [e.grounded for e in train])
+        labels = [e.grounded for e in examples]
+        base = [bag_of_words(e.text, e.chunk) for e in examples]
+        judged = [await judge_one(judge, e) for e in examples]
+        faith = [j.faithfulness for j in judged]
+        judge_auc = auroc(faith, labels)
+        judge_ba = balanced_accuracy([f >= 1.0 for f in faith], labels)
+        supports = [j.support for j in judged]
+        support_auc = auroc([s or 0.0 for s in supports], labels) if all(s is not None for s in supports) else None
+        base_auc = auroc(base, labels)
+        base_ba = balanced_accuracy([b >= base_threshold for b in base], labels)
+        per_record = sum(j.seconds for j in judged) / len(judged)
+        support_text = f"{support_auc:>15.3f}" if support_auc is not None else f"{'-':>15}"
+        print(
+            f"{name:<14}{len(examples):>6}{judge_auc:>13.3f}{judge_ba:>10.3f}{support_text}"
+            f"{base_auc:>12.3f}{base_ba:>9.3f}{judge_auc / base_auc:>13.3f}{judge_auc - base_auc:>+12.3f}"
+            f"{per_record:>10.4f}"
+        )
+    await judge.aclose()
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--judge", choices=("offline", "openai"), default="offline")
+    parser.add_argument("--base-url", help="OpenAI-compatible endpoint for --judge openai")
+    parser.add_argument("--model", default="gpt-4o-mini", help="chat model for --judge openai")
+    parser.add_argument("--api-key", default=None, help="key for --judge openai (else OPENAI_API_KEY)")
+    parser.add_argument("--split", choices=("test", "train", "all"), default="test")
+    parser.add_argument("--sets", nargs="+", choices=tuple(SETS), default=list(SETS))
+    parser.add_argument("--limit", type=int, default=0, help="at most this many rows per set (0: all)")
+    args = parser.parse_args(argv)
+    return asyncio.run(run(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,68 @@
+"""Which judge scores when the user names none.
+
+``RAGTRACE_JUDGE`` = ``auto`` (default), ``openai`` or ``offline``. ``auto`` picks the
+OpenAI-compatible judge when ``OPENAI_API_KEY``, ``RAGTRACE_JUDGE_API_KEY`` or
+``RAGTRACE_JUDGE_BASE_URL`` is set, else the offline judge. The OpenAI judge reads the other
+``RAGTRACE_JUDGE_*`` variables itself (model, timeout, retries, concurrency). The offline judge
+keeps one model worker whatever ``RAGTRACE_JUDGE_MAX_CONCURRENCY`` says: that variable bounds HTTP
+calls in flight, and the offline judge's work is CPU that the app shares.
+
+The choice is logged once per process (INFO on logger ``ragtrace``).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from ragtrace import environment_variables as env
+from ragtrace.environment_variables import ConfigurationError
+from ragtrace.judges._base import Judge
+
+_logger = logging.getLogger("ragtrace")
+_CHOICES = ("auto", "openai", "offline")
+_OPENAI_API_KEY = "OPENAI_API_KEY"
+_logged: set[str] = set()
+_logged_lock = threading.Lock()
+
+
+def judge_choice() -> tuple[str, str]:
+    """The judge kind ``default_judge`` builds (``openai`` or ``offline``) and why, from the environment.
+
+    Raises ``ConfigurationError`` when ``RAGTRACE_JUDGE`` is not one of auto, openai, offline.
+    """
+    raw = env.read_str(env.RAGTRACE_JUDGE, "auto") or "auto"
+    choice = raw.lower()
+    if choice not in _CHOICES:
+        raise ConfigurationError(f"{env.RAGTRACE_JUDGE}={raw!r} is unknown: set it to 'auto', 'openai' or 'offline'")
+    if choice != "auto":
+        return choice, f"{env.RAGTRACE_JUDGE}={choice}"
+    for variable in (env.RAGTRACE_JUDGE_BASE_URL, env.RAGTRACE_JUDGE_API_KEY, _OPENAI_API_KEY):
+        if env.read_str(variable) is not None:
+            return "openai", f"{variable} is set"
+    return "offline", f"no {_OPENAI_API_KEY} or {env.RAGTRACE_JUDGE_BASE_URL} set"
+
+
+def default_judge() -> Judge:
+    """The judge ``ragtrace.configure()`` uses when given none (see the module docstring).
+
+    Constructing makes no call and loads no model: the OpenAI judge connects on its first step, the
+    offline judge loads MiniLM on its first step. Wrong settings raise ``ConfigurationError``.
+    """
+    kind, why = judge_choice()
+    judge: Judge
+    if kind == "openai":
+        # Imported here so an offline-only process never imports the openai client.
+        from ragtrace.judges.openai import OpenAIJudge
+
+        judge = OpenAIJudge()
+    else:
+        from ragtrace.judges.offline import OfflineJudge
+
+        judge = OfflineJudge()
+    with _logged_lock:
+        first = judge.name not in _logged
+        _logged.add(judge.name)
+    if first:
+        _logger.info("ragtrace scores with the %s judge (%s)", judge.name, why)
+    return judge

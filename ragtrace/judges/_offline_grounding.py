@@ -1,0 +1,176 @@
+"""The offline grounding model: does a context support a claim, contradict it, or neither?
+
+For one claim and one chunk the model computes a few features (``FEATURES``):
+
+- the best cosine between the claim and a sentence of the chunk (its best unit),
+- the share of the claim's content words found in the chunk, and around that best unit (with its
+  neighbour sentences), and the number it lacks; for a bare answer joined to its question, the
+  words of the answer (``claim_focus``),
+- the claim's proper names and numbers that the chunk never mentions,
+- numbers, years and months the best unit's window states otherwise (another year where the claim
+  has one),
+- a negation in one of claim and best unit but not the other,
+
+and turns them into a probability of support with a logistic layer fitted by
+``bench/calibrate_offline.py`` on HaluEval (constants in ``_offline_calibration``). The verdict is
+SUPPORTED at or above the fitted threshold, except for a bare answer joined to its question, which
+is SUPPORTED when the chunk names it (``bare_answer_named``); otherwise CONTRADICTED when the chunk
+is on the claim's topic and states another number, date or polarity, else NEITHER.
+
+This is evidence matching, not inference: it cannot tell a swapped relation between names the
+context does mention ("A beat B" for "B beat A"), nor follow arithmetic or comparisons.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ragtrace.judges import _offline_calibration as cal
+from ragtrace.judges import _offline_text as text
+from ragtrace.judges._base import Verdict
+from ragtrace.judges._offline_embedder import Embedder, Vectors
+
+FEATURES = (
+    "best_cosine",
+    "coverage",
+    "missing_words",
+    "best_unit_coverage",
+    "missing_entities",
+    "missing_numbers",
+    "conflicts",
+    "negation_mismatch",
+)
+_CAP = 3.0
+_MAX_MISSING_WORDS = 10.0
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkUnits:
+    """A chunk cut into units the claims are compared with, and their embeddings."""
+
+    text: str
+    units: tuple[str, ...]
+    vectors: Vectors
+
+
+@dataclass(frozen=True, slots=True)
+class Grounding:
+    """The model's reading of one claim against one chunk."""
+
+    probability: float
+    verdict: Verdict
+    best_unit: str
+    features: tuple[float, ...]
+
+
+def chunk_units(chunk: str) -> list[str]:
+    """The sentences of the chunk (the chunk itself when it has none)."""
+    return text.split_sentences(chunk) or [chunk]
+
+
+def prepare_chunks(embedder: Embedder, chunks: Sequence[str]) -> list[ChunkUnits]:
+    """Cut every chunk into units and embed all units in one batch."""
+    per_chunk = [chunk_units(c) for c in chunks]
+    flat = [u for units in per_chunk for u in units]
+    vectors = embedder.embed(flat)
+    out: list[ChunkUnits] = []
+    start = 0
+    for chunk, units in zip(chunks, per_chunk, strict=True):
+        out.append(ChunkUnits(chunk, tuple(units), vectors[start : start + len(units)]))
+        start += len(units)
+    return out
+
+
+def features(claim: str, claim_vector: Vectors, chunk: ChunkUnits) -> tuple[tuple[float, ...], str]:
+    """The feature vector of ``claim`` against ``chunk`` (order of ``FEATURES``) and the best unit."""
+    sims = chunk.vectors @ claim_vector
+    best = int(np.argmax(sims))
+    best_unit = chunk.units[best]
+    # The sentences beside the best one often carry its facts behind a pronoun ("It was completed
+    # in 1889"), so local evidence is read in that window.
+    window = " ".join(chunk.units[max(0, best - 1) : best + 2])
+    focus = text.claim_focus(claim)
+    whole = text.lexical_evidence(focus, chunk.text)
+    local = text.lexical_evidence(focus, window)
+    negation_mismatch = float(text.has_negation(focus) != text.has_negation(best_unit))
+    values = (
+        float(sims[best]),
+        whole.coverage,
+        min(float(whole.missing_words), _MAX_MISSING_WORDS),
+        local.coverage,
+        min(float(whole.missing_entities), _CAP),
+        min(float(whole.missing_numbers), _CAP),
+        min(float(local.conflicting_numbers + local.conflicting_months), _CAP),
+        negation_mismatch,
+    )
+    return values, best_unit
+
+
+def support_probability(values: Sequence[float]) -> float:
+    """The calibrated probability that the chunk supports the claim."""
+    z = cal.GROUNDING_BIAS + sum(
+        w * (v - m) / s
+        for w, v, m, s in zip(cal.GROUNDING_WEIGHTS, values, cal.FEATURE_MEANS, cal.FEATURE_SCALES, strict=True)
+    )
+    return 1.0 / (1.0 + math.exp(-z))
+
+
+def bare_answer_named(claim: str, values: Sequence[float]) -> bool | None:
+    """For a bare answer joined to its question: does the chunk name it? ``None`` for other claims.
+
+    A bare answer ("Delhi", "6.213 km") has nothing to paraphrase, so it is supported only when the
+    chunk contains every content word and every number of it. This rule is fixed by design, not
+    fitted: in HaluEval QA nearly every right answer is bare and nearly every hallucinated one is a
+    sentence, so anything fitted per form would learn the form, not the evidence. A bare answer
+    without content words ("No") is left to the model.
+    """
+    focus = text.claim_focus(claim)
+    if focus == claim or not text.content_words(focus):
+        return None
+    coverage = values[FEATURES.index("coverage")]
+    return coverage >= 1.0 and values[FEATURES.index("missing_numbers")] == 0
+
+
+def verdict_of(probability: float, values: Sequence[float], named: bool | None = None) -> Verdict:
+    """SUPPORTED when a bare answer is named by the chunk (``named``) or, for other claims, at or
+    above the fitted threshold; else CONTRADICTED on the claim's topic with a conflicting fact."""
+    supported = probability >= cal.SUPPORT_THRESHOLD if named is None else named
+    if supported:
+        return Verdict.SUPPORTED
+    best_cosine = values[0]
+    conflicts, negation_mismatch = values[FEATURES.index("conflicts")], values[FEATURES.index("negation_mismatch")]
+    on_topic = best_cosine >= cal.CONTRADICTION_MIN_COSINE
+    if on_topic and (conflicts > 0 or negation_mismatch > 0):
+        return Verdict.CONTRADICTED
+    return Verdict.NEITHER
+
+
+def feature_matrix(
+    embedder: Embedder, claims: Sequence[str], chunks: Sequence[str]
+) -> list[list[tuple[tuple[float, ...], str]]]:
+    """Features and best unit of every claim against every chunk, ``[claim][chunk]``, with no model
+    constants involved (the calibration fits on these); two embedding batches in all."""
+    if not claims or not chunks:
+        return [[] for _ in claims]
+    prepared = prepare_chunks(embedder, chunks)
+    claim_vectors = embedder.embed(list(claims))
+    return [
+        [features(claim, vector, chunk) for chunk in prepared]
+        for claim, vector in zip(claims, claim_vectors, strict=True)
+    ]
+
+
+def ground(embedder: Embedder, claims: Sequence[str], chunks: Sequence[str]) -> list[list[Grounding]]:
+    """Read every claim against every chunk: ``result[claim][chunk]``."""
+    result: list[list[Grounding]] = []
+    for claim, row in zip(claims, feature_matrix(embedder, claims, chunks), strict=True):
+        readings: list[Grounding] = []
+        for values, best_unit in row:
+            p = support_probability(values)
+            readings.append(Grounding(p, verdict_of(p, values, bare_answer_named(claim, values)), best_unit, values))
+        result.append(readings)
+    return result

@@ -1,0 +1,261 @@
+"""Text evidence for the offline judge: sentences, claims, content words, entities, numbers, wording.
+
+Everything here is pure and deterministic (no model). Sentence boundaries come from ``pysbd``;
+the rest is small, documented lexical rules whose job is to give the grounding model evidence an
+embedding cannot see: a year, a number or a proper name that the context lacks or states otherwise.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+
+import pysbd
+
+# Knowledge snippets are often glued paragraphs ("...19th century.First for Women is..."): pysbd
+# keeps those as one sentence, so a space is put back first.
+_GLUED = re.compile(r"(?<=[a-z0-9\)\]\"'][.!?])(?=[A-Z][a-z])")
+_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'\-\.]*[A-Za-z0-9]|[A-Za-z0-9]")
+_NUMBER = re.compile(r"(?<![A-Za-z])\d[\d,]*(?:\.\d+)?")
+_CLAUSE_SPLIT = re.compile(r"\s*;\s+|,\s+(?:but|while|whereas|although|though)\s+|\s+but\s+also\s+", re.IGNORECASE)
+_LEADING_CONCESSION = re.compile(r"^(?:although|though|while|whereas)\s+([^,]{8,}),\s+(.{8,})$", re.IGNORECASE)
+_MAX_SHORT_ANSWER_WORDS = 6
+ANSWER_SEPARATOR = "? "
+"""Joins a question and its bare answer into one claim."""
+
+_STOPWORD_TEXT = """a about above after again against all also am an and any are as at be because been before being
+below between both but by can could did do does doing down during each few for from further had has have having he
+her here hers herself him himself his how i if in into is it its itself just me more most my myself no nor not of off
+on once only or other our ours ourselves out over own same she should so some such than that the their theirs them
+themselves then there these they this those through to too under until up very was we were what when where which
+while who whom why will with would you your yours yourself yourselves one ones s t whose known called named name
+later first"""
+_MONTH_TEXT = "january february march april may june july august september october november december"
+
+STOPWORDS = frozenset(_STOPWORD_TEXT.split())
+"""Function words, and a few that HaluEval questions and answers use as frames ("known", "called")."""
+
+MONTHS = frozenset(_MONTH_TEXT.split())
+
+NEGATIONS = frozenset({"not", "no", "never", "neither", "nor", "none", "nobody", "nothing", "cannot", "n't"})
+
+_NONCOMMITTAL_PATTERNS = re.compile(
+    r"""\b(
+      i\s+(?:do\s+not|don't|dont)\s+know
+    | i\s+(?:am\s+not|'m\s+not|m\s+not)\s+(?:sure|certain|able)
+    | i\s+(?:have\s+no|don't\s+have\s+(?:any|enough)?)\s*(?:idea|information|knowledge|data|details)
+    | (?:i\s+)?(?:cannot|can't|can\s+not|could\s+not|couldn't|am\s+unable\s+to|'m\s+unable\s+to)
+        \s+(?:answer|say|tell|determine|help|assist|find|provide|confirm|verify)
+    | (?:there\s+is\s+|there's\s+)?(?:no|not\s+enough|insufficient)\s+(?:information|data|context|details|evidence)
+        \s+(?:in|about|on|to|available|provided|given)
+    | (?:the\s+)?(?:context|documents?|sources?|passages?)\s+(?:does\s+not|doesn't|do\s+not|don't)\s+
+        (?:say|mention|contain|state|specify|provide|include)
+    | unable\s+to\s+(?:answer|determine|find|say)
+    | as\s+an\s+ai\b
+    | i\s+have\s+no\s+idea\b
+    | (?:sorry|apologi[sz]e)[^.]{0,40}\b(?:can't|cannot|unable|not\s+able)
+    )""",
+    re.IGNORECASE | re.VERBOSE,
+)
+
+
+@functools.cache
+def _segmenter() -> pysbd.Segmenter:
+    return pysbd.Segmenter(language="en", clean=False)
+
+
+def split_sentences(text: str) -> list[str]:
+    """The sentences of ``text``, stripped, non-empty, in order."""
+    text = _GLUED.sub(" ", text.strip())
+    if not text:
+        return []
+    return [s.strip() for s in _segmenter().segment(text) if s.strip()]
+
+
+def split_clauses(sentence: str) -> list[str]:
+    """Split one sentence into clauses that each carry a claim of their own.
+
+    Splits at semicolons and contrastive conjunctions (", but", ", while", ...) and a leading
+    concession ("Although X, Y"); a piece shorter than four words stays with its sentence, since a
+    fragment is not a claim.
+    """
+    match = _LEADING_CONCESSION.match(sentence.strip())
+    parts = [match.group(1), match.group(2)] if match else [sentence]
+    clauses: list[str] = []
+    for part in parts:
+        pieces = [p.strip(" ,;") for p in _CLAUSE_SPLIT.split(part)]
+        if len(pieces) > 1 and all(len(p.split()) >= 4 for p in pieces):
+            clauses.extend(pieces)
+        else:
+            clauses.append(part.strip(" ,;"))
+    return [c for c in clauses if c]
+
+
+def is_short_answer(text: str) -> bool:
+    """True for a bare answer ("Delhi", "6.213 km long") that is not a claim without its question."""
+    words = text.split()
+    return 0 < len(words) <= _MAX_SHORT_ANSWER_WORDS and not text.rstrip().endswith((".", "!"))
+
+
+def extract_claims(text: str, question: str | None = None) -> list[str]:
+    """Claims of an answer: its sentences split into clauses.
+
+    A bare short answer is turned into one claim with its question, "<question>? <answer>" ("Which
+    city ...? Delhi"), because "Delhi" alone states nothing a context could support or contradict;
+    ``claim_focus`` recovers the answer from such a claim.
+    """
+    text = text.strip()
+    if not text:
+        return []
+    if question and question.strip() and is_short_answer(text):
+        return [f"{question.strip().rstrip('?').rstrip()}{ANSWER_SEPARATOR}{text}"]
+    claims: list[str] = []
+    for sentence in split_sentences(text):
+        claims.extend(split_clauses(sentence))
+    return [c for c in claims if content_words(c)]
+
+
+def claim_focus(claim: str) -> str:
+    """What a claim asserts: for "<question>? <answer>" the answer, else the whole claim.
+
+    The question of a bare answer is context that a chunk will mostly repeat whatever the answer;
+    the words, names and numbers to check are the answer's.
+    """
+    head, sep, tail = claim.rpartition(ANSWER_SEPARATOR)
+    return tail.strip() if sep and head.strip() and tail.strip() else claim
+
+
+def words(text: str) -> list[str]:
+    """Word tokens, lowercased, with possessives dropped ("Arthur's" -> "arthur")."""
+    out: list[str] = []
+    for w in _WORD.findall(text):
+        w = w.lower().rstrip(".")
+        if w.endswith("'s"):
+            w = w[:-2]
+        if w:
+            out.append(w)
+    return out
+
+
+def stem(word: str) -> str:
+    """A light suffix stripper: enough to match "published"/"publishes", "countries"/"country"."""
+    for suffix, repl in (("ies", "y"), ("ing", ""), ("ed", ""), ("es", ""), ("s", "")):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)] + repl
+    return word
+
+
+def content_words(text: str) -> set[str]:
+    """Stemmed words that carry content: not stopwords, not bare punctuation."""
+    return {stem(w) for w in words(text) if w not in STOPWORDS and w not in NEGATIONS}
+
+
+def numbers(text: str) -> set[str]:
+    """Numbers as written without thousands separators ("1,200" -> "1200"), years included."""
+    return {n.replace(",", "").rstrip(".") for n in _NUMBER.findall(text)}
+
+
+def years(text: str) -> set[str]:
+    """Four-digit numbers that look like years (1000 to 2099)."""
+    return {n for n in numbers(text) if len(n) == 4 and n.isdigit() and 1000 <= int(n) <= 2099}
+
+
+def months(text: str) -> set[str]:
+    """Month names mentioned."""
+    return {w for w in words(text) if w in MONTHS}
+
+
+def entities(text: str) -> set[str]:
+    """Lowercased capitalised words that are not sentence-initial stopwords: a cheap proper-noun finder.
+
+    The first word of a sentence counts only when it is not a stopword ("The" is not a name, "Delhi"
+    is). Months are dates, not names, and are left to ``months``.
+    """
+    found: set[str] = set()
+    for sentence in split_sentences(text) or [text]:
+        tokens = _WORD.findall(sentence)
+        for i, token in enumerate(tokens):
+            if not token[0].isupper():
+                continue
+            lowered = words(token)
+            if not lowered:
+                continue
+            w = lowered[0]
+            if w in MONTHS or (i == 0 and w in STOPWORDS) or w in STOPWORDS:
+                continue
+            found.add(w)
+    return found
+
+
+def has_negation(text: str) -> bool:
+    """True when the text negates ("not", "never", "n't", ...)."""
+    lowered = text.lower()
+    return "n't" in lowered or any(w in NEGATIONS for w in words(lowered))
+
+
+# A whole answer that is only an evasion. Anchored: "an unknown artist painted it" is an answer.
+_BARE_EVASION = re.compile(
+    r"""^\W*(?:
+      unknown | unclear | uncertain | n/?a | none\s+given | no\s+(?:comment|clue|answer)
+    | (?:it\s+)?depends | maybe | perhaps | possibly | hard\s+to\s+(?:say|tell)
+    | not\s+(?:mentioned|stated|specified|given|provided|known|available|clear|found)
+    | (?:it\s+is|it's|that\s+is|that's)\s+(?:unclear|unknown|uncertain|not\s+(?:clear|known|specified|mentioned|stated))
+    | i(?:'d|\s+would)\s+rather\s+not\s+(?:say|answer|comment)
+    | (?:this\s+)?cannot\s+be\s+(?:determined|answered|known)
+    )\W*$""",
+    re.IGNORECASE | re.VERBOSE,
+)
+
+
+def noncommittal_wording(text: str) -> bool:
+    """True when the wording is evasive: "I don't know", "I'm not sure", "cannot answer", refusals,
+    or an answer that is nothing but an evasion ("Unknown.", "Not mentioned.", "It depends.")."""
+    return _NONCOMMITTAL_PATTERNS.search(text) is not None or _BARE_EVASION.match(text.strip()) is not None
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """Lexical facts of a claim against one context: what the context lacks or states otherwise."""
+
+    coverage: float
+    """Share of the claim's content words found in the context, in [0, 1]."""
+    missing_words: int
+    """Content words of the claim the context lacks."""
+    missing_entities: int
+    """Proper names of the claim the context never mentions."""
+    missing_numbers: int
+    """Numbers (years included) of the claim the context never mentions."""
+    conflicting_numbers: int
+    """Missing numbers of the claim where the context states another number of the same kind."""
+    conflicting_months: int
+    """Months of the claim the context lacks while it names another month."""
+
+
+def lexical_evidence(claim: str, context: str) -> Evidence:
+    """Compare a claim with one context on content words, names, numbers and dates."""
+    claim_words = content_words(claim)
+    context_words = content_words(context)
+    context_tokens = set(words(context))
+    coverage = len(claim_words & context_words) / len(claim_words) if claim_words else 1.0
+    missing_entities = sum(1 for e in entities(claim) if e not in context_tokens and stem(e) not in context_words)
+    claim_numbers = numbers(claim)
+    context_numbers = numbers(context)
+    missing = claim_numbers - context_numbers
+    context_years = years(context)
+    conflicting = 0
+    for n in missing:
+        is_year = n in years(claim)
+        if (is_year and context_years) or (not is_year and (context_numbers - context_years)):
+            conflicting += 1
+    claim_months = months(claim)
+    context_months = months(context)
+    conflicting_months = len(claim_months - context_months) if context_months else 0
+    return Evidence(
+        coverage=coverage,
+        missing_words=len(claim_words - context_words),
+        missing_entities=missing_entities,
+        missing_numbers=len(missing),
+        conflicting_numbers=conflicting,
+        conflicting_months=conflicting_months,
+    )

@@ -1,0 +1,245 @@
+"""The offline judge: scores with no API key, no network and no model download.
+
+``OfflineJudge`` answers the steps a small local model can answer honestly, with all-MiniLM-L6-v2
+(int8 ONNX, see ``_offline_embedder``) and text evidence (``_offline_text``), through a grounding
+model calibrated on HaluEval (``_offline_grounding``, ``bench/calibrate_offline.py``):
+
+- ``extract_claims``: sentences (pysbd) split into clauses; a bare short answer becomes one claim
+  together with its question.
+- ``verify`` / ``classify_claims``: the grounding model, claim x chunk.
+- ``rate_statements``: query-statement cosine against a fitted threshold.
+- ``detect_noncommittal``: evasive wording, or a short answer close to known evasions.
+- ``embed``: unit vectors.
+- ``rate_chunks``: query-chunk similarity mapped to [0, 1] by a fitted logistic calibration.
+
+It does not offer ``generate_questions``, ``rate_answer`` or G-Eval: those need a generative model,
+and a number made up from similarity would pass for a judgement it is not. Asking raises
+``JudgeCapabilityError``, so the metric is skipped with ``judge_lacks_capability``.
+
+Cost: every step is one call (``embedding_calls=1``, the only model this judge has), 0 tokens, and
+the seconds it took. Model work runs in a worker thread so the event loop stays responsive.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import NoReturn, TypeVar
+
+import numpy as np
+import numpy.typing as npt
+
+from ragtrace.judges import _offline_calibration as cal
+from ragtrace.judges import _offline_grounding as grounding
+from ragtrace.judges import _offline_text as text
+from ragtrace.judges._base import (
+    CLASSIFY_CLAIMS,
+    DETECT_NONCOMMITTAL,
+    EMBED,
+    EXTRACT_CLAIMS,
+    GENERATE_QUESTIONS,
+    GEVAL,
+    RATE_ANSWER,
+    RATE_CHUNKS,
+    RATE_STATEMENTS,
+    VERIFY,
+    GEvalRating,
+    JudgeCapabilityError,
+    JudgeReply,
+    Question,
+    Rating,
+    Verdict,
+)
+from ragtrace.judges._offline_embedder import Embedder, default_embedder
+from ragtrace.metrics._base import Cost
+
+__all__ = ["Embedder", "OfflineJudge", "embed_texts"]
+
+T = TypeVar("T")
+
+NAME = "offline:minilm-int8"
+
+# Short evasions the embedding check compares a short answer with.
+_NONCOMMITTAL_PROTOTYPES = (
+    "I don't know.",
+    "I'm not sure.",
+    "I have no idea.",
+    "I cannot answer that.",
+    "Sorry, I can't help with that.",
+    "There is no information about that in the context.",
+    "The documents do not say.",
+    "It is not possible to tell from the given information.",
+)
+_SHORT_ANSWER_WORDS = 20
+
+
+def embed_texts(texts: Sequence[str]) -> npt.NDArray[np.float32]:
+    """Unit MiniLM vectors of ``texts`` (``(n, 384)`` float32) from the process-wide embedder.
+
+    The same vectors the offline judge uses: an app may retrieve by cosine (a dot product) over them.
+    """
+    return default_embedder().embed(texts)
+
+
+def _sigmoid(z: float) -> float:
+    return 1.0 / (1.0 + math.exp(-z))
+
+
+class OfflineJudge:
+    """The judge that needs nothing but the installed package. See the module docstring.
+
+    ``embedder`` defaults to the process-wide one (loaded lazily, once). ``max_concurrency`` bounds
+    model work in flight across all event loops (default 1: the app shares the machine).
+    """
+
+    name: str = NAME
+    capabilities: frozenset[str] = frozenset(
+        {EXTRACT_CLAIMS, VERIFY, CLASSIFY_CLAIMS, RATE_STATEMENTS, DETECT_NONCOMMITTAL, EMBED, RATE_CHUNKS}
+    )
+
+    def __init__(self, *, embedder: Embedder | None = None, max_concurrency: int = 1) -> None:
+        if max_concurrency < 1:
+            raise ValueError("max_concurrency must be at least 1")
+        self._embedder = embedder
+        self._slots = threading.BoundedSemaphore(max_concurrency)
+
+    def __repr__(self) -> str:
+        return f"OfflineJudge(name={self.name!r})"
+
+    @property
+    def embedder(self) -> Embedder:
+        """The embedder this judge uses."""
+        if self._embedder is None:
+            self._embedder = default_embedder()
+        return self._embedder
+
+    async def _run(self, work: Callable[[], T]) -> JudgeReply[T]:
+        def timed() -> tuple[T, float]:
+            with self._slots:
+                start = time.perf_counter()
+                value = work()
+                return value, time.perf_counter() - start
+
+        value, seconds = await asyncio.to_thread(timed)
+        return JudgeReply(value, Cost(embedding_calls=1, seconds=seconds))
+
+    def _unsupported(self, step: str) -> NoReturn:
+        raise JudgeCapabilityError(self.name, step)
+
+    # ---------------------------------------------------------------------------------------------
+    # Steps it offers
+    # ---------------------------------------------------------------------------------------------
+
+    async def extract_claims(self, text_: str, *, question: str | None = None) -> JudgeReply[list[str]]:
+        """Sentences split into clauses; a bare short answer becomes "<question> <answer>"."""
+        return await self._run(lambda: text.extract_claims(text_, question))
+
+    async def verify(self, claims: Sequence[str], chunks: Sequence[str]) -> JudgeReply[list[list[Verdict]]]:
+        """``value[claim][chunk]`` from the grounding model."""
+
+        def work() -> list[list[Verdict]]:
+            return [[g.verdict for g in row] for row in grounding.ground(self.embedder, claims, chunks)]
+
+        return await self._run(work)
+
+    async def support(self, claims: Sequence[str], chunks: Sequence[str]) -> JudgeReply[list[list[float]]]:
+        """Beyond the protocol: the grounding model's support probability, ``value[claim][chunk]``.
+
+        ``verify`` says SUPPORTED where this is at least the calibrated threshold; benchmarks use it
+        to measure the ranking the verdicts are cut from.
+        """
+
+        def work() -> list[list[float]]:
+            return [[g.probability for g in row] for row in grounding.ground(self.embedder, claims, chunks)]
+
+        return await self._run(work)
+
+    async def classify_claims(self, claims: Sequence[str], reference: str) -> JudgeReply[list[bool]]:
+        """True for a claim the reference supports (same grounding model, the reference as the chunk)."""
+
+        def work() -> list[bool]:
+            rows = grounding.ground(self.embedder, claims, [reference])
+            return [bool(row) and row[0].verdict is Verdict.SUPPORTED for row in rows]
+
+        return await self._run(work)
+
+    async def rate_statements(self, query: str, statements: Sequence[str]) -> JudgeReply[list[bool]]:
+        """True for a statement whose cosine with the query reaches the calibrated threshold."""
+
+        def work() -> list[bool]:
+            if not statements:
+                return []
+            vectors = self.embedder.embed([query, *statements])
+            sims = vectors[1:] @ vectors[0]
+            return [bool(s >= cal.STATEMENT_RELEVANCE_THRESHOLD) for s in sims]
+
+        return await self._run(work)
+
+    async def detect_noncommittal(self, answer: str) -> JudgeReply[bool]:
+        """True for evasive wording anywhere, or a short answer close to a known evasion."""
+
+        def work() -> bool:
+            stripped = answer.strip()
+            if not stripped or text.noncommittal_wording(stripped):
+                return True
+            if len(stripped.split()) > _SHORT_ANSWER_WORDS:
+                return False
+            vectors = self.embedder.embed([stripped, *_NONCOMMITTAL_PROTOTYPES])
+            return bool(float(np.max(vectors[1:] @ vectors[0])) >= cal.NONCOMMITTAL_MIN_COSINE)
+
+        return await self._run(work)
+
+    async def embed(self, texts: Sequence[str]) -> JudgeReply[list[list[float]]]:
+        """Unit vectors, one per text."""
+        return await self._run(lambda: self.embedder.embed(texts).tolist())
+
+    async def rate_chunks(self, query: str, chunks: Sequence[str]) -> JudgeReply[list[float]]:
+        """Each chunk's relevance in [0, 1]: a logistic map of the query's cosine with the whole chunk
+        and with its best-matching sentence, fitted on HaluEval questions and their knowledge."""
+
+        def work() -> list[float]:
+            return [_rate_chunk(self.embedder, query, p) for p in grounding.prepare_chunks(self.embedder, chunks)]
+
+        if not chunks:
+            return JudgeReply([], Cost(embedding_calls=0))
+        return await self._run(work)
+
+    # ---------------------------------------------------------------------------------------------
+    # Steps it does not offer
+    # ---------------------------------------------------------------------------------------------
+
+    async def generate_questions(self, answer: str, n: int) -> JudgeReply[list[Question]]:
+        """Not offered: questions need a generative model."""
+        self._unsupported(GENERATE_QUESTIONS)
+
+    async def rate_answer(self, query: str, answer: str) -> JudgeReply[Rating]:
+        """Not offered: similarity says the answer is on topic, not that it answers well."""
+        self._unsupported(RATE_ANSWER)
+
+    async def geval_steps(self, criteria: str) -> JudgeReply[list[str]]:
+        """Not offered: G-Eval needs a generative model."""
+        self._unsupported(GEVAL)
+
+    async def geval_score(
+        self,
+        criteria: str,
+        steps: Sequence[str],
+        params: Mapping[str, str],
+        score_range: tuple[int, int],
+    ) -> JudgeReply[GEvalRating]:
+        """Not offered: G-Eval needs a generative model."""
+        self._unsupported(GEVAL)
+
+    async def aclose(self) -> None:
+        """Nothing to release: the model is shared by the process and freed with it."""
+
+
+def _rate_chunk(embedder: Embedder, query: str, chunk: grounding.ChunkUnits) -> float:
+    """Relevance in [0, 1] of one prepared chunk to the query."""
+    q, whole = embedder.embed([query, chunk.text])
+    best = float(np.max(chunk.vectors @ q)) if len(chunk.units) else float(whole @ q)
+    a, b = cal.RELEVANCE_WEIGHTS
+    return _sigmoid(cal.RELEVANCE_BIAS + a * float(whole @ q) + b * best)

@@ -1,0 +1,275 @@
+"""Behaviour of the offline judge with the real int8 MiniLM model (loaded once per session)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+
+import numpy as np
+import pytest
+
+from ragtrace.judges import ALL_CAPABILITIES, Judge, JudgeCapabilityError, Verdict
+from ragtrace.judges._offline_embedder import Embedder
+from ragtrace.judges._offline_text import extract_claims, split_sentences
+from ragtrace.judges.offline import OfflineJudge, embed_texts
+
+SUPER_BOWL = (
+    "The First AFL-NFL World Championship Game, later known as Super Bowl I, was played on January 15, 1967, "
+    "at the Los Angeles Memorial Coliseum."
+)
+BRAZIL = "Brazil is a country in South America. Its capital is Brasilia, which replaced Rio de Janeiro in 1960."
+OBEROI = (
+    "The Oberoi family is an Indian family that is famous for its involvement in hotels, namely through The "
+    "Oberoi Group.The Oberoi Group is a hotel company with its head office in Delhi."
+)
+EIFFEL = (
+    "The Eiffel Tower is a wrought-iron lattice tower in Paris, France. It was designed by the company of "
+    "Gustave Eiffel and completed in 1889 for the World's Fair. The tower is 330 metres tall."
+)
+PHOTOSYNTHESIS = (
+    "Photosynthesis is the process by which green plants use sunlight, water and carbon dioxide to make "
+    "glucose and release oxygen."
+)
+
+
+@pytest.fixture(scope="session")
+def judge() -> OfflineJudge:
+    """One judge for the session, with its own embedder, loaded once up front."""
+    offline = OfflineJudge(embedder=Embedder())
+    offline.embedder.load()
+    return offline
+
+
+async def faithfulness(judge: OfflineJudge, answer: str, chunks: Sequence[str], question: str | None = None) -> float:
+    claims = (await judge.extract_claims(answer, question=question)).value
+    assert claims, f"no claims extracted from {answer!r}"
+    verdicts = (await judge.verify(claims, chunks)).value
+    return sum(any(v is Verdict.SUPPORTED for v in row) for row in verdicts) / len(claims)
+
+
+def test_satisfies_the_judge_protocol_and_names_itself(judge: OfflineJudge) -> None:
+    assert isinstance(judge, Judge)
+    assert judge.name == "offline:minilm-int8"
+    assert judge.capabilities < ALL_CAPABILITIES
+
+
+@pytest.mark.parametrize(
+    ("step", "call"),
+    [
+        ("generate_questions", lambda j: j.generate_questions("Paris is the capital of France.", 3)),
+        ("rate_answer", lambda j: j.rate_answer("What is the capital of France?", "Paris.")),
+        ("geval", lambda j: j.geval_steps("Is the answer factually correct?")),
+        ("geval", lambda j: j.geval_score("correctness", ["check"], {"input": "q"}, (1, 5))),
+    ],
+)
+async def test_steps_it_cannot_serve_raise_capability_error(judge: OfflineJudge, step: str, call: object) -> None:
+    assert step not in judge.capabilities
+    with pytest.raises(JudgeCapabilityError) as raised:
+        await call(judge)  # type: ignore[operator]
+    assert raised.value.error_type == "judge_lacks_capability"
+    assert raised.value.step == step
+
+
+def test_glued_paragraphs_are_split_into_sentences() -> None:
+    assert split_sentences(OBEROI) == [
+        "The Oberoi family is an Indian family that is famous for its involvement in hotels, namely through The "
+        "Oberoi Group.",
+        "The Oberoi Group is a hotel company with its head office in Delhi.",
+    ]
+
+
+async def test_claims_are_sentences_and_clauses(judge: OfflineJudge) -> None:
+    answer = (
+        "Although Walter Darwin Coy was part of the cast, the narrator of Frontier was Richard Boone. "
+        "The show aired on NBC."
+    )
+    claims = (await judge.extract_claims(answer)).value
+    assert claims == [
+        "Walter Darwin Coy was part of the cast",
+        "the narrator of Frontier was Richard Boone.",
+        "The show aired on NBC.",
+    ]
+
+
+def test_a_bare_short_answer_becomes_a_claim_with_its_question() -> None:
+    question = "The Oberoi family is part of a hotel company that has a head office in what city?"
+    assert extract_claims("Delhi", question) == [f"{question} Delhi"]
+    assert extract_claims("Delhi") == ["Delhi"]
+    assert extract_claims("   ") == []
+
+
+async def test_grounded_answer_scores_above_contradicted_one(judge: OfflineJudge) -> None:
+    grounded = await faithfulness(
+        judge, "The first Super Bowl was played on January 15, 1967, in Los Angeles.", [SUPER_BOWL]
+    )
+    mixed = await faithfulness(
+        judge, "The first Super Bowl was held on January 15, 1967. It was held in Florida.", [SUPER_BOWL]
+    )
+    wrong = await faithfulness(judge, "The first Super Bowl was played in 1970 in Miami, Florida.", [SUPER_BOWL])
+    assert grounded == 1.0
+    assert grounded > mixed > wrong
+
+
+async def test_a_long_answer_taken_from_the_context_is_fully_supported(judge: OfflineJudge) -> None:
+    # HaluEval's hallucinated answers are the longer ones; the judge must not learn "long = wrong".
+    assert await faithfulness(judge, EIFFEL + " " + SUPER_BOWL, [EIFFEL, SUPER_BOWL]) == 1.0
+
+
+@pytest.mark.parametrize(
+    ("claim", "what"),
+    [
+        ("The Eiffel Tower was completed in 1901.", "year"),
+        ("The Eiffel Tower is 530 metres tall.", "number"),
+        ("The Eiffel Tower was designed by the company of Frank Lloyd Wright.", "entity"),
+        ("The Eiffel Tower is a wrought-iron lattice tower in Berlin, Germany.", "place"),
+    ],
+)
+async def test_a_wrong_date_number_or_entity_is_not_supported(judge: OfflineJudge, claim: str, what: str) -> None:
+    verdicts = (await judge.verify([claim, "The Eiffel Tower was completed in 1889."], [EIFFEL])).value
+    assert verdicts[0][0] is not Verdict.SUPPORTED, what
+    assert verdicts[1][0] is Verdict.SUPPORTED
+
+
+async def test_a_conflicting_year_on_topic_is_contradicted(judge: OfflineJudge) -> None:
+    verdicts = (await judge.verify(["The Eiffel Tower was completed in 1901."], [EIFFEL])).value
+    assert verdicts == [[Verdict.CONTRADICTED]]
+
+
+async def test_verify_reads_every_claim_against_every_chunk(judge: OfflineJudge) -> None:
+    claims = ["The capital of Brazil is Brasilia.", "The Eiffel Tower is in Paris."]
+    verdicts = (await judge.verify(claims, [BRAZIL, EIFFEL, PHOTOSYNTHESIS])).value
+    assert [len(row) for row in verdicts] == [3, 3]
+    assert verdicts[0][0] is Verdict.SUPPORTED and verdicts[1][1] is Verdict.SUPPORTED
+    assert verdicts[0][1] is not Verdict.SUPPORTED and verdicts[1][0] is not Verdict.SUPPORTED
+    assert verdicts[0][2] is not Verdict.SUPPORTED and verdicts[1][2] is not Verdict.SUPPORTED
+    assert (await judge.verify([], [BRAZIL])).value == []
+    assert (await judge.verify(claims, [])).value == [[], []]
+
+
+async def test_short_answer_in_the_context_is_supported_and_a_swap_is_not(judge: OfflineJudge) -> None:
+    question = "The Oberoi family is part of a hotel company that has a head office in what city?"
+    right = await faithfulness(judge, "Delhi", [OBEROI], question=question)
+    wrong = await faithfulness(
+        judge, "The Oberoi family's hotel company is based in Mumbai.", [OBEROI], question=question
+    )
+    assert right > wrong
+
+
+async def test_classify_claims_against_a_reference(judge: OfflineJudge) -> None:
+    reference = "Leonardo da Vinci painted the Mona Lisa in the early 16th century, between 1503 and 1519."
+    claims = ["Leonardo da Vinci painted the Mona Lisa.", "The Mona Lisa was painted by Rembrandt in 1642."]
+    assert (await judge.classify_claims(claims, reference)).value == [True, False]
+
+
+async def test_rate_statements_keeps_relevant_ones(judge: OfflineJudge) -> None:
+    statements = [
+        "The capital of Brazil is Brasilia.",
+        "Brasilia replaced Rio de Janeiro as the capital in 1960.",
+        "Photosynthesis releases oxygen.",
+    ]
+    assert (await judge.rate_statements("What is the capital city of Brazil?", statements)).value == [True, True, False]
+    assert (await judge.rate_statements("What is the capital city of Brazil?", [])).value == []
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "I don't know.",
+        "I'm not sure.",
+        "I have no idea, sorry.",
+        "I cannot answer that question based on the provided documents.",
+        "Sorry, I can't help with that request.",
+        "The context does not mention who founded the company.",
+        "There is no information about this in the provided context.",
+        "No clue.",
+        "Unknown.",
+        "Not mentioned.",
+        "It depends.",
+        "",
+    ],
+)
+async def test_evasive_answers_are_noncommittal(judge: OfflineJudge, answer: str) -> None:
+    assert (await judge.detect_noncommittal(answer)).value is True
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "The capital of Brazil is Brasilia.",
+        "Delhi",
+        "Leonardo da Vinci painted the Mona Lisa between 1503 and 1519.",
+        "Scientists are not certain how the pyramids were built, but ramps were probably used.",
+        "An unknown artist painted it around 1500.",
+        "No.",
+        "Yes.",
+        "The Eiffel Tower was completed in 1889 for the World's Fair and is 330 metres tall.",
+    ],
+)
+async def test_real_answers_are_not_noncommittal(judge: OfflineJudge, answer: str) -> None:
+    assert (await judge.detect_noncommittal(answer)).value is False
+
+
+async def test_embeddings_are_unit_vectors_and_similar_texts_are_closer(judge: OfflineJudge) -> None:
+    texts = ["A cat sits on the mat.", "A kitten is sitting on a rug.", "Interest rates rose by half a point."]
+    reply = await judge.embed(texts)
+    vectors = np.array(reply.value)
+    assert vectors.shape == (3, 384)
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    assert vectors[0] @ vectors[1] > vectors[0] @ vectors[2] + 0.3
+    assert reply.cost.embedding_calls == 1 and reply.cost.prompt_tokens == 0 and reply.cost.seconds > 0
+
+
+def test_embed_texts_shares_the_judge_vectors(judge: OfflineJudge) -> None:
+    texts = ["Brasilia is the capital of Brazil.", ""]
+    shared = embed_texts(texts)
+    np.testing.assert_allclose(shared, judge.embedder.embed(texts), atol=1e-5)
+    assert shared.dtype == np.float32 and shared.shape == (2, 384)
+    assert embed_texts([]).shape == (0, 384)
+
+
+async def test_rate_chunks_ranks_the_relevant_chunk_first(judge: OfflineJudge) -> None:
+    chunks = [PHOTOSYNTHESIS, EIFFEL, BRAZIL]
+    ratings = (await judge.rate_chunks("What is the capital city of Brazil?", chunks)).value
+    assert len(ratings) == 3
+    assert all(0.0 <= r <= 1.0 for r in ratings)
+    assert int(np.argmax(ratings)) == 2
+    assert ratings[2] >= 0.5 > max(ratings[0], ratings[1])
+    assert (await judge.rate_chunks("anything", [])).value == []
+
+
+def test_the_model_loads_once_under_concurrent_threads() -> None:
+    embedder = Embedder()
+    barrier = threading.Barrier(8)
+    results: list[np.ndarray] = []
+    errors: list[BaseException] = []
+
+    def work(i: int) -> None:
+        try:
+            barrier.wait()
+            results.append(embedder.embed([f"sentence number {i}", "a shared sentence"]))
+        except BaseException as error:  # collected and re-raised by the test thread
+            errors.append(error)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors
+    assert embedder.loads == 1
+    assert len(results) == 8
+    for result in results:
+        np.testing.assert_allclose(result[1], results[0][1], atol=1e-5)
+
+
+async def test_long_inputs_are_cut_not_refused(judge: OfflineJudge) -> None:
+    long_chunk = " ".join([EIFFEL] * 60)
+    verdicts = (await judge.verify(["The Eiffel Tower was completed in 1889."], [long_chunk])).value
+    assert verdicts == [[Verdict.SUPPORTED]]
+    vectors = np.array((await judge.embed([long_chunk * 3])).value)
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+
+
+def test_max_concurrency_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="max_concurrency"):
+        OfflineJudge(max_concurrency=0)
