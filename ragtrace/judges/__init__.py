@@ -1,5 +1,8 @@
 """Judges: who answers the metrics' steps. See ``ragtrace.judges._base`` for the protocol."""
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from ragtrace.judges._base import (
     ALL_CAPABILITIES,
     GEvalRating,
@@ -12,6 +15,29 @@ from ragtrace.judges._base import (
     Verdict,
 )
 
+if TYPE_CHECKING:
+    from ragtrace.judges._default import default_judge
+    from ragtrace.judges.offline import OfflineJudge
+    from ragtrace.judges.openai import OpenAIJudge
+
+# Imported on first use: `import ragtrace` runs this package, and an app should not pay for the
+# openai client or the offline model's tokenizer/segmenter unless a judge is built.
+_LAZY = {
+    "OfflineJudge": "ragtrace.judges.offline",
+    "OpenAIJudge": "ragtrace.judges.openai",
+    "default_judge": "ragtrace.judges._default",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
 __all__ = [
     "ALL_CAPABILITIES",
     "GEvalRating",
@@ -19,7 +45,10 @@ __all__ = [
     "JudgeCapabilityError",
     "JudgeError",
     "JudgeReply",
+    "OfflineJudge",
+    "OpenAIJudge",
     "Question",
     "Rating",
     "Verdict",
+    "default_judge",
 ]
