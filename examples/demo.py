@@ -171,12 +171,12 @@ async def _ask_paced(bot: Any, count: int, pace: float) -> list[Any]:
     return answers
 
 
-def _first_degraded_ns(db: Path, degrade_after: int) -> int | None:
-    """End time of the first RAG span answered after the degradation began (from the bot's metadata)."""
+def _first_degraded_ns(db: Path) -> int | None:
+    """End time of the first degraded answer's RAG span (the bot marks it in the span's metadata)."""
     times = [
         int(end_ns)
         for end_ns, attributes in _query(db, "SELECT end_ns, attributes FROM spans")
-        if json.loads(json.loads(attributes).get(semconv.METADATA) or "{}").get("question_index", -1) >= degrade_after
+        if json.loads(json.loads(attributes).get(semconv.METADATA) or "{}").get("degraded") is True
     ]
     return min(times) if times else None
 
@@ -186,7 +186,7 @@ def _print_results(db: Path, args: argparse.Namespace, alert: dict[str, Any] | N
     if alert is not None:
         print(f"  webhook received: {alert.get('text')}")
         fired_ns = (alert.get("alert") or {}).get("time_ns")
-        first_bad = _first_degraded_ns(db, args.degrade_after)
+        first_bad = _first_degraded_ns(db)
         if isinstance(fired_ns, int) and first_bad is not None:
             print(f"  raised {(fired_ns - first_bad) / 1e9:.1f} s after the first degraded answer")
     print("  alert history (the collector's alerts table):")
@@ -287,7 +287,10 @@ def run(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``make demo``."""
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.questions < 1 or args.degrade_after < 0 or args.pace <= 0 or not 0 <= args.sample_rate <= 1:
+        parser.error("--questions >= 1, --degrade-after >= 0, --pace > 0 and --sample-rate in [0, 1], please")
     if shutil.which("ragtrace-collector") is None and not (Path(sys.executable).parent / "ragtrace-collector").exists():
         print(
             "ragtrace-collector is not installed: run `make demo` (it creates .venv and installs it)", file=sys.stderr
