@@ -21,6 +21,8 @@ _NUMBER = re.compile(r"(?<![A-Za-z])\d[\d,]*(?:\.\d+)?")
 _CLAUSE_SPLIT = re.compile(r"\s*;\s+|,\s+(?:but|while|whereas|although|though)\s+|\s+but\s+also\s+", re.IGNORECASE)
 _LEADING_CONCESSION = re.compile(r"^(?:although|though|while|whereas)\s+([^,]{8,}),\s+(.{8,})$", re.IGNORECASE)
 _MAX_SHORT_ANSWER_WORDS = 6
+_AFFIRMATIONS = frozenset({"yes", "yes it is", "yes they are", "true", "correct"})
+_DENIALS = frozenset({"no", "not", "false", "incorrect"})
 ANSWER_SEPARATOR = "? "
 """Joins a question and its bare answer into one claim."""
 
@@ -117,13 +119,23 @@ def extract_claims(text: str, question: str | None = None) -> list[str]:
 
 
 def claim_focus(claim: str) -> str:
-    """What a claim asserts: for "<question>? <answer>" the answer, else the whole claim.
+    """What a claim asserts: for "<question>? <answer>" the answer (the question's proposition
+    for a bare "yes"), else the whole claim.
 
     The question of a bare answer is context that a chunk will mostly repeat whatever the answer;
     the words, names and numbers to check are the answer's.
     """
     head, sep, tail = claim.rpartition(ANSWER_SEPARATOR)
-    return tail.strip() if sep and head.strip() and tail.strip() else claim
+    if not (sep and head.strip() and tail.strip()):
+        return claim
+    # "Is X a Y? Yes" asserts the question's own proposition; "No" denies it, which word evidence
+    # cannot check, so such a claim stays whole.
+    answer = tail.strip().strip(".!").lower()
+    if answer in _AFFIRMATIONS:
+        return head.strip()
+    if answer in _DENIALS:
+        return claim
+    return tail.strip()
 
 
 def words(text: str) -> list[str]:

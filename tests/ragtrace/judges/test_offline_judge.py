@@ -10,7 +10,7 @@ import pytest
 
 from ragtrace.judges import ALL_CAPABILITIES, Judge, JudgeCapabilityError, Verdict
 from ragtrace.judges._offline_embedder import Embedder
-from ragtrace.judges._offline_text import extract_claims, split_sentences
+from ragtrace.judges._offline_text import claim_focus, extract_claims, split_sentences
 from ragtrace.judges.offline import OfflineJudge, embed_texts
 
 SUPER_BOWL = (
@@ -94,8 +94,24 @@ async def test_claims_are_sentences_and_clauses(judge: OfflineJudge) -> None:
 def test_a_bare_short_answer_becomes_a_claim_with_its_question() -> None:
     question = "The Oberoi family is part of a hotel company that has a head office in what city?"
     assert extract_claims("Delhi", question) == [f"{question} Delhi"]
+    assert claim_focus(f"{question} Delhi") == "Delhi"
     assert extract_claims("Delhi") == ["Delhi"]
     assert extract_claims("   ") == []
+
+
+def test_a_bare_yes_asserts_the_question_and_a_no_stays_whole() -> None:
+    question = "Is the Oberoi Group a hotel company?"
+    assert claim_focus(extract_claims("Yes", question)[0]) == "Is the Oberoi Group a hotel company"
+    claim = extract_claims("no", question)[0]
+    assert claim_focus(claim) == claim
+    assert claim_focus("The Oberoi Group is based in Delhi.") == "The Oberoi Group is based in Delhi."
+
+
+async def test_a_bare_answer_is_supported_only_when_the_context_names_it(judge: OfflineJudge) -> None:
+    question = "Which company is based in Delhi?"
+    claims = [extract_claims(a, question)[0] for a in ("The Oberoi Group", "Oberoi", "Taj Hotels")]
+    verdicts = (await judge.verify(claims, [OBEROI])).value
+    assert [row[0] is Verdict.SUPPORTED for row in verdicts] == [True, True, False]
 
 
 async def test_grounded_answer_scores_above_contradicted_one(judge: OfflineJudge) -> None:
