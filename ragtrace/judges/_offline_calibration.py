@@ -5,13 +5,13 @@ files: do not edit by hand, re-run the script. See that script for what each con
 """
 
 # Grounding model: standardised features (order of _offline_grounding.FEATURES), logistic layer.
-FEATURE_MEANS = (0.652756, 0.770408, 1.935698, 0.639117, 0.321766, 0.031130, 0.047971, 0.112018)
-FEATURE_SCALES = (0.138941, 0.229546, 2.086408, 0.298411, 0.687298, 0.180867, 0.236383, 0.315389)
-GROUNDING_WEIGHTS = (-0.108369, 0.188175, -1.421671, 0.011203, -0.171551, -0.114136, -0.096492, -0.006119)
-GROUNDING_BIAS = -0.396046
+FEATURE_MEANS = (0.652733, 0.770542, 1.936699, 0.639491, 0.322399, 0.031266, 0.048180, 0.111738)
+FEATURE_SCALES = (0.138748, 0.229615, 2.087733, 0.298151, 0.687895, 0.181249, 0.236876, 0.315043)
+GROUNDING_WEIGHTS = (-0.111329, 0.188537, -1.419598, 0.017284, -0.176812, -0.114247, -0.095555, -0.011595)
+GROUNDING_BIAS = -0.399664
 SUPPORT_THRESHOLD = 0.570000
 """Support probability at or above which a chunk SUPPORTS a claim."""
-CONTRADICTION_MIN_COSINE = 0.584012
+CONTRADICTION_MIN_COSINE = 0.584026
 """Best claim-unit cosine from which a chunk is on the claim's topic (may then CONTRADICT it)."""
 
 # rate_chunks: sigmoid(bias + a * cos(query, chunk) + b * max cos(query, chunk sentence)).

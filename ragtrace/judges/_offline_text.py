@@ -45,7 +45,7 @@ NEGATIONS = frozenset({"not", "no", "never", "neither", "nor", "none", "nobody",
 _NONCOMMITTAL_PATTERNS = re.compile(
     r"""\b(
       i\s+(?:do\s+not|don't|dont)\s+know
-    | i\s+(?:am\s+not|'m\s+not|m\s+not)\s+(?:sure|certain|able)
+    | i(?:\s+am|'m|\s+m)\s+not\s+(?:sure|certain|able)
     | i\s+(?:have\s+no|don't\s+have\s+(?:any|enough)?)\s*(?:idea|information|knowledge|data|details)
     | (?:i\s+)?(?:cannot|can't|can\s+not|could\s+not|couldn't|am\s+unable\s+to|'m\s+unable\s+to)
         \s+(?:answer|say|tell|determine|help|assist|find|provide|confirm|verify)
@@ -101,7 +101,7 @@ def is_short_answer(text: str) -> bool:
 
 
 def extract_claims(text: str, question: str | None = None) -> list[str]:
-    """Claims of an answer: its sentences split into clauses.
+    """Claims of an answer: its sentences split into clauses, without questions and evasions.
 
     A bare short answer is turned into one claim with its question, "<question>? <answer>" ("Which
     city ...? Delhi"), because "Delhi" alone states nothing a context could support or contradict;
@@ -114,6 +114,9 @@ def extract_claims(text: str, question: str | None = None) -> list[str]:
         return [f"{question.strip().rstrip('?').rstrip()}{ANSWER_SEPARATOR}{text}"]
     claims: list[str] = []
     for sentence in split_sentences(text):
+        # A question or an evasion ("I don't know.") asserts nothing a context could support.
+        if sentence.endswith("?") or noncommittal_wording(sentence):
+            continue
         claims.extend(split_clauses(sentence))
     return [c for c in claims if content_words(c)]
 
@@ -223,6 +226,7 @@ _BARE_EVASION = re.compile(
 def noncommittal_wording(text: str) -> bool:
     """True when the wording is evasive: "I don't know", "I'm not sure", "cannot answer", refusals,
     or an answer that is nothing but an evasion ("Unknown.", "Not mentioned.", "It depends.")."""
+    text = text.replace("\u2019", "'")
     return _NONCOMMITTAL_PATTERNS.search(text) is not None or _BARE_EVASION.match(text.strip()) is not None
 
 

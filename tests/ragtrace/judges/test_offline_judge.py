@@ -99,6 +99,13 @@ def test_a_bare_short_answer_becomes_a_claim_with_its_question() -> None:
     assert extract_claims("   ") == []
 
 
+def test_evasions_and_questions_are_not_claims() -> None:
+    assert extract_claims("I don't know.") == []
+    assert extract_claims("I'm not sure. Is it Paris? The capital of France is Paris.") == [
+        "The capital of France is Paris."
+    ]
+
+
 def test_a_bare_yes_asserts_the_question_and_a_no_stays_whole() -> None:
     question = "Is the Oberoi Group a hotel company?"
     assert claim_focus(extract_claims("Yes", question)[0]) == "Is the Oberoi Group a hotel company"
@@ -192,6 +199,7 @@ async def test_rate_statements_keeps_relevant_ones(judge: OfflineJudge) -> None:
     [
         "I don't know.",
         "I'm not sure.",
+        "I\u2019m not sure, I don\u2019t know.",
         "I have no idea, sorry.",
         "I cannot answer that question based on the provided documents.",
         "Sorry, I can't help with that request.",
