@@ -13,7 +13,8 @@ For each set it prints, side by side from the same run:
 - a bag-of-words baseline (share of the answer's words found in the chunk): AUROC, and balanced
   accuracy at its best threshold on the calibration split,
 - seconds per record of the judge (model load excluded, measured once beforehand) and the ratio of
-  judge AUROC over baseline AUROC.
+  judge AUROC over baseline AUROC,
+- for QA, how ``rate_chunks`` separates a question's own knowledge from another row's.
 
     python bench/judge_accuracy.py                       # offline judge, test split
     python bench/judge_accuracy.py --judge openai --base-url http://127.0.0.1:8000/v1 --model M
@@ -206,8 +207,34 @@ async def run(args: argparse.Namespace) -> int:
             f"{base_auc:>12.3f}{base_ba:>9.3f}{judge_auc / base_auc:>13.3f}{judge_auc - base_auc:>+12.3f}"
             f"{per_record:>10.4f}"
         )
+    if "qa" in args.sets:
+        await chunk_relevance(judge, args)
     await judge.aclose()
     return 0
+
+
+async def chunk_relevance(judge: Any, args: argparse.Namespace) -> None:
+    """rate_chunks on QA questions: each question's own knowledge (relevant) against the knowledge of
+    the next row (irrelevant), rated in one call per question; AUROC, and the share rated >= 0.5."""
+    rows = [e for e in load("qa", args.split) if e.grounded]
+    if args.limit:
+        rows = rows[: args.limit]
+    scores: list[float] = []
+    labels: list[bool] = []
+    base: list[float] = []
+    for i, example in enumerate(rows):
+        other = rows[(i + 1) % len(rows)].chunk
+        ratings = (await judge.rate_chunks(example.question or "", [example.chunk, other])).value
+        scores += [ratings[0], ratings[1]]
+        labels += [True, False]
+        base += [bag_of_words(example.question or "", example.chunk), bag_of_words(example.question or "", other)]
+    relevant = sum(1 for s, y in zip(scores, labels, strict=True) if y and s >= 0.5) / labels.count(True)
+    irrelevant = sum(1 for s, y in zip(scores, labels, strict=True) if not y and s >= 0.5) / labels.count(False)
+    print(
+        f"rate_chunks (qa questions, own vs next row's knowledge): AUROC {auroc(scores, labels):.3f}, "
+        f"rated >= 0.5: relevant {relevant:.3f}, irrelevant {irrelevant:.3f}; "
+        f"bag-of-words AUROC {auroc(base, labels):.3f}"
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
