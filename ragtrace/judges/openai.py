@@ -61,7 +61,7 @@ from ragtrace.judges._parsing import (
     index_set,
     pick,
 )
-from ragtrace.metrics._base import Cost
+from ragtrace.metrics._base import REASON_UNPARSEABLE, Cost
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -473,7 +473,7 @@ class OpenAIJudge:
             return JudgeReply(value=value, cost=tally.cost())
         raise JudgeError(
             f"{prompt.step}: unparseable reply after {self._parse_retries + 1} attempts: {reason}",
-            error_type="unparseable_reply",
+            error_type=REASON_UNPARSEABLE,
             cost=tally.cost(),
         )
 
@@ -615,7 +615,7 @@ class OpenAIJudge:
         if len(vectors) != len(texts) or any(not v for v in vectors):
             raise JudgeError(
                 f"embed: asked for {len(texts)} vectors, got {len(vectors)}",
-                error_type="unparseable_reply",
+                error_type=REASON_UNPARSEABLE,
                 cost=tally.cost(),
             )
         return JudgeReply(value=vectors, cost=tally.cost())

@@ -124,6 +124,14 @@ async def test_empty_inputs_make_no_call(stub: StubOpenAIServer, make_judge: Mak
     assert stub.requests == []
 
 
+async def test_noncommittal_answer_has_no_claims(stub: StubOpenAIServer, make_judge: MakeJudge) -> None:
+    judge = make_judge()
+    reply = await judge.extract_claims("I don't know.", question="Who painted the Mona Lisa?")
+    assert reply.value == []
+    assert reply.cost.chat_calls == 1
+    assert "Question: Who painted the Mona Lisa?" in stub.chat_requests[0].body["messages"][1]["content"]
+
+
 async def test_json_schema_rejected_falls_back_to_json_mode_once(stub: StubOpenAIServer, make_judge: MakeJudge) -> None:
     stub.mode = "json_object"
     judge = make_judge()
