@@ -32,9 +32,10 @@ from typing import NoReturn, TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from ragtrace.environment_variables import ConfigurationError
 from ragtrace.judges import _offline_calibration as cal
 from ragtrace.judges import _offline_grounding as grounding
-from ragtrace.judges import _offline_text as text
+from ragtrace.judges import _offline_text as _text
 from ragtrace.judges._base import (
     CLASSIFY_CLAIMS,
     DETECT_NONCOMMITTAL,
@@ -101,8 +102,8 @@ class OfflineJudge:
     )
 
     def __init__(self, *, embedder: Embedder | None = None, max_concurrency: int = 1) -> None:
-        if max_concurrency < 1:
-            raise ValueError("max_concurrency must be at least 1")
+        if not isinstance(max_concurrency, int) or max_concurrency < 1:
+            raise ConfigurationError(f"OfflineJudge(max_concurrency={max_concurrency!r}): give a whole number >= 1")
         self._embedder = embedder
         self._slots = threading.BoundedSemaphore(max_concurrency)
 
@@ -133,9 +134,10 @@ class OfflineJudge:
     # Steps it offers
     # ---------------------------------------------------------------------------------------------
 
-    async def extract_claims(self, text_: str, *, question: str | None = None) -> JudgeReply[list[str]]:
-        """Sentences split into clauses; a bare short answer becomes "<question> <answer>"."""
-        return await self._run(lambda: text.extract_claims(text_, question))
+    async def extract_claims(self, text: str, *, question: str | None = None) -> JudgeReply[list[str]]:
+        """Sentences split into clauses, without questions and evasions; a bare short answer becomes
+        one claim "<question>? <answer>"."""
+        return await self._run(lambda: _text.extract_claims(text, question))
 
     async def verify(self, claims: Sequence[str], chunks: Sequence[str]) -> JudgeReply[list[list[Verdict]]]:
         """``value[claim][chunk]`` from the grounding model."""
@@ -183,7 +185,7 @@ class OfflineJudge:
 
         def work() -> bool:
             stripped = answer.strip()
-            if not stripped or text.noncommittal_wording(stripped):
+            if not stripped or _text.noncommittal_wording(stripped):
                 return True
             if len(stripped.split()) > _SHORT_ANSWER_WORDS:
                 return False

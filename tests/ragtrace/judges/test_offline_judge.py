@@ -8,6 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
+from ragtrace import ConfigurationError
 from ragtrace.judges import ALL_CAPABILITIES, Judge, JudgeCapabilityError, Verdict
 from ragtrace.judges._offline_embedder import Embedder
 from ragtrace.judges._offline_text import claim_focus, extract_claims, split_sentences
@@ -294,6 +295,12 @@ async def test_long_inputs_are_cut_not_refused(judge: OfflineJudge) -> None:
     np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
 
 
-def test_max_concurrency_must_be_positive() -> None:
-    with pytest.raises(ValueError, match="max_concurrency"):
-        OfflineJudge(max_concurrency=0)
+@pytest.mark.parametrize("value", [0, -1, 1.5])
+def test_max_concurrency_must_be_a_positive_whole_number(value: object) -> None:
+    with pytest.raises(ConfigurationError, match=r"max_concurrency=.*whole number >= 1"):
+        OfflineJudge(max_concurrency=value)  # type: ignore[arg-type]
+
+
+async def test_steps_take_their_protocol_argument_names(judge: OfflineJudge) -> None:
+    claims = (await judge.extract_claims(text="The capital of Brazil is Brasilia.", question=None)).value
+    assert claims == ["The capital of Brazil is Brasilia."]
