@@ -49,6 +49,13 @@ def _parser() -> argparse.ArgumentParser:
         default=True,
         help="score RAG spans that arrive unscored (default on; rate from RAGTRACE_SAMPLE_RATE)",
     )
+    cpus = os.cpu_count() or 1
+    serve.add_argument(
+        "--decode-processes",
+        type=int,
+        default=cpus if cpus > 1 else 0,
+        help=f"processes that decode OTLP, 0 for threads (default one per CPU: {cpus if cpus > 1 else 0})",
+    )
     serve.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
 
     report = commands.add_parser("report", help="write the store's report (HTML with charts, or markdown)")
@@ -71,6 +78,7 @@ def _serve(args: argparse.Namespace) -> int:
         forward=args.forward,
         max_body_bytes=args.max_body_bytes,
         score=args.score,
+        decode_processes=args.decode_processes,
     )
     collector = Collector(config)
 

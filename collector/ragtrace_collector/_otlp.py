@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import contextlib
 import json
 import math
 from collections.abc import Iterable, Iterator, Mapping
@@ -384,22 +383,6 @@ def attributes(items: Iterable[KeyValue]) -> dict[str, Any]:
     return result
 
 
-def _span_attributes(items: Iterable[KeyValue]) -> tuple[dict[str, Any], list[str], list[str]]:
-    """``attributes`` plus, in the same pass, the keys of retrieval documents and of ``ragtrace.eval.*``."""
-    result: dict[str, Any] = {}
-    document_keys: list[str] = []
-    eval_keys: list[str] = []
-    for kv in items:
-        key = kv.key
-        value = kv.value
-        result[key] = value.string_value if value.WhichOneof("value") == "string_value" else any_value(value)
-        if key.startswith(_DOCS_DOT):
-            document_keys.append(key)
-        elif key.startswith(_EVAL_DOT):
-            eval_keys.append(key)
-    return result, document_keys, eval_keys
-
-
 _DOCS_DOT = semconv.RETRIEVAL_DOCUMENTS + "."
 _DOC_FIELDS = {
     semconv.DOCUMENT_ID: "id",
@@ -407,18 +390,101 @@ _DOC_FIELDS = {
     semconv.DOCUMENT_SCORE: "score",
     semconv.DOCUMENT_METADATA: "metadata",
 }
+_DOC = 0
+_EVAL = 1
+_EVAL_VALUE, _EVAL_LABEL, _EVAL_REASON = "value", "label", "reason"
+
+# What an attribute key is, computed once per distinct key: the same few dozen keys recur on every span,
+# and classifying them anew was a large share of the ingest cost. Bounded so odd keys cannot grow it forever.
+_KeyKind = tuple[int, Any, str] | None
+_KEY_KINDS: dict[str, _KeyKind] = {}
+_MAX_KEY_KINDS = 65_536
+_UNKNOWN: Any = object()
 
 
-def _split_documents(attrs: dict[str, Any], keys: Iterable[str] | None = None) -> dict[int, dict[str, Any]]:
-    """Move the ``retrieval.documents.{i}.document.*`` attributes (``keys``, when known) out of ``attrs``."""
-    documents: dict[int, dict[str, Any]] = {}
-    for key in [k for k in attrs if k.startswith(_DOCS_DOT)] if keys is None else keys:
+def _classify(key: str) -> _KeyKind:
+    """``(_DOC, index, column)``, ``(_EVAL, metric, field)`` or None for any other attribute."""
+    kind: _KeyKind = None
+    if key.startswith(_DOCS_DOT):
         index, _, field_name = key[len(_DOCS_DOT) :].partition(".")
         column = _DOC_FIELDS.get(field_name)
-        if column is None or not index.isdigit():
-            continue
-        documents.setdefault(int(index), {})[column] = attrs.pop(key)
-    return documents
+        if column is not None and index.isdigit():
+            kind = (_DOC, int(index), column)
+    elif key.startswith(_EVAL_DOT):
+        rest = key[len(_EVAL_DOT) :]
+        if rest and rest not in _RESERVED_EVAL_KEYS:
+            for suffix, field_name in ((_LABEL_SUFFIX, _EVAL_LABEL), (_REASON_SUFFIX, _EVAL_REASON), ("", _EVAL_VALUE)):
+                metric = rest[: len(rest) - len(suffix)]
+                if rest.endswith(suffix) and metric and "." not in metric:
+                    kind = (_EVAL, metric, field_name)
+                    break
+    if len(_KEY_KINDS) < _MAX_KEY_KINDS:
+        _KEY_KINDS[key] = kind
+    return kind
+
+
+def _span_attributes(
+    items: Iterable[KeyValue],
+) -> tuple[dict[str, Any], dict[str, Any], list[tuple[str, str, Any]]]:
+    """A span's attributes without its retrieval documents, the documents' attributes, and its score attributes.
+
+    Documents come back as ``{key: value}`` (put them back for a span that is not a RAG span); score
+    attributes as ``(metric, field, value)`` (they also stay in the attributes).
+    """
+    result: dict[str, Any] = {}
+    documents: dict[str, Any] = {}
+    evals: list[tuple[str, str, Any]] = []
+    kinds = _KEY_KINDS
+    for kv in items:
+        key = kv.key
+        value = kv.value
+        # Most attribute values are strings: skip the general conversion for them (the ingest hot path).
+        converted = value.string_value if value.WhichOneof("value") == "string_value" else any_value(value)
+        kind = kinds.get(key, _UNKNOWN)
+        if kind is _UNKNOWN:
+            kind = _classify(key)
+        if kind is None:
+            result[key] = converted
+        elif kind[0] == _DOC:
+            documents[key] = converted
+        else:
+            result[key] = converted
+            evals.append((kind[1], kind[2], converted))
+    return result, documents, evals
+
+
+def _chunks(documents: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Document attributes (``retrieval.documents.{i}.document.*``) as chunks ``{id, content, score, metadata}``."""
+    by_index: dict[int, dict[str, Any]] = {}
+    for key, value in documents.items():
+        kind = _KEY_KINDS.get(key) or _classify(key)
+        assert kind is not None and kind[0] == _DOC
+        fields = by_index.get(kind[1])
+        if fields is None:
+            fields = by_index[kind[1]] = {}
+        fields[kind[2]] = value
+    chunks: list[dict[str, Any]] = []
+    for index in sorted(by_index):
+        fields = by_index[index]
+        metadata = fields.get("metadata")
+        chunk_id = fields.get("id")
+        chunks.append(
+            {
+                "id": None if chunk_id is None else str(chunk_id),
+                "content": _text(fields.get("content")),
+                "score": _number(fields.get("score")),
+                "metadata": _json_or_text(metadata) if isinstance(metadata, str) else metadata,
+            }
+        )
+    return chunks
+
+
+def _json_or_text(text: str) -> Any:
+    """Parsed JSON, or the string itself when it is not JSON (kept as the app sent it)."""
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return text
 
 
 def _dumps(value: Any) -> str:
@@ -447,7 +513,6 @@ _RESERVED_EVAL_KEYS = frozenset(
 )
 _LABEL_SUFFIX = semconv.eval_label("x")[len(semconv.eval_score("x")) :]
 _REASON_SUFFIX = semconv.eval_reason("x")[len(semconv.eval_score("x")) :]
-_METHOD_SUFFIX = semconv.eval_method("x")[len(semconv.eval_score("x")) :]
 
 
 def _rows(resource: Resource, scope: InstrumentationScope, spans: Iterable[Span], received_ns: int) -> Batch:
@@ -463,11 +528,13 @@ def _rows(resource: Resource, scope: InstrumentationScope, spans: Iterable[Span]
         if not _ids_valid(span):
             batch.reject(1, f"span {span_id or '?'} in trace {trace_id or '?'}: ids must be 16/8 non-zero bytes")
             continue
-        attrs, document_keys, eval_keys = _span_attributes(span.attributes)
+        attrs, documents, evals = _span_attributes(span.attributes)
         chunks: list[dict[str, Any]] | None = None
         if attrs.get(semconv.RAGTRACE_ROLE) == semconv.ROLE_RAG:
             # A RAG span's documents are stored once, in rag_records.chunks, not again in spans.attributes.
-            chunks = _chunks(_split_documents(attrs, document_keys))
+            chunks = _chunks(documents)
+        elif documents:
+            attrs.update(documents)
         events = [
             {
                 "time_ns": e.time_unix_nano,
@@ -504,7 +571,7 @@ def _rows(resource: Resource, scope: InstrumentationScope, spans: Iterable[Span]
                 "received_ns": received_ns,
             }
         )
-        _rag_and_scores(batch, attrs, eval_keys, chunks, events, span, span_id, trace_id, service)
+        _rag_and_scores(batch, attrs, evals, chunks, events, span, span_id, trace_id, service)
     return batch
 
 
@@ -537,34 +604,13 @@ def _number(value: Any) -> float | None:
 
 def chunks_of(attrs: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The OpenInference ``retrieval.documents.{i}.document.*`` attributes as ``{id, content, score, metadata}``."""
-    return _chunks(_split_documents(dict(attrs)))
-
-
-def _chunks(documents: Mapping[int, Mapping[str, Any]]) -> list[dict[str, Any]]:
-    chunks: list[dict[str, Any]] = []
-    for index in sorted(documents):
-        document = documents[index]
-        metadata: Any = document.get("metadata")
-        if isinstance(metadata, str):
-            # Not JSON: kept as the string the app sent.
-            with contextlib.suppress(ValueError):
-                metadata = orjson.loads(metadata)
-        chunk_id = document.get("id")
-        chunks.append(
-            {
-                "id": None if chunk_id is None else str(chunk_id),
-                "content": _text(document.get("content")),
-                "score": _number(document.get("score")),
-                "metadata": metadata,
-            }
-        )
-    return chunks
+    return _chunks({k: v for k, v in attrs.items() if (_KEY_KINDS.get(k) or _classify(k) or (None,))[0] == _DOC})
 
 
 def _rag_and_scores(
     batch: Batch,
     attrs: dict[str, Any],
-    eval_keys: list[str],
+    evals: list[tuple[str, str, Any]],
     chunks: list[dict[str, Any]] | None,
     events: list[dict[str, Any]],
     span: Span,
@@ -597,7 +643,7 @@ def _rag_and_scores(
                 "seconds": _number(attrs.get(semconv.EVAL_SECONDS)),
             }
         )
-    scores = _scores(attrs, eval_keys, events)
+    scores = _scores(evals, events)
     if not scores:
         return
     if is_carrier:
@@ -631,7 +677,7 @@ def _rag_and_scores(
         )
 
 
-def _scores(attrs: Mapping[str, Any], eval_keys: list[str], events: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+def _scores(evals: list[tuple[str, str, Any]], events: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Scores by metric, from ``gen_ai.evaluation.result`` events first, then flat ``ragtrace.eval.*`` attributes."""
     found: dict[str, dict[str, Any]] = {}
     for event in events:
@@ -639,28 +685,24 @@ def _scores(attrs: Mapping[str, Any], eval_keys: list[str], events: list[dict[st
             continue
         eattrs = event["attributes"]
         name = eattrs.get(semconv.GEN_AI_EVALUATION_NAME)
-        if not isinstance(name, str) or not name:
+        if not isinstance(name, str) or not name or "." in name:
             continue
-        fields = found.setdefault(name, {})
-        fields["value"] = _number(eattrs.get(semconv.GEN_AI_EVALUATION_SCORE_VALUE))
-        fields["label"] = _text(eattrs.get(semconv.GEN_AI_EVALUATION_SCORE_LABEL))
-        fields["explanation"] = _text(eattrs.get(semconv.GEN_AI_EVALUATION_EXPLANATION))
-        fields["error_type"] = _text(eattrs.get(semconv.ERROR_TYPE))
-    for key in eval_keys:
-        value = attrs[key]
-        rest = key[len(_EVAL_DOT) :]
-        if rest in _RESERVED_EVAL_KEYS or not rest:
-            continue
-        if rest.endswith(_LABEL_SUFFIX):
-            fields = found.setdefault(rest[: -len(_LABEL_SUFFIX)], {})
-            if fields.get("label") is None:
-                fields["label"] = _text(value)
-        elif rest.endswith(_REASON_SUFFIX):
-            found.setdefault(rest[: -len(_REASON_SUFFIX)], {})["reason"] = _text(value)
-        elif rest.endswith(_METHOD_SUFFIX):
-            continue
-        elif "." not in rest and _number(value) is not None:
-            fields = found.setdefault(rest, {})
-            if fields.get("value") is None:
-                fields["value"] = _number(value)
-    return {name: fields for name, fields in found.items() if name and "." not in name}
+        found[name] = {
+            _EVAL_VALUE: _number(eattrs.get(semconv.GEN_AI_EVALUATION_SCORE_VALUE)),
+            _EVAL_LABEL: _text(eattrs.get(semconv.GEN_AI_EVALUATION_SCORE_LABEL)),
+            "explanation": _text(eattrs.get(semconv.GEN_AI_EVALUATION_EXPLANATION)),
+            "error_type": _text(eattrs.get(semconv.ERROR_TYPE)),
+        }
+    for metric, field_name, value in evals:
+        if field_name == _EVAL_VALUE:
+            number = _number(value)
+            if number is None and metric not in found:
+                continue  # not a number: some other ragtrace.eval.* attribute, not a score
+            fields = found.setdefault(metric, {})
+            if fields.get(_EVAL_VALUE) is None:
+                fields[_EVAL_VALUE] = number
+        else:
+            fields = found.setdefault(metric, {})
+            if fields.get(field_name) is None:
+                fields[field_name] = _text(value)
+    return found

@@ -13,7 +13,6 @@ linked to the RAG span), as the app does for late scores.
 from __future__ import annotations
 
 import asyncio
-import importlib
 import json
 import logging
 import os
@@ -32,7 +31,7 @@ from ragtrace import semconv
 from ragtrace._record import Chunk, RagRecord
 from ragtrace._sampling import draw
 from ragtrace.environment_variables import ConfigurationError
-from ragtrace.judges._base import Judge
+from ragtrace.judges import Judge, default_judge
 from ragtrace.metrics import Suite, SuiteResult, build_suite
 from ragtrace_collector._otlp import SOURCE_COLLECTOR, Batch, Row
 from ragtrace_collector._store import Store, StoreError
@@ -41,19 +40,6 @@ _log = logging.getLogger("ragtrace_collector")
 
 DEFAULT_SAMPLE_RATE = 0.1
 """Fraction of undecided traces scored when ``RAGTRACE_SAMPLE_RATE`` is not set (as in the app)."""
-
-
-def default_judge() -> Judge:
-    """ragtrace's default judge (OpenAI-compatible when configured, else offline), as the app would pick it."""
-    try:
-        module = importlib.import_module("ragtrace.judges._default")
-        judge: Judge = module.default_judge()
-        return judge
-    except ImportError:
-        # ragtrace without the judge factory: the offline judge needs no key and no network.
-        from ragtrace.judges.offline import OfflineJudge
-
-        return OfflineJudge()
 
 
 def record_of(row: Row) -> RagRecord | None:

@@ -50,6 +50,8 @@ class CollectorConfig:
     forward: str | None = None
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     score: bool = True
+    decode_processes: int = 0
+    """Processes that decode OTLP (0: threads of this process). The command defaults to one per CPU."""
     watch: bool = True
     """Start the alert watcher (``_alerts.Watcher``) when that module is installed."""
     page: bool = True
@@ -65,6 +67,8 @@ class CollectorConfig:
         for name, port in (("--port", self.port), ("--grpc-port", self.grpc_port)):
             if port is not None and not 0 <= port <= 65535:
                 raise ConfigurationError(f"{name} {port} is not a TCP port: give a number from 1 to 65535")
+        if self.decode_processes < 0:
+            raise ConfigurationError(f"--decode-processes {self.decode_processes} must be 0 (threads) or more")
         if self.max_body_bytes < 1024:
             raise ConfigurationError(f"--max-body-bytes {self.max_body_bytes} is too small: give at least 1024")
         if self.retention_days is not None and self.retention_days <= 0:
@@ -148,7 +152,10 @@ class Collector:
 
             scorer = self.scorer = ServerScorer(store, forward=forward_carrier)
             scorer.start()
-        pipeline = self.pipeline = Pipeline(store, scorer=scorer, forwarder=forwarder)
+        pipeline = self.pipeline = Pipeline(
+            store, scorer=scorer, forwarder=forwarder, decode_processes=config.decode_processes
+        )
+        await pipeline.warm_up()
         routes: list[BaseRoute] = []
         if config.page:
             page_routes = _optional("_report", "page_routes")

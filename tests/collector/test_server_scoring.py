@@ -3,6 +3,7 @@ the offline judge; the scores land in the store and, with forwarding on, reach a
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from pathlib import Path
 
@@ -14,8 +15,9 @@ from ragtrace_collector._scoring import ServerScorer, record_of
 from ragtrace_collector._server import Collector
 from ragtrace_collector._store import Store
 
-from ragtrace import semconv
+from ragtrace import RagRecord, semconv
 from ragtrace._sampling import draw
+from ragtrace.judges.offline import OfflineJudge
 from ragtrace.metrics import build_suite
 from tests.collector._spans import SpanFactory, hex_span_id, otlp_bytes, start_collector
 
@@ -68,13 +70,23 @@ def test_unscored_spans_are_scored_by_the_collector(tmp_path: Path, monkeypatch:
     assert by_source == [("app", 1), ("collector", 4 * len(SUITE.names))]
     # The app's own score was not touched.
     assert _rows(db, f"SELECT value, source FROM scores WHERE span_id = '{hex_span_id(app_scored)}'") == [(0.3, "app")]
-    hallucination = dict(
-        _rows(db, "SELECT span_id, value FROM scores WHERE metric = 'hallucination' AND source = 'collector'")
-    )
-    grounded = hallucination[hex_span_id(unscored[0])]
-    invented = hallucination[hex_span_id(unscored[1])]
-    assert isinstance(grounded, float) and isinstance(invented, float)
-    assert grounded < invented  # "Florida" is not in the chunks
+    # The collector's scores are exactly what ragtrace's suite and judge give for the same record.
+    stored = {
+        (span_id, metric): value
+        for span_id, metric, value in _rows(db, "SELECT span_id, metric, value FROM scores WHERE source = 'collector'")
+    }
+    judge_ = OfflineJudge()
+    for span in unscored:
+        attrs = span.attributes or {}
+        record = RagRecord.of(
+            str(attrs[semconv.INPUT_VALUE]),
+            ["Brazil is a country in South America.", "Its capital is Brasilia."],
+            str(attrs[semconv.OUTPUT_VALUE]),
+        )
+        expected = asyncio.run(SUITE.score(record, judge_))
+        for metric in SUITE.names:
+            value = stored[(hex_span_id(span), metric)]
+            assert value == pytest.approx(expected.value(metric)), metric
     judge, calls, route = _rows(
         db, f"SELECT judge, calls, route FROM rag_records WHERE span_id = '{hex_span_id(unscored[0])}'"
     )[0]
