@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import random
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -433,4 +434,48 @@ def test_the_method_detail_becomes_an_attribute() -> None:
     r.processor.force_flush(10_000)
     attrs = r.downstream.by_id()[span_id].attributes or {}
     assert attrs[semconv.eval_method("answer_relevancy_embedding")] == "embedding"
+    r.provider.shutdown()
+
+
+@dataclass
+class Jittery(Scripted):
+    """A judge whose latency varies around the hold deadline, so every exit path gets exercised."""
+
+    seed: int = 0
+
+    async def score(self, record: RagRecord, judge: Any) -> Score:
+        rng = random.Random(f"{self.seed}:{record.query}")
+        await asyncio.sleep(rng.choice([0.0, 0.001, 0.02, 0.06]))  # simulated judge latency
+        if rng.random() < 0.1:
+            return Score.absent(self.name, "error", "judge_error", error_type="timeout")
+        return Score(self.name, 0.5)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_exactly_once_under_racing_deadlines_flushes_and_shutdown(seed: int) -> None:
+    r = make_rig(metrics=[Jittery(seed=seed)], queue_size=40, max_concurrency=3, hold_timeout=0.03)
+    flusher_done = threading.Event()
+
+    def flusher() -> None:
+        for budget in (0, 5, 20, 0):
+            r.processor.force_flush(budget)
+        flusher_done.set()
+
+    threading.Thread(target=flusher).start()
+    rng = random.Random(seed)
+    for i in range(300):
+        r.rag(record=RagRecord.of(f"q{seed}-{i}", ["c"], "a"), child=rng.random() < 0.2)
+    assert flusher_done.wait(30)
+    r.processor.shutdown(timeout_millis=rng.choice([0, 50, 2000]))
+    spans = r.downstream.by_id()  # asserts each span id left exactly once
+    assert set(spans) == set(r.started)
+    rag = [s for s in spans.values() if s.name == "rag"]
+    assert len(rag) == 300
+    assert {decision(s) for s in rag} <= {
+        semconv.DECISION_EVALUATED,
+        semconv.DECISION_ERROR,
+        semconv.DECISION_TIMEOUT,
+        semconv.DECISION_OVERFLOW,
+    }
+    assert r.processor.pending == 0
     r.provider.shutdown()
