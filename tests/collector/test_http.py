@@ -201,3 +201,24 @@ def test_report_command_writes_the_file(tmp_path: Path) -> None:
     assert main(["report", "--db", str(tmp_path / "c.db"), "--out", str(out), "--format", "markdown"]) == 0
     assert "faithfulness" in out.read_text()
     assert main(["report", "--db", str(tmp_path / "missing.db"), "--out", str(out)]) == 2
+
+
+def test_decode_processes_and_the_fallback_when_one_dies(tmp_path: Path) -> None:
+    import multiprocessing
+    import os
+    import signal
+
+    running = start_collector(tmp_path / "c.db", decode_processes=1)
+    try:
+        factory = SpanFactory()
+        factory.rag(query="decoded in a process")
+        assert httpx.post(_url(running), content=otlp_bytes(factory.all()), headers=PB).status_code == 200
+        (worker,) = [p for p in multiprocessing.active_children() if p.pid is not None and "Process" in p.name]
+        assert worker.pid is not None
+        os.kill(worker.pid, signal.SIGKILL)
+        worker.join(10)
+        factory.rag(query="decoded after the process died")
+        assert httpx.post(_url(running), content=otlp_bytes(factory.all()), headers=PB).status_code == 200
+        assert count(running.config.db, "rag_records") == 2
+    finally:
+        running.stop()
