@@ -80,9 +80,7 @@ class ScoringSpanProcessor(SpanProcessor):
         service_name: str | None = None,
         records: RecordStore | None = None,
     ) -> None:
-        if isinstance(downstream, SpanExporter):
-            downstream = BatchSpanProcessor(downstream)
-        if not isinstance(downstream, SpanProcessor):
+        if not isinstance(downstream, (SpanProcessor, SpanExporter)):
             raise ConfigurationError(
                 f"downstream={downstream!r} is not a SpanProcessor or SpanExporter: pass e.g. "
                 "BatchSpanProcessor(OTLPSpanExporter())"
@@ -91,7 +89,6 @@ class ScoringSpanProcessor(SpanProcessor):
             raise ConfigurationError(
                 "pass either sampler= or sample_rate=, not both: put the rate in Sampler(rate=...)"
             )
-        self.downstream = downstream
         self.sampler = sampler if sampler is not None else Sampler(sample_rate)
         self.queue_size = _int_setting("queue_size", queue_size, env.RAGTRACE_QUEUE_SIZE, 2048, minimum=1)
         self.max_concurrency = _int_setting(
@@ -104,12 +101,21 @@ class ScoringSpanProcessor(SpanProcessor):
         suite = _build_suite(metrics)  # fails now, not in the worker, on an unknown metric
         self._metric_names: tuple[str, ...] = suite.names
         self._suites: dict[tuple[str, ...], Suite] = {suite.names: suite}
+        # Wrapped only once every setting is known to be valid: a BatchSpanProcessor starts a thread.
+        self.downstream: SpanProcessor = (
+            BatchSpanProcessor(downstream) if isinstance(downstream, SpanExporter) else downstream
+        )
         if judge is None:
             from ragtrace.judges._default import default_judge
 
             judge = default_judge()
         self.judge: Judge = judge
-        self.sampler.check_judge(judge.name)
+        try:
+            self.sampler.check_judge(judge.name)
+        except ConfigurationError:
+            if self.downstream is not downstream:
+                self.downstream.shutdown()  # the BatchSpanProcessor made above; the caller's stays theirs
+            raise
         self.telemetry = Telemetry(meter_provider, service_name=service_name)
         self._records = records if records is not None else RECORDS
         self._records.acquire()
