@@ -479,3 +479,19 @@ def test_exactly_once_under_racing_deadlines_flushes_and_shutdown(seed: int) -> 
     }
     assert r.processor.pending == 0
     r.provider.shutdown()
+
+
+def test_a_bare_exporter_is_wrapped_in_a_batch_processor() -> None:
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    exporter = InMemorySpanExporter()
+    processor = ScoringSpanProcessor(exporter, judge=NullJudge(), metrics=[Scripted()], sample_rate=1.0)
+    assert isinstance(processor.downstream, BatchSpanProcessor)
+    provider = TracerProvider()
+    provider.add_span_processor(processor)
+    with provider.get_tracer("t").start_as_current_span("plain"):
+        pass
+    assert processor.force_flush(10_000)
+    assert [s.name for s in exporter.get_finished_spans()] == ["plain"]
+    provider.shutdown()
