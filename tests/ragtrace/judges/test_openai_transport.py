@@ -212,6 +212,32 @@ async def test_judge_calls_make_no_spans(stub: StubOpenAIServer) -> None:
         provider.shutdown()
 
 
+async def test_openinference_openai_instrumentation_sees_no_judge_call(stub: StubOpenAIServer) -> None:
+    instrumentation = pytest.importorskip("openinference.instrumentation.openai")
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    instrumentor = instrumentation.OpenAIInstrumentor()
+    instrumentor.instrument(tracer_provider=provider)
+    client = openai.AsyncOpenAI(base_url=stub.base_url, api_key="test", max_retries=0)
+    judge = OpenAIJudge(base_url=stub.base_url)
+    try:
+        # The control: the app's own call is traced by the real OpenAI auto-instrumentation.
+        await client.chat.completions.create(model="m", messages=[{"role": "user", "content": "Hello."}])
+        traced = len(exporter.get_finished_spans())
+        await judge.extract_claims("Brasilia is the capital of Brazil.")
+        await judge.rate_chunks("capital of Brazil", ["Brasilia is the capital."])
+        await judge.embed(["capital"])
+        assert traced >= 1
+        assert len(exporter.get_finished_spans()) == traced
+        assert len(stub.requests) == 4
+    finally:
+        instrumentor.uninstrument()
+        await judge.aclose()
+        await client.close()
+        provider.shutdown()
+
+
 async def test_a_passed_client_is_left_open(stub: StubOpenAIServer) -> None:
     client = openai.AsyncOpenAI(base_url=stub.base_url, api_key="test", max_retries=5)
     judge = OpenAIJudge(client=client)
