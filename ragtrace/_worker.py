@@ -366,7 +366,7 @@ class Worker:
             self._waiters.append(entry)
             try:
                 await asyncio.wait_for(asyncio.shield(waiter), max(deadline - time.monotonic(), 0.0))
-            except TimeoutError:
+            except asyncio.TimeoutError:  # not the builtin TimeoutError before Python 3.11
                 complete = False
             finally:
                 self._waiters.remove(entry)
