@@ -121,14 +121,19 @@ class Phoenix:
         self._client.close()
 
 
-def _documents(attributes_json: str) -> list[dict[str, Any]]:
-    """The ``retrieval.documents`` list of a Phoenix span's (nested) attributes."""
-    attributes = json.loads(attributes_json or "{}")
-    node: Any = attributes
-    for part in semconv.RETRIEVAL_DOCUMENTS.split("."):
+def _nested(node: Any, dotted: str) -> Any:
+    """``node["a"]["b"]`` for ``"a.b"``: Phoenix returns attributes un-flattened at the dots."""
+    for part in dotted.split("."):
         node = node.get(part) if isinstance(node, dict) else None
-    documents = node if isinstance(node, list) else []
-    return [d.get("document", {}) for d in documents if isinstance(d, dict)]
+    return node
+
+
+def _documents(attributes_json: str) -> list[tuple[Any, Any]]:
+    """(id, content) of every document in a Phoenix span's ``retrieval.documents`` list."""
+    documents = _nested(json.loads(attributes_json or "{}"), semconv.RETRIEVAL_DOCUMENTS)
+    if not isinstance(documents, list):
+        return []
+    return [(_nested(d, semconv.DOCUMENT_ID), _nested(d, semconv.DOCUMENT_CONTENT)) for d in documents]
 
 
 def _store(db: Path, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
@@ -236,8 +241,8 @@ def check(args: argparse.Namespace, phoenix: Phoenix, db: Path) -> list[str]:
         raise CheckFailed(f"Phoenix shows {len(retrievers)} retriever spans for {args.questions} questions")
     for node in retrievers:
         documents = _documents(node["attributes"])
-        ids = [d.get("id") for d in documents]
-        if not documents or node["numDocuments"] != len(documents) or not all(d.get("content") for d in documents):
+        ids = [doc_id for doc_id, _ in documents]
+        if not documents or node["numDocuments"] != len(documents) or not all(content for _, content in documents):
             raise CheckFailed(f"retriever span {node['context']['spanId']} has no usable Phoenix documents: {node}")
         if ids != chunks_by_trace.get(node["context"]["traceId"].lower()):
             raise CheckFailed(
