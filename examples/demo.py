@@ -188,7 +188,10 @@ def _print_results(db: Path, args: argparse.Namespace, alert: dict[str, Any] | N
         fired_ns = (alert.get("alert") or {}).get("time_ns")
         first_bad = _first_degraded_ns(db)
         if isinstance(fired_ns, int) and first_bad is not None:
-            print(f"  raised {(fired_ns - first_bad) / 1e9:.1f} s after the first degraded answer")
+            if fired_ns >= first_bad:
+                print(f"  raised {(fired_ns - first_bad) / 1e9:.1f} s after the first degraded answer")
+            else:
+                print(f"  raised {(first_bad - fired_ns) / 1e9:.1f} s BEFORE the first degraded answer: a false alarm")
     print("  alert history (the collector's alerts table):")
     rows = _query(db, "SELECT rule, state, metric, service, message FROM alerts ORDER BY time_ns, id")
     for rule, state, metric, service, message in rows:
