@@ -71,7 +71,7 @@ class Embedder:
                 asset = resources.files("ragtrace.judges").joinpath("_assets", TOKENIZER_ASSET)
                 tokenizer = Tokenizer.from_str(asset.read_text(encoding="utf-8"))
                 tokenizer.enable_truncation(MAX_TOKENS)
-                tokenizer.enable_padding()
+                tokenizer.no_padding()
                 self._tokenizer = tokenizer
                 self._session = ort.InferenceSession(_model_path(), options, providers=["CPUExecutionProvider"])
                 self.loads += 1
@@ -88,9 +88,15 @@ class Embedder:
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         for start in range(0, len(order), _BATCH):
             idx = order[start : start + _BATCH]
-            encodings = tokenizer.encode_batch([texts[i] for i in idx])
-            ids = np.array([e.ids for e in encodings], dtype=np.int64)
-            mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+            # One text at a time: encode_batch runs a Rust thread pool, which would take the app's
+            # other cores and warns when the process forks.
+            encodings = [tokenizer.encode(texts[i]) for i in idx]
+            width = max(len(e.ids) for e in encodings)
+            ids = np.zeros((len(idx), width), dtype=np.int64)
+            mask = np.zeros((len(idx), width), dtype=np.int64)
+            for row, encoding in enumerate(encodings):
+                ids[row, : len(encoding.ids)] = encoding.ids
+                mask[row, : len(encoding.ids)] = 1
             hidden = session.run(None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)})
             state = np.asarray(hidden[0], dtype=np.float32)
             weights = mask[:, :, None].astype(np.float32)

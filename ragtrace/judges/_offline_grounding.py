@@ -72,11 +72,12 @@ def chunk_units(chunk: str) -> list[str]:
     return text.split_sentences(chunk) or [chunk]
 
 
-def prepare_chunks(embedder: Embedder, chunks: Sequence[str]) -> list[ChunkUnits]:
-    """Cut every chunk into units and embed all units in one batch."""
+def prepare_chunks(embedder: Embedder, chunks: Sequence[str], *, extra: Sequence[str] = ()) -> list[ChunkUnits]:
+    """Cut every chunk into units and embed all units in one batch, ``extra`` texts first (their
+    vectors are ``embedder``'s cache hits afterwards: one model run serves claims and chunks)."""
     per_chunk = [chunk_units(c) for c in chunks]
     flat = [u for units in per_chunk for u in units]
-    vectors = embedder.embed(flat)
+    vectors = embedder.embed([*extra, *flat])[len(extra) :]
     out: list[ChunkUnits] = []
     start = 0
     for chunk, units in zip(chunks, per_chunk, strict=True):
@@ -158,7 +159,7 @@ def feature_matrix(
     constants involved (the calibration fits on these); two embedding batches in all."""
     if not claims or not chunks:
         return [[] for _ in claims]
-    prepared = prepare_chunks(embedder, chunks)
+    prepared = prepare_chunks(embedder, chunks, extra=claims)
     claim_vectors = embedder.embed(list(claims))
     return [
         [features(claim, vector, chunk) for chunk in prepared]

@@ -69,10 +69,16 @@ def _segmenter() -> pysbd.Segmenter:
 
 def split_sentences(text: str) -> list[str]:
     """The sentences of ``text``, stripped, non-empty, in order."""
+    return list(_split_sentences(text))
+
+
+@functools.lru_cache(maxsize=4096)
+def _split_sentences(text: str) -> tuple[str, ...]:
+    # Cached: the same chunks come back with every claim and every record that retrieves them.
     text = _GLUED.sub(" ", text.strip())
     if not text:
-        return []
-    return [s.strip() for s in _segmenter().segment(text) if s.strip()]
+        return ()
+    return tuple(s.strip() for s in _segmenter().segment(text) if s.strip())
 
 
 def split_clauses(sentence: str) -> list[str]:
