@@ -26,6 +26,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import BaseRoute, Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ragtrace_collector._otlp import Batch, OtlpDecodeError
 from ragtrace_collector._pipeline import Pipeline
@@ -163,4 +164,37 @@ def create_app(
         Route("/healthz", healthz, methods=["GET"]),
         *extra_routes,
     ]
-    return Starlette(routes=routes)
+    app = Starlette(routes=routes)
+    if token:
+        # The page shows stored queries and answers: with a token set it is as private as the receiver.
+        app.add_middleware(_PageTokenMiddleware, token=token)
+    return app
+
+
+class _PageTokenMiddleware:
+    """Require the token on every path but the receiver (which answers in OTLP terms) and ``/healthz``.
+
+    Accepts ``Authorization: Bearer <token>`` or, for a browser, ``?token=<token>``.
+    """
+
+    def __init__(self, app: ASGIApp, token: str) -> None:
+        self.app = app
+        self.bearer = f"Bearer {token}".encode()
+        self.token = token.encode()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] in (TRACES_PATH, "/healthz"):
+            await self.app(scope, receive, send)
+            return
+        request = Request(scope)
+        given_header = request.headers.get("authorization", "").encode("utf-8", errors="replace")
+        given_query = request.query_params.get("token", "").encode("utf-8", errors="replace")
+        if hmac.compare_digest(given_header, self.bearer) or hmac.compare_digest(given_query, self.token):
+            await self.app(scope, receive, send)
+            return
+        response = PlainTextResponse(
+            "this collector needs its token: add ?token=... to the URL\n",
+            status_code=401,
+            headers={"WWW-Authenticate": "Bearer"},
+        )
+        await response(scope, receive, send)

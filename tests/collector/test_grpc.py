@@ -34,11 +34,12 @@ def _raw_export(port: int, body: bytes, metadata: tuple[tuple[str, str], ...] = 
         return reply
 
 
-def test_real_grpc_exporter_lands_every_span(collector: Collector) -> None:
+@pytest.mark.parametrize("compression", [grpc.Compression.NoCompression, grpc.Compression.Gzip])
+def test_real_grpc_exporter_lands_every_span(collector: Collector, compression: grpc.Compression) -> None:
     factory = SpanFactory()
     for i in range(30):
         factory.rag(query=f"q{i}", scores={"hallucination": 0.0}, decision="evaluated")
-    exporter = OTLPSpanExporter(endpoint=f"127.0.0.1:{collector.grpc_port}", insecure=True)
+    exporter = OTLPSpanExporter(endpoint=f"127.0.0.1:{collector.grpc_port}", insecure=True, compression=compression)
     try:
         assert exporter.export(factory.all()) is SpanExportResult.SUCCESS
     finally:

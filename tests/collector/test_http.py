@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -222,3 +223,26 @@ def test_decode_processes_and_the_fallback_when_one_dies(tmp_path: Path) -> None
         assert count(running.config.db, "rag_records") == 2
     finally:
         running.stop()
+
+
+def test_with_a_token_the_page_needs_it_too(tmp_path: Path) -> None:
+    running = start_collector(tmp_path / "c.db", token="s3cret", page=True)
+    try:
+        base = f"http://127.0.0.1:{running.http_port}"
+        assert httpx.get(f"{base}/", timeout=60).status_code == 401
+        assert httpx.get(f"{base}/?token=nope", timeout=60).status_code == 401
+        assert httpx.get(f"{base}/?token=s3cret", timeout=60).status_code == 200
+        assert httpx.get(f"{base}/", headers={"authorization": "Bearer s3cret"}, timeout=60).status_code == 200
+        assert httpx.get(f"{base}/healthz").status_code == 200
+    finally:
+        running.stop()
+
+
+def test_invalid_utf8_in_json_is_replaced_not_refused(collector: Collector) -> None:
+    span = {"traceId": "ab" * 16, "spanId": "cd" * 8, "name": "NAME", "attributes": []}
+    doc = json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]}).encode()
+    body = doc.replace(b"NAME", b"N\xffME")
+    reply = httpx.post(_url(collector), content=body, headers={"content-type": "application/json"})
+    assert reply.status_code == 200
+    with sqlite3.connect(collector.config.db) as conn:
+        assert conn.execute("SELECT name FROM spans").fetchone() == ("N\ufffdME",)
