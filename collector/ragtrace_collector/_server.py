@@ -133,6 +133,12 @@ class Collector:
     async def run(self) -> None:
         """Serve until ``stop()`` (or SIGINT/SIGTERM when run by the command)."""
         config = self.config
+        watcher = None
+        if config.watch:
+            watcher_class = _optional("_alerts", "Watcher")
+            if watcher_class is not None:
+                # Built first: a bad rules file stops the start-up before anything listens.
+                watcher = watcher_class(config.db, config.rules)
         store = self.store = Store(config.db)
         loop = asyncio.get_running_loop()
         forwarder: Forwarder | None = None
@@ -187,12 +193,8 @@ class Collector:
         )
         if self._stop_requested:
             server.should_exit = True
-        watcher = None
-        if config.watch:
-            watcher_class = _optional("_alerts", "Watcher")
-            if watcher_class is not None:
-                watcher = watcher_class(config.db, config.rules)
-                watcher.start()
+        if watcher is not None:
+            watcher.start()
         pruner = loop.create_task(self._prune_forever(store)) if config.retention_days else None
         try:
             # Bind and listen here, so the port is known (port 0) and connections queue before uvicorn accepts.

@@ -246,3 +246,13 @@ def test_invalid_utf8_in_json_is_replaced_not_refused(collector: Collector) -> N
     assert reply.status_code == 200
     with sqlite3.connect(collector.config.db) as conn:
         assert conn.execute("SELECT name FROM spans").fetchone() == ("N\ufffdME",)
+
+
+def test_a_bad_rules_file_stops_serve_with_a_clear_message(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from ragtrace_collector.__main__ import main
+
+    rules = tmp_path / "rules.toml"
+    rules.write_text("this is [not toml")
+    argv = ["serve", "--db", str(tmp_path / "c.db"), "--port", "0", "--grpc-port", "-1", "--rules", str(rules)]
+    assert main(argv) == 2
+    assert "rules" in capsys.readouterr().err.lower()
