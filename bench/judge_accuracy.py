@@ -12,7 +12,8 @@ For each set it prints, side by side from the same run:
 - for the offline judge, the AUROC of its mean support probability (the ranking verdicts are cut from),
 - a bag-of-words baseline (share of the answer's words found in the chunk): AUROC, and balanced
   accuracy at its best threshold on the calibration split,
-- seconds per record of the judge (model load excluded, measured once beforehand) and the ratio of
+- seconds per record of the judge on one core (the process pins itself unless ``--all-cores``; model
+  load excluded, measured once beforehand) and the ratio of
   judge AUROC over baseline AUROC,
 - for QA, how ``rate_chunks`` separates a question's own knowledge from another row's.
 
@@ -25,6 +26,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import re
 import sys
 import time
@@ -173,14 +175,24 @@ def make_judge(args: argparse.Namespace) -> Any:
     return OfflineJudge()
 
 
+def pin_to_one_core() -> str:
+    """Run this process on one CPU (Linux), as the offline judge's goal is stated per record on one core."""
+    if not hasattr(os, "sched_setaffinity"):
+        return "all cores (no CPU affinity on this platform)"
+    core = min(os.sched_getaffinity(0))
+    os.sched_setaffinity(0, {core})
+    return f"pinned to core {core}"
+
+
 async def run(args: argparse.Namespace) -> int:
+    cores = "all cores" if args.all_cores else pin_to_one_core()
     judge = make_judge(args)
     load_seconds = 0.0
     if args.judge == "offline":
         start = time.perf_counter()
         judge.embedder.load()
         load_seconds = time.perf_counter() - start
-    print(f"judge {judge.name}; split {args.split}; model load {load_seconds:.2f} s (excluded below)")
+    print(f"judge {judge.name}; split {args.split}; {cores}; model load {load_seconds:.2f} s (excluded below)")
     header = f"{'set':<14}{'n':>6}{'judge AUROC':>13}{'judge BA':>10}{'support AUROC':>15}"
     header += f"{'base AUROC':>12}{'base BA':>9}{'AUROC ratio':>13}{'AUROC gain':>12}{'s/record':>10}"
     print(header)
@@ -246,6 +258,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--split", choices=("test", "train", "all"), default="test")
     parser.add_argument("--sets", nargs="+", choices=tuple(SETS), default=list(SETS))
     parser.add_argument("--limit", type=int, default=0, help="at most this many rows per set (0: all)")
+    parser.add_argument("--all-cores", action="store_true", help="do not pin the process to one core")
     args = parser.parse_args(argv)
     return asyncio.run(run(args))
 
