@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import Sequence
 
@@ -285,6 +286,14 @@ def test_the_model_loads_once_under_concurrent_threads() -> None:
     assert len(results) == 8
     for result in results:
         np.testing.assert_allclose(result[1], results[0][1], atol=1e-5)
+
+
+async def test_concurrent_steps_agree_with_sequential_ones(judge: OfflineJudge) -> None:
+    claims = ["The Eiffel Tower was completed in 1889.", "The Eiffel Tower is in Berlin."]
+    chunk_sets = [[EIFFEL], [BRAZIL], [EIFFEL, BRAZIL], [PHOTOSYNTHESIS]] * 2
+    sequential = [(await judge.verify(claims, chunks)).value for chunks in chunk_sets]
+    concurrent = await asyncio.gather(*(judge.verify(claims, chunks) for chunks in chunk_sets))
+    assert [reply.value for reply in concurrent] == sequential
 
 
 async def test_long_inputs_are_cut_not_refused(judge: OfflineJudge) -> None:
