@@ -18,7 +18,7 @@ import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from opentelemetry import trace
@@ -89,6 +89,11 @@ class CaptureSettings:
     max_attribute_length: int = 8192
     max_record_chunk_length: int = 65536
     max_record_chunks: int = 256
+    keep_length: int = field(init=False, repr=False, compare=False)
+    """Characters of a text kept in memory: enough for both the export and the record bound."""
+    read_length: int = field(init=False, repr=False, compare=False)
+    """Characters of a text read before ``prepare_text``: the keep length, the redaction margin when a
+    hook is set, and one more so a text that was cut can be told from one that fits."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.capture_content, bool):
@@ -103,17 +108,10 @@ class CaptureSettings:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
                 raise ConfigurationError(f"{name}={value!r} is invalid: pass a whole number >= {minimum}")
-
-    @property
-    def keep_length(self) -> int:
-        """Characters of a text kept in memory: enough for both the export and the record bound."""
-        return max(self.max_attribute_length, self.max_record_chunk_length)
-
-    @property
-    def read_length(self) -> int:
-        """Characters of a text read before ``prepare_text``: the keep length, the redaction margin
-        when a hook is set, and one more so a text that was cut can be told from one that fits."""
-        return self.keep_length + (REDACT_MARGIN if self.redact is not None else 0) + 1
+        # Derived once here: they are read for every captured text on the request path.
+        keep = max(self.max_attribute_length, self.max_record_chunk_length)
+        object.__setattr__(self, "keep_length", keep)
+        object.__setattr__(self, "read_length", keep + (REDACT_MARGIN if self.redact is not None else 0) + 1)
 
     @classmethod
     def from_env(cls, **overrides: Any) -> CaptureSettings:
@@ -121,7 +119,7 @@ class CaptureSettings:
 
         Raises ``ConfigurationError`` for an unknown keyword or a malformed variable.
         """
-        known = {f.name for f in fields(cls)}
+        known = {f.name for f in fields(cls) if f.init}
         unknown = sorted(set(overrides) - known)
         if unknown:
             raise ConfigurationError(f"unknown capture setting(s) {unknown}: use one of {sorted(known)}")

@@ -74,6 +74,10 @@ def _type_name(value: object) -> str:
 
 
 def _score(value: object) -> float | None:
+    if value is None:
+        return None
+    if type(value) is float:  # the common case, without the numbers.Real ABC check
+        return value if math.isfinite(value) else None
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         return None
     try:
@@ -90,7 +94,9 @@ def _id(value: object, limit: int) -> str | None:
 
 
 def _metadata(value: object) -> Mapping[str, Any]:
-    if isinstance(value, Mapping) and value:
+    if not value:
+        return _EMPTY
+    if isinstance(value, (dict, Mapping)):
         try:
             return MappingProxyType({str(k): v for k, v in value.items()})
         except Exception:
@@ -114,7 +120,7 @@ def _fields(item: object) -> tuple[object, object, object, object] | None:
     """(text, id, score, metadata) of a recognised chunk shape, or None for an unknown one."""
     if _is_text(item):
         return item, None, None, None
-    if isinstance(item, Mapping):
+    if isinstance(item, (dict, Mapping)):  # dict first: skips the ABC check in the common case
         for key in _TEXT_KEYS:
             text = item.get(key)
             if text is not None:

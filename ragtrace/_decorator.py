@@ -48,6 +48,7 @@ QuerySpec = str | Callable[..., Any] | None
 _RAG_KEY = otel_context.create_key("ragtrace.rag_call")
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
 _Text = tuple[str, bool]  # a prepared text and whether it was cut
+_REORDER_ABOVE = 32  # spans with more attributes than this set their kind and role again, last
 
 
 # --------------------------------------------------------------------------------------------------
@@ -270,11 +271,12 @@ class _Call:
             self.ctx = trace.set_span_in_context(span) if span.get_span_context().is_valid else None
             return
         self.settings = settings = _capture.get_settings()
-        parent = otel_context.get_value(_RAG_KEY)
+        current = otel_context.get_current()
+        parent = current.get(_RAG_KEY)
         if isinstance(parent, _RagState):
             self.parent = parent
         self.query = _extract_query(spec, args, kwargs)
-        ctx = trace.set_span_in_context(span)
+        ctx = trace.set_span_in_context(span, current)
         if spec.role == semconv.ROLE_RAG:
             self.state = _RagState(settings)
             ctx = otel_context.set_value(_RAG_KEY, self.state, ctx)
@@ -396,9 +398,11 @@ class _Call:
             truncated = self._complete_rag(attributes, query, result, streamed, failed)
         attributes[semconv.RAGTRACE_CONTENT_CAPTURED] = settings.capture_content
         attributes[semconv.RAGTRACE_CONTENT_TRUNCATED] = truncated
-        # Set last: an SDK whose attribute count limit is reached drops the oldest attributes first,
-        # so the span's kind and role (what the scoring processor looks for) must be the newest.
-        attributes.update(self.spec.start_attributes)
+        if len(attributes) > _REORDER_ABOVE:
+            # An SDK whose attribute count limit is reached drops the oldest attributes first, so on a
+            # large span the kind and role (what the scoring processor looks for) are set again, last.
+            # Small spans skip it: every attribute set costs the SDK a validation.
+            attributes.update(self.spec.start_attributes)
         self.span.set_attributes(attributes)
 
     def _complete_rag(
@@ -469,21 +473,32 @@ def _documents(
     truncated = False
     capture = settings.capture_content
     limit = settings.max_attribute_length
-    name = semconv.retrieval_document
     for index, captured in enumerate(chunks):
+        id_name, content_name, score_name, metadata_name = _document_names(index)
         chunk = captured.chunk
         if chunk.id is not None:
-            attributes[name(index, semconv.DOCUMENT_ID)] = chunk.id
+            attributes[id_name] = chunk.id
         if chunk.score is not None:
-            attributes[name(index, semconv.DOCUMENT_SCORE)] = chunk.score
+            attributes[score_name] = chunk.score
         if capture:
             text, cut = export_text(chunk.text, captured.truncated, limit)
-            attributes[name(index, semconv.DOCUMENT_CONTENT)] = text
+            attributes[content_name] = text
             truncated |= cut
             if chunk.metadata:
-                attributes[name(index, semconv.DOCUMENT_METADATA)], cut = _json(chunk.metadata, limit)
+                attributes[metadata_name], cut = _json(chunk.metadata, limit)
                 truncated |= cut
     return truncated
+
+
+@functools.lru_cache(maxsize=1024)
+def _document_names(index: int) -> tuple[str, str, str, str]:
+    """The four ``retrieval.documents.{index}.document.*`` names, built once per index."""
+    return (
+        semconv.retrieval_document(index, semconv.DOCUMENT_ID),
+        semconv.retrieval_document(index, semconv.DOCUMENT_CONTENT),
+        semconv.retrieval_document(index, semconv.DOCUMENT_SCORE),
+        semconv.retrieval_document(index, semconv.DOCUMENT_METADATA),
+    )
 
 
 def _extract_query(spec: _Spec, args: tuple[Any, ...], kwargs: dict[str, Any]) -> object:
