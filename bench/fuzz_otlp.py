@@ -2,8 +2,9 @@
 
 Inputs are real exports made by the OpenTelemetry SDK and encoder, then mutated (byte flips, inserts,
 deletes, truncation, splices of two bodies, length-prefix corruption) plus pure random bytes and mangled
-OTLP/JSON. The decoder must return rows or raise ``OtlpDecodeError``; anything else is a crash, printed
-with the input (hex) and counted. Exit status 1 when there was a crash.
+OTLP/JSON. The decoder must return rows or raise ``OtlpDecodeError``, and the rows it returns must go into
+a real store (``Store.write``); anything else is a crash, printed with the input (hex) and counted. Exit
+status 1 when there was a crash.
 
     .venv/bin/python bench/fuzz_otlp.py [--inputs 100000] [--seed 1]
 """
@@ -13,7 +14,9 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import shutil
 import sys
+import tempfile
 import time
 import traceback
 from collections import Counter
@@ -22,6 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from ragtrace_collector._otlp import OtlpDecodeError, decode_json, decode_protobuf
+from ragtrace_collector._store import Store
 
 from tests.collector._spans import SpanFactory, otlp_bytes
 
@@ -102,12 +106,15 @@ def main() -> int:
     seeds = _seeds()
     outcomes: Counter[str] = Counter()
     crashes = 0
+    workdir = Path(tempfile.mkdtemp(prefix="ragtrace-fuzz-"))
+    store = Store(workdir / "fuzz.db")
     started = time.perf_counter()
     for n in range(args.inputs):
         is_json = n % 5 == 4
         body = _json_seed(rng) if is_json else _mutate(rng, seeds)
         try:
             batch = (decode_json if is_json else decode_protobuf)(body, 0)
+            store.write(batch)
         except OtlpDecodeError:
             outcomes["refused (400)"] += 1
             continue
@@ -125,10 +132,14 @@ def main() -> int:
         else:
             outcomes["accepted, empty"] += 1
     seconds = time.perf_counter() - started
+    stored = store.db.execute("SELECT count(*) FROM spans").fetchone()[0]
+    store.close()
+    shutil.rmtree(workdir, ignore_errors=True)
     print(f"fuzz_otlp: {args.inputs} inputs in {seconds:.1f} s ({args.inputs / seconds:,.0f}/s), seed {args.seed}")
     for outcome, number in sorted(outcomes.items()):
         print(f"  {outcome:18} {number:>8}")
     print(f"  crashes            {crashes:>8}")
+    print(f"  distinct spans stored {stored}")
     return 1 if crashes else 0
 
 

@@ -135,7 +135,7 @@ def _request_from_parts(parts: list[_Part]) -> ExportTraceServiceRequest:
         rs.resource.CopyFrom(resource)
         ss = rs.scope_spans.add()
         ss.scope.CopyFrom(scope)
-        ss.spans.extend(span for span in spans if _ids_valid(span))
+        ss.spans.extend(span for span in spans if _ids_valid(span) and _times_valid(span))
     return request
 
 
@@ -528,6 +528,9 @@ def _rows(resource: Resource, scope: InstrumentationScope, spans: Iterable[Span]
         if not _ids_valid(span):
             batch.reject(1, f"span {span_id or '?'} in trace {trace_id or '?'}: ids must be 16/8 non-zero bytes")
             continue
+        if not _times_valid(span):
+            batch.reject(1, f"span {span_id}: start/end time out of range (nanoseconds since 1970, before 2262)")
+            continue
         attrs, documents, evals = _span_attributes(span.attributes)
         chunks: list[dict[str, Any]] | None = None
         if attrs.get(semconv.RAGTRACE_ROLE) == semconv.ROLE_RAG:
@@ -573,6 +576,14 @@ def _rows(resource: Resource, scope: InstrumentationScope, spans: Iterable[Span]
         )
         _rag_and_scores(batch, attrs, evals, chunks, events, span, span_id, trace_id, service)
     return batch
+
+
+_MAX_SQLITE_INTEGER = 2**63 - 1
+
+
+def _times_valid(span: Span) -> bool:
+    # fixed64 on the wire, signed 64-bit in SQLite: anything past the year 2262 is not a time.
+    return span.start_time_unix_nano <= _MAX_SQLITE_INTEGER and span.end_time_unix_nano <= _MAX_SQLITE_INTEGER
 
 
 def _ids_valid(span: Span) -> bool:

@@ -210,7 +210,8 @@ class Store:
                     # A record that arrives after its carrier: give the carrier's scores their route.
                     self._fill_routes_for(batch.rag_records)
             self._dirty.set()
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, OverflowError, ValueError, TypeError) as exc:
+            # Rolled back as a whole; the receivers answer "retry later" and acknowledge nothing.
             raise StoreError(f"could not commit {len(batch.spans)} span(s): {exc}") from exc
 
     def _fill_routes_for(self, records: Sequence[Row]) -> None:

@@ -6,10 +6,13 @@ from __future__ import annotations
 import contextlib
 import json
 import string
+from collections.abc import Iterator
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from ragtrace_collector._otlp import Batch, OtlpDecodeError, decode_json, decode_protobuf
+from ragtrace_collector._store import Store
 
 from tests.collector._spans import SpanFactory, otlp_bytes
 
@@ -33,15 +36,24 @@ def _well_formed(batch: Batch) -> None:
     assert batch.rejected >= 0
 
 
-def _decode(body: bytes) -> None:
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
+    opened = Store(tmp_path_factory.mktemp("fuzz") / "fuzz.db")
+    yield opened
+    opened.close()
+
+
+def _decode(body: bytes, store: Store) -> None:
     with contextlib.suppress(OtlpDecodeError):
-        _well_formed(decode_protobuf(body, 0))
+        batch = decode_protobuf(body, 0)
+        _well_formed(batch)
+        store.write(batch)  # whatever decoded, the store takes it
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.binary(max_size=2048))
-def test_random_bytes(body: bytes) -> None:
-    _decode(body)
+def test_random_bytes(store: Store, body: bytes) -> None:
+    _decode(body, store)
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -53,7 +65,7 @@ def test_random_bytes(body: bytes) -> None:
     ),
     st.integers(0, len(SEED)),
 )
-def test_mutated_real_exports(mutations: list[tuple[int, int, str]], cut: int) -> None:
+def test_mutated_real_exports(store: Store, mutations: list[tuple[int, int, str]], cut: int) -> None:
     body = bytearray(SEED)
     for position, value, how in mutations:
         position %= max(len(body), 1)
@@ -63,8 +75,8 @@ def test_mutated_real_exports(mutations: list[tuple[int, int, str]], cut: int) -
             body.insert(position, value)
         elif body:
             del body[position]
-    _decode(bytes(body))
-    _decode(bytes(body[:cut]))
+    _decode(bytes(body), store)
+    _decode(bytes(body[:cut]), store)
 
 
 _json_values = st.recursive(
@@ -73,16 +85,36 @@ _json_values = st.recursive(
     max_leaves=20,
 )
 _span_keys = st.sampled_from(
-    ["traceId", "spanId", "parentSpanId", "name", "kind", "startTimeUnixNano", "attributes", "events", "links", "x"]
+    [
+        "traceId",
+        "spanId",
+        "parentSpanId",
+        "name",
+        "kind",
+        "startTimeUnixNano",
+        "endTimeUnixNano",
+        "attributes",
+        "events",
+        "links",
+        "x",
+    ]
 )
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.dictionaries(_span_keys, _json_values | st.text(alphabet="0123456789abcdef", max_size=34), max_size=8))
-def test_json_spans_of_any_shape(span: dict[str, object]) -> None:
+@given(
+    st.dictionaries(
+        _span_keys,
+        _json_values | st.text(alphabet="0123456789abcdef", max_size=34) | st.integers(0, 2**64 - 1).map(str),
+        max_size=8,
+    )
+)
+def test_json_spans_of_any_shape(store: Store, span: dict[str, object]) -> None:
     doc = {"resourceSpans": [{"resource": {}, "scopeSpans": [{"spans": [span]}]}]}
     with contextlib.suppress(OtlpDecodeError):
-        _well_formed(decode_json(json.dumps(doc).encode(), 0))
+        batch = decode_json(json.dumps(doc).encode(), 0)
+        _well_formed(batch)
+        store.write(batch)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from google.protobuf import json_format
@@ -191,3 +192,19 @@ def test_huge_attribute_and_non_finite_numbers_are_kept_safely() -> None:
     assert score["value"] is None  # NaN is not a score
     attrs = json.loads(next(r for r in batch.spans if r["span_id"] == record["span_id"])["attributes"])
     assert attrs[semconv.eval_score("faithfulness")] == "nan"
+
+
+def test_times_past_sqlite_integers_are_rejected_not_crashing_the_store(tmp_path: Path) -> None:
+    from ragtrace_collector._store import Store
+
+    spans = [
+        {"traceId": "ab" * 16, "spanId": "cd" * 8, "name": "far future", "endTimeUnixNano": str(2**64 - 1)},
+        {"traceId": "ab" * 16, "spanId": "ce" * 8, "name": "fine", "endTimeUnixNano": "1700000000000000000"},
+    ]
+    batch = decode_json(json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]}).encode(), 0)
+    assert [row["name"] for row in batch.spans] == ["fine"] and batch.rejected == 1
+    store = Store(tmp_path / "c.db")
+    try:
+        store.write(batch)
+    finally:
+        store.close()
