@@ -25,9 +25,7 @@ from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Protocol
 
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-
-from ragtrace_collector._otlp import Batch, decode_json, decode_protobuf, rows_from_request
+from ragtrace_collector._otlp import Batch, decode_json, decode_protobuf
 from ragtrace_collector._store import Store
 
 _log = logging.getLogger("ragtrace_collector")
@@ -112,15 +110,6 @@ class Pipeline:
         await self._commit(batch)
         if self.forwarder is not None and batch.spans:
             self.forwarder.submit(await loop.run_in_executor(self._decoders, _json_to_protobuf, body))
-        return batch
-
-    async def accept_request(self, request: ExportTraceServiceRequest) -> Batch:
-        """Commit an already parsed export (gRPC). Raises ``StoreError``."""
-        loop = asyncio.get_running_loop()
-        batch = await loop.run_in_executor(self._decoders, rows_from_request, request, time.time_ns())
-        await self._commit(batch)
-        if self.forwarder is not None and batch.spans:
-            self.forwarder.submit(request.SerializeToString())
         return batch
 
     async def commit(self, batch: Batch) -> None:
