@@ -767,3 +767,31 @@ def test_an_abandoned_generator_ends_its_span_when_collected(exporter: InMemoryS
     del gen
     gc.collect()
     assert attrs(only(exporter, semconv.ROLE_GENERATE))[semconv.OUTPUT_VALUE] == "one"
+
+
+def test_without_an_sdk_no_extractor_runs() -> None:
+    calls: list[str] = []
+
+    def spy(label: str) -> Any:
+        def extractor(*args: Any, **kwargs: Any) -> Any:
+            calls.append(label)
+            return "x"
+
+        return extractor
+
+    @ragtrace.rag(
+        query=spy("query"),
+        answer=spy("answer"),
+        chunks=spy("chunks"),
+        tracer_provider=trace.NoOpTracerProvider(),
+    )
+    def bot(q: str) -> str:
+        return q
+
+    @ragtrace.generate(answer=spy("stream"), tracer_provider=trace.NoOpTracerProvider())
+    def stream(q: str) -> Iterator[str]:
+        yield q
+
+    assert bot("q") == "q"
+    assert list(stream("q")) == ["q"]
+    assert calls == []
