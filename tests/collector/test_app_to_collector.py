@@ -1,0 +1,69 @@
+"""End to end: an app configured with ragtrace (decorators, sampler, offline judge, OTLP exporter) sends to a
+real ragtrace collector; the RAG records and their scores land in the store."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+import ragtrace
+from ragtrace import semconv
+from ragtrace.judges.offline import OfflineJudge
+from tests.collector._spans import start_collector
+
+DOCUMENTS = [
+    "The Eiffel Tower was completed in 1889 for the World's Fair in Paris.",
+    "Mount Fuji, at 3,776 metres, is the highest mountain in Japan.",
+]
+
+
+@ragtrace.retrieve
+def search(query: str) -> list[str]:
+    return DOCUMENTS
+
+
+@ragtrace.generate
+def write_answer(query: str, chunks: list[str]) -> str:
+    return chunks[0]
+
+
+@ragtrace.rag
+def answer(query: str) -> str:
+    return write_answer(query, search(query))
+
+
+@pytest.mark.parametrize("protocol", ["http/protobuf", "grpc"])
+def test_scores_from_a_ragtrace_app_land_in_the_store(tmp_path: Path, protocol: str) -> None:
+    running = start_collector(tmp_path / "c.db")
+    try:
+        port = running.http_port if protocol == "http/protobuf" else running.grpc_port
+        endpoint = f"http://127.0.0.1:{port}"
+        handle = ragtrace.configure(
+            service_name="shop",
+            endpoint=endpoint,
+            protocol=protocol,
+            judge=OfflineJudge(),
+            sample_rate=1.0,
+            export_metrics=False,
+            set_global=False,
+        )
+        try:
+            for question in ("When was the Eiffel Tower completed?", "How tall is Mount Fuji?"):
+                answer(question)
+        finally:
+            handle.shutdown()
+    finally:
+        running.stop()
+    with sqlite3.connect(tmp_path / "c.db") as conn:
+        records = conn.execute("SELECT service, decision, query, judge FROM rag_records ORDER BY query").fetchall()
+        scored = conn.execute("SELECT DISTINCT metric FROM scores WHERE source = 'app'").fetchall()
+        chunks = conn.execute("SELECT chunks FROM rag_records").fetchone()[0]
+    assert [(r[0], r[1], r[2]) for r in records] == [
+        ("shop", semconv.DECISION_EVALUATED, "How tall is Mount Fuji?"),
+        ("shop", semconv.DECISION_EVALUATED, "When was the Eiffel Tower completed?"),
+    ]
+    assert all(r[3] for r in records)  # the judge that scored them
+    assert {m[0] for m in scored} >= set(ragtrace.PRODUCTION_METRICS)
+    assert "Eiffel Tower was completed in 1889" in chunks
