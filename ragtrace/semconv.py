@@ -97,6 +97,12 @@ GEN_AI_RETRIEVAL_QUERY_TEXT: Final = "gen_ai.retrieval.query.text"
 GEN_AI_RETRIEVAL_DOCUMENTS: Final = "gen_ai.retrieval.documents"
 """The retrieved documents as a JSON array of ``{"id": ..., "score": ...}`` objects (no content)."""
 
+RETRIEVAL_DOCUMENT_JSON_ID: Final = "id"
+"""Key of a document's id (string or null) in each object of ``gen_ai.retrieval.documents``."""
+
+RETRIEVAL_DOCUMENT_JSON_SCORE: Final = "score"
+"""Key of a document's retrieval score (number or null) in each object of ``gen_ai.retrieval.documents``."""
+
 GEN_AI_DATA_SOURCE_ID: Final = "gen_ai.data_source.id"
 """Identifier of the data source (index, collection) a retriever read from."""
 
