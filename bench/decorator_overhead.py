@@ -106,7 +106,7 @@ def handwritten(tracer: trace.Tracer) -> Callable[[str], str]:
             chunks = search_plain(query)
             attributes = documents(chunks)
             attributes[sc.GEN_AI_RETRIEVAL_DOCUMENTS] = json.dumps(
-                [{"id": c["id"], "score": c["score"]} for c in chunks]
+                [{sc.RETRIEVAL_DOCUMENT_JSON_ID: c["id"], sc.RETRIEVAL_DOCUMENT_JSON_SCORE: c["score"]} for c in chunks]
             )
             attributes[sc.RAGTRACE_CHUNK_COUNT] = len(chunks)
             attributes[sc.INPUT_VALUE] = query

@@ -375,7 +375,13 @@ class _Call:
             normalized = found or Normalized((), 0)
             truncated = _documents(attributes, normalized.chunks, settings)
             attributes[semconv.GEN_AI_RETRIEVAL_DOCUMENTS] = json.dumps(
-                [{"id": c.chunk.id, "score": c.chunk.score} for c in normalized.chunks]
+                [
+                    {
+                        semconv.RETRIEVAL_DOCUMENT_JSON_ID: c.chunk.id,
+                        semconv.RETRIEVAL_DOCUMENT_JSON_SCORE: c.chunk.score,
+                    }
+                    for c in normalized.chunks
+                ]
             )
             attributes[semconv.RAGTRACE_CHUNK_COUNT] = normalized.total
             truncated |= _content(attributes, semconv.INPUT_VALUE, query, settings)

@@ -17,6 +17,7 @@ from opentelemetry.sdk.trace import ReadableSpan, SpanLimits, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
+from opentelemetry.semconv.attributes.exception_attributes import EXCEPTION_TYPE
 from opentelemetry.trace import StatusCode
 
 import ragtrace
@@ -447,7 +448,7 @@ def test_exceptions_are_reraised_unchanged_and_recorded(
     assert "AppError" in (rag.status.description or "")
     [event] = rag.events
     assert event.name == "exception"
-    assert (event.attributes or {})["exception.type"].endswith("AppError")
+    assert (event.attributes or {})[EXCEPTION_TYPE].endswith("AppError")
     assert attrs(rag)[semconv.INPUT_VALUE] == "q"
     assert doc_texts(rag) == ["q chunk one", "q chunk two"]  # what was gathered stays visible
     assert record_of(rag, records) is None  # a call that raised is not scored
