@@ -258,7 +258,12 @@ class _Call:
 
     def __init__(self, spec: _Spec, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         self.spec = spec
-        self.span = span = spec.start_span()
+        try:
+            span = spec.start_span()
+        except Exception:  # a broken SDK or processor must not break the app's call
+            _log.warning("ragtrace: could not start a span for %r", spec.name, exc_info=True)
+            span = trace.INVALID_SPAN
+        self.span = span
         self.recording = span.is_recording()
         self.state: _RagState | None = None
         self.parts: list[str] = []
@@ -270,16 +275,24 @@ class _Call:
             # Still make a valid (sampled-out) span current so children keep its trace and decision.
             self.ctx = trace.set_span_in_context(span) if span.get_span_context().is_valid else None
             return
-        self.settings = settings = _capture.get_settings()
         current = otel_context.get_current()
-        parent = current.get(_RAG_KEY)
-        if isinstance(parent, _RagState):
-            self.parent = parent
-        self.query = _extract_query(spec, args, kwargs)
-        ctx = trace.set_span_in_context(span, current)
-        if spec.role == semconv.ROLE_RAG:
-            self.state = _RagState(settings)
-            ctx = otel_context.set_value(_RAG_KEY, self.state, ctx)
+        try:
+            self.settings = settings = _capture.get_settings()
+            parent = current.get(_RAG_KEY)
+            if isinstance(parent, _RagState):
+                self.parent = parent
+            self.query = _extract_query(spec, args, kwargs)
+            ctx = trace.set_span_in_context(span, current)
+            if spec.role == semconv.ROLE_RAG:
+                self.state = _RagState(settings)
+                ctx = otel_context.set_value(_RAG_KEY, self.state, ctx)
+        except Exception:
+            # Capture failed (e.g. RAGTRACE_* made malformed after start-up): the call still runs in
+            # its span, which ends without captured values.
+            _log.warning("ragtrace: could not capture %r", spec.name, exc_info=True)
+            self.recording = False
+            self.state = None
+            ctx = trace.set_span_in_context(span, current)
         self.ctx = ctx
 
     def enter(self) -> object:

@@ -796,3 +796,33 @@ def test_without_an_sdk_no_extractor_runs() -> None:
     assert bot("q") == "q"
     assert list(stream("q")) == ["q"]
     assert calls == []
+
+
+def test_a_broken_sdk_or_settings_never_breaks_the_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    class BrokenTracer(trace.NoOpTracer):
+        def start_span(self, *args: Any, **kwargs: Any) -> trace.Span:
+            raise RuntimeError("processor exploded")
+
+    class BrokenProvider(trace.NoOpTracerProvider):
+        def get_tracer(self, *args: Any, **kwargs: Any) -> trace.Tracer:
+            return BrokenTracer()
+
+    @ragtrace.rag(tracer_provider=BrokenProvider())
+    def bot(q: str) -> str:
+        return f"fine {q}"
+
+    assert bot("q") == "fine q"
+
+    exporter = InMemorySpanExporter()
+
+    @ragtrace.rag(tracer_provider=make_provider(exporter))
+    def bot2(q: str) -> str:
+        return "fine"
+
+    def broken_settings() -> Any:
+        raise ragtrace.ConfigurationError("RAGTRACE_MAX_RECORD_CHUNKS='x' is not an integer")
+
+    monkeypatch.setattr(_capture, "get_settings", broken_settings)
+    assert bot2("q") == "fine"
+    [span] = exporter.get_finished_spans()
+    assert semconv.INPUT_VALUE not in attrs(span)
