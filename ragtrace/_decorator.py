@@ -342,7 +342,7 @@ class _Call:
         except Exception:
             _log.warning("ragtrace: could not capture %r", self.spec.name, exc_info=True)
         finally:
-            self.span.end()
+            self._end()
 
     def fail(self, exc: BaseException) -> None:
         """End the span after ``exc``: status ERROR, an exception event, what was captured so far."""
@@ -355,7 +355,13 @@ class _Call:
         except Exception:
             _log.warning("ragtrace: could not capture %r", self.spec.name, exc_info=True)
         finally:
+            self._end()
+
+    def _end(self) -> None:
+        try:
             self.span.end()
+        except Exception:  # a span processor that raises in on_end must not break the app's call
+            _log.warning("ragtrace: ending the span of %r raised", self.spec.name, exc_info=True)
 
     def _answer(self, result: object, streamed: bool) -> _Text | None:
         if streamed:

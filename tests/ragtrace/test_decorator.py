@@ -826,3 +826,18 @@ def test_a_broken_sdk_or_settings_never_breaks_the_call(monkeypatch: pytest.Monk
     assert bot2("q") == "fine"
     [span] = exporter.get_finished_spans()
     assert semconv.INPUT_VALUE not in attrs(span)
+
+
+def test_a_span_processor_raising_on_end_never_breaks_the_call() -> None:
+    class Raising(SimpleSpanProcessor):
+        def on_end(self, span: ReadableSpan) -> None:
+            raise RuntimeError("exporter bug")
+
+    provider = TracerProvider()
+    provider.add_span_processor(Raising(InMemorySpanExporter()))
+
+    @ragtrace.retrieve(tracer_provider=provider)
+    def search_ok(q: str) -> list[str]:
+        return [q]
+
+    assert search_ok("q") == ["q"]
