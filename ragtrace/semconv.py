@@ -127,6 +127,10 @@ GEN_AI_EVALUATION_EXPLANATION: Final = "gen_ai.evaluation.explanation"
 ERROR_TYPE: Final = "error.type"
 """Event attribute: the class of failure when a metric could not be scored (OTel general attribute)."""
 
+EXCEPTION_MESSAGE: Final = "exception.message"
+"""Attribute of the OTel ``exception`` event; ragtrace blanks it when content capture is off and passes it
+through ``redact`` otherwise, since an exception message may quote the query or a chunk."""
+
 GEN_AI_TOKEN_TYPE: Final = "gen_ai.token.type"
 """Metric attribute of the judge token counter: ``input`` or ``output``."""
 
