@@ -348,14 +348,33 @@ class _Call:
         """End the span after ``exc``: status ERROR, an exception event, what was captured so far."""
         try:
             if self.recording:
-                self.span.record_exception(exc, escaped=True)
-                self.span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
+                message = self._exception_message(exc)
+                if message is None:
+                    self.span.record_exception(exc, escaped=True)
+                    self.span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
+                else:
+                    self.span.record_exception(exc, {semconv.EXCEPTION_MESSAGE: message}, escaped=True)
+                    description = f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+                    self.span.set_status(Status(StatusCode.ERROR, description))
                 # streamed=True: what a stream yielded before it failed is kept; a plain call has nothing.
                 self._complete(None, True, failed=True)
         except Exception:
             _log.warning("ragtrace: could not capture %r", self.spec.name, exc_info=True)
         finally:
             self._end()
+
+    def _exception_message(self, exc: BaseException) -> str | None:
+        """The exception message to export: None to keep it as is, "" when content capture is off."""
+        settings = self.settings
+        if not settings.capture_content:
+            return ""
+        if settings.redact is None:
+            return None
+        try:
+            text = str(exc)
+        except Exception:
+            return ""
+        return prepare_text(text, settings)[0]
 
     def _end(self) -> None:
         try:

@@ -461,3 +461,23 @@ def test_memory_for_huge_inputs_is_bounded_by_the_limits_not_the_input(
     assert peak < 2_000_000, peak
     record = take(rag_span(exporter), records)
     assert sum(len(t) for t in record.texts) < 65_536 + 256 * 500
+
+
+def test_exception_messages_follow_the_privacy_switches(exporter: InMemorySpanExporter) -> None:
+    @ragtrace.rag
+    def failing(q: str) -> str:
+        raise KeyError(f"no entry for {q}")
+
+    for settings, expected in (
+        (CaptureSettings(capture_content=False), ""),
+        (CaptureSettings(redact=lambda s: s.replace("alice", "[user]")), "'no entry for [user]'"),
+    ):
+        _capture.set_settings(settings)
+        exporter.clear()
+        with pytest.raises(KeyError):
+            failing("alice")
+        span = rag_span(exporter)
+        [event] = span.events
+        assert (event.attributes or {})[semconv.EXCEPTION_MESSAGE] == expected
+        assert "alice" not in (span.status.description or "")
+        assert (span.status.description or "").startswith("KeyError")
