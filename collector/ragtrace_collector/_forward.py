@@ -118,8 +118,9 @@ class Forwarder:
                     _log.warning("forward to %s refused with %d: dropped", self.url, response.status_code)
                     return False
                 reason = f"HTTP {response.status_code}"
-            if attempt == self._max_retries or self._closing:
+            if attempt == self._max_retries:
                 break
+            # Also while stopping: ``stop``'s timeout bounds how long the retries may take.
             await asyncio.sleep(delay)
             delay = min(delay * 2, 10.0)
         _log.warning("forward to %s failed (%s): dropped", self.url, reason)

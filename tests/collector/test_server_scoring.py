@@ -142,3 +142,37 @@ def test_record_of_a_row_without_content_is_none() -> None:
     assert record_of({"query": None, "chunks": "[]", "answer": None}) is None
     record = record_of({"query": "q", "chunks": '[{"id": "a", "content": "c", "score": 0.5}]', "answer": "a"})
     assert record is not None and record.texts == ["c"] and record.chunks[0].id == "a"
+
+
+def test_a_full_scoring_queue_records_overflow(tmp_path: Path) -> None:
+    import threading
+
+    from ragtrace.testing import FakeJudge
+
+    gate = threading.Event()
+
+    async def slow_rating(query: str, chunks: list[str]) -> list[float]:
+        await asyncio.to_thread(gate.wait, 30)
+        return [0.5 for _ in chunks]
+
+    factory = SpanFactory()
+    for _ in range(5):
+        factory.rag()
+    store = Store(tmp_path / "c.db")
+    suite = build_suite(["context_relevance"])
+    scorer = ServerScorer(
+        store, suite=suite, judge=FakeJudge(rate_chunks=slow_rating), sample_rate=1.0, queue_size=2, max_concurrency=1
+    )
+    try:
+        batch = decode_protobuf(otlp_bytes(factory.all()), 0)
+        store.write(batch)
+        scorer.start()
+        scorer.submit(batch)
+        gate.set()
+        assert scorer.wait_idle(60)
+    finally:
+        scorer.stop()
+        store.close()
+    decisions = sorted(d for (d,) in _rows(tmp_path / "c.db", "SELECT decision FROM rag_records"))
+    assert decisions == ["evaluated"] * 2 + ["overflow"] * 3
+    assert _rows(tmp_path / "c.db", "SELECT DISTINCT value FROM scores") == [(0.5,)]
