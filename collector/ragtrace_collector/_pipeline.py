@@ -1,10 +1,11 @@
 """What every receiver does with an export: decode, commit, then hand off to scoring and forwarding.
 
-The HTTP and gRPC receivers share one ``Pipeline``. Decoding runs in worker processes when
-``decode_processes`` > 0 (decoding is pure Python and the GIL would hold it to one core), else in worker
-threads; writes run in one dedicated thread (SQLite has one writer), so decoding the next requests overlaps
-the commit of this one. A decode process that dies (out of memory, killed) costs nothing: the pipeline falls
-back to threads and the request is decoded there.
+The HTTP and gRPC receivers share one ``Pipeline``. With ``decode_processes`` > 0 each request is decoded
+*and written* in one of that many worker processes (decoding is pure Python, and the GIL would hold it to one
+core); the workers and this process serialise their SQLite transactions with a shared lock. Without them,
+decoding runs in worker threads and writes in one dedicated thread, so decoding the next request overlaps the
+commit of this one. A worker process that dies (out of memory, killed) costs nothing: the pipeline carries on
+in threads, and a request it was handling is decoded and written again (upserts: no duplicate).
 The ``accept_*`` coroutines return only after the rows are committed: a receiver acknowledges after they
 return, never before. Scoring and forwarding happen after the commit and never delay the reply.
 """
@@ -20,10 +21,9 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from typing import Protocol
+from typing import Any, Protocol
 
 from ragtrace_collector._otlp import Batch, decode_json, decode_protobuf
 from ragtrace_collector._store import Store
@@ -71,44 +71,51 @@ class Pipeline:
             self._processes = ProcessPoolExecutor(
                 max_workers=decode_processes,
                 mp_context=multiprocessing.get_context("spawn"),
-                initializer=_die_with_parent,
-                initargs=(os.getpid(),),
+                initializer=_init_worker,
+                initargs=(os.getpid(), str(store.path), store.write_lock),
             )
 
     async def warm_up(self) -> None:
-        """Start the decode processes now rather than on the first request."""
+        """Start the worker processes now rather than on the first request."""
         if self._processes is not None:
-            await asyncio.gather(
-                *(self._decode(decode_protobuf, b"", 0) for _ in range(self._process_count)), return_exceptions=True
-            )
+            await asyncio.gather(*(self._ingest(False, b"") for _ in range(self._process_count)))
 
-    async def _decode(self, function: Callable[[bytes, int], Batch], body: bytes, received_ns: int) -> Batch:
+    async def _ingest(self, as_json: bool, body: bytes) -> tuple[Batch, int]:
+        """Decode and commit; return the batch (its undecided records, at least) and how many spans were stored."""
         loop = asyncio.get_running_loop()
+        received_ns = time.time_ns()
         if self._processes is not None:
             try:
-                return await loop.run_in_executor(self._processes, function, body, received_ns)
+                return await loop.run_in_executor(self._processes, _ingest_in_worker, as_json, body, received_ns)
             except BrokenProcessPool:
-                _log.error("a decode process died: decoding in threads from now on")
+                _log.error("a decode process died: decoding and writing in threads from now on")
                 self._processes = None
-        return await loop.run_in_executor(self._decoders, function, body, received_ns)
+        decode = decode_json if as_json else decode_protobuf
+        batch = await loop.run_in_executor(self._decoders, decode, body, received_ns)
+        await self.commit(batch)
+        return batch, len(batch.spans)
 
     async def accept_protobuf(self, body: bytes) -> Batch:
-        """Decode a binary export and commit it. Raises ``OtlpDecodeError`` or ``StoreError``."""
-        loop = asyncio.get_running_loop()
-        batch = await self._decode(decode_protobuf, body, time.time_ns())
-        await self._commit(batch)
-        if self.forwarder is not None and batch.spans:
+        """Decode a binary export and commit it. Raises ``OtlpDecodeError`` or ``StoreError``.
+
+        The batch returned holds the rejections and the RAG records still to be scored; its other rows may
+        be left out (they were written by a worker process).
+        """
+        batch, stored = await self._ingest(False, body)
+        self._hand_off(batch)
+        if self.forwarder is not None and stored:
             # The body as received when nothing was rejected; else the accepted spans only.
+            loop = asyncio.get_running_loop()
             payload = body if not batch.rejected else await loop.run_in_executor(self._decoders, _reencode, body)
             self.forwarder.submit(payload)
         return batch
 
     async def accept_json(self, body: bytes) -> Batch:
         """Decode an OTLP/JSON export and commit it. Raises ``OtlpDecodeError`` or ``StoreError``."""
-        loop = asyncio.get_running_loop()
-        batch = await self._decode(decode_json, body, time.time_ns())
-        await self._commit(batch)
-        if self.forwarder is not None and batch.spans:
+        batch, stored = await self._ingest(True, body)
+        self._hand_off(batch)
+        if self.forwarder is not None and stored:
+            loop = asyncio.get_running_loop()
             self.forwarder.submit(await loop.run_in_executor(self._decoders, _json_to_protobuf, body))
         return batch
 
@@ -116,8 +123,7 @@ class Pipeline:
         """Write rows produced elsewhere (server-side scores) through the single writer thread."""
         await asyncio.get_running_loop().run_in_executor(self._writer, self.store.write, batch)
 
-    async def _commit(self, batch: Batch) -> None:
-        await self.commit(batch)
+    def _hand_off(self, batch: Batch) -> None:
         if self.scorer is not None and batch.rag_records:
             self.scorer.submit(batch)
 
@@ -127,6 +133,25 @@ class Pipeline:
         if self._processes is not None:
             self._processes.shutdown(wait=True)
         self._writer.shutdown(wait=True)
+
+
+_worker_store: Store | None = None
+
+
+def _init_worker(parent: int, db_path: str, write_lock: Any) -> None:
+    """In a worker process: follow the parent's lifetime and open the store."""
+    global _worker_store
+    _die_with_parent(parent)
+    _worker_store = Store(db_path, write_lock=write_lock)
+
+
+def _ingest_in_worker(as_json: bool, body: bytes, received_ns: int) -> tuple[Batch, int]:
+    """In a worker process: decode and commit; send back only what the parent needs (not the rows)."""
+    assert _worker_store is not None
+    batch = (decode_json if as_json else decode_protobuf)(body, received_ns)
+    _worker_store.write(batch)
+    undecided = [row for row in batch.rag_records if row.get("decision") is None]
+    return Batch(rag_records=undecided, rejected=batch.rejected, errors=batch.errors), len(batch.spans)
 
 
 def _die_with_parent(parent: int) -> None:

@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import ipaddress
 import logging
+import multiprocessing
 import socket
 import threading
 import time
@@ -139,7 +140,9 @@ class Collector:
             if watcher_class is not None:
                 # Built first: a bad rules file stops the start-up before anything listens.
                 watcher = watcher_class(config.db, config.rules)
-        store = self.store = Store(config.db)
+        # Writers in several processes (the decode processes) take turns through one lock.
+        write_lock = multiprocessing.get_context("spawn").Lock() if config.decode_processes else None
+        store = self.store = Store(config.db, write_lock=write_lock)
         loop = asyncio.get_running_loop()
         forwarder: Forwarder | None = None
         if config.forward:

@@ -14,6 +14,7 @@ connection (``Store.reader()``).
 from __future__ import annotations
 
 import contextlib
+import logging
 import operator
 import sqlite3
 import threading
@@ -24,6 +25,8 @@ from typing import Any
 import sqlite_utils
 
 from ragtrace_collector._otlp import Batch, Row
+
+_log = logging.getLogger("ragtrace_collector")
 
 SPANS = "spans"
 RAG_RECORDS = "rag_records"
@@ -139,6 +142,31 @@ _CHECKPOINT_EVERY_SECONDS = 0.5
 _BACKSTOP_CHECKPOINT_PAGES = 20_000
 
 
+_SHARED_LOCK_TIMEOUT_SECONDS = 5.0
+
+
+class _SharedLock:
+    """A cross-process lock used as a fast path; after one timeout (a holder died) it is no longer used."""
+
+    def __init__(self, lock: Any) -> None:
+        self._lock = lock
+        self._held = False
+        self._broken = False
+
+    def __enter__(self) -> None:
+        if self._broken:
+            return
+        self._held = bool(self._lock.acquire(timeout=_SHARED_LOCK_TIMEOUT_SECONDS))
+        if not self._held:
+            self._broken = True
+            _log.warning("the shared write lock was not released (a process died?): relying on SQLite's locking")
+
+    def __exit__(self, *exc: object) -> None:
+        if self._held:
+            self._held = False
+            self._lock.release()
+
+
 class StoreError(RuntimeError):
     """A write could not be committed (disk full, database locked, ...): the request must not be acknowledged."""
 
@@ -146,8 +174,16 @@ class StoreError(RuntimeError):
 class Store:
     """The collector's SQLite file. ``Store(path)`` creates the schema when missing and enables WAL."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, write_lock: Any = None) -> None:
+        """``write_lock``: a lock shared with other processes writing the same file (the decode processes).
+
+        SQLite alone keeps concurrent writers correct, but a writer that finds the file locked sleeps in
+        growing steps; waiting on a shared lock instead wakes the next writer at once. A lock that a dead
+        process left held is given up after a few seconds and SQLite's own locking carries on alone.
+        """
         self.path = Path(path)
+        self.write_lock = write_lock
+        self._shared = _SharedLock(write_lock) if write_lock is not None else contextlib.nullcontext()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         # check_same_thread=False: the writer thread and the event loop share it, serialised by _lock.
         self._conn = sqlite3.connect(str(self.path), check_same_thread=False, timeout=30.0)
@@ -196,7 +232,7 @@ class Store:
         if not (batch.spans or batch.rag_records or batch.scores):
             return
         try:
-            with self._lock, self._conn:
+            with self._lock, self._shared, self._conn:
                 if batch.spans:
                     self._conn.executemany(_SPANS_SQL, map(_span_values, batch.spans))
                 if batch.rag_records:
@@ -230,7 +266,7 @@ class Store:
     def prune(self, older_than_ns: int) -> dict[str, int]:
         """Delete every row older than ``older_than_ns`` (span end, record/score/alert time); return counts."""
         deleted: dict[str, int] = {}
-        with self._lock, self._conn:
+        with self._lock, self._shared, self._conn:
             for table, column in (
                 (SPANS, "end_ns"),
                 (RAG_RECORDS, "time_ns"),
