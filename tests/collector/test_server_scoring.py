@@ -45,7 +45,10 @@ def _rows(db: Path, sql: str) -> list[tuple[object, ...]]:
         return list(conn.execute(sql))
 
 
-def test_unscored_spans_are_scored_by_the_collector(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("decode_processes", [0, 1])
+def test_unscored_spans_are_scored_by_the_collector(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, decode_processes: int
+) -> None:
     monkeypatch.setenv("RAGTRACE_SAMPLE_RATE", "1.0")
     factory = SpanFactory(service="shop")
     unscored = [
@@ -57,7 +60,7 @@ def test_unscored_spans_are_scored_by_the_collector(tmp_path: Path, monkeypatch:
         for i in range(4)
     ]
     app_scored = factory.rag(scores={"faithfulness": 0.3}, decision=semconv.DECISION_EVALUATED)
-    running = start_collector(tmp_path / "c.db", score=True)
+    running = start_collector(tmp_path / "c.db", score=True, decode_processes=decode_processes)
     try:
         _export(running, factory)
         assert running.scorer is not None and running.scorer.wait_idle(120)
@@ -121,7 +124,9 @@ def test_scores_are_forwarded_downstream_on_a_carrier(tmp_path: Path, monkeypatc
     monkeypatch.setenv("RAGTRACE_SAMPLE_RATE", "1.0")
     downstream = start_collector(tmp_path / "down.db")
     try:
-        upstream = start_collector(tmp_path / "up.db", score=True, forward=f"http://127.0.0.1:{downstream.http_port}")
+        upstream = start_collector(
+            tmp_path / "up.db", score=True, forward=f"http://127.0.0.1:{downstream.http_port}", decode_processes=1
+        )
         factory = SpanFactory()
         rag = factory.rag(route="/ask")
         try:
