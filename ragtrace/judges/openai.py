@@ -281,8 +281,15 @@ class OpenAIJudge:
                         "or point base_url (RAGTRACE_JUDGE_BASE_URL) at a local OpenAI-compatible server"
                     )
                 key = _PLACEHOLDER_KEY
-            self._client = openai.AsyncOpenAI(api_key=key, base_url=url, timeout=self.timeout, max_retries=0)
+            self._client_options: dict[str, Any] = {
+                "api_key": key,
+                "base_url": url,
+                "timeout": self.timeout,
+                "max_retries": 0,
+            }
+            self._client = openai.AsyncOpenAI(**self._client_options)
             self._owns_client = True
+        self._client_loop: asyncio.AbstractEventLoop | None = None
 
     # ----------------------------------------------------------------------------------------------
     # configuration
@@ -333,6 +340,16 @@ class OpenAIJudge:
             semaphore = asyncio.Semaphore(self.max_concurrency)
             self._semaphores[loop] = semaphore
         return semaphore
+
+    def _client_here(self) -> openai.AsyncOpenAI:
+        # A connection pool belongs to the event loop (and process) that first used it: after a fork
+        # or on another loop its connections and locks are dead. A judge that made its own client
+        # makes a fresh one there; a client passed in is the caller's to manage.
+        loop = asyncio.get_running_loop()
+        if self._owns_client and self._client_loop is not None and self._client_loop is not loop:
+            self._client = openai.AsyncOpenAI(**self._client_options)
+        self._client_loop = loop
+        return self._client
 
     def _backoff(self, attempt: int) -> float:
         ceiling: float = min(self._retry_max_delay, self._retry_base_delay * 2.0**attempt)
@@ -440,7 +457,7 @@ class OpenAIJudge:
             if want_logprobs[0]:
                 kwargs["logprobs"] = True
                 kwargs["top_logprobs"] = self._top_logprobs
-            return await self._client.chat.completions.create(**kwargs)
+            return await self._client_here().chat.completions.create(**kwargs)
 
         completion = await self._call(send, tally, "chat", self._adapt_chat(want_logprobs))
         tally.add_usage(getattr(completion, "usage", None))
@@ -604,7 +621,7 @@ class OpenAIJudge:
         inputs = [text if text.strip() else " " for text in texts]
 
         async def send() -> Any:
-            return await self._client.embeddings.create(
+            return await self._client_here().embeddings.create(
                 model=self.embedding_model, input=inputs, encoding_format="float", timeout=self.timeout
             )
 
@@ -686,8 +703,12 @@ class OpenAIJudge:
         if self._closed:
             return
         self._closed = True
-        if self._owns_client:
+        if not self._owns_client:
+            return
+        if self._client_loop is None or self._client_loop is asyncio.get_running_loop():
             await self._client.close()
+        # Else its connections belong to a loop that is gone (a worker that ended, a forked parent's):
+        # they cannot be closed from here and are dropped with the client.
 
 
 def _verdict_word(value: Any) -> Verdict:

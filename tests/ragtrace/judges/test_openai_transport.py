@@ -260,3 +260,26 @@ def test_retry_after_header_forms() -> None:
     assert _retry_after(response(**{"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"})) == 0.0  # in the past
     assert _retry_after(response(**{"retry-after": "soon"})) is None
     assert _retry_after(response()) is None
+
+
+# The first loop is closed with its connections open, as a fork leaves the parent's: their sockets
+# are reported unclosed when collected, which is the point of the test, not a leak of the judge.
+@pytest.mark.filterwarnings("ignore::ResourceWarning", "ignore::pytest.PytestUnraisableExceptionWarning")
+def test_a_judge_keeps_working_on_a_new_event_loop(stub: StubOpenAIServer) -> None:
+    # The scorer's worker runs its own loop, and a forked child runs a new one: a judge that made its
+    # own client must not reuse a connection pool bound to a loop that is gone.
+    import gc
+
+    judge = OpenAIJudge(base_url=stub.base_url, timeout=5.0, max_retries=0)
+
+    async def ask(close: bool) -> list[str]:
+        claims = (await judge.extract_claims("Paris is in France. It is the capital.")).value
+        if close:
+            await judge.aclose()
+        return claims
+
+    first = asyncio.run(ask(close=False))
+    second = asyncio.run(ask(close=True))
+    gc.collect()  # report the abandoned sockets here, under this test's filter
+    assert first == second == ["Paris is in France.", "It is the capital."]
+    assert len(stub.chat_requests) == 2
