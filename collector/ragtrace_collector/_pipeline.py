@@ -142,7 +142,7 @@ def _init_worker(parent: int, db_path: str, write_lock: Any) -> None:
     """In a worker process: follow the parent's lifetime and open the store."""
     global _worker_store
     _die_with_parent(parent)
-    _worker_store = Store(db_path, write_lock=write_lock)
+    _worker_store = Store(db_path, write_lock=write_lock, checkpoints=False)
 
 
 def _ingest_in_worker(as_json: bool, body: bytes, received_ns: int) -> tuple[Batch, int]:

@@ -174,12 +174,14 @@ class StoreError(RuntimeError):
 class Store:
     """The collector's SQLite file. ``Store(path)`` creates the schema when missing and enables WAL."""
 
-    def __init__(self, path: str | Path, *, write_lock: Any = None) -> None:
+    def __init__(self, path: str | Path, *, write_lock: Any = None, checkpoints: bool = True) -> None:
         """``write_lock``: a lock shared with other processes writing the same file (the decode processes).
 
         SQLite alone keeps concurrent writers correct, but a writer that finds the file locked sleeps in
         growing steps; waiting on a shared lock instead wakes the next writer at once. A lock that a dead
         process left held is given up after a few seconds and SQLite's own locking carries on alone.
+        ``checkpoints``: run the checkpoint thread here (one process per file is enough; with a shared lock
+        it checkpoints every half second whether or not this process wrote).
         """
         self.path = Path(path)
         self.write_lock = write_lock
@@ -197,14 +199,17 @@ class Store:
         self._create_schema()
         self._dirty = threading.Event()
         self._closing = False
-        self._checkpointer = threading.Thread(target=self._checkpoint_loop, name="ragtrace-checkpoint", daemon=True)
-        self._checkpointer.start()
+        self._checkpointer: threading.Thread | None = None
+        if checkpoints:
+            self._checkpointer = threading.Thread(target=self._checkpoint_loop, name="ragtrace-checkpoint", daemon=True)
+            self._checkpointer.start()
 
     def _checkpoint_loop(self) -> None:
         conn = sqlite3.connect(str(self.path), timeout=30.0)
+        others_write = self.write_lock is not None
         try:
             while not self._closing:
-                if not self._dirty.wait(_CHECKPOINT_EVERY_SECONDS):
+                if not self._dirty.wait(_CHECKPOINT_EVERY_SECONDS) and not others_write:
                     continue
                 self._dirty.clear()
                 # Busy or closing: the next round (or the backstop) checkpoints.
@@ -294,7 +299,7 @@ class Store:
         """Stop the checkpoint thread and close the connection (idempotent)."""
         self._closing = True
         self._dirty.set()
-        if self._checkpointer.is_alive():
+        if self._checkpointer is not None and self._checkpointer.is_alive():
             self._checkpointer.join(30.0)
         with self._lock:
             self._conn.close()
