@@ -15,6 +15,7 @@ It also holds the two text functions every captured value goes through (``prepar
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -365,3 +366,16 @@ def get_tracer() -> trace.Tracer:
                 _tracer_state.tracer = tracer_from(None)
             tracer = _tracer_state.tracer
     return tracer
+
+
+def _after_fork_in_child() -> None:
+    # A lock another thread held when the app forked stays held forever in the child, where that
+    # thread does not exist: the child starts with fresh locks (the sampler and worker do the same).
+    global _settings_lock, _tracer_lock
+    _settings_lock = threading.Lock()
+    _tracer_lock = threading.Lock()
+    RECORDS._lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)

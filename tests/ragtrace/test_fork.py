@@ -91,3 +91,34 @@ def test_a_sampler_lock_held_at_fork_time_does_not_deadlock_the_child() -> None:
         sampler._lock.release()
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_capture_locks_held_at_fork_time_do_not_deadlock_the_child() -> None:
+    from ragtrace import _capture
+    from ragtrace._record import RagRecord
+
+    store = _capture.RECORDS
+    store.acquire()
+    held = [store._lock, _capture._settings_lock, _capture._tracer_lock]
+    for lock in held:
+        lock.acquire()  # as if other threads were inside the store and the settings when the app forks
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            pid = os.fork()
+        if pid == 0:
+            code = 1
+            signal.alarm(10)  # a deadlocked child dies instead of hanging the test run
+            try:
+                store.put(1, 2, RagRecord.of("q"))
+                _capture.set_settings(None)
+                _capture.set_tracer_provider(None)
+                code = 0 if store.take(1, 2) is not None else 2
+            finally:
+                os._exit(code)
+    finally:
+        for lock in held:
+            lock.release()
+        store.release()
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
