@@ -81,7 +81,10 @@ def create_grpc_server(
         ]
     )
     server.add_generic_rpc_handlers((handler,))
-    port = server.add_insecure_port(address)
+    try:
+        port = server.add_insecure_port(address)
+    except RuntimeError as exc:  # newer grpcio raises where older ones returned 0
+        raise OSError(f"could not bind the OTLP/gRPC receiver to {address}: {exc}") from None
     if port == 0:
         raise OSError(f"could not bind the OTLP/gRPC receiver to {address}")
     return server, port

@@ -132,74 +132,86 @@ class Collector:
         self._stop_requested = False
 
     async def run(self) -> None:
-        """Serve until ``stop()`` (or SIGINT/SIGTERM when run by the command)."""
+        """Serve until ``stop()`` (or SIGINT/SIGTERM when run by the command).
+
+        Every part is stopped in the reverse order of its start, also when the start-up fails half-way: the
+        receivers first, then the watcher, scoring (which still writes), forwarding (which still sends what
+        scoring produced), the pipeline, and the store last.
+        """
         config = self.config
-        watcher = None
-        if config.watch:
-            watcher_class = _optional("_alerts", "Watcher")
-            if watcher_class is not None:
-                # Built first: a bad rules file stops the start-up before anything listens.
-                watcher = watcher_class(config.db, config.rules)
-        # Writers in several processes (the decode processes) take turns through one lock.
-        write_lock = multiprocessing.get_context("spawn").Lock() if config.decode_processes else None
-        store = self.store = Store(config.db, write_lock=write_lock)
         loop = asyncio.get_running_loop()
-        forwarder: Forwarder | None = None
-        if config.forward:
-            forwarder = self.forwarder = Forwarder(config.forward)
-            forwarder.start()
-        scorer = None
-        if config.score:
-            from ragtrace_collector._scoring import ServerScorer
+        async with contextlib.AsyncExitStack() as stack:
+            watcher = None
+            if config.watch:
+                watcher_class = _optional("_alerts", "Watcher")
+                if watcher_class is not None:
+                    # Built first: a bad rules file stops the start-up before anything listens.
+                    watcher = watcher_class(config.db, config.rules)
+            # Writers in several processes (the decode processes) take turns through one lock.
+            write_lock = multiprocessing.get_context("spawn").Lock() if config.decode_processes else None
+            store = self.store = Store(config.db, write_lock=write_lock)
+            stack.callback(store.close)
+            forwarder: Forwarder | None = None
+            if config.forward:
+                forwarder = self.forwarder = Forwarder(config.forward)
+                forwarder.start()
+                stack.push_async_callback(forwarder.stop)
+            scorer = None
+            if config.score:
+                from ragtrace_collector._scoring import ServerScorer
 
-            forward_carrier = None
-            if forwarder is not None:
-                fw = forwarder
+                forward_carrier = None
+                if forwarder is not None:
+                    fw = forwarder
 
-                def forward_carrier(payload: bytes) -> None:
-                    loop.call_soon_threadsafe(fw.submit, payload)
+                    def forward_carrier(payload: bytes) -> None:
+                        loop.call_soon_threadsafe(fw.submit, payload)
 
-            scorer = self.scorer = ServerScorer(store, forward=forward_carrier)
-            scorer.start()
-        pipeline = self.pipeline = Pipeline(
-            store, scorer=scorer, forwarder=forwarder, decode_processes=config.decode_processes
-        )
-        await pipeline.warm_up()
-        routes: list[BaseRoute] = []
-        if config.page:
-            page_routes = _optional("_report", "page_routes")
-            if page_routes is not None:
-                routes.extend(page_routes(store))
-        app = create_app(pipeline, token=config.token, max_body_bytes=config.max_body_bytes, extra_routes=routes)
-        grpc_server = None
-        if config.grpc_port is not None:
-            grpc_server, self.grpc_port = create_grpc_server(
-                pipeline,
-                f"{config.host}:{config.grpc_port}",
-                token=config.token,
-                max_message_bytes=config.max_body_bytes,
+                scorer = self.scorer = ServerScorer(store, forward=forward_carrier)
+                scorer.start()
+                stack.push_async_callback(asyncio.to_thread, scorer.stop)
+            pipeline = self.pipeline = Pipeline(
+                store, scorer=scorer, forwarder=forwarder, decode_processes=config.decode_processes
             )
-            await grpc_server.start()
-        server = self._uvicorn = uvicorn.Server(
-            uvicorn.Config(
-                app,
-                host=config.host,
-                port=config.port,
-                log_level="warning",
-                access_log=False,
-                lifespan="off",
-                timeout_graceful_shutdown=10,
-                # Past this many connections uvicorn answers 503 (retryable in OTLP) instead of queueing
-                # bodies in memory without bound.
-                limit_concurrency=_MAX_CONNECTIONS,
+            stack.push_async_callback(asyncio.to_thread, pipeline.close)
+            await pipeline.warm_up()
+            routes: list[BaseRoute] = []
+            if config.page:
+                page_routes = _optional("_report", "page_routes")
+                if page_routes is not None:
+                    routes.extend(page_routes(store))
+            app = create_app(pipeline, token=config.token, max_body_bytes=config.max_body_bytes, extra_routes=routes)
+            if watcher is not None:
+                watcher.start()
+                stack.push_async_callback(asyncio.to_thread, watcher.stop)
+            if config.retention_days:
+                pruner = loop.create_task(self._prune_forever(store))
+                stack.callback(pruner.cancel)
+            if config.grpc_port is not None:
+                grpc_server, self.grpc_port = create_grpc_server(
+                    pipeline,
+                    f"{config.host}:{config.grpc_port}",
+                    token=config.token,
+                    max_message_bytes=config.max_body_bytes,
+                )
+                await grpc_server.start()
+                stack.push_async_callback(grpc_server.stop, 5)
+            server = self._uvicorn = uvicorn.Server(
+                uvicorn.Config(
+                    app,
+                    host=config.host,
+                    port=config.port,
+                    log_level="warning",
+                    access_log=False,
+                    lifespan="off",
+                    timeout_graceful_shutdown=10,
+                    # Past this many connections uvicorn answers 503 (retryable in OTLP) instead of queueing
+                    # bodies in memory without bound.
+                    limit_concurrency=_MAX_CONNECTIONS,
+                )
             )
-        )
-        if self._stop_requested:
-            server.should_exit = True
-        if watcher is not None:
-            watcher.start()
-        pruner = loop.create_task(self._prune_forever(store)) if config.retention_days else None
-        try:
+            if self._stop_requested:
+                server.should_exit = True
             # Bind and listen here, so the port is known (port 0) and connections queue before uvicorn accepts.
             sock = _listen(config.host, config.port)
             self.http_port = sock.getsockname()[1]
@@ -209,23 +221,10 @@ class Collector:
                 "ragtrace-collector: OTLP/HTTP on %s:%s, OTLP/gRPC on %s, store %s",
                 config.host,
                 self.http_port,
-                f"{config.host}:{self.grpc_port}" if grpc_server else "off",
+                f"{config.host}:{self.grpc_port}" if config.grpc_port is not None else "off",
                 config.db,
             )
             await serving
-        finally:
-            if pruner is not None:
-                pruner.cancel()
-            if grpc_server is not None:
-                await grpc_server.stop(grace=5)
-            if watcher is not None:
-                await asyncio.to_thread(watcher.stop)
-            if scorer is not None:
-                await asyncio.to_thread(scorer.stop)
-            if forwarder is not None:
-                await forwarder.stop()
-            pipeline.close()
-            store.close()
 
     async def _prune_forever(self, store: Store) -> None:
         assert self.config.retention_days is not None

@@ -256,3 +256,21 @@ def test_a_bad_rules_file_stops_serve_with_a_clear_message(tmp_path: Path, capsy
     argv = ["serve", "--db", str(tmp_path / "c.db"), "--port", "0", "--grpc-port", "-1", "--rules", str(rules)]
     assert main(argv) == 2
     assert "rules" in capsys.readouterr().err.lower()
+
+
+def test_a_port_in_use_fails_the_start_cleanly(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from ragtrace_collector.__main__ import main
+
+    first = start_collector(tmp_path / "a.db")
+    try:
+        for flag, port in (("--grpc-port", first.grpc_port), ("--port", first.http_port)):
+            other = "--port" if flag == "--grpc-port" else "--grpc-port"
+            argv = ["serve", "--db", str(tmp_path / "b.db"), flag, str(port), other, "0", "--decode-processes", "0"]
+            assert main(argv) == 1
+            assert "could not" in capsys.readouterr().err
+        # The first collector is unharmed.
+        factory = SpanFactory()
+        factory.rag()
+        assert httpx.post(_url(first), content=otlp_bytes(factory.all()), headers=PB).status_code == 200
+    finally:
+        first.stop()
