@@ -20,8 +20,9 @@ from typing import TYPE_CHECKING, Any, Final
 
 from opentelemetry import metrics as metrics_api
 from opentelemetry import trace as trace_api
+from opentelemetry.sdk.environment_variables import OTEL_ATTRIBUTE_COUNT_LIMIT, OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
-from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan, SpanLimits, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExporter
 
 from ragtrace import _capture, semconv
@@ -44,6 +45,10 @@ PROTOCOLS: Final = ("http/protobuf", "grpc")
 
 _TRACES_PATH: Final = "/v1/traces"
 _METRICS_PATH: Final = "/v1/metrics"
+
+# Attributes a RAG span carries besides its chunks: content, role, counts, and the scores the
+# processor adds to the exported copy (four per metric, fourteen metrics, cost and decision).
+_ATTRIBUTES_BESIDE_CHUNKS: Final = 128
 
 
 class RagtraceHandle:
@@ -190,7 +195,7 @@ def configure(
         if owns_meter_provider and meter_provider is not None:
             meter_provider.shutdown()  # type: ignore[attr-defined]
         raise
-    provider = TracerProvider(resource=resource)
+    provider = TracerProvider(resource=resource, span_limits=_span_limits(settings))
     provider.add_span_processor(processor)
     if set_global:
         trace_api.set_tracer_provider(provider)
@@ -369,6 +374,15 @@ def _capture_overrides(
         "max_record_chunks": max_record_chunks,
     }
     return {name: value for name, value in given.items() if value is not None}
+
+
+def _span_limits(settings: _capture.CaptureSettings) -> SpanLimits:
+    # The SDK keeps 128 attributes a span by default, and a RAG span spends up to four on each chunk:
+    # past ~28 chunks it would drop some silently. Room for every chunk kept, plus the scores, unless
+    # the app chose a limit with the standard OTel variables.
+    if os.environ.get(OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT) or os.environ.get(OTEL_ATTRIBUTE_COUNT_LIMIT):
+        return SpanLimits()
+    return SpanLimits(max_span_attributes=4 * settings.max_record_chunks + _ATTRIBUTES_BESIDE_CHUNKS)
 
 
 def _resource(service_name: str | None, attributes: Mapping[str, Any] | None) -> Resource:

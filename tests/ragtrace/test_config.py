@@ -238,3 +238,43 @@ def test_every_variable_and_configure_argument_is_documented() -> None:
     assert [v for v in variables if f"`{v}`" not in doc] == []
     arguments = inspect.signature(ragtrace.configure).parameters
     assert [a for a in arguments if f"`{a}`" not in doc] == []
+
+
+def test_a_rag_span_keeps_every_chunk_it_captures(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The SDK's default limit of 128 attributes a span would drop chunks past ~28 silently.
+    monkeypatch.delenv("OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT", raising=False)
+    monkeypatch.delenv("OTEL_ATTRIBUTE_COUNT_LIMIT", raising=False)
+    exporter = InMemorySpanExporter()
+    handle = ragtrace.configure(
+        exporter=exporter,
+        batch=False,
+        sample_rate=1.0,
+        judge=fake_judge(),
+        metrics=["faithfulness"],
+        export_metrics=False,
+        set_global=False,
+    )
+
+    @ragtrace.rag
+    def ask(question: str) -> str:
+        ragtrace.record(chunks=[{"id": f"doc-{i}", "text": f"Brasilia {i}", "score": 0.5} for i in range(200)])
+        return "The capital of Brazil is Brasilia."
+
+    ask("which chunk?")
+    handle.shutdown()
+    (span,) = [s for s in exporter.get_finished_spans() if s.attributes.get(semconv.RAGTRACE_ROLE) == "rag"]
+    # The SDK drops the oldest attributes first: the first chunks are the ones that would go.
+    contents = [span.attributes.get(semconv.retrieval_document(i, semconv.DOCUMENT_CONTENT)) for i in range(200)]
+    assert contents == [f"Brasilia {i}" for i in range(200)]
+    assert span.attributes[semconv.eval_score("faithfulness")] == 1.0
+
+
+def test_the_app_chooses_the_attribute_limit_with_the_otel_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT", "16")
+    handle = ragtrace.configure(
+        exporter=InMemorySpanExporter(), judge=fake_judge(), export_metrics=False, set_global=False
+    )
+    try:
+        assert handle.tracer_provider._span_limits.max_span_attributes == 16  # type: ignore[attr-defined]
+    finally:
+        handle.shutdown()
