@@ -109,3 +109,29 @@ def test_empty_batch_is_a_no_op(tmp_path: Path) -> None:
     finally:
         store.close()
     assert _count(tmp_path / "c.db", "spans") == 0
+
+
+def test_serve_with_retention_prunes_old_rows(tmp_path: Path) -> None:
+    import json
+    import time
+
+    from ragtrace_collector._otlp import decode_json
+
+    from tests.collector._spans import start_collector
+
+    old_ns = 1_600_000_000_000_000_000  # September 2020
+    spans = [{"traceId": "ab" * 16, "spanId": "cd" * 8, "name": "old", "endTimeUnixNano": str(old_ns)}]
+    store = Store(tmp_path / "c.db")
+    try:
+        store.write(decode_json(json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]}).encode(), 0))
+    finally:
+        store.close()
+    assert _count(tmp_path / "c.db", "spans") == 1
+    running = start_collector(tmp_path / "c.db", retention_days=30)
+    try:
+        deadline = time.monotonic() + 30  # the first prune runs at start-up, on a worker thread
+        while _count(tmp_path / "c.db", "spans") and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        running.stop()
+    assert _count(tmp_path / "c.db", "spans") == 0
