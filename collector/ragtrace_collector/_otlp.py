@@ -47,7 +47,10 @@ class OtlpDecodeError(ValueError):
 
 @dataclass(slots=True)
 class Batch:
-    """The rows decoded from one export request, ready for ``Store.write`` (one transaction)."""
+    """The rows decoded from one export request, ready for ``Store.write`` (one transaction).
+
+    Mutable on purpose: the decoder builds it up span by span; nothing changes it after ``decode_*`` returns.
+    """
 
     spans: list[Row] = field(default_factory=list)
     rag_records: list[Row] = field(default_factory=list)
