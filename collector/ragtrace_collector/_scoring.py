@@ -92,7 +92,8 @@ class ServerScorer:
             raise ConfigurationError(f"sample_rate={sample_rate} is out of range: give a rate between 0 and 1")
         self.store = store
         self.suite = suite if suite is not None else build_suite(env.read_list(env.RAGTRACE_METRICS))
-        self._judge = judge
+        # Built now, not on the scoring thread: a wrong RAGTRACE_JUDGE* setting must stop the start-up.
+        self._judge: Judge = judge if judge is not None else default_judge()
         self.sample_rate = sample_rate
         self._max_concurrency = max_concurrency
         self._inbox: queue.SimpleQueue[list[Row] | None] = queue.SimpleQueue()
@@ -144,10 +145,13 @@ class ServerScorer:
     # -- the scoring thread ------------------------------------------------------------------------
 
     def _main(self) -> None:
-        asyncio.run(self._loop())
+        try:
+            asyncio.run(self._loop())
+        except Exception:
+            _log.exception("server-side scoring stopped")
 
     async def _loop(self) -> None:
-        judge = self._judge if self._judge is not None else await asyncio.to_thread(default_judge)
+        judge = self._judge
         slots = asyncio.Semaphore(self._max_concurrency)
         tasks: set[asyncio.Task[None]] = set()
         while True:

@@ -181,3 +181,11 @@ def test_a_full_scoring_queue_records_overflow(tmp_path: Path) -> None:
     decisions = sorted(d for (d,) in _rows(tmp_path / "c.db", "SELECT decision FROM rag_records"))
     assert decisions == ["evaluated"] * 2 + ["overflow"] * 3
     assert _rows(tmp_path / "c.db", "SELECT DISTINCT value FROM scores") == [(0.5,)]
+
+
+def test_a_wrong_judge_setting_stops_serve(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ragtrace.environment_variables import ConfigurationError
+
+    monkeypatch.setenv("RAGTRACE_JUDGE", "oracle")
+    with pytest.raises(ConfigurationError, match="RAGTRACE_JUDGE"):
+        start_collector(tmp_path / "c.db", score=True)
