@@ -41,6 +41,7 @@ DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024
 """Largest accepted body, after gzip decompression (64 MiB)."""
 
 PROTOBUF = "application/x-protobuf"
+_PROTOBUF_ALIASES = frozenset({PROTOBUF, "application/protobuf"})  # some senders use the unregistered name
 JSON = "application/json"
 _RETRY_AFTER_SECONDS = "5"
 
@@ -128,7 +129,7 @@ def create_app(
                 given = request.headers.get("authorization", "").encode("utf-8", errors="replace")
                 if not hmac.compare_digest(given, expected):
                     raise _Reject(401, code_pb2.UNAUTHENTICATED, "missing or wrong bearer token")
-            if media_type not in (PROTOBUF, JSON):
+            if media_type not in _PROTOBUF_ALIASES and media_type != JSON:
                 raise _Reject(
                     415,
                     code_pb2.INVALID_ARGUMENT,

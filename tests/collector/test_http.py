@@ -90,6 +90,7 @@ def test_partial_success_keeps_the_good_spans(collector: Collector) -> None:
         (b"\x0a\xff\xff\xff\xff\x0f", PB, 400),  # length prefix past the end
         (b"{", {"content-type": "application/json"}, 400),
         (b"hello", {"content-type": "text/plain"}, 415),
+        (b"\x0a\xff\xff\xff\xff\x0f", {"content-type": "application/protobuf"}, 400),  # accepted name, bad body
         (b"hello", {}, 415),
         (b"not gzip", {**PB, "content-encoding": "gzip"}, 400),
         (b"x", {**PB, "content-encoding": "br"}, 415),
