@@ -20,7 +20,12 @@ import zlib
 from collections.abc import Sequence
 
 from google.protobuf import json_format
+from google.protobuf.message import DecodeError
 from google.rpc import code_pb2, status_pb2
+from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
+    ExportMetricsServiceRequest,
+    ExportMetricsServiceResponse,
+)
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -36,6 +41,15 @@ _log = logging.getLogger("ragtrace_collector")
 
 TRACES_PATH = "/v1/traces"
 """The OTLP/HTTP traces path."""
+
+METRICS_PATH = "/v1/metrics"
+"""The OTLP/HTTP metrics path: answered, not stored (see ``METRICS_NOT_STORED``)."""
+
+METRICS_NOT_STORED = (
+    "ragtrace-collector stores spans, not metrics (it derives score statistics from the spans): send metrics "
+    "to a metrics backend with OTEL_EXPORTER_OTLP_METRICS_ENDPOINT, or configure(export_metrics=False)"
+)
+"""The partial-success message of every metrics export."""
 
 DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024
 """Largest accepted body, after gzip decompression (64 MiB)."""
@@ -108,6 +122,22 @@ def _success(batch: Batch, media_type: str) -> Response:
     return Response(_encode(reply, media_type), status_code=200, media_type=media_type)
 
 
+def _count_data_points(body: bytes, *, json_body: bool) -> int:
+    request = ExportMetricsServiceRequest()
+    if json_body:
+        json_format.Parse(body, request, ignore_unknown_fields=True)
+    else:
+        request.ParseFromString(body)
+    points = 0
+    for resource_metrics in request.resource_metrics:
+        for scope_metrics in resource_metrics.scope_metrics:
+            for metric in scope_metrics.metrics:
+                kind = metric.WhichOneof("data")
+                if kind is not None:
+                    points += len(getattr(metric, kind).data_points)
+    return points
+
+
 def create_app(
     pipeline: Pipeline,
     *,
@@ -121,26 +151,31 @@ def create_app(
     """
     expected = f"Bearer {token}".encode() if token else None
 
-    async def traces(request: Request) -> Response:
+    async def read_otlp(request: Request) -> tuple[str, bytes]:
+        """Check the token, content type and encoding; return the media type and the (gunzipped) body."""
         media_type = _media_type(request)
-        reply_type = JSON if media_type == JSON else PROTOBUF
+        if expected is not None:
+            given = request.headers.get("authorization", "").encode("utf-8", errors="replace")
+            if not hmac.compare_digest(given, expected):
+                raise _Reject(401, code_pb2.UNAUTHENTICATED, "missing or wrong bearer token")
+        if media_type not in _PROTOBUF_ALIASES and media_type != JSON:
+            raise _Reject(
+                415,
+                code_pb2.INVALID_ARGUMENT,
+                f"content type {media_type or '(none)'!r} is not supported: send {PROTOBUF} or {JSON}",
+            )
+        encoding = request.headers.get("content-encoding", "identity").strip().lower()
+        if encoding not in ("identity", "gzip", ""):
+            raise _Reject(415, code_pb2.INVALID_ARGUMENT, f"content encoding {encoding!r} is not supported")
+        body = await _read_body(request, max_body_bytes)
+        if encoding == "gzip":
+            body = _gunzip(body, max_body_bytes)
+        return media_type, body
+
+    async def traces(request: Request) -> Response:
+        reply_type = JSON if _media_type(request) == JSON else PROTOBUF
         try:
-            if expected is not None:
-                given = request.headers.get("authorization", "").encode("utf-8", errors="replace")
-                if not hmac.compare_digest(given, expected):
-                    raise _Reject(401, code_pb2.UNAUTHENTICATED, "missing or wrong bearer token")
-            if media_type not in _PROTOBUF_ALIASES and media_type != JSON:
-                raise _Reject(
-                    415,
-                    code_pb2.INVALID_ARGUMENT,
-                    f"content type {media_type or '(none)'!r} is not supported: send {PROTOBUF} or {JSON}",
-                )
-            encoding = request.headers.get("content-encoding", "identity").strip().lower()
-            if encoding not in ("identity", "gzip", ""):
-                raise _Reject(415, code_pb2.INVALID_ARGUMENT, f"content encoding {encoding!r} is not supported")
-            body = await _read_body(request, max_body_bytes)
-            if encoding == "gzip":
-                body = _gunzip(body, max_body_bytes)
+            media_type, body = await read_otlp(request)
             try:
                 if media_type == JSON:
                     batch = await pipeline.accept_json(body)
@@ -157,11 +192,32 @@ def create_app(
             _log.warning("partial success: %s", batch.error_message)
         return _success(batch, reply_type)
 
+    async def metrics(request: Request) -> Response:
+        # ragtrace.configure() exports the score histogram to the same endpoint as the spans by default.
+        # The collector derives its statistics from the spans it stores and keeps no metrics: it says so
+        # with the spec's partial success (every data point rejected, do not retry) instead of a 404 the
+        # exporter would log every minute.
+        reply_type = JSON if _media_type(request) == JSON else PROTOBUF
+        try:
+            media_type, body = await read_otlp(request)
+            try:
+                points = _count_data_points(body, json_body=media_type == JSON)
+            except (json_format.ParseError, DecodeError, ValueError) as exc:
+                raise _Reject(400, code_pb2.INVALID_ARGUMENT, f"malformed OTLP body: {exc}") from None
+        except _Reject as reject:
+            return _status_response(reject.status, reject.code, reject.message, reply_type)
+        reply = ExportMetricsServiceResponse()
+        if points:
+            reply.partial_success.rejected_data_points = points
+            reply.partial_success.error_message = METRICS_NOT_STORED
+        return Response(_encode(reply, reply_type), status_code=200, media_type=reply_type)
+
     async def healthz(request: Request) -> Response:
         return PlainTextResponse("ok")
 
     routes: list[BaseRoute] = [
         Route(TRACES_PATH, traces, methods=["POST"]),
+        Route(METRICS_PATH, metrics, methods=["POST"]),
         Route("/healthz", healthz, methods=["GET"]),
         *extra_routes,
     ]

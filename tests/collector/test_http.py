@@ -275,3 +275,38 @@ def test_a_port_in_use_fails_the_start_cleanly(tmp_path: Path, capsys: pytest.Ca
         assert httpx.post(_url(first), content=otlp_bytes(factory.all()), headers=PB).status_code == 200
     finally:
         first.stop()
+
+
+def test_metrics_exports_are_answered_as_not_stored(collector: Collector) -> None:
+    # configure() sends the score histogram to the span endpoint by default: the exporter must get a
+    # clear, non-retryable answer, not a 404 every minute, and nothing is claimed to be stored.
+    from opentelemetry.exporter.otlp.proto.common.metrics_encoder import encode_metrics
+    from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
+    from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import ExportMetricsServiceResponse
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader, MetricExportResult
+
+    reader = InMemoryMetricReader()
+    provider = MeterProvider(metric_readers=[reader])
+    histogram = provider.get_meter("t").create_histogram("gen_ai.evaluation.score")
+    for value in (0.2, 0.9):
+        histogram.record(value, {"gen_ai.evaluation.name": "faithfulness"})
+        histogram.record(value, {"gen_ai.evaluation.name": "hallucination"})
+    data = reader.get_metrics_data()
+    assert data is not None
+    url = f"http://127.0.0.1:{collector.http_port}/v1/metrics"
+    exporter = OTLPMetricExporter(endpoint=url)
+    try:
+        assert exporter.export(data) is MetricExportResult.SUCCESS
+    finally:
+        exporter.shutdown()
+        provider.shutdown()
+    reply = httpx.post(
+        url, content=encode_metrics(data).SerializeToString(), headers={"Content-Type": "application/x-protobuf"}
+    )
+    assert reply.status_code == 200
+    partial = ExportMetricsServiceResponse.FromString(reply.content).partial_success
+    assert partial.rejected_data_points == 2  # one histogram point per attribute set
+    assert "stores spans, not metrics" in partial.error_message
+    assert httpx.post(url, content=b"\xff\xff", headers={"Content-Type": "application/x-protobuf"}).status_code == 400
+    assert count(collector.config.db, "spans") == 0
