@@ -118,6 +118,14 @@ RAGTRACE_JUDGE_MAX_CONCURRENCY: Final = "RAGTRACE_JUDGE_MAX_CONCURRENCY"
 """Integer >= 1 (default 16): judge calls in flight at once."""
 
 # --------------------------------------------------------------------------------------------------
+# Collector (read by ragtrace-collector, documented here so every RAGTRACE_* name lives in one place)
+# --------------------------------------------------------------------------------------------------
+
+RAGTRACE_COLLECTOR_TOKEN: Final = "RAGTRACE_COLLECTOR_TOKEN"
+"""Bearer token ``ragtrace-collector serve`` requires from senders (same as ``--token``); unset: none,
+which is only allowed on a loopback address unless ``--insecure`` is given."""
+
+# --------------------------------------------------------------------------------------------------
 # Parsing
 # --------------------------------------------------------------------------------------------------
 

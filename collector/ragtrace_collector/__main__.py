@@ -15,11 +15,12 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from ragtrace import environment_variables as env
 from ragtrace.environment_variables import ConfigurationError
 from ragtrace_collector._http import DEFAULT_MAX_BODY_BYTES
 from ragtrace_collector._server import Collector, CollectorConfig
 
-TOKEN_VARIABLE = "RAGTRACE_COLLECTOR_TOKEN"
+TOKEN_VARIABLE = env.RAGTRACE_COLLECTOR_TOKEN
 """Bearer token the receivers require when ``--token`` is not given."""
 
 
