@@ -17,6 +17,9 @@ import pysbd
 # keeps those as one sentence, so a space is put back first.
 _GLUED = re.compile(r"(?<=[a-z0-9\)\]\"'][.!?])(?=[A-Z][a-z])")
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'\-\.]*[A-Za-z0-9]|[A-Za-z0-9]")
+# A period glued to a capitalised word ("El-P.Jaime Meline", "Hawaii.Aulani") ends a sentence: the
+# two words are split before tokenising, so neither is lost. "U.S." keeps its periods.
+_GLUED_WORD = re.compile(r"\.(?=[A-Z][a-z])")
 _NUMBER = re.compile(r"(?<![A-Za-z])\d[\d,]*(?:\.\d+)?")
 _CLAUSE_SPLIT = re.compile(r"\s*;\s+|,\s+(?:but|while|whereas|although|though)\s+|\s+but\s+also\s+", re.IGNORECASE)
 _LEADING_CONCESSION = re.compile(r"^(?:although|though|while|whereas)\s+([^,]{8,}),\s+(.{8,})$", re.IGNORECASE)
@@ -150,7 +153,7 @@ def claim_focus(claim: str) -> str:
 def words(text: str) -> list[str]:
     """Word tokens, lowercased, with possessives dropped ("Arthur's" -> "arthur")."""
     out: list[str] = []
-    for w in _WORD.findall(text):
+    for w in _WORD.findall(_GLUED_WORD.sub(". ", text)):
         w = w.lower().rstrip(".")
         if w.endswith("'s"):
             w = w[:-2]
@@ -195,7 +198,7 @@ def entities(text: str) -> set[str]:
     """
     found: set[str] = set()
     for sentence in split_sentences(text) or [text]:
-        tokens = _WORD.findall(sentence)
+        tokens = _WORD.findall(_GLUED_WORD.sub(". ", sentence))
         for i, token in enumerate(tokens):
             if not token[0].isupper():
                 continue

@@ -12,7 +12,7 @@ import pytest
 from ragtrace import ConfigurationError
 from ragtrace.judges import ALL_CAPABILITIES, Judge, JudgeCapabilityError, Verdict
 from ragtrace.judges._offline_embedder import Embedder
-from ragtrace.judges._offline_text import claim_focus, extract_claims, split_sentences
+from ragtrace.judges._offline_text import claim_focus, content_words, extract_claims, split_sentences, words
 from ragtrace.judges.offline import OfflineJudge, embed_texts
 
 SUPER_BOWL = (
@@ -78,6 +78,31 @@ def test_glued_paragraphs_are_split_into_sentences() -> None:
         "Oberoi Group.",
         "The Oberoi Group is a hotel company with its head office in Delhi.",
     ]
+
+
+def test_a_word_glued_to_the_previous_sentence_is_not_lost() -> None:
+    # HaluEval knowledge glues paragraphs, even after a capital ("El-P.Jaime"); abbreviations stay whole.
+    assert words("label head El-P.Jaime Meline, of Hawaii.Aulani in the U.S. today") == [
+        "label",
+        "head",
+        "el-p",
+        "jaime",
+        "meline",
+        "of",
+        "hawaii",
+        "aulani",
+        "in",
+        "the",
+        "u.s",
+        "today",
+    ]
+    assert content_words("Jaime Meline") <= content_words("record executive El-P.Jaime Meline (born 1975)")
+
+
+async def test_a_bare_answer_glued_to_a_sentence_in_the_context_is_supported(judge: OfflineJudge) -> None:
+    chunk = "Guests include Metro and El-P.Jaime Meline, known as El-P, is an American record executive."
+    claims = extract_claims("Jaime Meline", "Which record executive is a guest?")
+    assert (await judge.verify(claims, [chunk])).value == [[Verdict.SUPPORTED]]
 
 
 async def test_claims_are_sentences_and_clauses(judge: OfflineJudge) -> None:
