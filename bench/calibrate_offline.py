@@ -7,9 +7,11 @@ What it fits, all on the calibration split only (the last 20 % stays for bench/j
    right answer is labelled supported; a claim of a hallucinated answer unsupported (noisy: some of
    its clauses are true, which the logistic layer absorbs as label noise). Features are standardised
    and an L2-regularised logistic regression is fitted by Newton's method, the two sets weighted
-   equally. The support threshold is the probability that maximises, averaged over both sets, the
-   mean of the faithfulness AUROC and the balanced accuracy of the record-level label "every claim
-   supported" (the hallucination metric's default rule). Bare answers joined to their question are
+   equally, each weight held to its sign (``_offline_grounding.FEATURE_SIGNS``: a feature fitted
+   against its sign is dropped and the rest refitted). The support threshold is the probability
+   that maximises, averaged over both sets, the mean of the faithfulness AUROC and the balanced
+   accuracy of the record-level label "every claim supported" (the hallucination metric's default
+   rule). Bare answers joined to their question are
    judged by a fixed rule (``bare_answer_named``), not fitted: in HaluEval QA nearly every right
    answer is bare and nearly every hallucinated one a sentence, so the threshold only ever sees QA's
    hallucinated sentences, and the QA figures owe much to that split (see docs/offline-judge.md).
@@ -92,6 +94,23 @@ def fit_logistic(x: np.ndarray, y: np.ndarray, weights: np.ndarray, l2: float = 
     return beta[:d], float(beta[d])
 
 
+def fit_signed_logistic(
+    x: np.ndarray, y: np.ndarray, weights: np.ndarray, signs: Sequence[int]
+) -> tuple[np.ndarray, float]:
+    """``fit_logistic`` with every coefficient held to its sign: a feature whose weight comes out the
+    wrong way is dropped (weight 0) and the rest refitted, the worst offender first, until none is left."""
+    active = list(range(x.shape[1]))
+    while True:
+        coefficients, bias = fit_logistic(x[:, active], y, weights)
+        wrong = [(coefficients[k] * signs[j], k) for k, j in enumerate(active) if coefficients[k] * signs[j] < 0]
+        if not wrong:
+            full = np.zeros(x.shape[1])
+            full[active] = coefficients
+            return full, bias
+        dropped = active.pop(min(wrong)[1])
+        print(f"  dropped {grounding.FEATURES[dropped]}: fitted against its sign", file=sys.stderr)
+
+
 def claim_features(embedder: Embedder, examples: Sequence[Example]) -> tuple[list[np.ndarray], list[np.ndarray]]:
     """Per example, the feature matrix of its claims against its chunk (one row per claim), and per
     claim the bare-answer rule's reading (1 named, 0 not named, -1 not a bare answer)."""
@@ -151,7 +170,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     w = w / w.mean()
     means = x.mean(axis=0)
     scales = np.where(x.std(axis=0) > 1e-9, x.std(axis=0), 1.0)
-    coefficients, bias = fit_logistic((x - means) / scales, y, w)
+    coefficients, bias = fit_signed_logistic((x - means) / scales, y, w, grounding.FEATURE_SIGNS)
 
     def probs(f: np.ndarray) -> np.ndarray:
         if not len(f):

@@ -9,7 +9,10 @@ script reports on the last 20 % unless told otherwise.
 For each set it prints, side by side from the same run:
 - the judge's faithfulness (extract_claims + verify -> supported claims / claims): AUROC and balanced
   accuracy (a record is called grounded when every claim is supported, the metric's own label rule),
-- for the offline judge, the AUROC of its mean support probability (the ranking verdicts are cut from),
+- for the offline judge, "continuous AUROC": the AUROC of its continuous faithfulness, the mean over
+  claims of the best support probability across chunks (the ranking the verdicts are cut from). It
+  is printed beside the verdict-based figure, never instead of it: the metric reports the verdicts,
+  and for a one-claim answer its value is 0 or 1, so its AUROC equals its balanced accuracy,
 - a bag-of-words baseline (share of the answer's words found in the chunk): AUROC, and balanced
   accuracy at its best threshold on the calibration split,
 - seconds per record of the judge on one core (the process pins itself unless ``--all-cores``; model
@@ -193,7 +196,7 @@ async def run(args: argparse.Namespace) -> int:
         judge.embedder.load()
         load_seconds = time.perf_counter() - start
     print(f"judge {judge.name}; split {args.split}; {cores}; model load {load_seconds:.2f} s (excluded below)")
-    header = f"{'set':<14}{'n':>6}{'judge AUROC':>13}{'judge BA':>10}{'support AUROC':>15}"
+    header = f"{'set':<14}{'n':>6}{'judge AUROC':>13}{'judge BA':>10}{'continuous AUROC':>18}"
     header += f"{'base AUROC':>12}{'base BA':>9}{'AUROC ratio':>13}{'AUROC gain':>12}{'s/record':>10}"
     print(header)
     for name in args.sets:
@@ -213,7 +216,7 @@ async def run(args: argparse.Namespace) -> int:
         base_auc = auroc(base, labels)
         base_ba = balanced_accuracy([b >= base_threshold for b in base], labels)
         per_record = sum(j.seconds for j in judged) / len(judged)
-        support_text = f"{support_auc:>15.3f}" if support_auc is not None else f"{'-':>15}"
+        support_text = f"{support_auc:>18.3f}" if support_auc is not None else f"{'-':>18}"
         print(
             f"{name:<14}{len(examples):>6}{judge_auc:>13.3f}{judge_ba:>10.3f}{support_text}"
             f"{base_auc:>12.3f}{base_ba:>9.3f}{judge_auc / base_auc:>13.3f}{judge_auc - base_auc:>+12.3f}"

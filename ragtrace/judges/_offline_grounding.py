@@ -44,6 +44,10 @@ FEATURES = (
     "conflicts",
     "negation_mismatch",
 )
+FEATURE_SIGNS = (1, 1, -1, 1, -1, -1, -1, -1)
+"""The direction each feature may push support in (order of ``FEATURES``): more similarity or
+coverage can only help, more missing or conflicting evidence can only hurt. The calibration drops a
+feature whose fitted weight comes out the other way (a data set's artifact, not evidence)."""
 _CAP = 3.0
 _MAX_MISSING_WORDS = 10.0
 
