@@ -175,9 +175,19 @@ def content_words(text: str) -> set[str]:
     return {stem(w) for w in words(text) if w not in STOPWORDS and w not in NEGATIONS}
 
 
+# "one" is left out: "one of the", "the one who" count nothing.
+_NUMBER_WORD_TEXT = """two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen
+seventeen eighteen nineteen twenty"""
+_NUMBER_WORDS = {w: str(i) for i, w in enumerate(_NUMBER_WORD_TEXT.split(), start=2)}
+_NUMBER_WORDS.update({"thirty": "30", "forty": "40", "fifty": "50", "hundred": "100", "thousand": "1000"})
+
+
 def numbers(text: str) -> set[str]:
-    """Numbers as written without thousands separators ("1,200" -> "1200"), years included."""
-    return {n.replace(",", "").rstrip(".") for n in _NUMBER.findall(text)}
+    """Numbers as written without thousands separators ("1,200" -> "1200"), years included, and
+    number words from two to twenty as digits ("seven" -> "7"), so "seven Emmys" meets "7 Emmys"."""
+    found = {n.replace(",", "").rstrip(".") for n in _NUMBER.findall(text)}
+    found.update(_NUMBER_WORDS[w] for w in words(text) if w in _NUMBER_WORDS)
+    return found
 
 
 def years(text: str) -> set[str]:

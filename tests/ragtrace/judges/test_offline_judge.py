@@ -99,6 +99,12 @@ def test_a_word_glued_to_the_previous_sentence_is_not_lost() -> None:
     assert content_words("Jaime Meline") <= content_words("record executive El-P.Jaime Meline (born 1975)")
 
 
+async def test_number_words_meet_digits(judge: OfflineJudge) -> None:
+    chunk = "Johnny Carson received 6 Emmy Awards and a Peabody Award."
+    claims = ["Johnny Carson received six Emmy Awards.", "Johnny Carson received seven Emmy Awards."]
+    assert (await judge.verify(claims, [chunk])).value == [[Verdict.SUPPORTED], [Verdict.CONTRADICTED]]
+
+
 async def test_a_bare_answer_glued_to_a_sentence_in_the_context_is_supported(judge: OfflineJudge) -> None:
     chunk = "Guests include Metro and El-P.Jaime Meline, known as El-P, is an American record executive."
     claims = extract_claims("Jaime Meline", "Which record executive is a guest?")
