@@ -32,6 +32,7 @@ REASON_NO_QUERY = "no_query"
 REASON_JUDGE_LACKS_CAPABILITY = "judge_lacks_capability"
 REASON_JUDGE_ERROR = "judge_error"
 REASON_UNPARSEABLE = "unparseable_reply"
+REASON_NOT_FINITE = "not_finite"
 
 # Keys of ``Score.details`` that exporters read.
 DETAIL_METHOD = "method"

@@ -8,6 +8,7 @@ step, a judge failure or a malformed reply all come back as an absent ``Score`` 
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -20,6 +21,7 @@ from ragtrace.metrics._base import (
     REASON_NO_ANSWER,
     REASON_NO_CHUNKS,
     REASON_NO_QUERY,
+    REASON_NOT_FINITE,
     REASON_UNPARSEABLE,
     ZERO_COST,
     Direction,
@@ -126,7 +128,15 @@ class JudgeMetric:
         explanation: str | None = None,
         details: Mapping[str, Any] | None = None,
     ) -> Score:
-        """A measured score of this metric with the cost of its steps."""
+        """A measured score of this metric with the cost of its steps.
+
+        A value that is not a finite number (a judge's NaN or infinity carried through the arithmetic) is
+        an error with reason ``not_finite``: the house rule is never NaN on the wire.
+        """
+        if not math.isfinite(value):
+            return self.absent(
+                "error", REASON_NOT_FINITE, f"the arithmetic gave {value!r}: the judge's numbers do not compute", steps
+            )
         return Score(
             name=self.name,
             value=value,

@@ -69,7 +69,11 @@ class Quality(JudgeMetric):
         mode: Mode = "weighted",
         answer_relevancy: AnswerRelevancyEmbedding | None = None,
     ) -> None:
-        if len(weights) != 3 or any(not isinstance(w, (int, float)) or w < 0 for w in weights) or not sum(weights):
+        if (
+            len(weights) != 3
+            or any(not isinstance(w, (int, float)) or not math.isfinite(w) or w < 0 for w in weights)
+            or not sum(weights)
+        ):
             raise ConfigurationError(
                 f"quality: weights={tuple(weights)!r}: give three non-negative numbers for context_relevance, "
                 "faithfulness, answer_relevancy (default 0.3, 0.4, 0.3)"

@@ -45,6 +45,11 @@ LABEL_NONCOMMITTAL = "noncommittal"
 
 def cosine(a: Sequence[float], b: Sequence[float]) -> float:
     """Cosine similarity of two non-zero vectors of one dimension (not clipped)."""
+    # Scaled by their largest component first: cosine does not change, and huge components no
+    # longer overflow the squares to inf/inf = NaN.
+    scale_a, scale_b = max(abs(x) for x in a), max(abs(y) for y in b)
+    a = [x / scale_a for x in a]
+    b = [y / scale_b for y in b]
     dot = math.fsum(x * y for x, y in zip(a, b, strict=True))
     return dot / (math.sqrt(math.fsum(x * x for x in a)) * math.sqrt(math.fsum(y * y for y in b)))
 

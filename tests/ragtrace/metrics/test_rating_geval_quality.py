@@ -169,3 +169,9 @@ def test_hallucination_threshold_is_checked() -> None:
 
     with pytest.raises(ConfigurationError, match="threshold"):
         Hallucination(threshold=1.5)
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -0.1])
+def test_quality_rejects_weights_that_are_not_finite_non_negative(bad: float) -> None:
+    with pytest.raises(ConfigurationError, match="non-negative"):
+        Quality(weights=(bad, 0.4, 0.3))

@@ -139,3 +139,19 @@ def test_pure_helpers_and_configuration() -> None:
         AnswerRelevancyEmbedding(noncommittal="sometimes")  # type: ignore[arg-type]
     with pytest.raises(ConfigurationError, match="n=0"):
         AnswerRelevancyEmbedding(n=0)
+
+
+def test_huge_embedding_components_still_give_a_finite_cosine() -> None:
+    # Squares of 1e200 overflow to inf, and inf / inf is NaN: never a NaN on the wire.
+    assert cosine([1e200, 1e200], [1e200, 0.0]) == pytest.approx(2**-0.5)
+
+
+async def test_a_judge_that_returns_nan_gives_an_error_not_a_nan() -> None:
+    judge = FakeJudge(
+        generate_questions=lambda answer, n: [("What is the capital of Brazil?", False)] * n,
+        embed=lambda texts: [[float("nan"), 1.0] for _ in texts],
+    )
+    score = await AnswerRelevancyEmbedding().score(
+        RagRecord.of("What is the capital of Brazil?", answer="Brasilia."), judge
+    )
+    assert score.value is None and score.status == "error"
