@@ -14,7 +14,7 @@ from ragtrace.cli import main
 from ragtrace.judges import Verdict
 from ragtrace.testing import FakeJudge, StubOpenAIServer
 
-HALUEVAL = Path("/work/shared/data/halueval_qa_dev.jsonl")
+HALUEVAL = Path(__file__).resolve().parents[1] / "data" / "halueval_qa_dev20.jsonl"
 
 
 def scripted_judge() -> FakeJudge:
@@ -137,10 +137,8 @@ def test_the_module_runs_as_a_command() -> None:
     assert "--metrics" in done.stdout and "--base-url" in done.stdout
 
 
-@pytest.mark.skipif(not HALUEVAL.is_file(), reason="shared dev data not present")
 def test_eval_on_the_halueval_dev_data(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    data = tmp_path / "dev20.jsonl"
-    data.write_text("".join(HALUEVAL.read_text(encoding="utf-8").splitlines(keepends=True)[:20]), encoding="utf-8")
+    data = HALUEVAL
     with StubOpenAIServer() as stub:
         status = main(
             [
