@@ -137,13 +137,12 @@ def test_the_module_runs_as_a_command() -> None:
     assert "--metrics" in done.stdout and "--base-url" in done.stdout
 
 
-def test_eval_on_the_halueval_dev_data(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    data = HALUEVAL
+def test_eval_on_the_halueval_dev_data(capsys: pytest.CaptureFixture[str]) -> None:
     with StubOpenAIServer() as stub:
         status = main(
             [
                 "eval",
-                str(data),
+                str(HALUEVAL),
                 "--base-url",
                 stub.base_url,
                 "--field",
