@@ -18,6 +18,7 @@ For each set it prints, side by side from the same run:
 - seconds per record of the judge on one core (the process pins itself unless ``--all-cores``; model
   load excluded, measured once beforehand) and the ratio of
   judge AUROC over baseline AUROC,
+- 95 % paired-bootstrap intervals (over rows) of those AUROCs and of their gains over the baseline,
 - for QA, how ``rate_chunks`` separates a question's own knowledge from another row's.
 
     python bench/judge_accuracy.py                       # offline judge, test split
@@ -30,6 +31,7 @@ import argparse
 import asyncio
 import json
 import os
+import random
 import re
 import sys
 import time
@@ -103,6 +105,43 @@ def balanced_accuracy(predicted: Sequence[bool], labels: Sequence[bool]) -> floa
     positives = sum(1 for y in labels if y)
     negatives = len(labels) - positives
     return (tp / positives + tn / negatives) / 2
+
+
+def bootstrap_intervals(
+    rows: Sequence[int],
+    labels: Sequence[bool],
+    scores: dict[str, Sequence[float]],
+    *,
+    rounds: int = 1000,
+    seed: int = 5,
+) -> dict[str, tuple[float, float]]:
+    """95 % intervals of each score's AUROC, and of each score's AUROC minus the last one's (named
+    ``"<name> - <last>"``), by a paired bootstrap over rows: a resample draws rows with replacement and
+    keeps both records of each, so every score is measured on the same resample."""
+    by_row: dict[int, list[int]] = {}
+    for i, row in enumerate(rows):
+        by_row.setdefault(row, []).append(i)
+    groups = list(by_row.values())
+    names = list(scores)
+    last = names[-1]
+    draws: dict[str, list[float]] = {n: [] for n in names}
+    draws.update({f"{n} - {last}": [] for n in names[:-1]})
+    rng = random.Random(seed)
+    for _ in range(rounds):
+        picked = [i for _ in groups for i in groups[rng.randrange(len(groups))]]
+        sample_labels = [labels[i] for i in picked]
+        if all(sample_labels) or not any(sample_labels):
+            continue
+        values = {n: auroc([scores[n][i] for i in picked], sample_labels) for n in names}
+        for n in names:
+            draws[n].append(values[n])
+            if n != last:
+                draws[f"{n} - {last}"].append(values[n] - values[last])
+    out: dict[str, tuple[float, float]] = {}
+    for name, values in draws.items():
+        values.sort()
+        out[name] = (values[int(0.025 * (len(values) - 1))], values[int(0.975 * (len(values) - 1))])
+    return out
 
 
 def best_threshold(scores: Sequence[float], labels: Sequence[bool]) -> float:
@@ -199,6 +238,7 @@ async def run(args: argparse.Namespace) -> int:
     header = f"{'set':<14}{'n':>6}{'judge AUROC':>13}{'judge BA':>10}{'continuous AUROC':>18}"
     header += f"{'base AUROC':>12}{'base BA':>9}{'AUROC ratio':>13}{'AUROC gain':>12}{'s/record':>10}"
     print(header)
+    intervals: list[tuple[str, str]] = []
     for name in args.sets:
         examples = load(name, args.split)
         if args.limit:
@@ -222,6 +262,14 @@ async def run(args: argparse.Namespace) -> int:
             f"{base_auc:>12.3f}{base_ba:>9.3f}{judge_auc / base_auc:>13.3f}{judge_auc - base_auc:>+12.3f}"
             f"{per_record:>10.4f}"
         )
+        named: dict[str, Sequence[float]] = {"judge": faith}
+        if support_auc is not None:
+            named["continuous"] = [s or 0.0 for s in supports]
+        named["baseline"] = base
+        ci = bootstrap_intervals([e.row for e in examples], labels, named)
+        intervals.append((name, "; ".join(f"{k} [{lo:.3f}, {hi:.3f}]" for k, (lo, hi) in ci.items())))
+    for name, text in intervals:
+        print(f"{name}: 95 % paired-bootstrap intervals over rows (1,000 resamples): {text}")
     if "qa" in args.sets:
         await chunk_relevance(judge, args)
     await judge.aclose()

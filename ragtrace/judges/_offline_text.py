@@ -179,7 +179,6 @@ def content_words(text: str) -> set[str]:
 _NUMBER_WORD_TEXT = """two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen
 seventeen eighteen nineteen twenty"""
 _NUMBER_WORDS = {w: str(i) for i, w in enumerate(_NUMBER_WORD_TEXT.split(), start=2)}
-_NUMBER_WORDS.update({"thirty": "30", "forty": "40", "fifty": "50", "hundred": "100", "thousand": "1000"})
 
 
 def numbers(text: str) -> set[str]:
