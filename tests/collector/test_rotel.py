@@ -105,7 +105,11 @@ def test_every_span_arrives_through_rotel(tmp_path: Path, collector: Collector, 
             time.sleep(0.1)
     finally:
         process.terminate()
-        process.wait(30)
+        try:
+            process.wait(30)
+        except subprocess.TimeoutExpired:  # a stuck agent must not outlive the test
+            process.kill()
+            process.wait()
     missing = sent - _stored(collector.config.db)
     assert not missing, f"{len(missing)} of {len(sent)} spans did not arrive"
     with sqlite3.connect(collector.config.db) as conn:
