@@ -134,7 +134,7 @@ async def test_slow_replies_time_out_after_retries(stub: StubOpenAIServer, make_
 
 async def test_slow_reply_then_fast_one_succeeds(stub: StubOpenAIServer, make_judge: MakeJudge) -> None:
     stub.script(StubReply(delay=30.0))
-    judge = make_judge(timeout=0.3)
+    judge = make_judge(timeout=2.0)  # room for the fast reply on a loaded machine
     reply = await judge.extract_claims("Brasilia is the capital.")
     assert reply.value == ["Brasilia is the capital."]
     assert reply.cost.chat_calls == 2
