@@ -11,10 +11,10 @@ What it fits, all on the calibration split only (the last 20 % stays for bench/j
    against its sign is dropped and the rest refitted). The support threshold is the probability
    that maximises, averaged over both sets, the mean of the faithfulness AUROC and the balanced
    accuracy of the record-level label "every claim supported" (the hallucination metric's default
-   rule). Bare answers joined to their question are
-   judged by a fixed rule (``bare_answer_named``), not fitted: in HaluEval QA nearly every right
-   answer is bare and nearly every hallucinated one a sentence, so the threshold only ever sees QA's
-   hallucinated sentences, and the QA figures owe much to that split (see docs/offline-judge.md).
+   rule). Bare answers joined to their question are judged by a fixed rule (``bare_answer_named``),
+   not fitted: in HaluEval QA nearly every right answer is bare and nearly every hallucinated one a
+   sentence, so the threshold only ever sees QA's hallucinated sentences, and the QA figures owe much
+   to that split (see docs/offline-judge.md).
 2. Contradiction: a chunk is on a claim's topic when the best cosine reaches the 25th percentile of
    best cosines of supported claims.
 3. Chunk relevance (``rate_chunks``): logistic map of (cosine with the whole chunk, best sentence

@@ -12,7 +12,8 @@ For one claim and one chunk the model computes a few features (``FEATURES``):
 - a negation in one of claim and best unit but not the other,
 
 and turns them into a probability of support with a logistic layer fitted by
-``bench/calibrate_offline.py`` on HaluEval (constants in ``_offline_calibration``). The verdict is
+``bench/calibrate_offline.py`` on HaluEval (constants in ``_offline_calibration``), each weight held
+to its sign (``FEATURE_SIGNS``). The verdict is
 SUPPORTED at or above the fitted threshold, except for a bare answer joined to its question, which
 is SUPPORTED when the chunk names it (``bare_answer_named``); otherwise CONTRADICTED when the chunk
 is on the claim's topic and states another number, date or polarity, else NEITHER.
