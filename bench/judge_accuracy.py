@@ -132,11 +132,11 @@ def bootstrap_intervals(
         sample_labels = [labels[i] for i in picked]
         if all(sample_labels) or not any(sample_labels):
             continue
-        values = {n: auroc([scores[n][i] for i in picked], sample_labels) for n in names}
+        aurocs = {n: auroc([scores[n][i] for i in picked], sample_labels) for n in names}
         for n in names:
-            draws[n].append(values[n])
+            draws[n].append(aurocs[n])
             if n != last:
-                draws[f"{n} - {last}"].append(values[n] - values[last])
+                draws[f"{n} - {last}"].append(aurocs[n] - aurocs[last])
     out: dict[str, tuple[float, float]] = {}
     for name, values in draws.items():
         values.sort()
