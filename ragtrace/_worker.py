@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextvars
 import logging
 import os
 import threading
@@ -160,7 +161,9 @@ class Worker:
             if loop is None:
                 loop = self._start()
         if wake:
-            loop.call_soon_threadsafe(self._pump)
+            # An empty context: by default the callback would run in a copy of the request's context
+            # (its current span, its baggage), and so would every task and timer made from it.
+            loop.call_soon_threadsafe(self._pump, context=contextvars.Context())
         return True
 
     def flush(self, timeout: float) -> bool:
@@ -267,7 +270,9 @@ class Worker:
         self._running.add(job)
         job.started_ns = time.time_ns()
         job.timer = loop.call_later(job.deadline - now, self._on_deadline, job)
-        job.task = loop.create_task(self._run(job))
+        # Created in an empty context whoever runs the pump (a wake-up, a flush's coroutine): the
+        # task's context is a copy of the one current here, and scoring must not inherit the app's.
+        job.task = contextvars.Context().run(loop.create_task, self._run(job))
 
     def _arm_reaper(self, now: float) -> None:
         if self._reaper is not None:
@@ -304,7 +309,8 @@ class Worker:
             job.late = True
 
     async def _run(self, job: Job) -> None:
-        token = otel_context.attach(otel_context.set_value(_SUPPRESS_KEY, True))
+        # A fresh OpenTelemetry context: no current span, no baggage, only the suppression flag.
+        token = otel_context.attach(otel_context.set_value(_SUPPRESS_KEY, True, otel_context.Context()))
         started = time.perf_counter()
         try:
             try:
