@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pytest
@@ -12,36 +12,12 @@ from ragtrace import ConfigurationError
 from ragtrace._stub_openai import StubOpenAIServer, StubReply
 from ragtrace.judges import Judge, JudgeError, Question, Verdict
 from ragtrace.judges.openai import OpenAIJudge
-
-MakeJudge = Callable[..., OpenAIJudge]
+from tests.ragtrace.judges.conftest import MakeJudge
 
 SUPER_BOWL = (
     "The First AFL-NFL World Championship Game, later known as Super Bowl I, was played on January 15, 1967, "
     "at the Los Angeles Memorial Coliseum."
 )
-
-
-@pytest.fixture
-def stub() -> Iterator[StubOpenAIServer]:
-    with StubOpenAIServer() as server:
-        yield server
-
-
-@pytest.fixture
-async def make_judge(stub: StubOpenAIServer) -> AsyncIterator[MakeJudge]:
-    judges: list[OpenAIJudge] = []
-
-    def make(**kwargs: Any) -> OpenAIJudge:
-        kwargs.setdefault("base_url", stub.base_url)
-        kwargs.setdefault("retry_base_delay", 0.01)
-        kwargs.setdefault("timeout", 5.0)
-        judge = OpenAIJudge(**kwargs)
-        judges.append(judge)
-        return judge
-
-    yield make
-    for judge in judges:
-        await judge.aclose()
 
 
 def _formats(stub: StubOpenAIServer) -> list[str | None]:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from ragtrace import RagRecord
@@ -13,12 +11,6 @@ from ragtrace.metrics import PRODUCTION_METRICS, build_suite
 
 CHUNK = "Brasilia is the capital of Brazil. It replaced Rio de Janeiro as the capital in 1960."
 ANSWER = "The capital of Brazil is Brasilia. It became the capital in 1960. Brazil is in South America."
-
-
-@pytest.fixture
-def stub() -> Iterator[StubOpenAIServer]:
-    with StubOpenAIServer() as server:
-        yield server
 
 
 @pytest.mark.parametrize("chunks", [1, 20])

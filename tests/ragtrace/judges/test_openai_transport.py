@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import socket
-from collections.abc import AsyncIterator, Callable, Iterator
-from typing import Any
 
 import httpx2
 import openai
@@ -19,31 +17,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from ragtrace._stub_openai import StubOpenAIServer, StubReply
 from ragtrace.judges import JudgeError
 from ragtrace.judges.openai import OpenAIJudge, _retry_after
-
-MakeJudge = Callable[..., OpenAIJudge]
-
-
-@pytest.fixture
-def stub() -> Iterator[StubOpenAIServer]:
-    with StubOpenAIServer() as server:
-        yield server
-
-
-@pytest.fixture
-async def make_judge(stub: StubOpenAIServer) -> AsyncIterator[MakeJudge]:
-    judges: list[OpenAIJudge] = []
-
-    def make(**kwargs: Any) -> OpenAIJudge:
-        kwargs.setdefault("base_url", stub.base_url)
-        kwargs.setdefault("retry_base_delay", 0.01)
-        kwargs.setdefault("timeout", 5.0)
-        judge = OpenAIJudge(**kwargs)
-        judges.append(judge)
-        return judge
-
-    yield make
-    for judge in judges:
-        await judge.aclose()
+from tests.ragtrace.judges.conftest import MakeJudge
 
 
 async def test_429_waits_what_retry_after_asks(stub: StubOpenAIServer, make_judge: MakeJudge) -> None:
