@@ -30,9 +30,8 @@ from ragtrace import environment_variables as env
 from ragtrace import semconv
 from ragtrace._capture import RECORDS, RecordStore
 from ragtrace._sampling import Sampler
-from ragtrace._spans import scored_copy
 from ragtrace._telemetry import Telemetry
-from ragtrace._worker import Job, Outcome, Worker
+from ragtrace._worker import Job, Outcome, Worker, safe_copy
 from ragtrace.environment_variables import ConfigurationError
 from ragtrace.metrics import Suite
 from ragtrace.metrics._base import DETAIL_METHOD
@@ -121,6 +120,7 @@ class ScoringSpanProcessor(SpanProcessor):
         self._records.acquire()
         self._shutdown = False
         self._warned = False
+        self._count_warned = False
         self._worker = Worker(
             score=self._score,
             emit=self._emit,
@@ -228,8 +228,20 @@ class ScoringSpanProcessor(SpanProcessor):
         attributes: dict[str, AttributeValue] = {semconv.EVAL_DECISION: decision}
         if extra:
             attributes.update(extra)
-        self.telemetry.decision(decision)
-        self.downstream.on_end(scored_copy(span, attributes))
+        copy, decision = safe_copy(span, attributes, decision=decision)
+        try:
+            self.downstream.on_end(copy)
+        finally:
+            self._count(decision)
+
+    def _count(self, decision: str) -> None:
+        # A broken metrics pipeline must neither lose the span nor reach the app.
+        try:
+            self.telemetry.decision(decision)
+        except Exception:
+            if not self._count_warned:
+                self._count_warned = True
+                _log.exception("ragtrace: counting a scoring decision failed")
 
     def _emit(self, span: ReadableSpan) -> None:
         self.downstream.on_end(span)

@@ -86,6 +86,31 @@ class Outcome:
 Score = Callable[[Job], Awaitable[Outcome]]
 """Scores one job; may raise (the worker turns an exception into decision ``error``)."""
 
+_TIMEOUT: Mapping[str, AttributeValue] = {semconv.EVAL_DECISION: semconv.DECISION_TIMEOUT}
+
+
+def safe_copy(
+    span: ReadableSpan,
+    attributes: Mapping[str, AttributeValue],
+    events: Sequence[Event] = (),
+    decision: str = semconv.DECISION_TIMEOUT,
+) -> tuple[ReadableSpan, str]:
+    """``scored_copy`` and ``decision``; never raises.
+
+    When the copy cannot be built (a bad attribute value, say) the span still has to leave: as a
+    copy carrying only decision ``error`` and the exception's type, or, if even that fails, as the
+    original. The decision returned is the one the exported span stands for.
+    """
+    try:
+        return scored_copy(span, attributes, events), decision
+    except Exception as exc:
+        _log.warning("ragtrace: could not build the scored span: %s: %s", type(exc).__name__, exc)
+        try:
+            error = {semconv.EVAL_DECISION: semconv.DECISION_ERROR, semconv.EVAL_ERROR_TYPE: type(exc).__name__}
+            return scored_copy(span, error), semconv.DECISION_ERROR
+        except Exception:
+            return span, semconv.DECISION_ERROR
+
 
 class Worker:
     """Bounded queue + scoring thread. See the module docstring for the contract."""
@@ -108,6 +133,7 @@ class Worker:
         self.max_concurrency = max_concurrency
         self.hold_timeout = hold_timeout
         self._on_close = on_close
+        self._count_warned = False
         self._reset()
         if hasattr(os, "register_at_fork"):
             ref = weakref.WeakMethod(self._after_fork_in_child)
@@ -238,8 +264,9 @@ class Worker:
             self._incoming.clear()
             self._queued = 0
         for job in jobs:
-            self._count(semconv.DECISION_TIMEOUT)
-            self._safe_emit(self._timeout_copy(job))
+            span, decision = safe_copy(job.span, _TIMEOUT)
+            self._safe_emit(span)
+            self._safe_count(decision)
         return len(jobs)
 
     # -- loop thread --------------------------------------------------------------------------
@@ -300,12 +327,12 @@ class Worker:
     def _expire(self, job: Job) -> None:
         with self._lock:
             self._queued -= 1
-        self._take_and_export(job, self._timeout_copy(job))
+        self._take_and_export(job, _TIMEOUT)
         self._finished(job)
 
     def _on_deadline(self, job: Job) -> None:
         job.timer = None
-        if self._take_and_export(job, self._timeout_copy(job)):
+        if self._take_and_export(job, _TIMEOUT):
             job.late = True
 
     async def _run(self, job: Job) -> None:
@@ -332,13 +359,17 @@ class Worker:
             if job.timer is not None:
                 job.timer.cancel()
                 job.timer = None
-            exported = self._take_and_export(job, scored_copy(job.span, attributes, outcome.events), outcome.decision)
+            exported = self._take_and_export(job, attributes, outcome.events, outcome.decision)
             if not exported and job.late:
                 end = time.time_ns()
-                carrier = carrier_span(
-                    job.span, attributes, outcome.events, start_time=job.started_ns or end, end_time=end
-                )
-                self._safe_emit(carrier)
+                try:
+                    carrier = carrier_span(
+                        job.span, attributes, outcome.events, start_time=job.started_ns or end, end_time=end
+                    )
+                except Exception as exc:  # the original already left; only the late scores are lost
+                    _log.warning("ragtrace: could not build the carrier span: %s: %s", type(exc).__name__, exc)
+                else:
+                    self._safe_emit(carrier)
         except asyncio.CancelledError:
             # Cancelled by shutdown: the span leaves unscored through ``_abandon``.
             pass
@@ -383,7 +414,7 @@ class Worker:
                 self._waiting.remove(job)
                 self._expire(job)
             for job in [j for j in self._running if j in snapshot]:
-                if self._take_and_export(job, self._timeout_copy(job)):
+                if self._take_and_export(job, _TIMEOUT):
                     job.late = True
                 if final and job.task is not None:
                     job.task.cancel()
@@ -407,17 +438,24 @@ class Worker:
 
     # -- export -------------------------------------------------------------------------------
 
-    def _timeout_copy(self, job: Job) -> ReadableSpan:
-        return scored_copy(job.span, {semconv.EVAL_DECISION: semconv.DECISION_TIMEOUT})
+    def _take_and_export(
+        self,
+        job: Job,
+        attributes: Mapping[str, AttributeValue],
+        events: Sequence[Event] = (),
+        decision: str = semconv.DECISION_TIMEOUT,
+    ) -> bool:
+        """Export the job's span with ``attributes`` unless it already left; True when this call exported it.
 
-    def _take_and_export(self, job: Job, span: ReadableSpan, decision: str = semconv.DECISION_TIMEOUT) -> bool:
-        """Export ``span`` for ``job`` unless the job's span already left; True when this call exported it."""
+        Never raises: once the job has left ``_held`` nothing may stand between it and ``emit``.
+        """
         with self._lock:
             if job not in self._held:
                 return False
             self._held.discard(job)
-        self._count(decision)
+        span, decision = safe_copy(job.span, attributes, events, decision)
         self._safe_emit(span)
+        self._safe_count(decision)
         return True
 
     def _safe_emit(self, span: ReadableSpan) -> None:
@@ -425,3 +463,11 @@ class Worker:
             self._emit(span)
         except Exception:
             _log.exception("ragtrace: the downstream span processor raised")
+
+    def _safe_count(self, decision: str) -> None:
+        try:
+            self._count(decision)
+        except Exception:
+            if not self._count_warned:  # a broken meter would otherwise log once per span
+                self._count_warned = True
+                _log.exception("ragtrace: counting a scoring decision failed")

@@ -5,12 +5,18 @@ Each test names the defect it guards; each failed before its fix.
 
 from __future__ import annotations
 
+import threading
+from typing import Any
+
+import pytest
 from opentelemetry import baggage, trace
 from opentelemetry import context as otel_context
+from opentelemetry.metrics import NoOpCounter, NoOpMeter, NoOpMeterProvider
+from opentelemetry.sdk.trace import ReadableSpan
 
-from ragtrace import semconv
+from ragtrace import _worker, semconv
 from ragtrace.testing import FakeJudge
-from tests.ragtrace.test_processor import decision, make_rig
+from tests.ragtrace.test_processor import Scripted, decision, make_rig
 
 
 def test_judge_steps_run_outside_the_apps_trace_context_and_baggage() -> None:
@@ -43,4 +49,85 @@ def test_judge_steps_run_outside_the_apps_trace_context_and_baggage() -> None:
     assert r.processor.force_flush(10_000)
     assert seen == [(False, None, True)]
     assert decision(r.downstream.by_id()[span_id]) == semconv.DECISION_EVALUATED
+    r.provider.shutdown()
+
+
+class _RaisingCounter(NoOpCounter):
+    def add(self, amount: int | float, attributes: Any = None, context: Any = None) -> None:
+        raise RuntimeError("meter exporter bug")
+
+
+class _DecisionCounterRaises(NoOpMeterProvider):
+    """A MeterProvider whose decision counter raises on every add (a broken metrics pipeline)."""
+
+    def get_meter(self, name: str, *args: Any, **kwargs: Any) -> NoOpMeter:
+        class Meter(NoOpMeter):
+            def create_counter(self, name: str, *args: Any, **kwargs: Any) -> NoOpCounter:
+                return _RaisingCounter(name) if name == semconv.METRIC_EVAL_DECISIONS else NoOpCounter(name)
+
+        return Meter(name)
+
+
+def test_a_decision_counter_that_raises_loses_no_span() -> None:
+    # The worker took the job out of ``_held`` and counted before emitting: a raising counter lost the span.
+    gate = threading.Event()
+    r = make_rig(metrics=[Scripted(gate=gate)], meter_provider=_DecisionCounterRaises(), max_concurrency=1)
+    no_record = r.rag(record=None)  # forwarded on the request path with decision error
+    scored = r.rag()
+    gate.set()
+    assert r.processor.force_flush(10_000)
+    gate.clear()
+    timed_out = r.rag()  # exported unscored by a flush with no time
+    r.processor.force_flush(0)
+    stuck = r.rag()  # exported unscored by shutdown
+    r.processor.shutdown(timeout_millis=100)
+    gate.set()
+    spans = r.downstream.by_id()  # each exactly once
+    assert set(spans) == set(r.started)
+    assert decision(spans[no_record]) == semconv.DECISION_ERROR
+    assert decision(spans[scored]) == semconv.DECISION_EVALUATED
+    assert decision(spans[timed_out]) == semconv.DECISION_TIMEOUT
+    assert decision(spans[stuck]) == semconv.DECISION_TIMEOUT
+    r.provider.shutdown()
+
+
+def test_a_copy_that_cannot_be_built_exports_the_original_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(*args: Any, **kwargs: Any) -> ReadableSpan:
+        raise ValueError("bad attribute")
+
+    monkeypatch.setattr(_worker, "scored_copy", broken)
+    gate = threading.Event()
+    r = make_rig(metrics=[Scripted(gate=gate)], max_concurrency=1)
+    no_record = r.rag(record=None)
+    first = r.rag()
+    gate.set()
+    assert r.processor.force_flush(10_000)
+    gate.clear()
+    r.rag()
+    r.processor.force_flush(0)
+    r.rag()
+    r.processor.shutdown(timeout_millis=100)
+    gate.set()
+    spans = r.downstream.by_id()  # each exactly once
+    assert set(spans) == set(r.started)
+    assert spans[first] is not None and spans[no_record] is not None
+    r.provider.shutdown()
+
+
+def test_a_scored_copy_that_fails_exports_the_span_with_decision_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = _worker.scored_copy
+
+    def fails_with_scores(span: ReadableSpan, attributes: Any, events: Any = ()) -> ReadableSpan:
+        if semconv.eval_score("faithfulness") in attributes:
+            raise ValueError("bad attribute")
+        return real(span, attributes, events)
+
+    monkeypatch.setattr(_worker, "scored_copy", fails_with_scores)
+    r = make_rig()
+    span_id = r.rag()
+    r.processor.force_flush(10_000)
+    span = r.downstream.by_id()[span_id]
+    assert decision(span) == semconv.DECISION_ERROR
+    assert (span.attributes or {})[semconv.EVAL_ERROR_TYPE] == "ValueError"
+    assert semconv.eval_score("faithfulness") not in (span.attributes or {})
     r.provider.shutdown()
