@@ -67,6 +67,8 @@ class Job:
     """``time.monotonic()`` past which the span goes out unscored."""
     late: bool = False
     """Set when the original went out at its deadline while scoring went on."""
+    queued: bool = True
+    """True while the job counts against ``queue_size`` (submitted, not yet started, expired or abandoned)."""
     finished: bool = False
     """Set when no more work will be done for the job (scored, failed, expired or cancelled)."""
     task: asyncio.Task[None] | None = None
@@ -253,16 +255,25 @@ class Worker:
         elif self._held:
             answered = False
         # A loop that did not answer (wedged, stopped) must not keep spans: export them unscored.
-        if (not answered or final) and self._abandon():
+        if (not answered or final) and self._abandon(final=final):
             complete = False
         return complete
 
-    def _abandon(self) -> int:
+    def _abandon(self, *, final: bool) -> int:
+        # Runs on the caller's thread while the loop may still hold some of these jobs in ``_waiting``:
+        # only what is taken here leaves the queue count, and a job no longer ``queued`` is skipped by
+        # the loop (never scored: its span has left). A job being scored goes on, and, unless this is
+        # the final drain, brings its scores on a carrier span like any job past its deadline.
         with self._lock:
             jobs = list(self._held)
             self._held.clear()
             self._incoming.clear()
-            self._queued = 0
+            for job in jobs:
+                if job.queued:
+                    job.queued = False
+                    self._queued -= 1
+                elif not final:
+                    job.late = True
         for job in jobs:
             span, decision = safe_copy(job.span, _TIMEOUT)
             self._safe_emit(span)
@@ -287,9 +298,13 @@ class Worker:
                 self._expire(job)
                 continue
             with self._lock:
-                self._queued -= 1
-                self._busy += 1
-            self._begin(job, now)
+                start = self._dequeue(job)
+                if start:
+                    self._busy += 1
+            if start:
+                self._begin(job, now)
+            else:
+                self._finished(job)
         self._arm_reaper(now)
 
     def _begin(self, job: Job, now: float) -> None:
@@ -326,9 +341,18 @@ class Worker:
 
     def _expire(self, job: Job) -> None:
         with self._lock:
-            self._queued -= 1
-        self._take_and_export(job, _TIMEOUT)
+            expired = self._dequeue(job)
+        if expired:
+            self._take_and_export(job, _TIMEOUT)
         self._finished(job)
+
+    def _dequeue(self, job: Job) -> bool:
+        """Take ``job`` off the queue count (under the lock); False when ``_abandon`` already did."""
+        if not job.queued:
+            return False
+        job.queued = False
+        self._queued -= 1
+        return True
 
     def _on_deadline(self, job: Job) -> None:
         job.timer = None

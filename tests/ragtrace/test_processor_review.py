@@ -5,7 +5,9 @@ Each test names the defect it guards; each failed before its fix.
 
 from __future__ import annotations
 
+import asyncio
 import threading
+from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
@@ -15,6 +17,8 @@ from opentelemetry.metrics import NoOpCounter, NoOpMeter, NoOpMeterProvider
 from opentelemetry.sdk.trace import ReadableSpan
 
 from ragtrace import _worker, semconv
+from ragtrace._record import RagRecord
+from ragtrace.metrics._base import Score
 from ragtrace.testing import FakeJudge
 from tests.ragtrace.test_processor import Scripted, decision, make_rig
 
@@ -130,4 +134,71 @@ def test_a_scored_copy_that_fails_exports_the_span_with_decision_error(monkeypat
     assert decision(span) == semconv.DECISION_ERROR
     assert (span.attributes or {})[semconv.EVAL_ERROR_TYPE] == "ValueError"
     assert semconv.eval_score("faithfulness") not in (span.attributes or {})
+    r.provider.shutdown()
+
+
+@dataclass
+class WedgesTheLoop(Scripted):
+    """The first call blocks the worker's loop (a synchronous judge) once ``block`` is set, until ``wedge`` is."""
+
+    block: threading.Event = field(default_factory=threading.Event)
+    wedge: threading.Event = field(default_factory=threading.Event)
+    wedged: threading.Event = field(default_factory=threading.Event)
+
+    async def score(self, record: RagRecord, judge: Any) -> Score:
+        if self.calls == 0:
+            self.calls += 1
+            self.started.set()
+            while not self.block.is_set():  # noqa: ASYNC110
+                await asyncio.sleep(0.005)
+            self.wedged.set()
+            self.wedge.wait(30)
+            return Score(self.name, 0.5)
+        return await super().score(record, judge)
+
+
+def test_a_flush_that_gives_up_on_a_wedged_loop_keeps_the_queue_bound_and_scores_nothing_it_gave_up() -> None:
+    # The abandon reset the queue count to 0 while the loop still held the queued jobs; the loop then
+    # scored them for nothing (their spans had left) and counted them out again: the count went
+    # negative and the queue bound with it.
+    metric = WedgesTheLoop()
+    r = make_rig(metrics=[metric], queue_size=3, max_concurrency=1)
+    worker = r.processor._worker
+    first = r.rag()
+    assert metric.started.wait(10)
+    loop = worker._loop
+    assert loop is not None
+    queued = [r.rag() for _ in range(3)]  # the only slot is busy: these queue
+
+    async def pump() -> None:
+        worker._pump()  # what the reaper's next tick does: the loop takes the queued jobs in
+
+    asyncio.run_coroutine_threadsafe(pump(), loop).result(10)
+    assert len(worker._waiting) == 3
+    metric.block.set()  # the running judge now blocks the loop
+    assert metric.wedged.wait(10)
+    assert not r.processor.force_flush(0)  # the loop does not answer: everything held goes out unscored
+    spans = r.downstream.by_id()
+    assert set(spans) == {first, *queued}
+    assert {decision(s) for s in spans.values()} == {semconv.DECISION_TIMEOUT}
+    assert r.processor.pending == 0
+    metric.wedge.set()
+    r.processor.force_flush(10_000)
+    assert metric.calls == 1  # the jobs given up on were not scored
+    carriers = [s for s in r.downstream.spans if s.name == semconv.CARRIER_SPAN_NAME]
+    assert [c.links[0].context.span_id for c in carriers] == [first]  # the running one's scores came late
+
+    # The bound still holds: one running, queue_size waiting, the rest overflow.
+    metric.gate = threading.Event()
+    metric.started.clear()
+    running = r.rag()
+    assert metric.started.wait(10)
+    more = [r.rag() for _ in range(6)]
+    exported = r.downstream.by_id()
+    assert [decision(exported[s]) for s in more if s in exported] == [semconv.DECISION_OVERFLOW] * 3
+    assert r.processor.pending == 4
+    metric.gate.set()
+    assert r.processor.force_flush(10_000)
+    assert set(r.downstream.by_id()) == set(r.started)
+    assert decision(r.downstream.by_id()[running]) == semconv.DECISION_EVALUATED
     r.provider.shutdown()
