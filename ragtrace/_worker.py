@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import contextvars
 import logging
 import os
@@ -176,6 +177,10 @@ class Worker:
         with self._lock:
             if self._closed or self._queued >= self.queue_size:
                 return False
+            # Started before the job is held: if starting fails, the caller forwards the span itself.
+            loop = self._loop
+            if loop is None:
+                loop = self._start()
             self._queued += 1
             self._held.add(job)
             self._incoming.append(job)
@@ -185,13 +190,14 @@ class Worker:
             wake = not self._wake_pending and self._busy < self.max_concurrency
             if wake:
                 self._wake_pending = True
-            loop = self._loop
-            if loop is None:
-                loop = self._start()
         if wake:
-            # An empty context: by default the callback would run in a copy of the request's context
-            # (its current span, its baggage), and so would every task and timer made from it.
-            loop.call_soon_threadsafe(self._pump, context=contextvars.Context())
+            # RuntimeError: a shutdown closed the loop since the lock was released. It set ``_closed``
+            # after this job was held, so its drain has exported the job: it was accepted, and must
+            # not be forwarded again by the caller.
+            with contextlib.suppress(RuntimeError):
+                # An empty context: by default the callback would run in a copy of the request's
+                # context (its current span, its baggage), and so would every task and timer made from it.
+                loop.call_soon_threadsafe(self._pump, context=contextvars.Context())
         return True
 
     def flush(self, timeout: float) -> bool:
@@ -227,7 +233,11 @@ class Worker:
             loop.run_forever()
 
         thread = threading.Thread(target=_run, name="ragtrace-scorer", daemon=True)
-        thread.start()
+        try:
+            thread.start()
+        except BaseException:
+            loop.close()
+            raise
         self._loop, self._thread = loop, thread
         return loop
 

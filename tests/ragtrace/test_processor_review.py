@@ -202,3 +202,52 @@ def test_a_flush_that_gives_up_on_a_wedged_loop_keeps_the_queue_bound_and_scores
     assert set(r.downstream.by_id()) == set(r.started)
     assert decision(r.downstream.by_id()[running]) == semconv.DECISION_EVALUATED
     r.provider.shutdown()
+
+
+class _ShutDownFirst:
+    """The worker's loop, except that the first wake-up finds that a shutdown has just closed it.
+
+    It plays the race between ``submit`` releasing its lock and waking the loop, and another thread
+    shutting the processor down in between.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, shutdown: Any, thread: threading.Thread) -> None:
+        self._loop = loop
+        self._shutdown = shutdown
+        self._thread = thread
+        self.raised: list[BaseException] = []
+
+    def call_soon_threadsafe(self, callback: Any, *args: Any, context: Any = None) -> Any:
+        shutdown, self._shutdown = self._shutdown, None
+        if shutdown is not None:
+            shutdown()
+            self._thread.join(10)
+            assert self._loop.is_closed()
+            try:
+                return self._loop.call_soon_threadsafe(callback, *args, context=context)
+            except RuntimeError as exc:
+                self.raised.append(exc)
+                raise
+        return self._loop.call_soon_threadsafe(callback, *args, context=context)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._loop, name)
+
+
+def test_a_span_submitted_while_shutdown_closes_the_loop_leaves_once() -> None:
+    # ``submit`` used to raise RuntimeError from the wake-up after the job was held (and exported by
+    # the shutdown's drain); ``on_end`` then forwarded the original a second time.
+    r = make_rig()
+    warm = r.rag()
+    assert r.processor.force_flush(10_000)
+    worker = r.processor._worker
+    assert worker._loop is not None and worker._thread is not None
+    proxy = _ShutDownFirst(worker._loop, r.processor.shutdown, worker._thread)
+    worker._loop = proxy  # type: ignore[assignment]
+    racing = r.rag()
+    assert len(proxy.raised) == 1  # the race did happen
+    spans = r.downstream.by_id()  # each exactly once
+    assert set(spans) == {warm, racing}
+    assert decision(spans[racing]) in {semconv.DECISION_EVALUATED, semconv.DECISION_TIMEOUT}
+    assert r.processor.pending == 0
+    r.provider.shutdown()
