@@ -163,9 +163,11 @@ class ScoringSpanProcessor(SpanProcessor):
             selection = self.sampler.decide(
                 context.trace_id if context is not None else 0, span, record, self._metric_names
             )
+            # ``forwarded`` is set before each hand-off: a downstream that raises after accepting the
+            # span must not get it twice (``_forward`` itself cannot fail before handing it over).
             if not selection.selected:
-                self._forward(span, selection.decision)
                 forwarded = True
+                self._forward(span, selection.decision)
                 return
             if record is None:
                 forwarded = True

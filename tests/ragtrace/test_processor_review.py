@@ -14,13 +14,15 @@ import pytest
 from opentelemetry import baggage, trace
 from opentelemetry import context as otel_context
 from opentelemetry.metrics import NoOpCounter, NoOpMeter, NoOpMeterProvider
-from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 
 from ragtrace import _worker, semconv
+from ragtrace._capture import RecordStore
+from ragtrace._processor import ScoringSpanProcessor
 from ragtrace._record import RagRecord
 from ragtrace.metrics._base import Score
 from ragtrace.testing import FakeJudge
-from tests.ragtrace.test_processor import Scripted, decision, make_rig
+from tests.ragtrace.test_processor import Collect, NullJudge, Scripted, decision, make_rig
 
 
 def test_judge_steps_run_outside_the_apps_trace_context_and_baggage() -> None:
@@ -251,3 +253,29 @@ def test_a_span_submitted_while_shutdown_closes_the_loop_leaves_once() -> None:
     assert decision(spans[racing]) in {semconv.DECISION_EVALUATED, semconv.DECISION_TIMEOUT}
     assert r.processor.pending == 0
     r.provider.shutdown()
+
+
+class _AcceptsThenRaises(Collect):
+    """A downstream processor that keeps the span and then raises (an exporter hook that fails late)."""
+
+    def on_end(self, span: ReadableSpan) -> None:
+        super().on_end(span)
+        raise RuntimeError("exporter hook failed after accepting the span")
+
+
+def test_a_downstream_that_raises_after_accepting_gets_the_span_once() -> None:
+    # ``on_end`` marked the span forwarded only after ``_forward`` returned: when downstream raised
+    # after accepting it, the error path sent the original as well.
+    downstream = _AcceptsThenRaises()
+    processor = ScoringSpanProcessor(
+        downstream, judge=NullJudge(), metrics=[Scripted()], sample_rate=0.0, records=RecordStore()
+    )
+    provider = TracerProvider()
+    provider.add_span_processor(processor)
+    tracer = provider.get_tracer("t")
+    with tracer.start_as_current_span("rag", attributes={semconv.RAGTRACE_ROLE: semconv.ROLE_RAG}) as span:
+        pass
+    (out,) = downstream.by_id().values()
+    assert out.context.span_id == span.get_span_context().span_id
+    assert decision(out) == semconv.DECISION_NOT_SAMPLED
+    provider.shutdown()
