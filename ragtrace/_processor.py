@@ -7,7 +7,9 @@ in ``on_end``, what happens to each ended span:
 * a RAG span the sampler does not pick (rate, rules, throttle, budget) -> downstream at once, as a
   copy carrying ``ragtrace.eval.decision`` (ended spans are immutable);
 * a picked RAG span -> the background worker's bounded queue with its ``RagRecord``; when the queue
-  is full it goes downstream at once with decision ``overflow``.
+  is full it goes downstream at once with decision ``overflow``;
+* a RAG span that ends once ``shutdown`` has begun -> downstream at once with decision ``overflow``
+  (its record is still taken from the store).
 
 ``on_end`` is O(1), never blocks and never raises: anything unexpected is logged and the original span
 goes downstream. Every span that reaches the processor leaves it exactly once (see ``_worker``).
@@ -154,12 +156,17 @@ class ScoringSpanProcessor(SpanProcessor):
         forwarded = False
         try:
             attributes = span.attributes
-            if self._shutdown or attributes is None or attributes.get(semconv.RAGTRACE_ROLE) != semconv.ROLE_RAG:
+            if attributes is None or attributes.get(semconv.RAGTRACE_ROLE) != semconv.ROLE_RAG:
                 forwarded = True
                 self.downstream.on_end(span)
                 return
             context = span.context
             record = self._records.take(context.trace_id, context.span_id) if context is not None else None
+            if self._shutdown:
+                # Not scored, like a span the queue has no room for; every RAG span carries a decision.
+                forwarded = True
+                self._forward(span, semconv.DECISION_OVERFLOW)
+                return
             selection = self.sampler.decide(
                 context.trace_id if context is not None else 0, span, record, self._metric_names
             )

@@ -279,3 +279,22 @@ def test_a_downstream_that_raises_after_accepting_gets_the_span_once() -> None:
     assert out.context.span_id == span.get_span_context().span_id
     assert decision(out) == semconv.DECISION_NOT_SAMPLED
     provider.shutdown()
+
+
+def test_rag_spans_ending_after_shutdown_carry_a_decision_and_leave_no_record() -> None:
+    # They went downstream untouched (no ``ragtrace.eval.decision``) and their record stayed in the
+    # store, which another processor may still hold.
+    r = make_rig()
+    r.records.acquire()  # another processor shares the store and is still running
+    r.processor.shutdown()
+    late = r.rag()
+    span = r.downstream.by_id()[late]
+    assert decision(span) == semconv.DECISION_OVERFLOW
+    assert len(r.records) == 0
+    tracer = r.provider.get_tracer("t")
+    with tracer.start_as_current_span("plain", attributes={"k": "v"}) as plain:
+        pass
+    out = r.downstream.by_id()[plain.get_span_context().span_id]
+    assert dict(out.attributes or {}) == {"k": "v"}  # other spans still pass untouched
+    r.records.release()
+    r.provider.shutdown()
