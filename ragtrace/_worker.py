@@ -202,7 +202,7 @@ class Worker:
 
     def flush(self, timeout: float) -> bool:
         """Score what is held while ``timeout`` seconds remain; export the rest unscored. True when all was scored."""
-        return self._drain(timeout, final=False)
+        return self._drain(time.monotonic() + max(timeout, 0.0), final=False)
 
     def shutdown(self, timeout: float) -> bool:
         """Like ``flush``, then cancel what is still running, close the judge and stop the thread. Idempotent."""
@@ -210,11 +210,14 @@ class Worker:
             if self._closed:
                 return True
             self._closed = True
-        complete = self._drain(timeout, final=True)
+        deadline = time.monotonic() + max(timeout, 0.0)
+        complete = self._drain(deadline, final=True)
         loop, thread = self._loop, self._thread
         if loop is not None and thread is not None and thread.is_alive():
             loop.call_soon_threadsafe(loop.stop)
-            thread.join(max(timeout, 0.1))
+            # Only what is left of the budget: the thread closes its loop itself once it stops, so
+            # nothing is left open when it outlives this wait.
+            thread.join(max(deadline - time.monotonic(), 0.0))
         if loop is not None and thread is not None and not thread.is_alive() and not loop.is_closed():
             loop.close()
         return complete
@@ -230,7 +233,12 @@ class Worker:
 
         def _run() -> None:
             asyncio.set_event_loop(loop)
-            loop.run_forever()
+            try:
+                loop.run_forever()
+            finally:
+                # Only ``shutdown`` stops the loop; closing it here lets shutdown return without
+                # waiting for the thread when its budget is spent.
+                loop.close()
 
         thread = threading.Thread(target=_run, name="ragtrace-scorer", daemon=True)
         try:
@@ -252,8 +260,7 @@ class Worker:
 
     # -- draining -----------------------------------------------------------------------------
 
-    def _drain(self, timeout: float, *, final: bool) -> bool:
-        deadline = time.monotonic() + max(timeout, 0.0)
+    def _drain(self, deadline: float, *, final: bool) -> bool:
         loop, thread = self._loop, self._thread
         complete = answered = True
         if loop is not None and thread is not None and thread.is_alive() and not loop.is_closed():

@@ -298,3 +298,40 @@ def test_rag_spans_ending_after_shutdown_carry_a_decision_and_leave_no_record() 
     assert dict(out.attributes or {}) == {"k": "v"}  # other spans still pass untouched
     r.records.release()
     r.provider.shutdown()
+
+
+class _RecordsJoins:
+    """The worker's thread, recording how long ``shutdown`` is prepared to wait for it."""
+
+    def __init__(self, thread: threading.Thread) -> None:
+        self.thread = thread
+        self.joins: list[float | None] = []
+
+    def join(self, timeout: float | None = None) -> None:
+        self.joins.append(timeout)
+        self.thread.join(timeout)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.thread, name)
+
+
+def test_shutdown_waits_for_the_thread_only_for_what_is_left_of_its_budget() -> None:
+    # After the drain had spent the budget, shutdown joined the thread for the whole budget again.
+    gate = threading.Event()
+    metric = Scripted(gate=gate)
+    r = make_rig(metrics=[metric])
+    span_id = r.rag()
+    assert metric.started.wait(10)  # the judge never answers: the drain uses the whole budget
+    worker = r.processor._worker
+    assert worker._thread is not None and worker._loop is not None
+    thread, loop = worker._thread, worker._loop
+    spy = _RecordsJoins(thread)
+    worker._thread = spy  # type: ignore[assignment]
+    r.processor.shutdown(timeout_millis=200)
+    assert spy.joins == [0.0]  # the deadline had passed: no more waiting
+    assert decision(r.downstream.by_id()[span_id]) == semconv.DECISION_TIMEOUT
+    gate.set()
+    thread.join(10)
+    assert not thread.is_alive()
+    assert loop.is_closed()  # the thread closes its own loop when it stops
+    r.provider.shutdown()
