@@ -102,22 +102,18 @@ class ScoringSpanProcessor(SpanProcessor):
         suite = _build_suite(metrics)  # fails now, not in the worker, on an unknown metric
         self._metric_names: tuple[str, ...] = suite.names
         self._suites: dict[tuple[str, ...], Suite] = {suite.names: suite}
-        # Wrapped only once every setting is known to be valid: a BatchSpanProcessor starts a thread.
-        self.downstream: SpanProcessor = (
-            BatchSpanProcessor(downstream) if isinstance(downstream, SpanExporter) else downstream
-        )
         if judge is None:
             from ragtrace.judges._default import default_judge
 
             judge = default_judge()
+        self.sampler.check_judge(judge.name)
         self.judge: Judge = judge
-        try:
-            self.sampler.check_judge(judge.name)
-        except ConfigurationError:
-            if self.downstream is not downstream:
-                self.downstream.shutdown()  # the BatchSpanProcessor made above; the caller's stays theirs
-            raise
         self.telemetry = Telemetry(meter_provider, service_name=service_name)
+        # Wrapped only after everything that can raise (settings, the judge, the meter): a
+        # BatchSpanProcessor starts a thread that nobody would stop.
+        self.downstream: SpanProcessor = (
+            BatchSpanProcessor(downstream) if isinstance(downstream, SpanExporter) else downstream
+        )
         self._records = records if records is not None else RECORDS
         self._records.acquire()
         self._shutdown = False

@@ -15,11 +15,15 @@ from opentelemetry import baggage, trace
 from opentelemetry import context as otel_context
 from opentelemetry.metrics import NoOpCounter, NoOpMeter, NoOpMeterProvider
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from ragtrace import _worker, semconv
+from ragtrace import _processor, _worker, semconv
 from ragtrace._capture import RecordStore
 from ragtrace._processor import ScoringSpanProcessor
 from ragtrace._record import RagRecord
+from ragtrace._sampling import Sampler
+from ragtrace.environment_variables import ConfigurationError
 from ragtrace.metrics._base import Score
 from ragtrace.testing import FakeJudge
 from tests.ragtrace.test_processor import Collect, NullJudge, Scripted, decision, make_rig
@@ -335,3 +339,35 @@ def test_shutdown_waits_for_the_thread_only_for_what_is_left_of_its_budget() -> 
     assert not thread.is_alive()
     assert loop.is_closed()  # the thread closes its own loop when it stops
     r.provider.shutdown()
+
+
+def test_a_judge_misconfiguration_leaves_no_batch_processor_thread_behind(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The BatchSpanProcessor wrapped around a bare exporter was built before ``default_judge()``
+    # raised, and its export thread was never stopped.
+    made: list[BatchSpanProcessor] = []
+    stopped: list[BatchSpanProcessor] = []
+
+    class Spy(BatchSpanProcessor):
+        def __init__(self, exporter: SpanExporter) -> None:
+            super().__init__(exporter)
+            made.append(self)
+
+        def shutdown(self) -> None:
+            stopped.append(self)
+            super().shutdown()
+
+    monkeypatch.setattr(_processor, "BatchSpanProcessor", Spy)
+    monkeypatch.setenv("RAGTRACE_JUDGE", "oracle")
+    with pytest.raises(ConfigurationError, match="RAGTRACE_JUDGE"):
+        ScoringSpanProcessor(InMemorySpanExporter(), metrics=[Scripted()], records=RecordStore())
+    assert made == stopped
+    # A judge the dollar budget cannot price fails the same way.
+    with pytest.raises(ConfigurationError, match="no price"):
+        ScoringSpanProcessor(
+            InMemorySpanExporter(),
+            judge=NullJudge(),
+            metrics=[Scripted()],
+            sampler=Sampler(1.0, budget_usd_per_day=1.0),
+            records=RecordStore(),
+        )
+    assert made == stopped
