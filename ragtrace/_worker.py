@@ -156,6 +156,7 @@ class Worker:
         self._wake_pending = False
         self._busy = 0  # jobs being scored; written by the loop under the lock, read by submit
         self._closed = False
+        self._stopping = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         # Loop-side state (touched only on the loop thread).
@@ -214,6 +215,7 @@ class Worker:
         complete = self._drain(deadline, final=True)
         loop, thread = self._loop, self._thread
         if loop is not None and thread is not None and thread.is_alive():
+            self._stopping = True  # a flush from now on must not hand the stopping loop a coroutine
             loop.call_soon_threadsafe(loop.stop)
             # Only what is left of the budget: the thread closes its loop itself once it stops, so
             # nothing is left open when it outlives this wait.
@@ -263,12 +265,25 @@ class Worker:
     def _drain(self, deadline: float, *, final: bool) -> bool:
         loop, thread = self._loop, self._thread
         complete = answered = True
-        if loop is not None and thread is not None and thread.is_alive() and not loop.is_closed():
-            future = asyncio.run_coroutine_threadsafe(self._settle(deadline, final), loop)
+        if (
+            loop is not None
+            and thread is not None
+            and thread.is_alive()
+            and not loop.is_closed()
+            and not self._stopping
+        ):
+            settle = self._settle(deadline, final)
             try:
-                complete = future.result(max(deadline - time.monotonic(), 0.0) + 1.0)
-            except (concurrent.futures.TimeoutError, concurrent.futures.CancelledError, RuntimeError):
+                # From an empty context, like the wake-up: the caller's (a request) is no business of the loop's.
+                future = contextvars.Context().run(asyncio.run_coroutine_threadsafe, settle, loop)
+            except RuntimeError:  # a shutdown closed the loop since the check above
+                settle.close()
                 complete = answered = False
+            else:
+                try:
+                    complete = future.result(max(deadline - time.monotonic(), 0.0) + 1.0)
+                except (concurrent.futures.TimeoutError, concurrent.futures.CancelledError, RuntimeError):
+                    complete = answered = False
         elif self._held:
             answered = False
         # A loop that did not answer (wedged, stopped) must not keep spans: export them unscored.
