@@ -17,11 +17,21 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import FrameType
 from typing import Any
+
+
+def poll(check: Callable[[], Any], timeout: float, interval: float = 0.25) -> Any:
+    """Call ``check`` until it returns something truthy or ``timeout`` passes; return the last result."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = check()
+        if result or time.monotonic() > deadline:
+            return result
+        time.sleep(interval)  # waiting on another process's progress
 
 
 def free_port() -> int:

@@ -25,14 +25,14 @@ import shutil
 import sqlite3
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 if __package__ in (None, ""):  # run as a script (``python examples/demo.py``): make ``examples`` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from examples._harness import Child, Children, WebhookInbox, free_port, terminate_on_sigterm
+from examples._harness import Child, Children, WebhookInbox, free_port, poll, terminate_on_sigterm
 from ragtrace import semconv
 
 SPIKE_RULE = "hallucination-spike"
@@ -94,16 +94,6 @@ def _parser() -> argparse.ArgumentParser:
                         help="keep the collector up until Enter (default: when stdin is a terminal)")  # fmt: skip
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for records and the alert")
     return parser
-
-
-def _poll(check: Callable[[], Any], timeout: float, interval: float = 0.25) -> Any:
-    """Call ``check`` until it returns something truthy or ``timeout`` passes; return the last result."""
-    deadline = time.monotonic() + timeout
-    while True:
-        result = check()
-        if result or time.monotonic() > deadline:
-            return result
-        time.sleep(interval)  # waiting on another process's progress
 
 
 def _query(db: Path, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
@@ -257,12 +247,12 @@ def run(args: argparse.Namespace) -> int:
                 rows = _query(db, "SELECT COUNT(*) FROM rag_records")
                 return bool(rows) and rows[0][0] >= args.questions
 
-            if not _poll(stored, args.timeout):
+            if not poll(stored, args.timeout):
                 print(f"the collector did not store all {args.questions} RAG records in time", file=sys.stderr)
                 return 1
             print("waiting for the spike alert ...", flush=True)
             alert = inbox.wait_for(_is_spike_alert, args.timeout)
-            fired = _poll(
+            fired = poll(
                 lambda: _query(db, "SELECT 1 FROM alerts WHERE rule = ? AND state = 'ALERT'", [SPIKE_RULE]),
                 5.0 if alert else args.timeout,
             )

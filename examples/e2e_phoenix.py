@@ -20,8 +20,7 @@ import json
 import sqlite3
 import sys
 import tempfile
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +29,7 @@ if __package__ in (None, ""):  # run as a script (``python examples/e2e_phoenix.
 
 import httpx
 
-from examples._harness import Child, ChildFailed, Children, free_port, terminate_on_sigterm
+from examples._harness import Child, ChildFailed, Children, free_port, poll, terminate_on_sigterm
 from ragtrace import semconv
 
 FILTER = f"{semconv.eval_score('faithfulness')} < 0.5"
@@ -68,15 +67,6 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--workdir", type=Path, default=Path(".ragtrace/e2e"), help="logs and the SQLite file")
     parser.add_argument("--timeout", type=float, default=90.0, help="seconds to wait for the backends")
     return parser
-
-
-def _poll(check: Callable[[], Any], timeout: float, interval: float = 0.5) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        result = check()
-        if result or time.monotonic() > deadline:
-            return result
-        time.sleep(interval)  # waiting on another process's ingestion
 
 
 class Phoenix:
@@ -206,11 +196,13 @@ def check(args: argparse.Namespace, phoenix: Phoenix, db: Path) -> list[str]:
     """Run every check; return the lines to print. Raises ``CheckFailed`` on the first that fails."""
     lines: list[str] = []
     chain = f"span_kind == '{semconv.SPAN_KIND_CHAIN}'"
-    rag_spans = _poll(lambda: len(phoenix.spans(chain)) >= args.questions, args.timeout)
+    rag_spans = poll(lambda: len(phoenix.spans(chain)) >= args.questions, args.timeout, interval=0.5)
     if not rag_spans:
         raise CheckFailed(f"Phoenix holds {len(phoenix.spans(chain))} of {args.questions} RAG spans")
-    stored = _poll(
-        lambda: (_store(db, "SELECT COUNT(*) FROM rag_records") or [(0,)])[0][0] >= args.questions, args.timeout
+    stored = poll(
+        lambda: (_store(db, "SELECT COUNT(*) FROM rag_records") or [(0,)])[0][0] >= args.questions,
+        args.timeout,
+        interval=0.5,
     )
     if not stored:
         raise CheckFailed(f"the collector did not store {args.questions} RAG records")
