@@ -39,6 +39,7 @@ from opentelemetry import context as otel_context
 
 from ragtrace import semconv
 from ragtrace._spans import carrier_span, scored_copy
+from ragtrace._suppress import suppressed
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import Event, ReadableSpan
@@ -47,10 +48,6 @@ if TYPE_CHECKING:
     from ragtrace._record import RagRecord
 
 _log = logging.getLogger(__name__)
-
-# Judge calls run with instrumentation suppressed so that scoring makes no spans (HTTP client,
-# OpenAI instrumentors) in the user's trace. This key is the one every OTel instrumentation checks.
-_SUPPRESS_KEY = otel_context._SUPPRESS_INSTRUMENTATION_KEY
 
 # Loops abandoned in a forked child: kept referenced so their finaliser never runs there (it would
 # warn about an unclosed loop whose file descriptors belong to the parent).
@@ -392,8 +389,9 @@ class Worker:
             job.late = True
 
     async def _run(self, job: Job) -> None:
-        # A fresh OpenTelemetry context: no current span, no baggage, only the suppression flag.
-        token = otel_context.attach(otel_context.set_value(_SUPPRESS_KEY, True, otel_context.Context()))
+        # A fresh OpenTelemetry context: no current span, no baggage, and instrumentation suppressed, so
+        # judge calls (HTTP clients, OpenAI instrumentors) make no spans in the user's trace.
+        token = otel_context.attach(suppressed(otel_context.Context()))
         started = time.perf_counter()
         try:
             try:

@@ -36,9 +36,9 @@ from typing import Any, Literal, TypeVar
 
 import openai
 from opentelemetry import context as otel_context
-from opentelemetry.context import _SUPPRESS_HTTP_INSTRUMENTATION_KEY, _SUPPRESS_INSTRUMENTATION_KEY
 
 from ragtrace import environment_variables as env
+from ragtrace._suppress import suppressed
 from ragtrace.environment_variables import ConfigurationError
 from ragtrace.judges import _prompts
 from ragtrace.judges._base import (
@@ -144,9 +144,7 @@ def _instrumentation_suppressed() -> Iterator[None]:
     OpenTelemetry instrumentations (openai, httpx, requests, ...) check ``suppress_instrumentation``
     and HTTP ones also ``suppress_http_instrumentation`` in the current context before making a span.
     """
-    ctx = otel_context.set_value(_SUPPRESS_INSTRUMENTATION_KEY, True)
-    ctx = otel_context.set_value(_SUPPRESS_HTTP_INSTRUMENTATION_KEY, True, ctx)
-    token = otel_context.attach(ctx)
+    token = otel_context.attach(suppressed())
     try:
         yield
     finally:
