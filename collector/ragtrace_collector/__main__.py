@@ -72,7 +72,7 @@ def _serve(args: argparse.Namespace) -> int:
         host=args.host,
         port=args.port,
         grpc_port=None if args.grpc_port < 0 else args.grpc_port,
-        token=args.token or os.environ.get(TOKEN_VARIABLE) or None,
+        token=args.token or env.read_str(TOKEN_VARIABLE),
         insecure=args.insecure,
         rules=args.rules,
         retention_days=args.retention_days,
