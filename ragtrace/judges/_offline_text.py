@@ -181,12 +181,38 @@ seventeen eighteen nineteen twenty"""
 _NUMBER_WORDS = {w: str(i) for i, w in enumerate(_NUMBER_WORD_TEXT.split(), start=2)}
 
 
+# A Roman numeral that ends a name ("World War II", "Henry VIII", "Super Bowl XL"). A lone "I" is
+# the pronoun far more often: it counts only after a name that does not open the sentence and is not
+# a day or a month ("World War I", not "Yesterday I" or "On Monday I").
+_NAME_NUMERAL = re.compile(r"\b([A-Z][a-z]+) (M{0,3}(?:CM|CD|D?C{0,3})(?:XC|XL|L?X{0,3})(?:IX|IV|V?I{0,3}))\b(?!['\-])")
+_ROMAN_VALUES = {"M": 1000, "D": 500, "C": 100, "L": 50, "X": 10, "V": 5, "I": 1}
+_DAYS = frozenset(["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"])
+
+
+def _roman_value(numeral: str) -> int:
+    values = [_ROMAN_VALUES[c] for c in numeral]
+    return sum(-v if v < after else v for v, after in zip(values, [*values[1:], 0], strict=True))
+
+
 def numbers(text: str) -> set[str]:
-    """Numbers as written without thousands separators ("1,200" -> "1200"), years included, and
-    number words from two to twenty as digits ("seven" -> "7"), so "seven Emmys" meets "7 Emmys"."""
+    """Numbers as written without thousands separators ("1,200" -> "1200"), years included; number
+    words from two to twenty as digits ("seven" -> "7"), so "seven Emmys" meets "7 Emmys"; and a
+    Roman numeral ending a name as its value ("World War II" -> "2"), so "World War I" and "Henry VII"
+    are not taken for "World War II" and "Henry VIII"."""
     found = {n.replace(",", "").rstrip(".") for n in _NUMBER.findall(text)}
     found.update(_NUMBER_WORDS[w] for w in words(text) if w in _NUMBER_WORDS)
+    for match in _NAME_NUMERAL.finditer(text):
+        name, numeral = match.groups()
+        if numeral == "I" and (name.lower() in MONTHS or name.lower() in _DAYS or _opens_sentence(text, match.start())):
+            continue
+        if numeral:
+            found.add(str(_roman_value(numeral)))
     return found
+
+
+def _opens_sentence(text: str, start: int) -> bool:
+    before = text[:start].rstrip(" \"'(")
+    return not before or before.endswith((".", "!", "?", ":"))
 
 
 def years(text: str) -> set[str]:

@@ -12,7 +12,7 @@ import pytest
 from ragtrace import ConfigurationError
 from ragtrace.judges import ALL_CAPABILITIES, Judge, JudgeCapabilityError, Verdict
 from ragtrace.judges._offline_embedder import Embedder
-from ragtrace.judges._offline_text import claim_focus, content_words, extract_claims, split_sentences, words
+from ragtrace.judges._offline_text import claim_focus, content_words, extract_claims, numbers, split_sentences, words
 from ragtrace.judges.offline import OfflineJudge, embed_texts
 
 SUPER_BOWL = (
@@ -103,6 +103,30 @@ async def test_number_words_meet_digits(judge: OfflineJudge) -> None:
     chunk = "Johnny Carson received 6 Emmy Awards and a Peabody Award."
     claims = ["Johnny Carson received six Emmy Awards.", "Johnny Carson received seven Emmy Awards."]
     assert (await judge.verify(claims, [chunk])).value == [[Verdict.SUPPORTED], [Verdict.CONTRADICTED]]
+
+
+async def test_a_roman_numeral_ending_a_name_is_a_number(judge: OfflineJudge) -> None:
+    chunk = "Fritz von Brodowski was a German general, killed in French custody during World War II."
+    claims = [
+        "Fritz von Brodowski was killed during World War I.",
+        "Fritz von Brodowski was killed during World War II.",
+    ]
+    verdicts = (await judge.verify(claims, [chunk])).value
+    assert verdicts[0][0] is not Verdict.SUPPORTED
+    assert verdicts[1][0] is Verdict.SUPPORTED
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Henry VIII married six times; Henry VII did not.", {"6", "7", "8"}),
+        ("Super Bowl XL was played in Detroit.", {"40"}),
+        ("He fought in World War I.", {"1"}),
+        ("Yesterday I read it. On Monday I left, and then Mary and I met.", set()),
+    ],
+)
+def test_numbers_reads_roman_numerals_of_names_not_the_pronoun(text: str, expected: set[str]) -> None:
+    assert numbers(text) == expected
 
 
 async def test_a_bare_answer_glued_to_a_sentence_in_the_context_is_supported(judge: OfflineJudge) -> None:
