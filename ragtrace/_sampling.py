@@ -245,6 +245,14 @@ class Sampler:
         self._broken_rules: set[str] = set()
         _SAMPLERS.add(self)
 
+    @staticmethod
+    def draw(trace_id: int) -> float:
+        """The trace's deterministic draw in [0, 1), the number ``decide`` compares with a rate: a trace
+        is sampled at rate ``r`` when ``Sampler.draw(trace_id) < r``. It depends on the trace id alone
+        (BLAKE2b-64 of its 16 big-endian bytes), so another process, a collector scoring what the app
+        did not, picks the same traces at the same rate."""
+        return draw(trace_id)
+
     # -- the decision (request path) -----------------------------------------------------------
 
     def decide(

@@ -26,10 +26,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
+from ragtrace import Chunk, RagRecord, Sampler, semconv
 from ragtrace import environment_variables as env
-from ragtrace import semconv
-from ragtrace._record import Chunk, RagRecord
-from ragtrace._sampling import draw
 from ragtrace.environment_variables import ConfigurationError
 from ragtrace.judges import Judge, default_judge
 from ragtrace.metrics import Suite, SuiteResult, build_suite
@@ -160,7 +158,7 @@ class ServerScorer:
                 break
             decided: list[Row] = []
             for row in rows:
-                if draw(int(row["trace_id"], 16)) >= self.sample_rate:
+                if Sampler.draw(int(row["trace_id"], 16)) >= self.sample_rate:
                     decided.append(_decided(row, semconv.DECISION_NOT_SAMPLED))
                 elif len(tasks) >= self._queue_size:
                     decided.append(_decided(row, semconv.DECISION_OVERFLOW))

@@ -15,8 +15,7 @@ from ragtrace_collector._scoring import ServerScorer, record_of
 from ragtrace_collector._server import Collector
 from ragtrace_collector._store import Store
 
-from ragtrace import RagRecord, semconv
-from ragtrace._sampling import draw
+from ragtrace import RagRecord, Sampler, semconv
 from ragtrace.judges.offline import OfflineJudge
 from ragtrace.metrics import build_suite
 from tests.collector._spans import SpanFactory, hex_span_id, otlp_bytes, start_collector
@@ -113,7 +112,7 @@ def test_sampling_is_the_apps_deterministic_draw(tmp_path: Path) -> None:
         store.close()
     decisions = dict(_rows(tmp_path / "c.db", "SELECT trace_id, decision FROM rag_records"))
     expected = {
-        trace: semconv.DECISION_EVALUATED if draw(int(trace, 16)) < 0.5 else semconv.DECISION_NOT_SAMPLED
+        trace: semconv.DECISION_EVALUATED if Sampler.draw(int(trace, 16)) < 0.5 else semconv.DECISION_NOT_SAMPLED
         for trace in decisions
     }
     assert decisions == expected

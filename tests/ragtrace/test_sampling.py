@@ -43,12 +43,18 @@ class Clock:
 
 def test_draw_is_the_same_in_another_process() -> None:
     sample = ids(20)
-    code = "import sys; from ragtrace._sampling import draw; print([draw(int(a)) for a in sys.argv[1:]])"
+    code = "import sys; from ragtrace import Sampler; print([Sampler.draw(int(a)) for a in sys.argv[1:]])"
     out = subprocess.run(
         [sys.executable, "-c", code, *map(str, sample)], capture_output=True, text=True, check=True
     ).stdout
     assert out.strip() == str([draw(t) for t in sample])
     assert all(0.0 <= draw(t) < 1.0 for t in sample)
+
+
+def test_a_trace_is_sampled_exactly_when_its_public_draw_is_below_the_rate() -> None:
+    sampler = Sampler(0.3, metric_rates={}, always=[], never=[])
+    for t in ids(2_000):
+        assert sampler.decide(t, span()).selected == (Sampler.draw(t) < 0.3)
 
 
 def test_rate_selects_that_fraction_of_traces() -> None:
