@@ -263,7 +263,7 @@ def test_hold_timeout_exports_original_then_a_carrier_with_late_scores() -> None
     # The hold time only has to outlast the loop picking the job up (a job still waiting at its
     # deadline is expired unscored, with no carrier); the judge is held by the gate, so the deadline
     # passes while it is in flight however slow the machine. Nothing here depends on how long it is.
-    r = make_rig(metrics=[metric], hold_timeout=1.0)
+    r = make_rig(metrics=[metric], hold_timeout=2.0)
     span_id = r.rag()
     assert metric.started.wait(10)
     r.downstream.wait_for(lambda spans: any(s.context.span_id == span_id for s in spans))
@@ -397,7 +397,7 @@ def test_jobs_behind_a_stuck_judge_still_leave_at_their_deadline() -> None:
     metric = Scripted(gate=gate)
     # As above: the hold time only has to outlast the loop starting the first job; the gate keeps it
     # in flight past its deadline.
-    r = make_rig(metrics=[metric], max_concurrency=1, hold_timeout=1.0)
+    r = make_rig(metrics=[metric], max_concurrency=1, hold_timeout=2.0)
     first = r.rag()
     assert metric.started.wait(10)
     # The only slot is busy: these wait unseen by the loop until its reaper ticks.
