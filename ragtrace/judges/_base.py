@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar, runtime_checkable
 
-from ragtrace.metrics._base import ZERO_COST, Cost
+from ragtrace._cost import ZERO_COST, Cost
 
 T = TypeVar("T")
 

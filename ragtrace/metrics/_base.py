@@ -12,6 +12,9 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
+from ragtrace._cost import ZERO_COST as ZERO_COST  # re-exported: metrics and apps import them from here
+from ragtrace._cost import Cost as Cost
+
 if TYPE_CHECKING:
     from ragtrace._record import RagRecord
     from ragtrace.judges._base import Judge
@@ -40,34 +43,6 @@ DETAIL_METHOD = "method"
 (exported as ``semconv.eval_method(name)``)."""
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
-
-
-@dataclass(frozen=True, slots=True)
-class Cost:
-    """What scoring spent: judge calls, tokens and wall time. Costs add up with ``+``."""
-
-    chat_calls: int = 0
-    embedding_calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    seconds: float = 0.0
-
-    @property
-    def calls(self) -> int:
-        """All judge calls, chat and embeddings."""
-        return self.chat_calls + self.embedding_calls
-
-    def __add__(self, other: Cost) -> Cost:
-        return Cost(
-            chat_calls=self.chat_calls + other.chat_calls,
-            embedding_calls=self.embedding_calls + other.embedding_calls,
-            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
-            completion_tokens=self.completion_tokens + other.completion_tokens,
-            seconds=self.seconds + other.seconds,
-        )
-
-
-ZERO_COST = Cost()
 
 
 @dataclass(frozen=True, slots=True)
