@@ -3,16 +3,59 @@
 The public API is exactly ``__all__``; everything in a ``_module`` is private and may change.
 """
 
-from ragtrace._config import RagtraceHandle, configure, instrument
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+# What a decorated app needs at import time: the decorators use the OpenTelemetry API only.
 from ragtrace._decorator import generate, rag, record, retrieve
-from ragtrace._evaluate import EvaluationResult, aevaluate, evaluate
-from ragtrace._processor import ScoringSpanProcessor
 from ragtrace._record import Chunk, RagRecord
 from ragtrace._sampling import Price, Rule, Sampler
 from ragtrace.environment_variables import ConfigurationError
-from ragtrace.metrics._base import Cost, Metric, Score
-from ragtrace.metrics._registry import PRODUCTION_METRICS, build_suite, metric_by_name
-from ragtrace.metrics._suite import Suite, SuiteResult
+
+if TYPE_CHECKING:
+    from ragtrace._config import RagtraceHandle, configure, instrument
+    from ragtrace._evaluate import EvaluationResult, aevaluate, evaluate
+    from ragtrace._processor import ScoringSpanProcessor
+    from ragtrace.metrics._base import Cost, Metric, Score
+    from ragtrace.metrics._registry import PRODUCTION_METRICS, build_suite, metric_by_name
+    from ragtrace.metrics._suite import Suite, SuiteResult
+
+# The rest is imported on first use (PEP 562): the scoring side pulls in the OpenTelemetry SDK and
+# the metrics, which an app that only captures, or that configures ragtrace later, need not pay for
+# in its import time.
+_LAZY = {
+    "RagtraceHandle": "ragtrace._config",
+    "configure": "ragtrace._config",
+    "instrument": "ragtrace._config",
+    "EvaluationResult": "ragtrace._evaluate",
+    "aevaluate": "ragtrace._evaluate",
+    "evaluate": "ragtrace._evaluate",
+    "ScoringSpanProcessor": "ragtrace._processor",
+    "Cost": "ragtrace.metrics._base",
+    "Metric": "ragtrace.metrics._base",
+    "Score": "ragtrace.metrics._base",
+    "PRODUCTION_METRICS": "ragtrace.metrics._registry",
+    "build_suite": "ragtrace.metrics._registry",
+    "metric_by_name": "ragtrace.metrics._registry",
+    "Suite": "ragtrace.metrics._suite",
+    "SuiteResult": "ragtrace.metrics._suite",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'ragtrace' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups are plain attribute reads
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
+
 
 __version__ = "0.1.0"
 

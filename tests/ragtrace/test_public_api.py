@@ -1,5 +1,10 @@
 """The public API is exactly what ``__all__`` lists, and everything listed exists (as httpx tests it)."""
 
+import subprocess
+import sys
+
+import pytest
+
 import ragtrace
 import ragtrace.judges
 import ragtrace.metrics
@@ -47,3 +52,35 @@ def test_every_exported_member_exists() -> None:
 def test_public_members_are_not_private_names() -> None:
     for name in ragtrace.__all__:
         assert not name.startswith("_") or name == "__version__"
+
+
+def test_importing_ragtrace_leaves_the_sdk_and_the_metrics_unloaded_until_used() -> None:
+    # A decorated app pays import time for the decorators only (the OpenTelemetry API); the scoring
+    # side loads on first use of one of its names.
+    code = (
+        "import sys, ragtrace\n"
+        "heavy = ('opentelemetry.sdk.trace', 'ragtrace._processor', 'ragtrace.metrics', 'numpy')\n"
+        "print(sorted(m for m in heavy if m in sys.modules))\n"
+        "ragtrace.configure\n"
+        "print(sorted(m for m in heavy if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    before, after = out.splitlines()
+    assert before == "[]"
+    assert "opentelemetry.sdk.trace" in after and "ragtrace._processor" in after
+
+
+def test_a_lazy_name_is_the_object_its_module_defines() -> None:
+    from ragtrace import _config, _evaluate, _processor
+    from ragtrace.metrics import _base
+
+    assert ragtrace.configure is _config.configure
+    assert ragtrace.evaluate is _evaluate.evaluate
+    assert ragtrace.ScoringSpanProcessor is _processor.ScoringSpanProcessor
+    assert ragtrace.Score is _base.Score
+    assert set(ragtrace.__all__) <= set(dir(ragtrace))
+
+
+def test_an_unknown_name_is_an_attribute_error() -> None:
+    with pytest.raises(AttributeError, match="no attribute 'configur'"):
+        ragtrace.configur  # noqa: B018
