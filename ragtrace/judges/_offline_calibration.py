@@ -5,18 +5,18 @@ files: do not edit by hand, re-run the script. See that script for what each con
 """
 
 # Grounding model: standardised features (order of _offline_grounding.FEATURES), logistic layer.
-FEATURE_MEANS = (0.652733, 0.784406, 1.888519, 0.640111, 0.280882, 0.038186, 0.066376, 0.111738)
-FEATURE_SCALES = (0.138748, 0.221268, 2.094788, 0.298186, 0.664343, 0.199506, 0.277191, 0.315043)
-GROUNDING_WEIGHTS = (0.000000, 0.439715, -1.131864, 0.000000, -0.197656, -0.199633, -0.026725, -0.003793)
-GROUNDING_BIAS = -0.396740
-SUPPORT_THRESHOLD = 0.550000
+FEATURE_MEANS = (0.655212, 0.784326, 1.887068, 0.637131, 0.280666, 0.038156, 0.066837, 0.103201)
+FEATURE_SCALES = (0.138509, 0.221579, 2.094270, 0.299038, 0.664133, 0.199432, 0.277890, 0.304221)
+GROUNDING_WEIGHTS = (0.000000, 0.422858, -1.152042, 0.000000, -0.199828, -0.212349, -0.007636, 0.000000)
+GROUNDING_BIAS = -0.397159
+SUPPORT_THRESHOLD = 0.560000
 """Support probability at or above which a chunk SUPPORTS a claim."""
-CONTRADICTION_MIN_COSINE = 0.584026
+CONTRADICTION_MIN_COSINE = 0.585791
 """Best claim-unit cosine from which a chunk is on the claim's topic (may then CONTRADICT it)."""
 
 # rate_chunks: sigmoid(bias + a * cos(query, chunk) + b * max cos(query, chunk sentence)).
-RELEVANCE_WEIGHTS = (8.828639, 10.618901)
-RELEVANCE_BIAS = -9.041507
+RELEVANCE_WEIGHTS = (8.823921, 10.622332)
+RELEVANCE_BIAS = -9.041382
 
 STATEMENT_RELEVANCE_THRESHOLD = 0.300000
 """Query-statement cosine from which rate_statements calls a statement relevant."""

@@ -81,7 +81,29 @@ def _split_sentences(text: str) -> tuple[str, ...]:
     text = _GLUED.sub(" ", text.strip())
     if not text:
         return ()
-    return tuple(s.strip() for s in _segmenter().segment(text) if s.strip())
+    return tuple(piece for s in _segmenter().segment(text) for piece in _missed_boundaries(s.strip()) if piece)
+
+
+# pysbd keeps everything after an unbalanced quote in one sentence ('...the quotation ""Et tu, Brute?,
+# made famous by ... assassination. Steve Peterson is an American actor ...'): one claim, then, that
+# no single chunk covers. A lowercase word of three letters or more, a full stop and a capitalised
+# word is a boundary whatever the quotes say; initials, "Dr." or "U.S." never match it.
+_BOUNDARY = re.compile(r"(?<![A-Za-z'])([a-z][a-z0-9]{2,})[.!?][\"\u201d\u2019)\]]*\s+(?=[\"\u201c(\[]?[A-Z])")
+_LOWERCASE_ABBREVIATIONS = frozenset(
+    {"etc", "approx", "est", "fig", "figs", "vol", "vols", "resp", "viz", "incl", "ibid"}
+)
+
+
+def _missed_boundaries(sentence: str) -> list[str]:
+    pieces: list[str] = []
+    start = 0
+    for match in _BOUNDARY.finditer(sentence):
+        if match.group(1) in _LOWERCASE_ABBREVIATIONS:
+            continue
+        pieces.append(sentence[start : match.end()].strip())
+        start = match.end()
+    pieces.append(sentence[start:].strip())
+    return pieces
 
 
 def split_clauses(sentence: str) -> list[str]:

@@ -135,6 +135,17 @@ async def test_a_bare_answer_glued_to_a_sentence_in_the_context_is_supported(jud
     assert (await judge.verify(claims, [chunk])).value == [[Verdict.SUPPORTED]]
 
 
+async def test_an_unbalanced_quote_does_not_merge_sentences_from_two_chunks(judge: OfflineJudge) -> None:
+    # pysbd alone keeps everything after '""Et tu' in one sentence: one claim no chunk covers, scored 0.
+    first = (
+        'The vocative form is "Brute", as used in the quotation ""Et tu, Brute?, made famous by its '
+        "occurrence in William Shakespeare's play \"Julius Caesar\", at the moment of Caesar's assassination."
+    )
+    second = 'Steve Peterson is an American actor who was seen as Stanley in "The Body" at the Matrix Theatre.'
+    assert split_sentences(first + " " + second) == [first, second]
+    assert await faithfulness(judge, first + " " + second, [first, second]) == 1.0
+
+
 async def test_claims_are_sentences_and_clauses(judge: OfflineJudge) -> None:
     answer = (
         "Although Walter Darwin Coy was part of the cast, the narrator of Frontier was Richard Boone. "
