@@ -16,7 +16,12 @@ import pysbd
 # Knowledge snippets are often glued paragraphs ("...19th century.First for Women is..."): pysbd
 # keeps those as one sentence, so a space is put back first.
 _GLUED = re.compile(r"(?<=[a-z0-9\)\]\"'][.!?])(?=[A-Z][a-z])")
-_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'\-\.]*[A-Za-z0-9]|[A-Za-z0-9]")
+# Words in any script ("Brasília", "Москва" are one word each). Chinese and Japanese are written
+# without spaces, so each of their characters counts as a word: a run of them would otherwise be one
+# "word" that never matches the same name inside a longer run of the context.
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_LETTER_OR_DIGIT = f"[^\\W_{_CJK}]"
+_WORD = re.compile(f"[{_CJK}]|{_LETTER_OR_DIGIT}(?:(?:{_LETTER_OR_DIGIT}|['\\-\\.])*{_LETTER_OR_DIGIT})?")
 # A period glued to a capitalised word ("El-P.Jaime Meline", "Hawaii.Aulani") ends a sentence: the
 # two words are split before tokenising, so neither is lost. "U.S." keeps its periods.
 _GLUED_WORD = re.compile(r"\.(?=[A-Z][a-z])")

@@ -146,6 +146,18 @@ async def test_an_unbalanced_quote_does_not_merge_sentences_from_two_chunks(judg
     assert await faithfulness(judge, first + " " + second, [first, second]) == 1.0
 
 
+async def test_words_of_any_script_are_read_whole(judge: OfflineJudge) -> None:
+    # Read as ASCII, "Москва" had no words at all (so nothing a chunk could lack: "grounded"), and
+    # "Brasília" fell apart into "bras" and "lia".
+    brazil = "Brasília ist seit 1960 die Hauptstadt Brasiliens. Москва — столица России. 莫斯科是俄罗斯的首都。"
+    assert words("Brasília, Москва") == ["brasília", "москва"]
+    assert await faithfulness(judge, "Brasília ist die Hauptstadt Brasiliens.", [brazil]) == 1.0
+    question = "What is the capital of Brazil?"
+    assert await faithfulness(judge, "Москва", [EIFFEL], question) == 0.0
+    assert await faithfulness(judge, "莫斯科", [EIFFEL], question) == 0.0
+    assert await faithfulness(judge, "莫斯科", [brazil], "What is the capital of Russia?") == 1.0
+
+
 async def test_claims_are_sentences_and_clauses(judge: OfflineJudge) -> None:
     answer = (
         "Although Walter Darwin Coy was part of the cast, the narrator of Frontier was Richard Boone. "
