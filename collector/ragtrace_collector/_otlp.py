@@ -114,12 +114,18 @@ def json_request(body: bytes) -> ExportTraceServiceRequest:
 
 
 def salvage_request(body: bytes) -> ExportTraceServiceRequest:
-    """The spans ``decode_protobuf`` accepts from a partly bad body, as a clean request (for forwarding)."""
+    """The spans ``decode_protobuf`` accepts from a partly bad body, as a clean request (for forwarding).
+
+    A span it rejects (undecodable, bad ids or times, not convertible) is left out, whether or not the body
+    as a whole parses.
+    """
     try:
         request: ExportTraceServiceRequest = ExportTraceServiceRequest.FromString(body)
     except DecodeError:
         return _request_from_parts(_salvage_parts(body, Batch()))
-    return request
+    return _request_from_parts(
+        [(rs.resource, ss.scope, list(ss.spans)) for rs in request.resource_spans for ss in rs.scope_spans]
+    )
 
 
 _Part = tuple[Resource, InstrumentationScope, list[Span]]
@@ -138,7 +144,9 @@ def _request_from_parts(parts: list[_Part]) -> ExportTraceServiceRequest:
         rs.resource.CopyFrom(resource)
         ss = rs.scope_spans.add()
         ss.scope.CopyFrom(scope)
-        ss.spans.extend(span for span in spans if _ids_valid(span) and _times_valid(span))
+        kept: list[Span] = []
+        _rows(resource, scope, spans, 0, kept)  # the rows are thrown away: only the verdict per span counts
+        ss.spans.extend(kept)
     return request
 
 
@@ -411,7 +419,9 @@ def _classify(key: str) -> _KeyKind:
     if key.startswith(_DOCS_DOT):
         index, _, field_name = key[len(_DOCS_DOT) :].partition(".")
         column = _DOC_FIELDS.get(field_name)
-        if column is not None and index.isdigit():
+        # ASCII digits only: str.isdigit() also accepts "²" or "١", which int() refuses (or reads as another
+        # number). Such a key is an ordinary attribute.
+        if column is not None and index.isascii() and index.isdigit():
             kind = (_DOC, int(index), column)
     elif key.startswith(_EVAL_DOT):
         rest = key[len(_EVAL_DOT) :]
@@ -518,12 +528,27 @@ _LABEL_SUFFIX = semconv.eval_label("x")[len(semconv.eval_score("x")) :]
 _REASON_SUFFIX = semconv.eval_reason("x")[len(semconv.eval_score("x")) :]
 
 
-def _rows(resource: Resource, scope: InstrumentationScope, spans: Iterable[Span], received_ns: int) -> Batch:
+def _rows(
+    resource: Resource,
+    scope: InstrumentationScope,
+    spans: Iterable[Span],
+    received_ns: int,
+    kept: list[Span] | None = None,
+) -> Batch:
+    """The rows of one scope's spans; a span that cannot be converted is rejected alone.
+
+    ``kept``, when given, receives every span that was accepted (to forward exactly what was stored).
+    """
     batch = Batch()
-    resource_attrs = attributes(resource.attributes)
+    try:
+        resource_attrs = attributes(resource.attributes)
+        resource_json = _dumps(resource_attrs)
+    except Exception as exc:
+        # A resource we cannot read costs the service name, not the spans.
+        batch.reject(0, f"resource not convertible (spans kept without resource attributes): {_short(exc)}")
+        resource_attrs, resource_json = {}, "{}"
     service = resource_attrs.get(semconv.SERVICE_NAME)
     service = service if isinstance(service, str) else None
-    resource_json = _dumps(resource_attrs)
     scope_name = scope.name or None
     for span in spans:
         trace_id = span.trace_id.hex()
@@ -534,51 +559,75 @@ def _rows(resource: Resource, scope: InstrumentationScope, spans: Iterable[Span]
         if not _times_valid(span):
             batch.reject(1, f"span {span_id}: start/end time out of range (nanoseconds since 1970, before 2262)")
             continue
-        attrs, documents, evals = _span_attributes(span.attributes)
-        chunks: list[dict[str, Any]] | None = None
-        if attrs.get(semconv.RAGTRACE_ROLE) == semconv.ROLE_RAG:
-            # A RAG span's documents are stored once, in rag_records.chunks, not again in spans.attributes.
-            chunks = _chunks(documents)
-        elif documents:
-            attrs.update(documents)
-        events = [
-            {
-                "time_ns": e.time_unix_nano,
-                "name": e.name,
-                "attributes": attributes(e.attributes),
-            }
-            for e in span.events
-        ]
-        links = [
-            {
-                "trace_id": link.trace_id.hex(),
-                "span_id": link.span_id.hex(),
-                "attributes": attributes(link.attributes),
-            }
-            for link in span.links
-        ]
-        batch.spans.append(
-            {
-                "span_id": span_id,
-                "trace_id": trace_id,
-                "parent_span_id": span.parent_span_id.hex() or None,
-                "name": span.name,
-                "kind": span.kind,
-                "service": service,
-                "scope": scope_name,
-                "start_ns": span.start_time_unix_nano,
-                "end_ns": span.end_time_unix_nano,
-                "status_code": span.status.code,
-                "status_message": span.status.message or None,
-                "attributes": _dumps(attrs),
-                "events": _dumps(events),
-                "links": _dumps(links),
-                "resource": resource_json,
-                "received_ns": received_ns,
-            }
-        )
-        _rag_and_scores(batch, attrs, evals, chunks, events, span, span_id, trace_id, service)
+        marks = len(batch.spans), len(batch.rag_records), len(batch.scores)
+        try:
+            _span_rows(batch, span, span_id, trace_id, service, scope_name, resource_json, received_ns)
+        except Exception as exc:
+            # A bug or an input we did not foresee costs this span only, never the batch.
+            # Drop whatever the span had added, so that no half of it is stored.
+            del batch.spans[marks[0] :], batch.rag_records[marks[1] :], batch.scores[marks[2] :]
+            batch.reject(1, f"span {span_id}: not convertible: {type(exc).__name__}: {_short(exc)}")
+            continue
+        if kept is not None:
+            kept.append(span)
     return batch
+
+
+def _span_rows(
+    batch: Batch,
+    span: Span,
+    span_id: str,
+    trace_id: str,
+    service: str | None,
+    scope_name: str | None,
+    resource_json: str,
+    received_ns: int,
+) -> None:
+    """Append one valid span's rows (span, RAG record, scores) to ``batch``."""
+    attrs, documents, evals = _span_attributes(span.attributes)
+    chunks: list[dict[str, Any]] | None = None
+    if attrs.get(semconv.RAGTRACE_ROLE) == semconv.ROLE_RAG:
+        # A RAG span's documents are stored once, in rag_records.chunks, not again in spans.attributes.
+        chunks = _chunks(documents)
+    elif documents:
+        attrs.update(documents)
+    events = [
+        {
+            "time_ns": e.time_unix_nano,
+            "name": e.name,
+            "attributes": attributes(e.attributes),
+        }
+        for e in span.events
+    ]
+    links = [
+        {
+            "trace_id": link.trace_id.hex(),
+            "span_id": link.span_id.hex(),
+            "attributes": attributes(link.attributes),
+        }
+        for link in span.links
+    ]
+    batch.spans.append(
+        {
+            "span_id": span_id,
+            "trace_id": trace_id,
+            "parent_span_id": span.parent_span_id.hex() or None,
+            "name": span.name,
+            "kind": span.kind,
+            "service": service,
+            "scope": scope_name,
+            "start_ns": span.start_time_unix_nano,
+            "end_ns": span.end_time_unix_nano,
+            "status_code": span.status.code,
+            "status_message": span.status.message or None,
+            "attributes": _dumps(attrs),
+            "events": _dumps(events),
+            "links": _dumps(links),
+            "resource": resource_json,
+            "received_ns": received_ns,
+        }
+    )
+    _rag_and_scores(batch, attrs, evals, chunks, events, span, span_id, trace_id, service)
 
 
 _MAX_SQLITE_INTEGER = 2**63 - 1

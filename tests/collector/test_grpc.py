@@ -13,6 +13,7 @@ from opentelemetry.sdk.trace.export import SpanExportResult
 from ragtrace_collector._grpc import SERVICE_NAME
 from ragtrace_collector._server import Collector
 
+from ragtrace import semconv
 from tests.collector._spans import SpanFactory, count, otlp_bytes, start_collector
 
 
@@ -90,3 +91,41 @@ def test_token_is_checked(tmp_path: Path) -> None:
         assert count(running.config.db, "rag_records") == 1
     finally:
         running.stop()
+
+
+def test_a_span_the_decoder_cannot_convert_is_a_partial_success(
+    collector: Collector, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ragtrace_collector import _otlp
+
+    assert collector.grpc_port is not None
+    real = _otlp._rag_and_scores
+
+    def failing(batch: _otlp.Batch, attrs: dict, *args: object) -> None:  # type: ignore[type-arg]
+        real(batch, attrs, *args)  # type: ignore[arg-type]
+        if attrs.get(semconv.INPUT_VALUE) == "doomed":
+            raise RuntimeError("unforeseen")
+
+    monkeypatch.setattr(_otlp, "_rag_and_scores", failing)
+    factory = SpanFactory()
+    factory.rag(query="doomed")
+    factory.rag(query="good")
+    reply = _raw_export(collector.grpc_port, otlp_bytes(factory.all()))
+    assert reply.partial_success.rejected_spans == 1
+    assert "RuntimeError: unforeseen" in reply.partial_success.error_message
+    assert count(collector.config.db, "spans") == 3
+    assert count(collector.config.db, "rag_records") == 1
+
+
+def test_a_non_ascii_digit_in_a_document_key_is_not_an_error(collector: Collector) -> None:
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
+    assert collector.grpc_port is not None
+    factory = SpanFactory()
+    factory.rag()
+    request = encode_spans(factory.all())
+    odd = request.resource_spans[0].scope_spans[0].spans[1]
+    odd.attributes.add(key="retrieval.documents.\u00b9.document.id").value.string_value = "x"
+    reply = _raw_export(collector.grpc_port, request.SerializeToString())
+    assert not reply.HasField("partial_success")
+    assert count(collector.config.db, "spans") == 2

@@ -310,3 +310,35 @@ def test_metrics_exports_are_answered_as_not_stored(collector: Collector) -> Non
     assert "stores spans, not metrics" in partial.error_message
     assert httpx.post(url, content=b"\xff\xff", headers={"Content-Type": "application/x-protobuf"}).status_code == 400
     assert count(collector.config.db, "spans") == 0
+
+
+def test_a_non_ascii_digit_in_a_document_key_is_stored_not_a_500(collector: Collector) -> None:
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
+    factory = SpanFactory()
+    factory.rag()
+    request = encode_spans(factory.all())
+    odd = request.resource_spans[0].scope_spans[0].spans[0]
+    odd.attributes.add(key="retrieval.documents.\u00b2.document.content").value.string_value = "x"
+    reply = httpx.post(_url(collector), content=request.SerializeToString(), headers=PB)
+    assert reply.status_code == 200
+    assert not ExportTraceServiceResponse.FromString(reply.content).HasField("partial_success")
+    assert count(collector.config.db, "spans") == 2
+
+
+def test_a_span_the_decoder_cannot_convert_is_a_partial_success(
+    collector: Collector, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ragtrace_collector import _otlp
+
+    def failing(batch: object, attrs: dict, *args: object) -> None:  # type: ignore[type-arg]
+        raise RuntimeError("unforeseen")
+
+    monkeypatch.setattr(_otlp, "_rag_and_scores", failing)
+    factory = SpanFactory()
+    factory.rag()
+    reply = httpx.post(_url(collector), content=otlp_bytes(factory.all()), headers=PB)
+    assert reply.status_code == 200
+    parsed = ExportTraceServiceResponse.FromString(reply.content)
+    assert parsed.partial_success.rejected_spans == 2
+    assert "RuntimeError: unforeseen" in parsed.partial_success.error_message

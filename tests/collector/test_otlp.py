@@ -208,3 +208,66 @@ def test_times_past_sqlite_integers_are_rejected_not_crashing_the_store(tmp_path
         store.write(batch)
     finally:
         store.close()
+
+
+@pytest.mark.parametrize("digit", ["\u00b2", "\u0663", "\uff11"])  # superscript two, Arabic-Indic three, fullwidth one
+def test_a_non_ascii_digit_in_a_document_key_is_an_ordinary_attribute(digit: str) -> None:
+    factory = SpanFactory()
+    factory.rag()
+    span = factory.all()[-1]
+    key = f"{semconv.RETRIEVAL_DOCUMENTS}.{digit}.{semconv.DOCUMENT_CONTENT}"
+    request = encode_spans([span])
+    request.resource_spans[0].scope_spans[0].spans[0].attributes.add(key=key).value.string_value = "odd"
+
+    batch = decode_protobuf(request.SerializeToString(), 0)
+
+    assert batch.rejected == 0
+    assert json.loads(batch.spans[0]["attributes"])[key] == "odd"
+    assert len(json.loads(batch.rag_records[0]["chunks"])) == 2  # the real documents, not a third
+
+
+def test_a_span_that_fails_to_convert_costs_that_span_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ragtrace_collector import _otlp
+
+    factory = SpanFactory()
+    factory.rag(query="doomed query")
+    factory.rag(query="good query")
+    body = otlp_bytes(factory.all())
+    real = _otlp._rag_and_scores
+
+    def failing(batch: _otlp.Batch, attrs: dict, *args: object, **kwargs: object) -> None:  # type: ignore[type-arg]
+        real(batch, attrs, *args, **kwargs)  # type: ignore[arg-type]
+        if attrs.get(semconv.INPUT_VALUE) == "doomed query":
+            raise RuntimeError("a bug in the decoder")
+
+    monkeypatch.setattr(_otlp, "_rag_and_scores", failing)
+    for batch in (decode_protobuf(body, 0), decode_json(_otlp_json(factory.all()), 0)):
+        assert batch.rejected == 1
+        assert "RuntimeError: a bug in the decoder" in batch.error_message
+        # Nothing of the failed span is kept: neither its span row nor the record it had already added.
+        assert [r["query"] for r in batch.rag_records] == ["good query"]
+        assert len(batch.spans) == 3
+    assert len(salvage_request(body).resource_spans[0].scope_spans[0].spans) == 3
+    assert len(json_request(_otlp_json(factory.all())).resource_spans[0].scope_spans[0].spans) == 3
+
+
+def test_spans_with_bad_ids_or_times_are_not_forwarded_from_a_body_that_parses() -> None:
+    factory = SpanFactory()
+    factory.rag()
+    request = encode_spans(factory.all())
+    spans = request.resource_spans[0].scope_spans[0].spans
+    zero_trace = spans.add()
+    zero_trace.CopyFrom(spans[0])
+    zero_trace.trace_id = b"\0" * 16
+    short_id = spans.add()
+    short_id.CopyFrom(spans[0])
+    short_id.span_id = b"\4" * 4
+    late = spans.add()
+    late.CopyFrom(spans[0])
+    late.span_id = b"\5" * 8
+    late.end_time_unix_nano = 2**64 - 1
+    body = request.SerializeToString()
+
+    assert decode_protobuf(body, 0).rejected == 3
+    forwarded = salvage_request(body).resource_spans[0].scope_spans[0].spans
+    assert list(forwarded) == list(spans[:2])
