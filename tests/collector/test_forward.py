@@ -78,3 +78,38 @@ def test_traces_url() -> None:
     assert traces_url("https://x/v1/traces") == "https://x/v1/traces"
     with pytest.raises(ConfigurationError, match="--forward"):
         traces_url("phoenix:6006")
+
+
+class _Payloads:
+    def __init__(self) -> None:
+        self.payloads: list[bytes] = []
+
+    def submit(self, payload: bytes) -> None:
+        self.payloads.append(payload)
+
+
+async def test_only_the_accepted_spans_are_forwarded(tmp_path: Path) -> None:
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+    from ragtrace_collector._pipeline import Pipeline
+    from ragtrace_collector._store import Store
+
+    factory = SpanFactory()
+    factory.rag()
+    request = encode_spans(factory.all())
+    spans = request.resource_spans[0].scope_spans[0].spans
+    bad = spans.add()
+    bad.CopyFrom(spans[0])
+    bad.trace_id = b"\0" * 16  # the body parses; this span is rejected
+    sink = _Payloads()
+    store = Store(tmp_path / "c.db", checkpoints=False)
+    pipeline = Pipeline(store, forwarder=sink)
+    try:
+        batch = await pipeline.accept_protobuf(request.SerializeToString())
+    finally:
+        pipeline.close()
+        store.close()
+    assert batch.rejected == 1
+    (payload,) = sink.payloads
+    forwarded = ExportTraceServiceRequest.FromString(payload).resource_spans[0].scope_spans[0].spans
+    assert list(forwarded) == list(spans[:2])
