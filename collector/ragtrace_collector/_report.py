@@ -129,7 +129,9 @@ def _connect(source: object) -> Iterator[sqlite3.Connection]:
         raise TypeError(f"report source must be a path, a sqlite_utils.Database or a Store, not {type(source)!r}")
     if not Path(path).exists():
         raise ConfigurationError(f"store {path} does not exist; pass the --db file the collector writes")
-    conn = sqlite3.connect(f"file:{Path(path).resolve()}?mode=ro", uri=True, timeout=30.0)
+    # as_uri() percent-encodes the path: a "#", "?" or "%" in a file name would otherwise end the path part of
+    # the URI and open (or create) another file.
+    conn = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True, timeout=30.0)
     try:
         yield conn
     finally:

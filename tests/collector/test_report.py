@@ -227,3 +227,17 @@ def test_page_routes_serve_html_markdown_and_reject_bad_input(store: Store) -> N
         assert markdown.headers["content-type"].startswith("text/markdown")
         assert "threshold 0.2" in markdown.text
         assert client.get("/", params={"threshold": "lots"}).status_code == 400
+
+
+@pytest.mark.parametrize("name", ["run#1.db", "a?b.db", "100%25.db", "with space.db"])
+def test_a_store_whose_name_has_uri_characters_is_read_not_another_file(tmp_path: Path, name: str) -> None:
+    path = tmp_path / name
+    s = Store(path)
+    seed(s)
+    s.close()
+    assert summary(path).records == 4
+    app = Starlette(routes=page_routes(path))
+    with TestClient(app) as client:
+        assert "Records: 4 (3 scored)" in client.get("/", params={"format": "markdown"}).text
+    # No stray file opened beside it (only the store and its WAL files).
+    assert {p.name for p in tmp_path.iterdir()} <= {name, f"{name}-wal", f"{name}-shm"}
