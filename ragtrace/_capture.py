@@ -58,7 +58,8 @@ REDACT_MARGIN = 1024
 
 A long text is cut before redaction so a 10 MB chunk costs a bounded amount of work; the margin
 lets a pattern that straddles the bound (a card number, an e-mail) still be seen whole by the hook
-and not leak as a fragment."""
+and not leak as a fragment. A pattern cut by that first cut ends up in the last ``REDACT_MARGIN``
+characters of the hook's result, which are never kept (see ``prepare_text``)."""
 
 REDACTION_FAILED = "[ragtrace: redaction failed]"
 """Replaces a text when the ``redact`` hook raised or did not return a str: unredacted text is never kept."""
@@ -191,14 +192,29 @@ def prepare_text(text: str, settings: CaptureSettings) -> tuple[str, bool]:
 
     This is the one form a captured text is kept in: the record takes a prefix of it, the export
     another (see ``export_text``). Cost is bounded by the keep length, whatever the input size.
+
+    With a hook, a text longer than the keep length plus ``REDACT_MARGIN`` is cut there, redacted, and
+    the last ``REDACT_MARGIN`` characters of the hook's result are dropped: a pattern (of at most
+    ``REDACT_MARGIN`` characters) cut in two by that first cut is never kept, even when the hook
+    shortened the text before it. The text kept is then shorter than the keep length by as much as the
+    hook shortened it.
     """
     keep = settings.keep_length
     hook = settings.redact
     cut = False
     if hook is not None:
-        if len(text) > keep + REDACT_MARGIN:
-            text, cut = text[: keep + REDACT_MARGIN], True
-        text = _redact(hook, text)
+        window = keep + REDACT_MARGIN
+        if len(text) > window:
+            text, cut = _redact(hook, text[:window]), True
+            if text is not REDACTION_FAILED:
+                # A pattern straddling the window's end reached the hook as a fragment it could not
+                # match, and stays unredacted at the very end of its result. When the hook shortened
+                # the text, that fragment would slide inside ``keep``: nothing of the result's last
+                # REDACT_MARGIN characters is kept, so it cannot (the text is shorter than ``keep``).
+                safe = max(len(text) - REDACT_MARGIN, 0)
+                return text[: min(keep, safe)], True
+        else:
+            text = _redact(hook, text)
     if len(text) > keep:
         text, cut = text[:keep], True
     return text, cut

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -305,6 +306,36 @@ def test_a_raising_redact_hook_hides_the_text_and_the_call_succeeds(
     assert (span.attributes or {})[semconv.INPUT_VALUE] == REDACTION_FAILED
     assert not any("secret" in v for s in exporter.get_finished_spans() for v in text_values(s))
     assert take(span, records).texts == [REDACTION_FAILED]
+
+
+def _hide_emails(text: str) -> str:
+    return re.sub(r"[\w.]+@\w+\.com", "[email]", text)
+
+
+@pytest.mark.parametrize("bound", [65536, 8192])
+def test_an_address_split_by_the_cut_before_redaction_is_neither_recorded_nor_exported(
+    exporter: InMemorySpanExporter, records: RecordStore, bound: int
+) -> None:
+    # Each entry shrinks by 15 characters, so the text before the cut made ahead of the hook shrinks
+    # by far more than the margin; the last address is split by that cut.
+    _capture.set_settings(CaptureSettings(redact=_hide_emails, max_record_chunk_length=bound))
+    entry = "From: user@example.com said hello. "
+    cut_at = bound + _capture.REDACT_MARGIN
+    text = entry * (cut_at // len(entry)) + " john.doe.private@example.com rest"
+    assert text.index("john") < cut_at <= text.index(".com rest")
+
+    @ragtrace.rag
+    def ask(q: str) -> str:
+        ragtrace.record(chunks=[text])
+        return "a"
+
+    ask("q")
+    span = rag_span(exporter)
+    exported = (span.attributes or {})[DOC(0, semconv.DOCUMENT_CONTENT)]
+    assert "john" not in exported and "@" not in exported
+    assert exported.endswith(MARKER)
+    [kept] = take(span, records).texts
+    assert "john" not in kept and "@" not in kept
 
 
 # --------------------------------------------------------------------------------------------------

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ragtrace import semconv
-from ragtrace._capture import CaptureSettings, export_text, prepare_text
+from ragtrace._capture import REDACT_MARGIN, CaptureSettings, export_text, prepare_text
 from ragtrace._chunks import normalize_chunks, to_text
 
 MARKER = semconv.TRUNCATION_MARKER
@@ -68,3 +69,41 @@ def test_export_is_cut_and_marked_exactly_when_something_is_missing(text: str, c
 def test_bytes_decode_to_the_same_prefix_as_a_full_decode(data: bytes, limit: int) -> None:
     full = data.decode("utf-8", errors="replace")
     assert to_text(data, limit) == full[:limit]
+
+
+# Redaction of a text cut before the hook: a secret is "<digits>", filler has no "<" and no digit, so
+# any "<" or digit in what is kept is (part of) a secret the hook did not see whole.
+_SECRET = re.compile(r"<\d*>")
+_filler = st.text(alphabet="ab .", min_size=1, max_size=400)
+_secret = st.integers(0, REDACT_MARGIN - 2).map(lambda n: "<" + "7" * n + ">")  # fits in the margin
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    pieces=st.lists(st.one_of(_filler, _secret), min_size=1, max_size=12),
+    keep=st.integers(1, 64),
+    placeholder=st.sampled_from(["", "#", "[secret]"]),
+)
+def test_no_fragment_of_a_secret_is_kept_whatever_the_hook_removes(
+    pieces: list[str], keep: int, placeholder: str
+) -> None:
+    capture = CaptureSettings(
+        max_attribute_length=keep, max_record_chunk_length=keep, redact=lambda t: _SECRET.sub(placeholder, t)
+    )
+    text = "".join(pieces)
+    kept, cut = prepare_text(text, capture)
+    assert "<" not in kept and "7" not in kept
+    assert len(kept) <= keep
+    if not cut:
+        assert kept == _SECRET.sub(placeholder, text)
+
+
+def test_the_reviewers_e_mail_is_not_kept_half_redacted() -> None:
+    # 1901 addresses shrink by 15 characters each: far more than the margin before the first cut,
+    # where the last address is split in two.
+    capture = CaptureSettings(redact=lambda t: re.sub(r"[\w.]+@\w+\.com", "[email]", t))
+    text = "From: user@example.com said hello. " * 1901 + " john.doe.private@example.com rest"
+    kept, cut = prepare_text(text, capture)
+    assert cut
+    assert "john" not in kept and "@" not in kept
+    assert kept.startswith("From: [email] said hello. From: [email]")
