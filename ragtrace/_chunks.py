@@ -185,16 +185,18 @@ def _is_collection(value: object) -> bool:
     return _fields(value) is None
 
 
-def normalize_chunks(value: object, settings: CaptureSettings) -> Normalized:
-    """Normalise a retriever's result (one chunk or a collection of chunks) into at most
-    ``settings.max_record_chunks`` chunks; ``total`` counts every non-None item of a collection.
+def normalize_chunks(value: object, settings: CaptureSettings, limit: int | None = None) -> Normalized:
+    """Normalise a retriever's result (one chunk or a collection of chunks) into at most ``limit``
+    (default ``settings.max_record_chunks``) chunks; ``total`` counts every non-None item of a collection.
 
-    Never raises; never consumes a one-shot iterator (``total`` is 0 for one). A collection whose
-    iteration fails part-way keeps the chunks read before the failure.
+    Items beyond ``limit`` are counted, never read or redacted. Never raises; never consumes a one-shot
+    iterator (``total`` is 0 for one). A collection whose iteration fails part-way keeps the chunks read
+    before the failure.
     """
     if value is None:
         return Normalized((), 0)
-    limit = settings.max_record_chunks
+    if limit is None:
+        limit = settings.max_record_chunks
     try:
         collection = _is_collection(value)
     except Exception:

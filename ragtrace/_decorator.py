@@ -196,7 +196,11 @@ def record(
     settings = state.settings
     prepared = {name: _text(value, settings) for name, value in (("query", query), ("answer", answer))}
     ref = _text(reference, settings)
-    normalized = normalize_chunks(chunks, settings) if chunks is not None else None
+    normalized = None
+    if chunks is not None:
+        # Chunks past the bound are only counted (a racy read: add_chunks enforces the bound anyway).
+        room = max(settings.max_record_chunks - len(state.chunks), 0)
+        normalized = normalize_chunks(chunks, settings, room)
     with state.lock:
         if prepared["query"] is not None:
             state.query = prepared["query"]
@@ -314,10 +318,10 @@ class _Call:
             if spec.role == semconv.ROLE_RETRIEVE:
                 # Each yielded item is one chunk (a (text, score) pair too); chunks= may turn it into many.
                 value = _apply(spec, "chunks", spec.chunks, item) if spec.chunks else [item]
-                normalized = normalize_chunks(value, settings)
-                room = settings.max_record_chunks - len(self.stream_chunks)
-                if room > 0:
-                    self.stream_chunks.extend(normalized.chunks[:room])
+                # Once the bound is reached, items are only counted: not read, not redacted.
+                room = max(settings.max_record_chunks - len(self.stream_chunks), 0)
+                normalized = normalize_chunks(value, settings, room)
+                self.stream_chunks.extend(normalized.chunks)
                 self.stream_total += normalized.total
                 return
             piece = _apply(spec, "answer", spec.answer, item) if spec.answer else item

@@ -398,6 +398,34 @@ def test_ten_thousand_chunks_keep_a_bounded_number(exporter: InMemorySpanExporte
     assert len(record.chunks) == bound and record.chunks[-1].id == str(bound - 1)
 
 
+def test_chunks_past_the_bound_are_counted_but_never_redacted(exporter: InMemorySpanExporter) -> None:
+    seen: list[str] = []
+
+    def hook(text: str) -> str:
+        seen.append(text)
+        return text
+
+    _capture.set_settings(CaptureSettings(redact=hook, max_record_chunks=3))
+
+    @ragtrace.retrieve
+    def streamed(q: str) -> Iterator[str]:
+        for i in range(100):
+            yield f"streamed {i}"
+
+    @ragtrace.rag
+    def app(q: str) -> str:
+        list(streamed(q))
+        for i in range(100):
+            ragtrace.record(chunks=f"recorded {i}")
+        return "a"
+
+    app("q")
+    assert sorted(t for t in seen if t.startswith("streamed")) == [f"streamed {i}" for i in range(3)]
+    assert [t for t in seen if t.startswith("recorded")] == []  # the retriever's chunks filled the bound
+    counts = {s.name: (s.attributes or {})[semconv.RAGTRACE_CHUNK_COUNT] for s in exporter.get_finished_spans()}
+    assert counts == {"streamed": 100, "app": 200}
+
+
 def test_the_chunk_bound_holds_across_retrievers(exporter: InMemorySpanExporter, records: RecordStore) -> None:
     _capture.set_settings(CaptureSettings(max_record_chunks=3))
 
