@@ -1,7 +1,7 @@
 """Tolerant reading of a judge's JSON reply.
 
 Endpoints that honour a JSON schema return exactly the object asked for; JSON-mode and plain replies
-wrap it in prose, code fences or trailing commentary. ``extract_json`` finds the object anyway, and
+wrap it in prose, code fences or trailing commentary. ``json_candidates`` finds the object anyway, and
 the ``as_*`` helpers coerce loosely typed fields ("yes", "1", 0.8 as "0.8"). Whatever cannot be
 read raises ``ReplyParseError`` with the reason; nothing here guesses a value that is not in the reply.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -19,87 +19,146 @@ T = TypeVar("T")
 _FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
 _TRUE_WORDS = frozenset({"true", "yes", "y", "1", "correct", "relevant", "supported"})
 _FALSE_WORDS = frozenset({"false", "no", "n", "0", "incorrect", "irrelevant", "unsupported"})
+# An item number as the prompt writes it ("[chunk 3]") or bare ("3", "#3").
+_INDEX = re.compile(r"\s*\[?\s*(?:[a-z]+\s*)?#?\s*(\d+)\s*\]?\s*", re.IGNORECASE)
 
 
 class ReplyParseError(ValueError):
     """The reply does not hold what the step asked for; the message says what is wrong."""
 
 
-def extract_json(text: str | None) -> Any:
-    """The first JSON object or array in ``text``: the whole text, a fenced block, or a balanced span.
+def json_candidates(text: str | None) -> list[Any]:
+    """Every JSON object or array ``text`` holds, most likely first; raise when there is none.
 
-    Raises ``ReplyParseError`` when the text holds no parseable JSON value.
+    The whole text when it is JSON; else the fenced blocks and the top-level balanced spans that
+    parse, objects before arrays (every step asks for an object: a bracketed ``[1]`` in the prose
+    before the reply is a citation, not the answer), each kind in text order. Spans nested in
+    another span are not candidates of their own: an inner object is a part of the reply, not a reply.
     """
     if text is None or not text.strip():
         raise ReplyParseError("empty reply")
     stripped = text.strip()
-    candidates = [stripped, *(m.group(1).strip() for m in _FENCE.finditer(stripped))]
+    whole = _loads(stripped)
+    if whole is not None:
+        return [whole]
+    found: list[Any] = []
+    for candidate in [*(m.group(1).strip() for m in _FENCE.finditer(stripped)), *_balanced_spans(stripped)]:
+        value = _loads(candidate)
+        if value is not None and value not in found:
+            found.append(value)
+    if not found:
+        preview = stripped[:80].replace("\n", " ")
+        raise ReplyParseError(f"no JSON object in reply: {preview!r}")
+    return [v for v in found if isinstance(v, dict)] + [v for v in found if isinstance(v, list)]
+
+
+def extract_json(text: str | None) -> Any:
+    """The most likely JSON object or array in ``text`` (the first of ``json_candidates``)."""
+    return json_candidates(text)[0]
+
+
+def read_first(candidates: Sequence[Any], read: Callable[[Any], T]) -> T:
+    """``read`` of the first candidate it accepts; the first candidate's error when it accepts none.
+
+    ``read`` checks the shape the step asked for, so a stray JSON value in the prose is passed over
+    for the reply that has that shape.
+    """
+    first_error: ReplyParseError | None = None
     for candidate in candidates:
         try:
-            return json.loads(candidate)
-        except ValueError:
-            continue
-    for span in _balanced_spans(stripped):
-        try:
-            return json.loads(span)
-        except ValueError:
-            continue
-    preview = stripped[:80].replace("\n", " ")
-    raise ReplyParseError(f"no JSON object in reply: {preview!r}")
+            return read(candidate)
+        except ReplyParseError as error:
+            first_error = first_error or error
+    raise first_error or ReplyParseError("no JSON object in reply")
+
+
+def _loads(text: str) -> Any:
+    """``text`` parsed when it is a JSON object or array, else None."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, (dict, list)) else None
 
 
 def _balanced_spans(text: str) -> Iterable[str]:
-    """Every span from an opening brace/bracket to its matching closer, outermost first, in order."""
+    """Every top-level span from an opening brace/bracket to its matching closer, in order.
+
+    After a balanced span the scan goes on past its end (parseable or not), so nested spans are
+    never yielded on their own.
+    """
     closers = {"{": "}", "[": "]"}
-    for start, char in enumerate(text):
-        if char not in closers:
+    start = 0
+    while start < len(text):
+        end = _matching_end(text, start, closers) if text[start] in closers else None
+        if end is None:
+            start += 1
             continue
-        stack: list[str] = []
-        in_string = False
-        escaped = False
-        for end in range(start, len(text)):
-            c = text[end]
-            if in_string:
-                if escaped:
-                    escaped = False
-                elif c == "\\":
-                    escaped = True
-                elif c == '"':
-                    in_string = False
-                continue
-            if c == '"':
-                in_string = True
-            elif c in closers:
-                stack.append(closers[c])
-            elif c in "}]":
-                if not stack or stack.pop() != c:
-                    break
-                if not stack:
-                    yield text[start : end + 1]
-                    break
+        yield text[start : end + 1]
+        start = end + 1
+
+
+def _matching_end(text: str, start: int, closers: Mapping[str, str]) -> int | None:
+    """Index of the closer matching the opener at ``start`` (strings respected), None when unbalanced."""
+    stack: list[str] = []
+    in_string = False
+    escaped = False
+    for end in range(start, len(text)):
+        c = text[end]
+        if in_string:
+            if escaped:
+                escaped = False
+            elif c == "\\":
+                escaped = True
+            elif c == '"':
+                in_string = False
+            continue
+        if c == '"':
+            in_string = True
+        elif c in closers:
+            stack.append(closers[c])
+        elif c in "}]":
+            if not stack or stack.pop() != c:
+                return None
+            if not stack:
+                return end
+    return None
 
 
 def pick(obj: Any, *names: str) -> Any:
-    """The first of ``names`` present in the mapping ``obj`` (judges vary key spelling), else raise.
+    """The value of the first of ``names`` in the mapping ``obj`` (any letter case), else raise.
 
-    When ``obj`` is not a mapping but a bare list and exactly one name is asked for a list, the list
-    itself is returned (a model that answered ``[...]`` instead of ``{"claims": [...]}``).
+    Nothing else stands in for a missing field: an item ``{"claim": 1}`` has no verdict, whatever
+    its one key holds.
     """
-    if isinstance(obj, Mapping):
-        for name in names:
-            if name in obj:
-                return obj[name]
-        lowered = {str(k).lower(): v for k, v in obj.items()}
-        for name in names:
-            if name.lower() in lowered:
-                return lowered[name.lower()]
-        if len(obj) == 1:
-            # A single-key object whose key is misspelt still carries the one thing asked for.
-            return next(iter(obj.values()))
-        raise ReplyParseError(f"reply has none of the fields {list(names)}: keys {sorted(map(str, obj))}")
+    if not isinstance(obj, Mapping):
+        raise ReplyParseError(f"expected a JSON object with {list(names)}, got {type(obj).__name__}")
+    for name in names:
+        if name in obj:
+            return obj[name]
+    lowered = {str(k).lower(): v for k, v in obj.items()}
+    for name in names:
+        if name.lower() in lowered:
+            return lowered[name.lower()]
+    raise ReplyParseError(f"reply has none of the fields {list(names)}: keys {sorted(map(str, obj))}")
+
+
+def pick_list(obj: Any, *names: str) -> list[Any]:
+    """The list a reply holds under one of ``names``; raise when there is none.
+
+    Two shapes are read as meant: a bare list (a model that answered ``[...]`` instead of
+    ``{"claims": [...]}``) and an object whose only field is a list under another name (a misspelt
+    wrapper). The items are still read one by one, so neither shape lets a value be made up.
+    """
     if isinstance(obj, list):
         return obj
-    raise ReplyParseError(f"expected a JSON object with {list(names)}, got {type(obj).__name__}")
+    try:
+        return as_list(pick(obj, *names), names[0])
+    except ReplyParseError:
+        only = list(obj.values()) if isinstance(obj, Mapping) else []
+        if len(only) == 1 and isinstance(only[0], list):
+            return only[0]
+        raise
 
 
 def as_list(value: Any, what: str) -> list[Any]:
@@ -151,15 +210,15 @@ def as_number(value: Any, what: str, *, low: float, high: float) -> float:
 
 
 def as_index(value: Any, what: str) -> int:
-    """An integer index (``3``, ``"3"``, ``3.0``); raise otherwise."""
+    """An integer index (``3``, ``"3"``, ``3.0``, ``"#3"``, ``"chunk 3"``, ``"[chunk 3]"``); raise otherwise."""
     if isinstance(value, bool):
         raise ReplyParseError(f"{what} is a boolean, not an index")
     if isinstance(value, int):
         return value
     if isinstance(value, float) and value.is_integer():
         return int(value)
-    if isinstance(value, str) and value.strip().lstrip("#").isdigit():
-        return int(value.strip().lstrip("#"))
+    if isinstance(value, str) and (match := _INDEX.fullmatch(value)):
+        return int(match.group(1))
     raise ReplyParseError(f"{what} is not an index: {value!r}")
 
 
@@ -198,10 +257,11 @@ def align(
 
 
 def index_set(value: Any, count: int, what: str) -> set[int]:
-    """A set of valid 1-based indices from a list (out-of-range and unreadable entries are dropped).
+    """The 1-based indices a field lists: a list of indices, one index, or null for none.
 
-    Dropping is safe here: the list names chunks that support a claim, and an index that names no
-    chunk carries no verdict about any real chunk.
+    An index outside 1..count is dropped: it names no chunk, so it carries no verdict about any
+    real chunk. Anything else that is not an index (``true``, a word) raises: reading it as "no
+    chunk" would turn an unread verdict into "unsupported".
     """
     if value is None:
         return set()
@@ -209,10 +269,7 @@ def index_set(value: Any, count: int, what: str) -> set[int]:
         value = [value]
     result: set[int] = set()
     for raw in value:
-        try:
-            index = as_index(raw, what)
-        except ReplyParseError:
-            continue
+        index = as_index(raw, what)
         if 1 <= index <= count:
             result.add(index)
     return result

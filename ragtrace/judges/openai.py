@@ -54,12 +54,13 @@ from ragtrace.judges._parsing import (
     ReplyParseError,
     align,
     as_bool,
-    as_list,
     as_number,
     as_str,
-    extract_json,
     index_set,
+    json_candidates,
     pick,
+    pick_list,
+    read_first,
 )
 from ragtrace.metrics._base import REASON_UNPARSEABLE, Cost
 
@@ -478,10 +479,14 @@ class OpenAIJudge:
         """One chat step: call, parse with ``read``; ask again on an unreadable reply, then fail."""
         tally = _Tally()
         reason = ""
+
+        def read_reply(reply: _ChatReply) -> T:
+            # Every JSON value of the reply, most likely first: the first with the step's shape is read.
+            return read_first(json_candidates(reply.content), lambda obj: read(obj, reply))
+
         for _ in range(self._parse_retries + 1):
             try:
-                reply = await self._chat(prompt, user, tally, logprobs=logprobs)
-                value = read(extract_json(reply.content), reply)
+                value = read_reply(await self._chat(prompt, user, tally, logprobs=logprobs))
             except ReplyParseError as error:
                 reason = str(error)
                 continue
@@ -503,7 +508,7 @@ class OpenAIJudge:
 
         def read(obj: Any, _: _ChatReply) -> list[str]:
             claims: list[str] = []
-            for item in as_list(pick(obj, "claims", "statements"), "claims"):
+            for item in pick_list(obj, "claims", "statements"):
                 claim = as_str(pick(item, "claim", "text", "statement") if isinstance(item, Mapping) else item, "claim")
                 if claim not in claims:
                     claims.append(claim)
@@ -526,10 +531,16 @@ class OpenAIJudge:
         def read_item(item: Any) -> list[Verdict]:
             if not isinstance(item, Mapping):
                 raise ReplyParseError(f"verify result is not an object: {item!r}")
-            if "verdicts" in item and isinstance(item["verdicts"], list) and len(item["verdicts"]) == count:
-                return [_verdict_word(v) for v in item["verdicts"]]
-            supported = index_set(item.get("supported_by", item.get("supported")), count, "supported_by")
-            contradicted = index_set(item.get("contradicted_by", item.get("contradicted")), count, "contradicted_by")
+            if "verdicts" in item:
+                # The one other shape read as meant: a verdict word per chunk, in chunk order.
+                verdicts = item["verdicts"]
+                if not isinstance(verdicts, list) or len(verdicts) != count:
+                    raise ReplyParseError(f"verify result needs {count} verdicts, one per chunk: {item!r}")
+                return [_verdict_word(v) for v in verdicts]
+            # Both lists are required: a chunk missing from a list the reply does not hold is unread,
+            # and reading it as "neither" would report the claim as a hallucination.
+            supported = index_set(pick(item, "supported_by", "supported"), count, "supported_by")
+            contradicted = index_set(pick(item, "contradicted_by", "contradicted"), count, "contradicted_by")
             row: list[Verdict] = []
             for number in range(1, count + 1):
                 if number in supported and number not in contradicted:
@@ -541,7 +552,7 @@ class OpenAIJudge:
             return row
 
         def read(obj: Any, _: _ChatReply) -> list[list[Verdict]]:
-            items = as_list(pick(obj, "results", "claims", "verdicts"), "results")
+            items = pick_list(obj, "results", "claims", "verdicts")
             return align(items, len(claims), key="claim", read=read_item, what="claim")
 
         return await self._ask(_prompts.VERIFY, _prompts.render_verify(claims, chunks), read)
@@ -552,7 +563,7 @@ class OpenAIJudge:
             return JudgeReply(value=[])
 
         def read(obj: Any, _: _ChatReply) -> list[bool]:
-            items = as_list(pick(obj, "results", "claims"), "results")
+            items = pick_list(obj, "results", "claims")
             return align(
                 items,
                 len(claims),
@@ -569,7 +580,7 @@ class OpenAIJudge:
             return JudgeReply(value=[])
 
         def read(obj: Any, _: _ChatReply) -> list[bool]:
-            items = as_list(pick(obj, "results", "statements"), "results")
+            items = pick_list(obj, "results", "statements")
             return align(
                 items,
                 len(statements),
@@ -587,7 +598,7 @@ class OpenAIJudge:
 
         def read(obj: Any, _: _ChatReply) -> list[Question]:
             questions: list[Question] = []
-            for item in as_list(pick(obj, "questions"), "questions"):
+            for item in pick_list(obj, "questions"):
                 if not isinstance(item, Mapping):
                     raise ReplyParseError(f"question without its noncommittal flag: {item!r}")
                 questions.append(
@@ -641,7 +652,7 @@ class OpenAIJudge:
             return JudgeReply(value=[])
 
         def read(obj: Any, _: _ChatReply) -> list[float]:
-            items = as_list(pick(obj, "ratings", "chunks", "results"), "ratings")
+            items = pick_list(obj, "ratings", "chunks", "results")
             return align(
                 items,
                 len(chunks),
@@ -666,7 +677,7 @@ class OpenAIJudge:
         """Evaluation steps for the criteria (the caller caches them)."""
 
         def read(obj: Any, _: _ChatReply) -> list[str]:
-            steps = [as_str(s, "step") for s in as_list(pick(obj, "steps", "evaluation_steps"), "steps")]
+            steps = [as_str(s, "step") for s in pick_list(obj, "steps", "evaluation_steps")]
             if not steps:
                 raise ReplyParseError("reply has no steps")
             return steps

@@ -9,7 +9,18 @@ from typing import Any
 import pytest
 
 from ragtrace._stub_openai import StubOpenAIServer, _instance, _schema_of, embed_text
-from ragtrace.judges._parsing import ReplyParseError, align, as_bool, as_number, extract_json, index_set, pick
+from ragtrace.judges._parsing import (
+    ReplyParseError,
+    align,
+    as_bool,
+    as_number,
+    extract_json,
+    index_set,
+    json_candidates,
+    pick,
+    pick_list,
+    read_first,
+)
 
 
 @pytest.mark.parametrize(
@@ -24,6 +35,9 @@ from ragtrace.judges._parsing import ReplyParseError, align, as_bool, as_number,
             {"text": 'a } brace and a " quote', "n": [1, {"m": 2}]},
         ),
         ('noise {not json} then {"ok": true}', {"ok": True}),
+        # A bracketed citation in the prose is not the reply: objects come before arrays.
+        ('Per the text [1], the claims are:\n{"claims": ["Paris"]}', {"claims": ["Paris"]}),
+        ("See [1] and [2]: [3]", [1]),
     ],
 )
 def test_extract_json_finds_the_object(text: str, expected: object) -> None:
@@ -36,13 +50,35 @@ def test_extract_json_refuses_what_is_not_json(text: str) -> None:
         extract_json(text)
 
 
-def test_pick_tolerates_key_spelling_and_bare_lists() -> None:
+def test_pick_tolerates_key_spelling_but_never_stands_in_another_field() -> None:
     assert pick({"Claims": [1]}, "claims") == [1]
     assert pick({"statements": [2]}, "claims", "statements") == [2]
-    assert pick({"whatever": [3]}, "claims") == [3]  # the single key carries the one thing asked
-    assert pick([4], "claims") == [4]
     with pytest.raises(ReplyParseError, match="none of the fields"):
         pick({"a": 1, "b": 2}, "claims")
+    # An item's one key is its index, not the verdict asked for.
+    with pytest.raises(ReplyParseError, match="none of the fields"):
+        pick({"claim": 1}, "correct", "supported", "verdict")
+    with pytest.raises(ReplyParseError, match="expected a JSON object"):
+        pick([4], "noncommittal")
+
+
+def test_pick_list_reads_a_bare_list_or_a_misspelt_wrapper() -> None:
+    assert pick_list({"claims": [1]}, "claims") == [1]
+    assert pick_list([4], "claims") == [4]
+    assert pick_list({"whatever": [3]}, "claims") == [3]  # the one list in the reply is the one asked for
+    with pytest.raises(ReplyParseError, match="none of the fields"):
+        pick_list({"whatever": 3}, "claims")
+    with pytest.raises(ReplyParseError, match="not a list"):
+        pick_list({"claims": "a"}, "claims")
+
+
+def test_candidates_are_top_level_objects_first_and_the_readable_one_wins() -> None:
+    text = 'Per [chunk 1] {"note": "x"} the reply: {"claims": ["a", {"inner": 1}]} [2]'
+    # The inner object is part of the reply, never a candidate of its own.
+    assert json_candidates(text) == [{"note": "x"}, {"claims": ["a", {"inner": 1}]}, [2]]
+    assert read_first(json_candidates(text), lambda obj: pick(obj, "claims")) == ["a", {"inner": 1}]
+    with pytest.raises(ReplyParseError, match="none of the fields"):
+        read_first(json_candidates(text), lambda obj: pick(obj, "questions"))
 
 
 def test_align_orders_by_index_and_reports_missing() -> None:
@@ -63,7 +99,12 @@ def test_loose_scalars() -> None:
         as_number(float("nan"), "r", low=0, high=1)
     with pytest.raises(ReplyParseError):
         as_number(True, "r", low=0, high=1)
-    assert index_set([1, "2", 2.0, 7, "x", None], 3, "chunks") == {1, 2}
+    assert index_set([1, "2", 2.0, 7, "#3", "[chunk 3]"], 3, "chunks") == {1, 2, 3}  # 7 names no chunk
+    assert index_set(None, 3, "chunks") == set()
+    assert index_set(2, 3, "chunks") == {2}
+    for unread in (True, "x", [1, None], [1, "chunk two"]):
+        with pytest.raises(ReplyParseError):
+            index_set(unread, 3, "chunks")
 
 
 def test_stub_reads_a_schema_stated_in_the_prompt() -> None:
