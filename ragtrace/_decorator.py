@@ -446,12 +446,20 @@ class _Call:
             truncated = self._complete_rag(attributes, query, result, streamed, failed)
         attributes[semconv.RAGTRACE_CONTENT_CAPTURED] = settings.capture_content
         attributes[semconv.RAGTRACE_CONTENT_TRUNCATED] = truncated
-        if len(attributes) > _REORDER_ABOVE:
+        if self._attribute_count() + len(attributes) > _REORDER_ABOVE:
             # An SDK whose attribute count limit is reached drops the oldest attributes first, so on a
             # large span the kind and role (what the scoring processor looks for) are set again, last.
             # Small spans skip it: every attribute set costs the SDK a validation.
             attributes.update(self.spec.start_attributes)
         self.span.set_attributes(attributes)
+
+    def _attribute_count(self) -> int:
+        """Attributes already on the span: the start attributes plus any the app set itself.
+
+        The OpenTelemetry API cannot read a span's attributes; the SDK's span (and most others) can.
+        """
+        on_span = getattr(self.span, "attributes", None)
+        return len(on_span) if isinstance(on_span, Mapping) else len(self.spec.start_attributes)
 
     def _complete_rag(
         self,

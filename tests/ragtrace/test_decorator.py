@@ -718,6 +718,32 @@ def test_role_and_kind_survive_the_sdk_attribute_count_limit(exporter: InMemoryS
     assert a[semconv.RAGTRACE_CHUNK_COUNT] == 50
 
 
+@pytest.mark.parametrize("limit", [32, 33, 40])
+@pytest.mark.parametrize("app_attributes", [0, 3])
+def test_role_and_kind_survive_any_limit_of_32_or_more_at_every_span_size(limit: int, app_attributes: int) -> None:
+    small = InMemorySpanExporter()
+    provider = TracerProvider(span_limits=SpanLimits(max_span_attributes=limit))
+    provider.add_span_processor(SimpleSpanProcessor(small))
+
+    @ragtrace.retrieve(tracer_provider=provider, data_source="index")
+    def search(q: str, n: int) -> list[dict[str, Any]]:
+        return [{"text": f"c{i}", "id": str(i), "score": 0.5, "metadata": {"f": i}} for i in range(n)]
+
+    @ragtrace.rag(tracer_provider=provider)
+    def bot(q: str, n: int) -> None:
+        for i in range(app_attributes):
+            trace.get_current_span().set_attribute(f"app.{i}", i)
+        search(q, n)
+
+    for n in range(13):  # 4 attributes a chunk: the spans cross the limit at every offset
+        bot("q", n)
+    for span in small.get_finished_spans():
+        a = attrs(span)
+        assert a.get(semconv.RAGTRACE_ROLE) in (semconv.ROLE_RAG, semconv.ROLE_RETRIEVE), (span.name, len(a))
+        assert semconv.OPENINFERENCE_SPAN_KIND in a, (span.name, len(a))
+    provider.shutdown()
+
+
 async def test_retrievers_in_tasks_inside_a_rag_call_are_gathered(exporter: InMemorySpanExporter) -> None:
     @ragtrace.rag
     async def fan_out(tag: str) -> str:
