@@ -86,18 +86,36 @@ async def _read_body(request: Request, limit: int) -> bytes:
     return b"".join(parts)
 
 
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
 def _gunzip(body: bytes, limit: int) -> bytes:
-    # Bounded decompression: a small gzip bomb must not become a huge allocation.
-    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
-    try:
-        data = inflater.decompress(body, limit + 1)
-    except zlib.error as exc:
-        raise _Reject(400, code_pb2.INVALID_ARGUMENT, f"body is not valid gzip: {exc}") from None
-    if len(data) > limit or inflater.unconsumed_tail:
-        raise _Reject(413, code_pb2.RESOURCE_EXHAUSTED, f"decompressed body is over the {limit}-byte limit")
-    if not inflater.eof:
-        raise _Reject(400, code_pb2.INVALID_ARGUMENT, "gzip body is truncated")
-    return data
+    """Every member of a gzip body, concatenated (RFC 1952 section 2.2: a gzip file is a series of members).
+
+    Raise 400 on broken, truncated or trailing non-gzip data (NUL padding after the last member is tolerated,
+    as gzip(1) and Python's gzip module do), 413 once the output passes ``limit``.
+    """
+    parts: list[bytes] = []
+    size = 0
+    rest = body
+    while True:
+        # Bounded decompression: a small gzip bomb must not become a huge allocation.
+        inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        try:
+            data = inflater.decompress(rest, limit + 1 - size)  # always >= 1: 0 would mean "no limit"
+        except zlib.error as exc:
+            raise _Reject(400, code_pb2.INVALID_ARGUMENT, f"body is not valid gzip: {exc}") from None
+        size += len(data)
+        if size > limit or inflater.unconsumed_tail:
+            raise _Reject(413, code_pb2.RESOURCE_EXHAUSTED, f"decompressed body is over the {limit}-byte limit")
+        if not inflater.eof:
+            raise _Reject(400, code_pb2.INVALID_ARGUMENT, "gzip body is truncated")
+        parts.append(data)
+        rest = inflater.unused_data
+        if not rest.strip(b"\0"):
+            return b"".join(parts)
+        if not rest.startswith(_GZIP_MAGIC):
+            raise _Reject(400, code_pb2.INVALID_ARGUMENT, f"{len(rest)} bytes of trailing data after the gzip body")
 
 
 def _encode(message: object, media_type: str) -> bytes:

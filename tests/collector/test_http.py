@@ -342,3 +342,50 @@ def test_a_span_the_decoder_cannot_convert_is_a_partial_success(
     parsed = ExportTraceServiceResponse.FromString(reply.content)
     assert parsed.partial_success.rejected_spans == 2
     assert "RuntimeError: unforeseen" in parsed.partial_success.error_message
+
+
+def test_a_gzip_body_of_several_members_is_read_whole(collector: Collector) -> None:
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
+    first, second = SpanFactory(), SpanFactory()
+    first.rag(query="first")
+    second.rag(query="second")
+    # Concatenated protobuf messages merge: two members, one export of both factories' spans.
+    body = gzip.compress(encode_spans(first.all()).SerializeToString()) + gzip.compress(
+        encode_spans(second.all()).SerializeToString()
+    )
+    reply = httpx.post(_url(collector), content=body, headers={**PB, "content-encoding": "gzip"})
+    assert reply.status_code == 200
+    assert count(collector.config.db, "rag_records") == 2
+
+
+def _one_export_gzipped() -> bytes:
+    factory = SpanFactory()
+    factory.rag()
+    return gzip.compress(otlp_bytes(factory.all()))
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "message"),
+    [
+        (_one_export_gzipped() + b"GARBAGE", 400, "trailing data"),
+        (_one_export_gzipped() + gzip.compress(b"more")[:-3], 400, "truncated"),
+        (gzip.compress(b"\x00" * (600 * 1024)) * 2, 413, "over the"),  # each member small, together over 1 MiB
+    ],
+)
+def test_gzip_trailing_garbage_truncation_and_size_count_over_all_members(
+    collector: Collector, body: bytes, status: int, message: str
+) -> None:
+    reply = httpx.post(_url(collector), content=body, headers={**PB, "content-encoding": "gzip"})
+    assert reply.status_code == status
+    assert message in status_pb2.Status.FromString(reply.content).message
+    assert count(collector.config.db, "spans") == 0
+
+
+def test_nul_padding_after_the_last_gzip_member_is_tolerated(collector: Collector) -> None:
+    factory = SpanFactory()
+    factory.rag()
+    body = gzip.compress(otlp_bytes(factory.all())) + b"\x00" * 16
+    reply = httpx.post(_url(collector), content=body, headers={**PB, "content-encoding": "gzip"})
+    assert reply.status_code == 200
+    assert count(collector.config.db, "spans") == 2
