@@ -16,6 +16,7 @@ The span is the current span only while the function's body runs, never across a
 
 from __future__ import annotations
 
+import codecs
 import functools
 import inspect
 import json
@@ -48,6 +49,7 @@ QuerySpec = str | Callable[..., Any] | None
 _RAG_KEY = otel_context.create_key("ragtrace.rag_call")
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
 _Text = tuple[str, bool]  # a prepared text and whether it was cut
+_UTF8_DECODER = codecs.getincrementaldecoder("utf-8")
 _REORDER_ABOVE = 32  # spans with more attributes than this set their kind and role again, last
 
 
@@ -247,6 +249,7 @@ class _Call:
 
     __slots__ = (
         "ctx",
+        "decoder",
         "parent",
         "parts",
         "parts_length",
@@ -272,6 +275,7 @@ class _Call:
         self.state: _RagState | None = None
         self.parts: list[str] = []
         self.parts_length = 0
+        self.decoder: codecs.IncrementalDecoder | None = None
         self.stream_chunks: list[CapturedChunk] = []
         self.stream_total = 0
         self.parent: _RagState | None = None
@@ -330,7 +334,14 @@ class _Call:
                 return
             if spec.answer is None and not isinstance(piece, (str, bytes)):
                 return  # e.g. a stream of SDK event objects: pass answer= to read them
-            text = to_text(piece, room)
+            if isinstance(piece, (bytes, bytearray, memoryview)):
+                # A byte stream may split a character across pieces: one decoder for the whole stream
+                # holds the first bytes until the rest arrives (4 bytes at most a character).
+                if self.decoder is None:
+                    self.decoder = _UTF8_DECODER(errors="replace")
+                text = self.decoder.decode(bytes(piece[: 4 * room]))[:room]
+            else:
+                text = to_text(piece, room)
             self.parts.append(text)
             self.parts_length += len(text)
         except Exception:
@@ -388,6 +399,8 @@ class _Call:
 
     def _answer(self, result: object, streamed: bool) -> _Text | None:
         if streamed:
+            if self.decoder is not None:
+                self.parts.append(self.decoder.decode(b"", final=True))  # a character cut off at the end
             return _text("".join(self.parts), self.settings) if self.parts else None
         spec = self.spec
         value = _apply(spec, "answer", spec.answer, result) if spec.answer else result

@@ -365,6 +365,29 @@ def test_generator_answer_callable_reads_stream_events(exporter: InMemorySpanExp
     assert attrs(only(exporter, semconv.ROLE_RAG))[semconv.OUTPUT_VALUE] == "one two"
 
 
+@pytest.mark.parametrize("size", [1, 2, 3, 5])
+def test_a_byte_stream_split_inside_a_character_is_decoded_whole(exporter: InMemorySpanExporter, size: int) -> None:
+    data = "Grüße, 日本 🙂".encode()
+
+    @ragtrace.generate
+    def stream(q: str) -> Iterator[bytes]:
+        for i in range(0, len(data), size):
+            yield data[i : i + size]
+
+    assert b"".join(stream("q")) == data
+    assert attrs(only(exporter, semconv.ROLE_GENERATE))[semconv.OUTPUT_VALUE] == "Grüße, 日本 🙂"
+
+
+def test_a_byte_stream_ending_inside_a_character_marks_it_replaced(exporter: InMemorySpanExporter) -> None:
+    @ragtrace.rag
+    def stream(q: str) -> Iterator[bytes]:
+        yield b"ok "
+        yield "日".encode()[:2]
+
+    list(stream("q"))
+    assert attrs(only(exporter, semconv.ROLE_RAG))[semconv.OUTPUT_VALUE] == "ok \ufffd"
+
+
 def test_retriever_generator_yields_chunks(exporter: InMemorySpanExporter) -> None:
     @ragtrace.retrieve
     def stream_search(q: str) -> Iterator[Any]:
