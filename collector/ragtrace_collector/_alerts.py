@@ -280,16 +280,29 @@ def build_sinks(configs: Sequence[SinkConfig]) -> list[Sink]:
 GroupKey = tuple[str | None, str | None]
 
 
+def _grouped(rule: Rule) -> tuple[bool, bool]:
+    """Whether the rule is evaluated per service and per route."""
+    return rule.group_by in ("service", "service_route"), rule.group_by in ("route", "service_route")
+
+
 def _group_key(rule: Rule, service: str | None, route: str | None) -> GroupKey:
-    by_service = rule.group_by in ("service", "service_route")
-    by_route = rule.group_by in ("route", "service_route")
+    by_service, by_route = _grouped(rule)
     return (service if by_service else rule.service, route if by_route else rule.route)
 
 
-def _filters(key: GroupKey) -> tuple[str, list[Any]]:
+def _filters(key: GroupKey, grouped: tuple[bool, bool] = (False, False)) -> tuple[str, list[Any]]:
+    """The SQL that keeps one group's rows.
+
+    A grouped column always filters: its None is the group of rows without a service (or route), which must
+    count its own rows only (``IS NULL``), not every row. An ungrouped column filters only when the rule
+    restricts it (None there means any value).
+    """
     clauses, args = [], []
-    for column, value in zip(("service", "route"), key, strict=True):
-        if value is not None:
+    for column, value, by in zip(("service", "route"), key, grouped, strict=True):
+        if by:
+            clauses.append(f"{column} IS ?")  # IS: equal, or both NULL
+            args.append(value)
+        elif value is not None:
             clauses.append(f"{column} = ?")
             args.append(value)
     return "".join(f" AND {c}" for c in clauses), args
@@ -302,9 +315,10 @@ def _lookback_ns(rule: Rule) -> int:
     return params.window_ns + params.baseline_ns
 
 
-def _values(conn: sqlite3.Connection, metric: str, key: GroupKey, start: int, end: int, limit: int = -1) -> list[float]:
+def _values(conn: sqlite3.Connection, rule: Rule, key: GroupKey, start: int, end: int, limit: int = -1) -> list[float]:
     # (start, end]: a record exactly on a boundary belongs to the later window. Newest first for LIMIT.
-    where, args = _filters(key)
+    metric = rule.metric
+    where, args = _filters(key, _grouped(rule))
     rows = conn.execute(
         f"SELECT value FROM {_SCORES} WHERE metric = ? AND value IS NOT NULL AND time_ns > ? AND time_ns <= ?"
         f"{where} ORDER BY time_ns DESC, span_id DESC LIMIT ?",
@@ -320,7 +334,7 @@ def evaluate_rule(
     direction = _drift.metric_direction(rule.metric)
     params = rule.params
     if isinstance(params, ThresholdParams):
-        values = _values(conn, rule.metric, key, now_ns - params.window_ns, now_ns)
+        values = _values(conn, rule, key, now_ns - params.window_ns, now_ns)
         return _drift.threshold_state(
             values,
             threshold=params.threshold,
@@ -331,8 +345,8 @@ def evaluate_rule(
         )
     if isinstance(params, SpikeParams):
         split = now_ns - params.window_ns
-        recent = _values(conn, rule.metric, key, split, now_ns, params.max_records)
-        where, args = _filters(key)
+        recent = _values(conn, rule, key, split, now_ns, params.max_records)
+        where, args = _filters(key, _grouped(rule))
         bad_sql = "value > ?" if direction == "lower" else "value < ?"
         total, bad = conn.execute(
             f"SELECT COUNT(*), COALESCE(SUM(CASE WHEN {bad_sql} THEN 1 ELSE 0 END), 0) FROM {_SCORES} "
@@ -354,8 +368,8 @@ def evaluate_rule(
     assert isinstance(params, DriftParams)
     split = now_ns - params.window_ns
     return _drift.drift_state(
-        _values(conn, rule.metric, key, split, now_ns),
-        _values(conn, rule.metric, key, split - params.baseline_ns, split),
+        _values(conn, rule, key, split, now_ns),
+        _values(conn, rule, key, split - params.baseline_ns, split),
         method=params.method,
         warning=params.warning,
         alert=params.alert,

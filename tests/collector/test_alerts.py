@@ -82,7 +82,9 @@ def store(tmp_path: Path) -> Iterator[Store]:
     s.close()
 
 
-def add_scores(store: Store, metric: str, values: list[float], *, start: int, end: int, service: str = "shop") -> None:
+def add_scores(
+    store: Store, metric: str, values: list[float], *, start: int, end: int, service: str | None = "shop"
+) -> None:
     """Insert one score per value, evenly spread over [start, end), for route /ask of ``service``."""
     step = (end - start) // max(len(values), 1)
     rows = [
@@ -377,3 +379,26 @@ def test_end_to_end_spans_over_otlp_raise_an_alert_on_the_webhook(tmp_path: Path
         assert '<b id="firing">1</b>' in page
     finally:
         collector.stop()
+
+
+@pytest.mark.parametrize("group_by", ["service", "service_route"])
+def test_the_group_without_a_service_counts_only_its_own_rows(store: Store, group_by: str) -> None:
+    rules = parse_rules(
+        f"""
+[[rules]]
+name = "faithfulness-low"
+kind = "threshold"
+metric = "faithfulness"
+window = "15m"
+threshold = 0.7
+min_records = 20
+group_by = "{group_by}"
+"""
+    )
+    add_scores(store, "faithfulness", [0.2] * 30, start=NOW - 10 * MINUTE, end=NOW)
+    add_scores(store, "faithfulness", [0.95] * 25, start=NOW - 10 * MINUTE, end=NOW, service=None)
+    alerts = Watcher(store.path, rules=rules, sinks=[]).evaluate_once(NOW)
+    states = {alert.service: (alert.state, alert.value) for alert in alerts}
+    assert states["shop"] == ("ALERT", pytest.approx(0.2))
+    # Over all 55 rows it would be a second, unlabelled ALERT (mean 0.54); over its own 25 it is healthy.
+    assert states[None] == ("OK", pytest.approx(0.95))
