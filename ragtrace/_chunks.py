@@ -16,6 +16,7 @@ one-shot iterator (a generator) is *not* consumed, because the app still has to 
 
 from __future__ import annotations
 
+import logging
 import math
 import numbers
 from collections.abc import Iterable, Iterator, Mapping
@@ -29,6 +30,7 @@ from ragtrace._record import Chunk
 
 __all__ = ["CapturedChunk", "Normalized", "normalize_chunks", "to_text"]
 
+_log = logging.getLogger("ragtrace")
 _TEXT_KEYS = ("text", "content", "page_content")
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
 
@@ -53,18 +55,21 @@ def to_text(value: object, limit: int) -> str:
     """``value`` as text of at most ``limit`` characters, reading no more of it than needed.
 
     ``str`` is cut; bytes are decoded as UTF-8 with invalid sequences replaced (only the prefix that
-    can hold ``limit`` characters is decoded); anything else goes through ``str()``.
+    can hold ``limit`` characters is decoded); anything else goes through ``str()``. Never raises: a
+    value that cannot be read (a released ``memoryview``, a raising ``__str__``) gives a placeholder
+    naming its type, ``<unprintable module.Type>``.
     """
     if isinstance(value, str):
         return value[:limit] if len(value) > limit else value
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        # A UTF-8 character is at most 4 bytes: 4 * limit bytes always hold `limit` characters.
-        text = bytes(value[: 4 * limit]).decode("utf-8", errors="replace")
-        return text[:limit] if len(text) > limit else text
     try:
-        text = str(value)
+        if isinstance(value, (bytes, bytearray, memoryview)):
+            # A UTF-8 character is at most 4 bytes: 4 * limit bytes always hold `limit` characters.
+            text = bytes(value[: 4 * limit]).decode("utf-8", errors="replace")
+        else:
+            text = str(value)
     except Exception:
-        return f"<unprintable {_type_name(value)}>"
+        _log.debug("ragtrace: could not read a %s as text", type(value).__name__, exc_info=True)
+        return f"<unprintable {_type_name(value)}>"[:limit]
     return text[:limit] if len(text) > limit else text
 
 
@@ -170,7 +175,9 @@ def _item(item: object, settings: CaptureSettings) -> CapturedChunk:
             return _one(item[0], settings, _score(item[1]))
         return _one(item, settings)
     except Exception:
-        # Last resort: a value we could not read is still recorded, never raised into the app.
+        # Last resort: a value we could not read is still recorded, never raised into the app
+        # (to_text never raises, and neither does prepare_text: the redact hook is guarded).
+        _log.debug("ragtrace: could not read a chunk of type %s", type(item).__name__, exc_info=True)
         text, truncated = prepare_text(to_text(item, settings.read_length), settings)
         metadata = MappingProxyType({semconv.DOCUMENT_METADATA_SOURCE_TYPE: _type_name(item)})
         return CapturedChunk(Chunk(text=text, metadata=metadata), truncated)

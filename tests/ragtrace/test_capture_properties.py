@@ -14,8 +14,16 @@ from ragtrace._chunks import normalize_chunks, to_text
 
 MARKER = semconv.TRUNCATION_MARKER
 
+
+def _released() -> memoryview:
+    view = memoryview(b"gone")
+    view.release()
+    return view
+
+
 leaf = st.one_of(
     st.none(),
+    st.builds(_released),
     st.text(max_size=50),
     st.binary(max_size=50),
     st.integers(),

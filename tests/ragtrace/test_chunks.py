@@ -168,6 +168,28 @@ def test_values_that_fight_back_are_recorded_not_raised() -> None:
     assert chunks[1].text == "hostile"
 
 
+def released() -> memoryview:
+    view = memoryview(b"secret")
+    view.release()
+    return view
+
+
+@pytest.mark.parametrize(
+    "value",
+    [released(), [released()], {"text": released()}, (released(), 0.5), [{"text": "ok"}, released()]],
+    ids=["alone", "in-a-list", "in-a-mapping", "in-a-pair", "after-a-good-one"],
+)
+def test_a_released_memoryview_is_recorded_as_a_placeholder_not_raised(value: object) -> None:
+    texts = [c.text for c in chunks_of(value)]
+    assert "<unprintable builtins.memoryview>" in texts
+    assert all("secret" not in t for t in texts)
+
+
+def test_to_text_of_an_unreadable_value_is_a_bounded_placeholder() -> None:
+    assert to_text(released(), 1000) == "<unprintable builtins.memoryview>"
+    assert to_text(released(), 5) == "<unpr"
+
+
 def test_a_one_shot_iterator_is_not_consumed() -> None:
     items = iter(["a", "b"])
     normalized = normalize_chunks(items, SETTINGS)

@@ -265,6 +265,21 @@ def test_record_sets_values_from_inside_the_call(exporter: InMemorySpanExporter,
     assert dict(rec.metadata) == {"user": "u1", "tier": 2}
 
 
+def test_record_of_unreadable_values_records_placeholders_and_never_raises(exporter: InMemorySpanExporter) -> None:
+    view = memoryview(b"abc")
+    view.release()
+
+    @ragtrace.rag
+    def bot(q: str) -> str:
+        assert ragtrace.record(chunks=view, query=view, answer=view) is True
+        return "a"
+
+    assert bot("q") == "a"
+    a = attrs(only(exporter, semconv.ROLE_RAG))
+    placeholder = "<unprintable builtins.memoryview>"
+    assert (a[DOC(0, semconv.DOCUMENT_CONTENT)], a[semconv.INPUT_VALUE], a[semconv.OUTPUT_VALUE]) == (placeholder,) * 3
+
+
 def test_record_outside_a_rag_call_does_nothing(exporter: InMemorySpanExporter) -> None:
     assert ragtrace.record(query="lost") is False
     with pytest.raises(TypeError, match="mapping"):
