@@ -360,17 +360,17 @@ class _Call:
             self._end()
 
     def fail(self, exc: BaseException) -> None:
-        """End the span after ``exc``: status ERROR, an exception event, what was captured so far."""
+        """End the span after ``exc``: status ERROR, an exception event, what was captured so far.
+
+        The status is set first, from a description that cannot fail, so whatever fails after it (an
+        exception whose ``__str__`` raises, a broken SDK) still leaves the span marked ERROR.
+        """
         try:
             if self.recording:
                 message = self._exception_message(exc)
-                if message is None:
-                    self.span.record_exception(exc, escaped=True)
-                    self.span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
-                else:
-                    self.span.record_exception(exc, {semconv.EXCEPTION_MESSAGE: message}, escaped=True)
-                    description = f"{type(exc).__name__}: {message}" if message else type(exc).__name__
-                    self.span.set_status(Status(StatusCode.ERROR, description))
+                name = type(exc).__name__
+                self.span.set_status(Status(StatusCode.ERROR, f"{name}: {message}" if message else name))
+                self._record_exception(exc, message)
                 # streamed=True: what a stream yielded before it failed is kept; a plain call has nothing.
                 self._complete(None, True, failed=True)
         except Exception:
@@ -378,18 +378,29 @@ class _Call:
         finally:
             self._end()
 
-    def _exception_message(self, exc: BaseException) -> str | None:
-        """The exception message to export: None to keep it as is, "" when content capture is off."""
+    def _exception_message(self, exc: BaseException) -> str:
+        """The exception message to export: "" when content capture is off or ``str(exc)`` raises,
+        redacted when a hook is set."""
         settings = self.settings
         if not settings.capture_content:
             return ""
-        if settings.redact is None:
-            return None
         try:
             text = str(exc)
         except Exception:
             return ""
-        return prepare_text(text, settings)[0]
+        return text if settings.redact is None else prepare_text(text, settings)[0]
+
+    def _record_exception(self, exc: BaseException, message: str) -> None:
+        attributes = {semconv.EXCEPTION_MESSAGE: message}
+        try:
+            self.span.record_exception(exc, attributes, escaped=True)
+            return
+        except Exception:  # the SDK reads str(exc) itself, which may raise: record a stand-in instead
+            pass
+        try:
+            self.span.record_exception(_stand_in(exc), attributes, escaped=True)
+        except Exception:
+            _log.warning("ragtrace: could not record the exception of %r", self.spec.name, exc_info=True)
 
     def _end(self) -> None:
         try:
@@ -519,6 +530,17 @@ class _Call:
                 ),
             )
         return truncated
+
+
+def _stand_in(exc: BaseException) -> BaseException:
+    """An exception named like ``exc`` (module, qualified name), with its traceback, whose ``str()`` is "".
+
+    For an exception whose own ``__str__`` raises: the exception event then still says what was
+    raised and where, as the SDK formats it for any other exception.
+    """
+    cls = type(exc)
+    namespace = {"__module__": cls.__module__, "__qualname__": cls.__qualname__, "__str__": lambda self: ""}
+    return type(cls.__name__, (Exception,), namespace)().with_traceback(exc.__traceback__)
 
 
 def _record_chunk(chunk: Chunk, limit: int) -> Chunk:

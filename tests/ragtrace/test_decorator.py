@@ -17,7 +17,7 @@ from opentelemetry.sdk.trace import ReadableSpan, SpanLimits, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
-from opentelemetry.semconv.attributes.exception_attributes import EXCEPTION_TYPE
+from opentelemetry.semconv.attributes.exception_attributes import EXCEPTION_STACKTRACE, EXCEPTION_TYPE
 from opentelemetry.trace import StatusCode
 
 import ragtrace
@@ -490,6 +490,35 @@ def test_exceptions_are_reraised_unchanged_and_recorded(
     assert attrs(rag)[semconv.INPUT_VALUE] == "q"
     assert doc_texts(rag) == ["q chunk one", "q chunk two"]  # what was gathered stays visible
     assert record_of(rag, records) is None  # a call that raised is not scored
+
+
+class Unprintable(Exception):
+    def __str__(self) -> str:
+        raise RuntimeError("no str")
+
+
+@pytest.mark.parametrize("redact", [None, lambda text: text])
+def test_an_exception_whose_str_raises_still_marks_the_span(exporter: InMemorySpanExporter, redact: Any) -> None:
+    _capture.set_settings(_capture.CaptureSettings(redact=redact))
+    error = Unprintable()
+
+    @ragtrace.rag
+    def bot(q: str) -> str:
+        raise error
+
+    with pytest.raises(Unprintable) as caught:
+        bot("q")
+    assert caught.value is error
+    rag = only(exporter, semconv.ROLE_RAG)
+    assert rag.status.status_code is StatusCode.ERROR
+    assert rag.status.description == "Unprintable"
+    [event] = rag.events
+    assert event.name == "exception"
+    event_attributes = event.attributes or {}
+    assert event_attributes[EXCEPTION_TYPE] == f"{__name__}.Unprintable"
+    assert event_attributes[semconv.EXCEPTION_MESSAGE] == ""
+    assert "raise error" in str(event_attributes[EXCEPTION_STACKTRACE])
+    assert attrs(rag)[semconv.INPUT_VALUE] == "q"  # what was captured is still on the span
 
 
 async def test_async_exceptions_and_generator_exceptions(exporter: InMemorySpanExporter) -> None:
