@@ -32,7 +32,7 @@ import time
 import weakref
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypeGuard, TypeVar
 
 import openai
 from opentelemetry import context as otel_context
@@ -116,10 +116,9 @@ class _Tally:
         self.started = time.perf_counter()
 
     def add_usage(self, usage: Any) -> None:
-        if usage is None:
-            return
-        self.prompt_tokens += int(getattr(usage, "prompt_tokens", 0) or 0)
-        self.completion_tokens += int(getattr(usage, "completion_tokens", 0) or 0)
+        # An endpoint's usage is informative only: a count that is not a whole number is not counted.
+        self.prompt_tokens += _token_count(getattr(usage, "prompt_tokens", None))
+        self.completion_tokens += _token_count(getattr(usage, "completion_tokens", None))
 
     def cost(self) -> Cost:
         return Cost(
@@ -175,6 +174,10 @@ def _retry_after(response: Any) -> float | None:
     except (TypeError, ValueError):
         return None
     return max(0.0, when.timestamp() - time.time())
+
+
+def _token_count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
 def _error_text(error: openai.APIStatusError) -> str:
@@ -384,6 +387,10 @@ class OpenAIJudge:
                 problem = _Retryable("timeout", f"no reply within {self.timeout} s")
             except openai.APIConnectionError as error:
                 problem = _Retryable("connection", f"cannot reach {self._client.base_url}: {error}")
+            except (json.JSONDecodeError, UnicodeDecodeError) as error:
+                # A 200 whose body is not JSON (a proxy cut it, a server crashed mid-write) is a
+                # transient server fault: asked again like a 5xx.
+                problem = _Retryable("invalid_response", f"the endpoint's reply is not JSON: {error}")
             except openai.APIStatusError as error:
                 status = error.status_code
                 if status in (400, 422) and adapt is not None and adapt(error):
@@ -460,13 +467,20 @@ class OpenAIJudge:
 
         completion = await self._call(send, tally, "chat", self._adapt_chat(want_logprobs))
         tally.add_usage(getattr(completion, "usage", None))
-        choices = getattr(completion, "choices", None) or []
-        if not choices:
+        # The client builds the reply without validating it: every field is checked before use.
+        choices = getattr(completion, "choices", None)
+        if not isinstance(choices, list) or not choices:
             raise ReplyParseError("reply has no choices")
-        message = choices[0].message
-        if getattr(message, "refusal", None):
-            raise ReplyParseError(f"the model refused: {message.refusal}")
-        return _ChatReply(content=message.content or "", logprobs=_token_logprobs(choices[0]))
+        message = getattr(choices[0], "message", None)
+        if message is None:
+            raise ReplyParseError("reply has no message")
+        refusal = getattr(message, "refusal", None)
+        if refusal:
+            raise ReplyParseError(f"the model refused: {refusal}")
+        content = getattr(message, "content", None)
+        if content is not None and not isinstance(content, str):
+            raise ReplyParseError(f"reply content is not text: {type(content).__name__}")
+        return _ChatReply(content=content or "", logprobs=_token_logprobs(choices[0]))
 
     async def _ask(
         self,
@@ -622,7 +636,11 @@ class OpenAIJudge:
         return await self._ask(_prompts.DETECT_NONCOMMITTAL, _prompts.render_detect_noncommittal(answer), read)
 
     async def embed(self, texts: Sequence[str]) -> JudgeReply[list[list[float]]]:
-        """Every text embedded in one embeddings call, in input order."""
+        """Every text embedded in one embeddings call, in input order.
+
+        A reply without one vector of finite numbers per text is asked again ``parse_retries`` times,
+        then fails with ``unparseable_reply``.
+        """
         if not texts:
             return JudgeReply(value=[])
         tally = _Tally()
@@ -634,17 +652,21 @@ class OpenAIJudge:
                 model=self.embedding_model, input=inputs, encoding_format="float", timeout=self.timeout
             )
 
-        response = await self._call(send, tally, "embedding")
-        tally.add_usage(getattr(response, "usage", None))
-        data = sorted(getattr(response, "data", None) or [], key=lambda item: int(getattr(item, "index", 0)))
-        vectors = [list(map(float, item.embedding)) for item in data if isinstance(item.embedding, list)]
-        if len(vectors) != len(texts) or any(not v for v in vectors):
-            raise JudgeError(
-                f"embed: asked for {len(texts)} vectors, got {len(vectors)}",
-                error_type=REASON_UNPARSEABLE,
-                cost=tally.cost(),
-            )
-        return JudgeReply(value=vectors, cost=tally.cost())
+        reason = ""
+        for _ in range(self._parse_retries + 1):
+            response = await self._call(send, tally, "embedding")
+            tally.add_usage(getattr(response, "usage", None))
+            try:
+                vectors = _vectors(response, len(texts))
+            except ReplyParseError as error:
+                reason = str(error)
+                continue
+            return JudgeReply(value=vectors, cost=tally.cost())
+        raise JudgeError(
+            f"embed: unparseable reply after {self._parse_retries + 1} attempts: {reason}",
+            error_type=REASON_UNPARSEABLE,
+            cost=tally.cost(),
+        )
 
     async def rate_chunks(self, query: str, chunks: Sequence[str]) -> JudgeReply[list[float]]:
         """Every chunk's relevance in [0, 1], in one call."""
@@ -727,15 +749,53 @@ def _verdict_word(value: Any) -> Verdict:
     raise ReplyParseError(f"unknown verdict {value!r}")
 
 
+def _vectors(response: Any, count: int) -> list[list[float]]:
+    """The ``count`` vectors of an embeddings reply in input order; raise ``ReplyParseError`` otherwise."""
+    data = getattr(response, "data", None)
+    if not isinstance(data, list):
+        raise ReplyParseError("embeddings reply has no data list")
+    placed: dict[int, list[float]] = {}
+    for position, item in enumerate(data):
+        index = getattr(item, "index", None)
+        index = position if index is None else index
+        if not _is_int(index) or index in placed:
+            raise ReplyParseError(f"embedding {position} has a bad or repeated index: {index!r}")
+        vector = getattr(item, "embedding", None)
+        if not isinstance(vector, list) or not vector or not all(_is_finite(x) for x in vector):
+            raise ReplyParseError(f"embedding {index} is not a list of finite numbers")
+        placed[index] = [float(x) for x in vector]
+    if sorted(placed) != list(range(count)):
+        raise ReplyParseError(f"asked for {count} vectors, got {len(placed)}")
+    return [placed[i] for i in range(count)]
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_finite(value: Any) -> TypeGuard[float]:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
 def _token_logprobs(choice: Any) -> TokenLogprobs | None:
+    """The reply's token logprobs; None when absent or malformed (G-Eval then uses the written integer)."""
     logprobs = getattr(choice, "logprobs", None)
     content = getattr(logprobs, "content", None) if logprobs is not None else None
-    if not content:
+    if not isinstance(content, list) or not content:
         return None
     tokens: TokenLogprobs = []
     for item in content:
-        top = [(str(alt.token), float(alt.logprob)) for alt in (getattr(item, "top_logprobs", None) or [])]
-        tokens.append((str(item.token), top))
+        token = getattr(item, "token", None)
+        alternatives = getattr(item, "top_logprobs", None) or []
+        if not isinstance(token, str) or not isinstance(alternatives, list):
+            return None
+        top: list[tuple[str, float]] = []
+        for alt in alternatives:
+            text, logprob = getattr(alt, "token", None), getattr(alt, "logprob", None)
+            if not isinstance(text, str) or not _is_finite(logprob):
+                return None
+            top.append((text, float(logprob)))
+        tokens.append((token, top))
     return tokens
 
 

@@ -272,10 +272,12 @@ async def test_embeddings_are_put_in_input_order(stub: StubOpenAIServer, make_ju
     reply = await judge.embed(["first", "second"])
     assert reply.value == [[1.0, 0.0], [0.0, 1.0]]
     assert reply.cost.prompt_tokens == 4
-    stub.script(StubReply(body={**reply_body, "data": reply_body["data"][:1]}))
+    short = StubReply(body={**reply_body, "data": reply_body["data"][:1]})
+    stub.script(short, short)
     with pytest.raises(JudgeError) as caught:
         await judge.embed(["first", "second"])
     assert caught.value.error_type == "unparseable_reply"
+    assert caught.value.cost.embedding_calls == 2  # asked again once (parse_retries=1)
 
 
 async def test_questions_need_their_noncommittal_flag(stub: StubOpenAIServer, make_judge: MakeJudge) -> None:
