@@ -540,7 +540,8 @@ def _stand_in(exc: BaseException) -> BaseException:
     """
     cls = type(exc)
     namespace = {"__module__": cls.__module__, "__qualname__": cls.__qualname__, "__str__": lambda self: ""}
-    return type(cls.__name__, (Exception,), namespace)().with_traceback(exc.__traceback__)
+    stand_in: type[Exception] = type(cls.__name__, (Exception,), namespace)
+    return stand_in().with_traceback(exc.__traceback__)
 
 
 def _record_chunk(chunk: Chunk, limit: int) -> Chunk:
