@@ -13,10 +13,12 @@ linked to the RAG span), as the app does for late scores.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import os
 import queue
+import sqlite3
 import threading
 import time
 from collections.abc import Callable
@@ -152,25 +154,50 @@ class ServerScorer:
         judge = self._judge
         slots = asyncio.Semaphore(self._max_concurrency)
         tasks: set[asyncio.Task[None]] = set()
+        in_flight: set[str] = set()  # span ids being scored now
         while True:
             rows = await asyncio.to_thread(self._inbox.get)
             if rows is None:
                 break
+            fresh = await self._not_yet_decided(rows, in_flight)
+            if len(fresh) < len(rows):
+                self._done(len(rows) - len(fresh))
             decided: list[Row] = []
-            for row in rows:
+            for row in fresh:
                 if Sampler.draw(int(row["trace_id"], 16)) >= self.sample_rate:
                     decided.append(_decided(row, semconv.DECISION_NOT_SAMPLED))
                 elif len(tasks) >= self._queue_size:
                     decided.append(_decided(row, semconv.DECISION_OVERFLOW))
                 else:
+                    span_id = row["span_id"]
+                    in_flight.add(span_id)
                     task = asyncio.create_task(self._score_one(row, judge, slots))
                     tasks.add(task)
                     task.add_done_callback(tasks.discard)
+                    task.add_done_callback(functools.partial(_forget, in_flight, span_id))
             if decided:
                 self._write(Batch(rag_records=decided))
                 self._done(len(decided))
         if tasks:
             await asyncio.gather(*tasks)
+
+    async def _not_yet_decided(self, rows: list[Row], in_flight: set[str]) -> list[Row]:
+        """``rows`` without the spans already decided, being scored, or repeated in ``rows``.
+
+        An exporter that retries sends the same unscored span again: scoring it twice would pay the judge twice.
+        """
+        fresh: list[Row] = []
+        seen = set(in_flight)
+        for row in rows:
+            if row["span_id"] not in seen:
+                seen.add(row["span_id"])
+                fresh.append(row)
+        try:
+            decided = await asyncio.to_thread(self.store.decided, [row["span_id"] for row in fresh])
+        except sqlite3.Error:
+            _log.warning("could not read the stored decisions: scoring the records as new", exc_info=True)
+            return fresh
+        return [row for row in fresh if row["span_id"] not in decided]
 
     def _done(self, count: int) -> None:
         with self._idle:
@@ -217,6 +244,10 @@ class ServerScorer:
             self.store.write(batch)
         except StoreError:
             _log.error("could not store server-side scoring results", exc_info=True)
+
+
+def _forget(in_flight: set[str], span_id: str, _task: asyncio.Task[None]) -> None:
+    in_flight.discard(span_id)
 
 
 def _decided(row: Row, decision: str) -> Row:

@@ -286,6 +286,19 @@ class Store:
         """A new connection for reading from another thread (WAL lets it read while the writer writes)."""
         return sqlite_utils.Database(sqlite3.connect(str(self.path), check_same_thread=False, timeout=30.0))
 
+    def decided(self, span_ids: Sequence[str]) -> set[str]:
+        """The span ids among ``span_ids`` whose stored RAG record already has a decision."""
+        found: set[str] = set()
+        with self._lock:
+            for start in range(0, len(span_ids), 500):
+                part = list(span_ids[start : start + 500])
+                marks = ", ".join("?" for _ in part)
+                cursor = self._conn.execute(
+                    f"SELECT span_id FROM {RAG_RECORDS} WHERE decision IS NOT NULL AND span_id IN ({marks})", part
+                )
+                found.update(row[0] for row in cursor)
+        return found
+
     def rag_record(self, span_id: str) -> dict[str, Any] | None:
         """The stored RAG record of a span, or None."""
         with self._lock:

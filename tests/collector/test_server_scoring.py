@@ -188,3 +188,41 @@ def test_a_wrong_judge_setting_stops_serve(tmp_path: Path, monkeypatch: pytest.M
     monkeypatch.setenv("RAGTRACE_JUDGE", "oracle")
     with pytest.raises(ConfigurationError, match="RAGTRACE_JUDGE"):
         start_collector(tmp_path / "c.db", score=True)
+
+
+def test_a_retried_unscored_span_is_scored_once(tmp_path: Path) -> None:
+    """An exporter retry sends the same unscored span again: after its scoring, during it, or twice in a batch."""
+    import threading
+
+    from ragtrace_collector._otlp import Batch
+
+    from ragtrace.testing import FakeJudge
+
+    gate = threading.Event()
+
+    async def rating(query: str, chunks: list[str]) -> list[float]:
+        await asyncio.to_thread(gate.wait, 30)
+        return [0.5 for _ in chunks]
+
+    judge = FakeJudge(rate_chunks=rating)
+    factory = SpanFactory()
+    factory.rag(query="first")
+    factory.rag(query="second")
+    store = Store(tmp_path / "c.db")
+    scorer = ServerScorer(store, suite=build_suite(["context_relevance"]), judge=judge, sample_rate=1.0)
+    try:
+        batch = decode_protobuf(otlp_bytes(factory.all()), 0)
+        first, second = batch.rag_records
+        store.write(batch)
+        scorer.start()
+        scorer.submit(Batch(rag_records=[first]))
+        scorer.submit(Batch(rag_records=[first, second, second]))  # retried while the first is being scored
+        gate.set()
+        assert scorer.wait_idle(60)
+        scorer.submit(batch)  # retried after both were scored and their decisions stored
+        assert scorer.wait_idle(60)
+    finally:
+        scorer.stop()
+        store.close()
+    assert scorer.scored == 2
+    assert judge.count("rate_chunks") == 2
