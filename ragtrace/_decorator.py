@@ -281,7 +281,8 @@ class _Call:
         self.parent: _RagState | None = None
         if not self.recording:
             # Still make a valid (sampled-out) span current so children keep its trace and decision.
-            self.ctx = trace.set_span_in_context(span) if span.get_span_context().is_valid else None
+            ctx = trace.set_span_in_context(span) if span.get_span_context().is_valid else None
+            self.ctx = _outside_rag_calls(ctx) if spec.role == semconv.ROLE_RAG else ctx
             return
         current = otel_context.get_current()
         try:
@@ -301,6 +302,8 @@ class _Call:
             self.recording = False
             self.state = None
             ctx = trace.set_span_in_context(span, current)
+            if spec.role == semconv.ROLE_RAG:
+                ctx = _outside_rag_calls(ctx)
         self.ctx = ctx
 
     def enter(self) -> object:
@@ -530,6 +533,18 @@ class _Call:
                 ),
             )
         return truncated
+
+
+def _outside_rag_calls(ctx: otel_context.Context | None) -> otel_context.Context | None:
+    """``ctx`` (None: the current context) without the enclosing RAG call, for a RAG call that does not
+    record: what runs under it (retrievers, ``record()``) is its own, never added to the outer call.
+
+    Returns ``ctx`` itself when no RAG call encloses it, so an app without one pays one lookup.
+    """
+    base = otel_context.get_current() if ctx is None else ctx
+    if base.get(_RAG_KEY) is None:
+        return ctx
+    return otel_context.set_value(_RAG_KEY, None, base)
 
 
 def _stand_in(exc: BaseException) -> BaseException:

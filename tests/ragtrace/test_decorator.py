@@ -635,6 +635,37 @@ def test_nested_rag_calls_keep_their_own_chunks(exporter: InMemorySpanExporter, 
     assert inner_record is not None and inner_record.answer == "inner answer"
 
 
+@pytest.mark.parametrize("inner_provider", ["sampled out", "no-op"])
+def test_a_nested_rag_call_that_does_not_record_adds_nothing_to_the_outer_call(
+    exporter: InMemorySpanExporter, inner_provider: str
+) -> None:
+    provider = (
+        make_provider(InMemorySpanExporter(), sampler=ALWAYS_OFF)
+        if inner_provider == "sampled out"
+        else trace.NoOpTracerProvider()
+    )
+    recorded: list[bool] = []
+
+    @ragtrace.rag(name="inner", tracer_provider=provider)
+    def inner(q: str) -> str:
+        search(f"inner {q}")
+        recorded.append(ragtrace.record(chunks=["inner recorded"], answer="inner answer"))
+        return "inner answer"
+
+    @ragtrace.rag(name="outer")
+    def outer(q: str) -> str:
+        search(f"outer {q}")
+        inner(q)
+        return "outer answer"
+
+    outer("q")
+    rag = only(exporter, semconv.ROLE_RAG)
+    assert doc_texts(rag) == ["outer q chunk one", "outer q chunk two"]
+    assert attrs(rag)[semconv.RAGTRACE_CHUNK_COUNT] == 2
+    assert attrs(rag)[semconv.OUTPUT_VALUE] == "outer answer"
+    assert recorded == [False]  # record() under a RAG call that does not record does nothing
+
+
 # --------------------------------------------------------------------------------------------------
 # Concurrency: no span ever holds another call's chunks
 # --------------------------------------------------------------------------------------------------
