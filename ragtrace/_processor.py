@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import atexit
 import logging
+import math
 import time
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from opentelemetry.context import Context
@@ -33,7 +34,7 @@ from ragtrace import semconv
 from ragtrace._capture import RECORDS, RecordStore
 from ragtrace._sampling import Sampler
 from ragtrace._telemetry import Telemetry
-from ragtrace._worker import Job, Outcome, Worker, safe_copy
+from ragtrace._worker import Job, Outcome, Worker, safe_copy, wait_seconds
 from ragtrace.environment_variables import ConfigurationError
 from ragtrace.metrics import Suite
 from ragtrace.metrics._base import DETAIL_METHOD
@@ -163,8 +164,13 @@ class ScoringSpanProcessor(SpanProcessor):
                 forwarded = True
                 self._forward(span, semconv.DECISION_OVERFLOW)
                 return
+            # Records queued or being scored count against the budget before they are charged.
             selection = self.sampler.decide(
-                context.trace_id if context is not None else 0, span, record, self._metric_names
+                context.trace_id if context is not None else 0,
+                span,
+                record,
+                self._metric_names,
+                in_flight=self._worker.in_flight,
             )
             # ``forwarded`` is set before each hand-off: a downstream that raises after accepting the
             # span must not get it twice (``_forward`` itself cannot fail before handing it over).
@@ -172,15 +178,21 @@ class ScoringSpanProcessor(SpanProcessor):
                 forwarded = True
                 self._forward(span, selection.decision)
                 return
-            if record is None:
-                forwarded = True
-                self._forward(span, semconv.DECISION_ERROR, {semconv.EVAL_ERROR_TYPE: ERROR_NO_RECORD})
-                return
-            if self._worker.submit(span, record, selection.metrics or self._metric_names):
-                forwarded = True
-                return
+            submitted = False
+            try:
+                if record is not None:
+                    submitted = self._worker.submit(span, record, selection.metrics or self._metric_names)
+            finally:
+                if not submitted:
+                    # Only a span handed to scoring spends a throttle slot.
+                    self.sampler.refund(selection)
             forwarded = True
-            self._forward(span, semconv.DECISION_OVERFLOW)
+            if submitted:
+                return
+            if record is None:
+                self._forward(span, semconv.DECISION_ERROR, {semconv.EVAL_ERROR_TYPE: ERROR_NO_RECORD})
+            else:
+                self._forward(span, semconv.DECISION_OVERFLOW)
         except Exception:
             if not self._warned:
                 self._warned = True
@@ -196,7 +208,7 @@ class ScoringSpanProcessor(SpanProcessor):
 
         Most of the budget goes to scoring; a fifth (at most 5 s) is kept for the downstream flush.
         """
-        budget = max(timeout_millis, 0) / 1000.0
+        budget = wait_seconds(timeout_millis / 1000.0)
         end = time.monotonic() + budget
         complete = self._worker.flush(budget - _reserve(budget))
         remaining_ms = int(max(end - time.monotonic(), 0.0) * 1000)
@@ -208,7 +220,7 @@ class ScoringSpanProcessor(SpanProcessor):
             return
         self._shutdown = True
         atexit.unregister(self._atexit)
-        budget = self.shutdown_timeout if timeout_millis is None else max(timeout_millis, 0) / 1000.0
+        budget = wait_seconds(self.shutdown_timeout if timeout_millis is None else timeout_millis / 1000.0)
         try:
             self._worker.shutdown(budget - _reserve(budget))
         finally:
@@ -256,9 +268,17 @@ class ScoringSpanProcessor(SpanProcessor):
         result = await suite.score(job.record, self.judge)
         scores = [result.scores[name] for name in job.metrics if name in result.scores]
         cost = result.cost
-        self.sampler.charge(self.judge.name, cost)
-        self.telemetry.scores(scores)
-        self.telemetry.cost(cost, judge=self.judge.name)
+        # The scores are computed: a failing budget or metrics pipeline is logged, never costs them.
+        steps: list[tuple[str, Callable[[], None]]] = [
+            ("charging the budget", lambda: self.sampler.charge(self.judge.name, cost)),
+            ("recording score metrics", lambda: self.telemetry.scores(scores)),
+            ("recording judge cost metrics", lambda: self.telemetry.cost(cost, judge=self.judge.name)),
+        ]
+        for what, step in steps:
+            try:
+                step()
+            except Exception:
+                _log.exception("ragtrace: %s failed; the scores are kept", what)
         return outcome_of(scores, cost, self.judge.name)
 
     def _suite_for(self, names: tuple[str, ...]) -> Suite:
@@ -331,14 +351,15 @@ def _int_setting(name: str, value: int | None, variable: str, default: int, *, m
 
 
 def _seconds_setting(name: str, value: float | None, variable: str, default: float) -> float:
+    # Finite only: an infinite hold or shutdown would keep spans, and the app's exit, waiting forever.
     if value is None:
         parsed = env.read_float(variable, default, minimum=0)
         value = default if parsed is None else parsed
-        if value <= 0:
-            raise ConfigurationError(f"{variable}={value!r} is invalid: set it to a number of seconds > 0")
+        if not (0 < value < math.inf):
+            raise ConfigurationError(f"{variable}={value!r} is invalid: set it to a finite number of seconds > 0")
         return value
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (value > 0):
-        raise ConfigurationError(f"{name}={value!r} is invalid: pass a number of seconds > 0")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (0 < value < math.inf):
+        raise ConfigurationError(f"{name}={value!r} is invalid: pass a finite number of seconds > 0")
     return float(value)
 
 

@@ -16,12 +16,13 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import logging
+import math
 import os
 import threading
 import time
 import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
 
 from ragtrace import environment_variables as env
@@ -44,6 +45,10 @@ RulePredicate = Callable[["ReadableSpan", "RagRecord | None"], bool]
 
 _TWO_64: Final = float(2**64)
 _SECONDS_PER_DAY: Final = 86_400
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +131,15 @@ class Price:
     input_per_million: float
     output_per_million: float
 
+    def __post_init__(self) -> None:
+        for name in ("input_per_million", "output_per_million"):
+            value = getattr(self, name)
+            if not _is_number(value) or not math.isfinite(value) or value < 0:
+                raise ConfigurationError(
+                    f"Price({name}={value!r}) is invalid: pass US dollars per million tokens as a number >= 0, "
+                    "e.g. Price(0.15, 0.60)"
+                )
+
     def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
         """Dollars for this many tokens."""
         return (prompt_tokens * self.input_per_million + completion_tokens * self.output_per_million) / 1e6
@@ -157,6 +171,8 @@ class Selection:
     decision: str
     metrics: tuple[str, ...] = ()
     rule: str | None = None
+    window: int | None = field(default=None, compare=False, repr=False)
+    """The throttle minute that counted this selection (``None``: no throttle), for ``Sampler.refund``."""
 
 
 _NOT_SAMPLED: Final = Selection(False, semconv.DECISION_NOT_SAMPLED)
@@ -177,6 +193,15 @@ class _Budget:
     usd: float = 0.0
 
 
+@dataclass
+class _MeanCost:
+    """What records charged so far cost on average (every charge counts, over the sampler's life)."""
+
+    records: int = 0
+    tokens: int = 0
+    usd: float = 0.0
+
+
 class Sampler:
     """Decides, per RAG span, whether it is scored and with which metrics. Thread-safe; ``decide`` is O(1).
 
@@ -185,10 +210,14 @@ class Sampler:
     ``span -> bool``; ``RAGTRACE_SAMPLE_ALWAYS``/``RAGTRACE_SAMPLE_NEVER``). ``throttle_per_minute``
     caps records scored per minute; ``budget_tokens_per_day``/``budget_usd_per_day`` cap judge spend
     per UTC day, priced with ``prices`` over ``DEFAULT_PRICES``. Constructor arguments win over
-    variables; a wrong value raises ``ConfigurationError`` naming the fix.
+    variables (a variable is read only when its argument is ``None``); a wrong value raises
+    ``ConfigurationError`` naming the fix.
 
-    The budget is checked before scoring and charged after (``charge``), so it can be overrun by what
-    the records already in flight spend.
+    The budget is checked when a span is picked and charged when its scoring ends (``charge``). So that
+    the records picked and not yet charged cannot overrun it by a whole queue, ``decide`` counts each of
+    them (``in_flight``) at the mean cost of the records charged so far, and while nothing has been
+    charged yet it picks one record at a time. With records of similar cost the budget is overrun by at
+    most about one record's worth.
     """
 
     def __init__(
@@ -205,8 +234,10 @@ class Sampler:
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], float] = time.time,
     ) -> None:
-        env_rate = env.read_float(env.RAGTRACE_SAMPLE_RATE, 0.1, minimum=0, maximum=1)
-        self.rate = _check_rate("rate", rate if rate is not None else (0.1 if env_rate is None else env_rate))
+        if rate is None:
+            env_rate = env.read_float(env.RAGTRACE_SAMPLE_RATE, 0.1, minimum=0, maximum=1)
+            rate = 0.1 if env_rate is None else env_rate
+        self.rate = _check_rate("rate", rate)
         rates = dict(metric_rates) if metric_rates is not None else _env_metric_rates()
         self.metric_rates: Mapping[str, float] = {k: _check_rate(f"metric_rates[{k!r}]", v) for k, v in rates.items()}
         self.always: tuple[Rule, ...] = _rules(always, env.RAGTRACE_SAMPLE_ALWAYS)
@@ -228,13 +259,14 @@ class Sampler:
             if budget_usd_per_day is not None
             else env.read_float(env.RAGTRACE_BUDGET_USD_PER_DAY, None, minimum=0)
         )
-        if usd is not None and not (usd >= 0):
-            raise ConfigurationError(f"budget_usd_per_day={usd!r} is invalid: set it to 0 or more dollars")
-        self.budget_usd_per_day = usd
+        if usd is not None and (not _is_number(usd) or not math.isfinite(usd) or usd < 0):
+            raise ConfigurationError(
+                f"budget_usd_per_day={usd!r} is invalid: set it to a number of dollars >= 0, or None for no limit"
+            )
+        self.budget_usd_per_day = float(usd) if usd is not None else None
         table = dict(DEFAULT_PRICES)
         table.update(_env_prices())
-        for model, price in (prices or {}).items():
-            table[model] = price if isinstance(price, Price) else Price(*price)
+        table.update(_prices(prices))
         self.prices: Mapping[str, Price] = table
         self._clock = clock
         self._wall_clock = wall_clock
@@ -242,6 +274,7 @@ class Sampler:
         self._window = -1
         self._window_count = 0
         self._budget = _Budget()
+        self._mean = _MeanCost()
         self._broken_rules: set[str] = set()
         _SAMPLERS.add(self)
 
@@ -261,8 +294,15 @@ class Sampler:
         span: ReadableSpan,
         record: RagRecord | None = None,
         metrics: Sequence[str] = (),
+        in_flight: int = 0,
     ) -> Selection:
-        """Decide for one RAG span. ``metrics`` are the suite's metric names (for per-metric rates)."""
+        """Decide for one RAG span. ``metrics`` are the suite's metric names (for per-metric rates).
+
+        ``in_flight``: records picked earlier and not yet charged (queued or being scored); with a
+        budget each counts at the mean cost of a charged record, and while none has been charged yet
+        only one record is picked at a time. A span that is picked and then not handed to scoring
+        gives its throttle slot back with ``refund``.
+        """
         for rule in self.never:
             if self._matches(rule, span, record):
                 return Selection(False, semconv.DECISION_NOT_SAMPLED, rule=rule.name)
@@ -283,10 +323,19 @@ class Sampler:
                 chosen = tuple(m for m in metrics if u < self.metric_rates.get(m, self.rate))
                 if not chosen:
                     return _NOT_SAMPLED
-        refusal = self._admit()
-        if refusal is not None:
-            return refusal
-        return Selection(True, semconv.DECISION_EVALUATED, chosen, forced.name if forced else None)
+        admitted = self._admit(in_flight)
+        if isinstance(admitted, Selection):
+            return admitted
+        return Selection(True, semconv.DECISION_EVALUATED, chosen, forced.name if forced else None, window=admitted)
+
+    def refund(self, selection: Selection) -> None:
+        """Give back the throttle slot of a picked span that was not handed to scoring after all (the
+        queue was full, its record was missing): only spans submitted for scoring count against it."""
+        if selection.window is None:
+            return
+        with self._lock:
+            if self._window == selection.window and self._window_count > 0:
+                self._window_count -= 1
 
     def rate_for(self, metric: str) -> float:
         """The sampling rate of one metric."""
@@ -311,15 +360,19 @@ class Sampler:
             )
 
     def charge(self, judge_name: str, cost: Cost) -> None:
-        """Record what scoring one record spent against today's budget."""
+        """Record what scoring one record spent against today's budget (and the mean cost ``decide`` uses)."""
         if self.budget_tokens_per_day is None and self.budget_usd_per_day is None:
             return
         price = self.price_for(judge_name)
         usd = price.cost(cost.prompt_tokens, cost.completion_tokens) if price is not None else 0.0
+        tokens = cost.prompt_tokens + cost.completion_tokens
         with self._lock:
             self._roll_day()
-            self._budget.tokens += cost.prompt_tokens + cost.completion_tokens
+            self._budget.tokens += tokens
             self._budget.usd += usd
+            self._mean.records += 1
+            self._mean.tokens += tokens
+            self._mean.usd += usd
 
     def spent_today(self) -> tuple[int, float]:
         """(tokens, dollars) charged so far this UTC day."""
@@ -329,26 +382,44 @@ class Sampler:
 
     # -- internals ----------------------------------------------------------------------------
 
-    def _admit(self) -> Selection | None:
-        """None when the record may be scored, else the refusal (``over_budget`` or ``throttled``)."""
+    def _admit(self, in_flight: int) -> Selection | int | None:
+        """The refusal (``over_budget`` or ``throttled``), else the throttle window that counted the
+        record (``None`` without a throttle)."""
         if self.throttle_per_minute is None and self.budget_tokens_per_day is None and self.budget_usd_per_day is None:
             return None
         with self._lock:
             self._roll_day()
-            budget = self._budget
-            if (self.budget_tokens_per_day is not None and budget.tokens >= self.budget_tokens_per_day) or (
-                self.budget_usd_per_day is not None and budget.usd >= self.budget_usd_per_day
-            ):
+            if self._over_budget(max(in_flight, 0)):
                 return _OVER_BUDGET
-            if self.throttle_per_minute is not None:
-                window = int(self._clock() // 60)
-                if window != self._window:
-                    self._window = window
-                    self._window_count = 0
-                if self._window_count >= self.throttle_per_minute:
-                    return _THROTTLED
-                self._window_count += 1
-            return None
+            if self.throttle_per_minute is None:
+                return None
+            window = int(self._clock() // 60)
+            if window != self._window:
+                self._window = window
+                self._window_count = 0
+            if self._window_count >= self.throttle_per_minute:
+                return _THROTTLED
+            self._window_count += 1
+            return window
+
+    def _over_budget(self, in_flight: int) -> bool:
+        # Under the lock. What is spent, plus an estimate for every record picked and not yet
+        # charged: without the estimate a burst would all pass before the first charge.
+        tokens_limit, usd_limit = self.budget_tokens_per_day, self.budget_usd_per_day
+        if tokens_limit is None and usd_limit is None:
+            return False
+        spent, mean = self._budget, self._mean
+        if (tokens_limit is not None and spent.tokens >= tokens_limit) or (
+            usd_limit is not None and spent.usd >= usd_limit
+        ):
+            return True
+        if in_flight == 0:
+            return False
+        if mean.records == 0:
+            return True  # no record's cost is known yet: one at a time until the first is charged
+        return (tokens_limit is not None and spent.tokens + in_flight * mean.tokens / mean.records >= tokens_limit) or (
+            usd_limit is not None and spent.usd + in_flight * mean.usd / mean.records >= usd_limit
+        )
 
     def _roll_day(self) -> None:
         day = int(self._wall_clock() // _SECONDS_PER_DAY)
@@ -377,6 +448,34 @@ def _after_fork_in_child() -> None:
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _prices(given: Mapping[str, Price | tuple[float, float]] | None) -> dict[str, Price]:
+    if given is None:
+        return {}
+    if not isinstance(given, Mapping):
+        raise ConfigurationError(
+            f"prices={given!r} is not a mapping: pass {{'model': (input_usd_per_million, output_usd_per_million)}}"
+        )
+    table: dict[str, Price] = {}
+    for model, price in given.items():
+        if not isinstance(model, str) or not model:
+            raise ConfigurationError(
+                f"prices: {model!r} is not a model name: use the judge's model, e.g. 'gpt-4o-mini'"
+            )
+        if isinstance(price, Price):
+            table[model] = price
+            continue
+        if not isinstance(price, (tuple, list)) or len(price) != 2:
+            raise ConfigurationError(
+                f"prices[{model!r}]={price!r} is not a price: pass (input_usd_per_million, output_usd_per_million), "
+                f"e.g. prices={{{model!r}: (0.15, 0.60)}}"
+            )
+        try:
+            table[model] = Price(price[0], price[1])
+        except ConfigurationError as exc:
+            raise ConfigurationError(f"prices[{model!r}]: {exc}") from None
+    return table
 
 
 def _check_rate(name: str, value: float) -> float:
@@ -416,7 +515,7 @@ def _env_prices() -> dict[str, Price]:
             values = [float(p) for p in parts]
         except ValueError:
             values = []
-        if len(values) != 2 or any(v < 0 for v in values):
+        if len(values) != 2 or not all(math.isfinite(v) and v >= 0 for v in values):
             raise ConfigurationError(
                 f"{env.RAGTRACE_JUDGE_PRICES}: {model}={text!r} is not a price: write MODEL=IN/OUT in dollars per "
                 f"million tokens, e.g. {model}=0.15/0.60"

@@ -112,6 +112,17 @@ def safe_copy(
             return span, semconv.DECISION_ERROR
 
 
+def wait_seconds(seconds: float) -> float:
+    """A time budget made safe to wait on: NaN or negative -> 0, at most ``threading.TIMEOUT_MAX``.
+
+    A longer wait (``inf``, ``1e12`` s) makes ``Future.result``/``Thread.join`` raise OverflowError, which
+    would escape from ``shutdown`` or ``force_flush`` with the queued spans never exported.
+    """
+    if not seconds > 0:
+        return 0.0
+    return min(float(seconds), threading.TIMEOUT_MAX)
+
+
 class Worker:
     """Bounded queue + scoring thread. See the module docstring for the contract."""
 
@@ -169,6 +180,13 @@ class Worker:
         """Spans held (queued or being scored) and not yet exported."""
         return len(self._held)
 
+    @property
+    def in_flight(self) -> int:
+        """Jobs queued or being scored (also those whose span already left at its deadline): the records
+        picked for scoring that have not been charged yet."""
+        with self._lock:
+            return self._queued + self._busy
+
     def submit(self, span: ReadableSpan, record: RagRecord, metrics: tuple[str, ...]) -> bool:
         """Queue a span for scoring; False when the queue is full or the worker is closed (never blocks)."""
         job = Job(span, record, metrics, time.monotonic() + self.hold_timeout)
@@ -200,7 +218,7 @@ class Worker:
 
     def flush(self, timeout: float) -> bool:
         """Score what is held while ``timeout`` seconds remain; export the rest unscored. True when all was scored."""
-        return self._drain(time.monotonic() + max(timeout, 0.0), final=False)
+        return self._drain(time.monotonic() + wait_seconds(timeout), final=False)
 
     def shutdown(self, timeout: float) -> bool:
         """Like ``flush``, then cancel what is still running, close the judge and stop the thread. Idempotent."""
@@ -208,7 +226,7 @@ class Worker:
             if self._closed:
                 return True
             self._closed = True
-        deadline = time.monotonic() + max(timeout, 0.0)
+        deadline = time.monotonic() + wait_seconds(timeout)
         complete = self._drain(deadline, final=True)
         loop, thread = self._loop, self._thread
         if loop is not None and thread is not None and thread.is_alive():
@@ -216,7 +234,7 @@ class Worker:
             loop.call_soon_threadsafe(loop.stop)
             # Only what is left of the budget: the thread closes its loop itself once it stops, so
             # nothing is left open when it outlives this wait.
-            thread.join(max(deadline - time.monotonic(), 0.0))
+            thread.join(wait_seconds(deadline - time.monotonic()))
         if loop is not None and thread is not None and not thread.is_alive() and not loop.is_closed():
             loop.close()
         return complete
@@ -278,7 +296,7 @@ class Worker:
                 complete = answered = False
             else:
                 try:
-                    complete = future.result(max(deadline - time.monotonic(), 0.0) + 1.0)
+                    complete = future.result(wait_seconds(deadline - time.monotonic() + 1.0))
                 except (concurrent.futures.TimeoutError, concurrent.futures.CancelledError, RuntimeError):
                     complete = answered = False
         elif self._held:

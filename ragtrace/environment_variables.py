@@ -68,7 +68,7 @@ RAGTRACE_MAX_CONCURRENCY: Final = "RAGTRACE_MAX_CONCURRENCY"
 """Integer >= 1 (default 8): records scored at once by the background worker."""
 
 RAGTRACE_HOLD_TIMEOUT: Final = "RAGTRACE_HOLD_TIMEOUT"
-"""Float seconds > 0 (default 30): longest a RAG span is held for scoring before it is exported
+"""Finite float seconds > 0 (default 30): longest a RAG span is held for scoring before it is exported
 unscored (decision ``timeout``); late scores then go out on a carrier span."""
 
 RAGTRACE_SAMPLE_ALWAYS: Final = "RAGTRACE_SAMPLE_ALWAYS"
@@ -84,7 +84,7 @@ RAGTRACE_JUDGE_PRICES: Final = "RAGTRACE_JUDGE_PRICES"
 e.g. ``my-model=0.2/0.8``; added to the built-in table of common OpenAI models."""
 
 RAGTRACE_SHUTDOWN_TIMEOUT: Final = "RAGTRACE_SHUTDOWN_TIMEOUT"
-"""Float seconds > 0 (default 30): time ``shutdown()`` (also at interpreter exit) may spend scoring the
+"""Finite float seconds > 0 (default 30): time ``shutdown()`` (also at interpreter exit) may spend scoring the
 records still queued before exporting the rest unscored."""
 
 # --------------------------------------------------------------------------------------------------

@@ -222,3 +222,76 @@ def test_invalid_variables_raise_naming_the_variable(
 def test_invalid_arguments_raise(kwargs: dict[str, object]) -> None:
     with pytest.raises(ConfigurationError, match=r"set it|pass"):
         Sampler(**kwargs)  # type: ignore[arg-type]
+
+
+def test_an_argument_wins_and_its_variable_is_not_even_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RAGTRACE_SAMPLE_RATE", "10%")
+    assert Sampler(0.5).rate == 0.5
+    with pytest.raises(ConfigurationError, match="RAGTRACE_SAMPLE_RATE"):
+        Sampler()
+
+
+@pytest.mark.parametrize(
+    ("prices", "fix"),
+    [
+        ({"my-model": 0.2}, r"pass \(input_usd_per_million, output_usd_per_million\)"),
+        ({"my-model": (0.2,)}, r"pass \(input_usd_per_million, output_usd_per_million\)"),
+        ({"my-model": (-1.0, 0.5)}, "number >= 0"),
+        ({"my-model": ("0.2", "0.8")}, "number >= 0"),
+        ({"my-model": (float("nan"), 0.8)}, "number >= 0"),
+        ({"my-model": (float("inf"), 0.8)}, "number >= 0"),
+        ({"my-model": (True, 0.8)}, "number >= 0"),
+        ([("my-model", (0.2, 0.8))], "not a mapping"),
+    ],
+)
+def test_a_wrong_price_is_a_configuration_error_naming_the_fix(prices: object, fix: str) -> None:
+    with pytest.raises(ConfigurationError, match=fix):
+        Sampler(1.0, budget_usd_per_day=5.0, prices=prices)  # type: ignore[arg-type]
+
+
+def test_a_wrong_price_object_is_refused_when_built() -> None:
+    with pytest.raises(ConfigurationError, match="Price"):
+        Price("0.2", 0.8)  # type: ignore[arg-type]
+    assert Price(0, 1).cost(1_000_000, 1_000_000) == 1.0
+
+
+@pytest.mark.parametrize("value", ["nan/nan", "inf/1", "0.2/-1"])
+def test_a_price_variable_that_is_not_a_finite_price_is_refused(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    monkeypatch.setenv("RAGTRACE_JUDGE_PRICES", f"my-model={value}")
+    with pytest.raises(ConfigurationError, match="RAGTRACE_JUDGE_PRICES"):
+        Sampler(1.0, budget_usd_per_day=1.0)
+
+
+@pytest.mark.parametrize("budget", ["5", float("nan"), float("inf"), True])
+def test_a_dollar_budget_that_is_not_a_finite_number_is_refused(budget: object) -> None:
+    with pytest.raises(ConfigurationError, match="budget_usd_per_day"):
+        Sampler(1.0, budget_usd_per_day=budget)  # type: ignore[arg-type]
+
+
+def test_records_not_yet_charged_count_against_the_budget_at_the_mean_cost() -> None:
+    sampler = Sampler(1.0, budget_tokens_per_day=1000)
+    assert sampler.decide(1, span(), in_flight=0).selected
+    # Nothing charged yet, so no cost is known: one record at a time.
+    assert sampler.decide(2, span(), in_flight=1).decision == semconv.DECISION_OVER_BUDGET
+    sampler.charge("fake:judge", Cost(prompt_tokens=80, completion_tokens=20))  # 100 a record
+    # 100 spent + 8 in flight x 100 < 1000; with 9 in flight the estimate reaches the budget.
+    assert sampler.decide(3, span(), in_flight=8).selected
+    assert sampler.decide(4, span(), in_flight=9).decision == semconv.DECISION_OVER_BUDGET
+    # Without a budget nothing in flight matters.
+    assert Sampler(1.0).decide(5, span(), in_flight=10_000).selected
+
+
+def test_refund_gives_back_the_throttle_slot_of_the_same_minute_only() -> None:
+    clock = Clock(600.0)
+    sampler = Sampler(1.0, throttle_per_minute=1, clock=clock)
+    picked = sampler.decide(1, span())
+    assert picked.selected
+    assert sampler.decide(2, span()).decision == semconv.DECISION_THROTTLED
+    sampler.refund(picked)
+    again = sampler.decide(3, span())
+    assert again.selected
+    clock.now += 60
+    assert sampler.decide(4, span()).selected
+    sampler.refund(again)  # from the minute before: the new minute's count is not touched
+    assert sampler.decide(5, span()).decision == semconv.DECISION_THROTTLED
+    sampler.refund(Sampler(1.0).decide(6, span()))  # no throttle: nothing to give back

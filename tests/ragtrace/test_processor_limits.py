@@ -1,0 +1,167 @@
+"""The processor's limits hold whatever the caller passes: time budgets, the daily budget, the throttle, a
+failing budget or metrics pipeline."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections import Counter
+from typing import Any
+
+import pytest
+from opentelemetry.sdk.trace import TracerProvider
+
+from ragtrace import semconv
+from ragtrace._capture import RecordStore
+from ragtrace._processor import ERROR_NO_RECORD, ScoringSpanProcessor
+from ragtrace._sampling import Sampler
+from ragtrace.environment_variables import ConfigurationError
+from ragtrace.testing import FakeJudge
+from tests.ragtrace.test_processor import RECORD, Collect, NullJudge, Scripted, decision, make_rig
+
+# -- time budgets ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("setting", ["shutdown_timeout", "hold_timeout"])
+@pytest.mark.parametrize("value", [float("inf"), float("nan"), 0, -1.0])
+def test_a_time_setting_that_is_not_finite_and_positive_is_a_configuration_error(setting: str, value: float) -> None:
+    with pytest.raises(ConfigurationError, match=f"{setting}=.*finite number of seconds"):
+        ScoringSpanProcessor(Collect(), judge=NullJudge(), metrics=[Scripted()], **{setting: value})
+
+
+@pytest.mark.parametrize("variable", ["RAGTRACE_SHUTDOWN_TIMEOUT", "RAGTRACE_HOLD_TIMEOUT"])
+def test_an_infinite_time_variable_is_a_configuration_error(monkeypatch: pytest.MonkeyPatch, variable: str) -> None:
+    monkeypatch.setenv(variable, "inf")
+    with pytest.raises(ConfigurationError, match=variable):
+        ScoringSpanProcessor(Collect(), judge=NullJudge(), metrics=[Scripted()])
+
+
+def test_a_huge_shutdown_timeout_still_scores_exports_and_stops_the_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    # 1e12 s is finite, but waiting on it raised OverflowError out of shutdown: the span was lost.
+    monkeypatch.setenv("RAGTRACE_SHUTDOWN_TIMEOUT", "1e12")
+    gate = threading.Event()
+    metric = Scripted(gate=gate)
+    r = make_rig([metric])
+    span_id = r.rag()
+    assert metric.started.wait(10)
+    thread = r.processor._worker._thread
+    assert thread is not None
+    gate.set()
+    r.provider.shutdown()
+    assert decision(r.downstream.by_id()[span_id]) == semconv.DECISION_EVALUATED
+    assert r.processor.pending == 0
+    assert not thread.is_alive()
+
+
+@pytest.mark.parametrize("timeout_millis", [10**16, float("inf"), float("nan")])
+def test_force_flush_with_any_budget_returns_and_loses_nothing(timeout_millis: float) -> None:
+    gate = threading.Event()
+    gate.set()
+    r = make_rig([Scripted(gate=gate)])
+    span_id = r.rag()
+    r.processor.force_flush(timeout_millis)  # type: ignore[arg-type]
+    r.provider.shutdown()
+    assert decision(r.downstream.by_id()[span_id]) in (semconv.DECISION_EVALUATED, semconv.DECISION_TIMEOUT)
+
+
+def test_shutdown_with_an_infinite_budget_scores_what_is_queued() -> None:
+    r = make_rig([Scripted()])
+    span_id = r.rag()
+    r.processor.shutdown(float("inf"))
+    assert decision(r.downstream.by_id()[span_id]) == semconv.DECISION_EVALUATED
+
+
+# -- the daily budget --------------------------------------------------------------------------------
+
+
+def test_a_burst_does_not_overrun_the_token_budget_by_the_whole_queue() -> None:
+    # Each record costs 120 tokens; the budget is one record's worth. The decision is taken when a span
+    # ends and the charge comes after scoring, so all 20 records of the burst used to pass.
+    release = threading.Event()
+
+    async def rate_chunks(query: str, chunks: list[str]) -> list[float]:
+        while not release.is_set():  # noqa: ASYNC110 (the test's thread opens it)
+            await asyncio.sleep(0.005)
+        return [1.0] * len(chunks)
+
+    sampler = Sampler(1.0, budget_tokens_per_day=120)
+    downstream, records = Collect(), RecordStore()
+    processor = ScoringSpanProcessor(
+        downstream,
+        judge=FakeJudge(rate_chunks=rate_chunks),
+        metrics=["context_relevance"],
+        sampler=sampler,
+        records=records,
+    )
+    provider = TracerProvider()
+    provider.add_span_processor(processor)
+    tracer = provider.get_tracer("test")
+    for _ in range(20):
+        with tracer.start_as_current_span("rag", attributes={semconv.RAGTRACE_ROLE: semconv.ROLE_RAG}) as span:
+            ctx = span.get_span_context()
+            records.put(ctx.trace_id, ctx.span_id, RECORD)
+    release.set()
+    processor.force_flush(30_000)
+    decisions = Counter(decision(s) for s in downstream.spans)
+    assert decisions == {semconv.DECISION_EVALUATED: 1, semconv.DECISION_OVER_BUDGET: 19}
+    assert sampler.spent_today()[0] == 120
+    provider.shutdown()
+
+
+# -- the throttle ------------------------------------------------------------------------------------
+
+
+class FixedClock:
+    def __call__(self) -> float:
+        return 600.0
+
+
+def test_a_throttle_slot_is_spent_only_by_a_span_handed_to_scoring() -> None:
+    gate = threading.Event()
+    metric = Scripted(gate=gate)
+    sampler = Sampler(1.0, throttle_per_minute=3, clock=FixedClock())
+    r = make_rig([metric], sampler=sampler, sample_rate=None, queue_size=1, max_concurrency=1)
+    running = r.rag()
+    assert metric.started.wait(10)
+    queued = r.rag()  # the one place in the queue
+    overflow = r.rag()  # no room: not scored, so it must not spend the last slot
+    no_record = r.rag(record=None)
+    gate.set()
+    r.processor.force_flush(10_000)
+    last = r.rag()
+    r.processor.force_flush(10_000)
+    throttled = r.rag()
+    spans = r.downstream.by_id()
+    assert [decision(spans[s]) for s in (running, queued, overflow, no_record, last)] == [
+        semconv.DECISION_EVALUATED,
+        semconv.DECISION_EVALUATED,
+        semconv.DECISION_OVERFLOW,
+        semconv.DECISION_ERROR,
+        semconv.DECISION_EVALUATED,
+    ]
+    assert (spans[no_record].attributes or {})[semconv.EVAL_ERROR_TYPE] == ERROR_NO_RECORD
+    assert decision(spans[throttled]) == semconv.DECISION_THROTTLED  # three scored: the minute is full
+    r.provider.shutdown()
+
+
+# -- a failing budget or metrics pipeline ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("part", ["charge", "scores", "cost"])
+def test_scores_already_computed_survive_a_failing_charge_or_metrics_call(
+    part: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    r = make_rig([Scripted()])
+
+    def boom(*args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("pipeline down")
+
+    owner: Any = r.processor.sampler if part == "charge" else r.processor.telemetry
+    setattr(owner, part, boom)
+    span_id = r.rag()
+    r.processor.force_flush(10_000)
+    attrs = r.downstream.by_id()[span_id].attributes or {}
+    assert attrs[semconv.EVAL_DECISION] == semconv.DECISION_EVALUATED
+    assert attrs[semconv.eval_score("faithfulness")] == 0.75
+    assert "the scores are kept" in caplog.text
+    r.provider.shutdown()
