@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Final
@@ -56,6 +58,11 @@ class RagtraceHandle:
 
     ``tracer_provider``: the provider the decorators use. ``processor``: the scoring processor.
     ``meter_provider``: where score metrics go (``None`` when metrics are off).
+
+    Handles stack: the newest one's provider and capture settings are in force. Shutting down the
+    newest puts back what was in force before it; shutting down an older one changes nothing that is
+    in force (a newer ``capture_content=False`` or ``redact`` stays), and the newer handle will fall
+    back to what the older one fell back to.
     """
 
     def __init__(
@@ -66,6 +73,7 @@ class RagtraceHandle:
         meter_provider: metrics_api.MeterProvider | None,
         owns_tracer_provider: bool,
         owns_meter_provider: bool,
+        settings: _capture.CaptureSettings,
         previous_settings: _capture.CaptureSettings,
         previous_provider: trace_api.TracerProvider | None,
     ) -> None:
@@ -74,6 +82,7 @@ class RagtraceHandle:
         self.meter_provider = meter_provider
         self._owns_tracer_provider = owns_tracer_provider
         self._owns_meter_provider = owns_meter_provider
+        self._settings = settings
         self._previous_settings = previous_settings
         self._previous_provider = previous_provider
         self._closed = False
@@ -88,8 +97,8 @@ class RagtraceHandle:
         return ok
 
     def shutdown(self, timeout_millis: float | None = None) -> None:
-        """Drain the scorer (default budget: ``shutdown_timeout``), shut down what ``configure`` built and
-        point the decorators back where they were. Idempotent."""
+        """Drain the scorer (default budget: ``shutdown_timeout``), shut down what ``configure`` built and,
+        if this is the newest open handle, point the decorators back where they were. Idempotent."""
         if self._closed:
             return
         self._closed = True
@@ -102,9 +111,7 @@ class RagtraceHandle:
                 if shutdown is not None:
                     shutdown()
         finally:
-            if _capture.get_tracer_provider() is self.tracer_provider:
-                _capture.set_tracer_provider(self._previous_provider)
-            _capture.set_settings(self._previous_settings)
+            _deactivate(self)
 
     def __enter__(self) -> RagtraceHandle:
         return self
@@ -157,26 +164,34 @@ def configure(
     ``ScoringSpanProcessor`` and ``CaptureSettings`` (see docs/configuration.md). Score metrics go to
     ``meter_provider`` when given, else to a new MeterProvider with ``metric_readers`` or an OTLP
     metric exporter (``export_metrics=False`` or ``OTEL_METRICS_EXPORTER=none``: no metrics).
-    ``set_global`` makes the providers the OpenTelemetry globals too.
+    ``set_global`` makes the providers the OpenTelemetry globals too; OpenTelemetry takes a global
+    provider once per process, so when one is already set (an earlier ``configure()``, the app) this
+    warns (``RuntimeWarning``, naming the fix) and only ragtrace's decorators use the new provider.
 
-    Raises ``ConfigurationError`` at once, naming the fix, for any wrong setting.
+    Raises ``ConfigurationError`` at once, naming the fix, for any wrong setting; a failed call leaves
+    no thread or provider behind.
     """
+    # Everything that only checks settings first: nothing runs yet that a mistake would leave behind.
     capture_overrides = _capture_overrides(
         capture_content, redact, max_attribute_length, max_record_chunk_length, max_record_chunks
     )
     settings = _capture.CaptureSettings.from_env(**capture_overrides)
+    span_limits = _span_limits(settings)
     resource = _resource(service_name, resource_attributes)
+    sampler = _sampler(sampler, sample_rate, metric_rates, always, never, throttle, budget_tokens, budget_usd, prices)
     if exporter is None:
         exporter = _otlp_span_exporter(endpoint, protocol, headers)
     elif endpoint is not None or protocol is not None:
         raise ConfigurationError("pass either exporter= or endpoint=/protocol=, not both")
     owns_meter_provider = False
-    if meter_provider is None and _metrics_enabled(export_metrics, metric_readers):
-        meter_provider = _meter_provider(resource, metric_readers, endpoint, protocol, headers)
-        owns_meter_provider = True
-    sampler = _sampler(sampler, sample_rate, metric_rates, always, never, throttle, budget_tokens, budget_usd, prices)
-    downstream: SpanProcessor = BatchSpanProcessor(exporter) if batch else SimpleSpanProcessor(exporter)
+    downstream: SpanProcessor | None = None
     try:
+        # From here on parts start threads (the metric reader's, the batch exporter's): if anything
+        # fails, what was built is shut down before the error reaches the caller.
+        if meter_provider is None and _metrics_enabled(export_metrics, metric_readers):
+            meter_provider = _meter_provider(resource, metric_readers, endpoint, protocol, headers)
+            owns_meter_provider = True
+        downstream = BatchSpanProcessor(exporter) if batch else SimpleSpanProcessor(exporter)
         processor = ScoringSpanProcessor(
             downstream,
             judge=judge,
@@ -190,17 +205,15 @@ def configure(
             service_name=_service_of(resource),
         )
     except BaseException:
-        # Leave nothing half-built behind: no export thread, no metric reader thread.
-        downstream.shutdown()
+        if downstream is not None:
+            downstream.shutdown()
         if owns_meter_provider and meter_provider is not None:
             meter_provider.shutdown()  # type: ignore[attr-defined]
         raise
-    provider = TracerProvider(resource=resource, span_limits=_span_limits(settings))
+    provider = TracerProvider(resource=resource, span_limits=span_limits)
     provider.add_span_processor(processor)
     if set_global:
-        trace_api.set_tracer_provider(provider)
-        if owns_meter_provider and meter_provider is not None:
-            metrics_api.set_meter_provider(meter_provider)
+        _set_globals(provider, meter_provider if owns_meter_provider else None)
     return _activate(provider, processor, meter_provider, settings, owns=True, owns_meter=owns_meter_provider)
 
 
@@ -230,10 +243,23 @@ def instrument(
     are exported twice (once unscored). Other processors of the provider are untouched. Score metrics
     go to ``meter_provider`` (default: the global one). ``shutdown()`` drains and removes ragtrace's
     processor work; the provider stays the app's to shut down.
+
+    One ragtrace per provider: a second ``instrument()`` of a provider whose handle is still open
+    raises ``ConfigurationError`` (each record reaches one scoring processor, so the second would
+    score nothing). To send scored spans to two backends, pass one downstream that fans out, e.g.
+    ``SynchronousMultiSpanProcessor`` with a ``BatchSpanProcessor`` per exporter.
     """
     if not isinstance(tracer_provider, TracerProvider):
         raise ConfigurationError(
             f"instrument() needs an opentelemetry.sdk.trace.TracerProvider, not {type(tracer_provider).__name__}"
+        )
+    if _has_open_handle(tracer_provider):
+        raise ConfigurationError(
+            "instrument(): this TracerProvider already has ragtrace's scoring processor (an earlier "
+            "instrument() or configure() whose handle is not shut down), and a second one would get no "
+            "records to score: call instrument() once per provider, with a downstream that fans out to "
+            "every exporter (SynchronousMultiSpanProcessor with a BatchSpanProcessor each), or shut the "
+            "first handle down"
         )
     settings = _capture.CaptureSettings.from_env(
         **_capture_overrides(capture_content, redact, max_attribute_length, max_record_chunk_length, max_record_chunks)
@@ -336,6 +362,11 @@ def capture(
 # -- helpers -------------------------------------------------------------------------------------
 
 
+# The open handles, oldest first: the last one's provider and settings are in force.
+_open_handles: list[RagtraceHandle] = []
+_handles_lock = threading.Lock()
+
+
 def _activate(
     provider: TracerProvider,
     processor: ScoringSpanProcessor,
@@ -345,18 +376,84 @@ def _activate(
     owns: bool,
     owns_meter: bool,
 ) -> RagtraceHandle:
-    handle = RagtraceHandle(
-        tracer_provider=provider,
-        processor=processor,
-        meter_provider=meter_provider,
-        owns_tracer_provider=owns,
-        owns_meter_provider=owns_meter,
-        previous_settings=_capture.get_settings(),
-        previous_provider=_capture.get_tracer_provider(),
-    )
-    _capture.set_settings(settings)
-    _capture.set_tracer_provider(provider)
+    with _handles_lock:
+        handle = RagtraceHandle(
+            tracer_provider=provider,
+            processor=processor,
+            meter_provider=meter_provider,
+            owns_tracer_provider=owns,
+            owns_meter_provider=owns_meter,
+            settings=settings,
+            previous_settings=_capture.get_settings(),
+            previous_provider=_capture.get_tracer_provider(),
+        )
+        _capture.set_settings(settings)
+        _capture.set_tracer_provider(provider)
+        _open_handles.append(handle)
     return handle
+
+
+def _deactivate(handle: RagtraceHandle) -> None:
+    """Take ``handle`` off the stack; put back what it replaced only where its own is still in force."""
+    with _handles_lock:
+        index = next((i for i, h in enumerate(_open_handles) if h is handle), None)
+        if index is None:
+            return
+        del _open_handles[index]
+        if index < len(_open_handles):
+            # A newer handle is in force: leave it alone (restoring here would undo, say, its
+            # capture_content=False), and let it fall back to what this one fell back to.
+            newer = _open_handles[index]
+            newer._previous_settings = handle._previous_settings
+            newer._previous_provider = handle._previous_provider
+            return
+        # Restore only what is still this handle's own: someone may have set another since.
+        if _capture.get_tracer_provider() is handle.tracer_provider:
+            _capture.set_tracer_provider(handle._previous_provider)
+        if _capture.get_settings() is handle._settings:
+            _capture.set_settings(handle._previous_settings)
+
+
+def _has_open_handle(provider: TracerProvider) -> bool:
+    with _handles_lock:
+        return any(h.tracer_provider is provider for h in _open_handles)
+
+
+def _after_fork_in_child() -> None:
+    # A lock another thread held at fork time would stay held forever in the child.
+    global _handles_lock
+    _handles_lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _set_globals(provider: TracerProvider, meter_provider: metrics_api.MeterProvider | None) -> None:
+    # OpenTelemetry sets each global once per process and ignores later calls with a log line; say
+    # what that means here and how to fix it, or the app's own spans silently go to the old provider.
+    trace_api.set_tracer_provider(provider)
+    if meter_provider is not None:
+        metrics_api.set_meter_provider(meter_provider)
+    refused = [
+        name
+        for name, ok in (
+            ("TracerProvider", trace_api.get_tracer_provider() is provider),
+            ("MeterProvider", meter_provider is None or metrics_api.get_meter_provider() is meter_provider),
+        )
+        if not ok
+    ]
+    if refused:
+        warnings.warn(
+            f"ragtrace.configure(): a global OpenTelemetry {' and '.join(refused)} was already set (by an "
+            "earlier configure() or by the app) and OpenTelemetry allows one per process, so this one is not "
+            "global. ragtrace's decorators use it, but spans of other instrumentation (trace.get_tracer(), "
+            "FastAPI, requests, ...) still go to the old provider, and are lost if that was shut down. Fix: "
+            "call configure() once per process and keep its handle; or pass set_global=False and give "
+            "handle.tracer_provider to your instrumentation; or use ragtrace.instrument() on the app's provider.",
+            RuntimeWarning,
+            stacklevel=3,
+        )
 
 
 def _capture_overrides(
