@@ -1,11 +1,18 @@
 """The ``ragtrace`` command. Subcommands register themselves in ``COMMANDS``.
 
 ``ragtrace eval FILE.jsonl [--metrics a,b] [--base-url URL --model M] [--out report.md]`` scores a
-JSONL file of RAG records and prints the markdown summary. Without ``--base-url``/``--model``/
-``--judge``, the judge is chosen by ``RAGTRACE_JUDGE`` (the OpenAI-compatible judge when a key or base
-URL is configured, else the offline judge).
+JSONL file of RAG records and prints the markdown summary. Any of ``--base-url``, ``--model``,
+``--embedding-model`` or ``--api-key`` (or ``--judge openai``) builds the OpenAI-compatible judge from
+those flags (the rest from ``RAGTRACE_JUDGE_*``); with none of them and no ``--judge``, the judge is
+chosen by ``RAGTRACE_JUDGE`` (the OpenAI-compatible judge when a key or base URL is configured, else
+the offline judge). ``--judge offline`` or ``module:factory`` with one of those flags is a usage error.
 
-Exit status: 0 on success, 2 on a usage or configuration error (the message names the fix).
+``--out`` is checked for writability before any record is scored, so a typo costs no judge call. The
+report always goes to stdout first; if writing ``--out`` still fails at the end, the error goes to
+stderr and the exit status is 1.
+
+Exit status: 0 on success, 1 when the report was printed but ``--out`` could not be written, 2 on a
+usage, configuration or data error (the message names the fix).
 """
 
 from __future__ import annotations
@@ -13,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib
+import inspect
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -31,8 +39,22 @@ def _fields(text: str) -> tuple[str, str]:
     return target.strip(), source.strip()
 
 
+_OPENAI_FLAGS = {
+    "base_url": "--base-url",
+    "model": "--model",
+    "embedding_model": "--embedding-model",
+    "api_key": "--api-key",
+}
+
+
 def _judge_from_args(args: argparse.Namespace) -> Judge | None:
-    if args.base_url or args.model or args.api_key or args.judge == "openai":
+    """The judge the flags ask for; None leaves the choice to ``RAGTRACE_JUDGE`` (see the module docstring)."""
+    given = [flag for name, flag in _OPENAI_FLAGS.items() if getattr(args, name) is not None]
+    if args.judge not in (None, "auto", "openai") and given:
+        raise ConfigurationError(
+            f"--judge {args.judge} does not use {', '.join(given)}: drop them, or use --judge openai"
+        )
+    if given or args.judge == "openai":
         from ragtrace.judges.openai import OpenAIJudge
 
         return OpenAIJudge(
@@ -51,13 +73,48 @@ def _judge_from_args(args: argparse.Namespace) -> Judge | None:
         factory = getattr(importlib.import_module(module), attr)
     except (ImportError, AttributeError) as err:
         raise ConfigurationError(f"--judge {args.judge!r}: cannot load it ({err})") from None
-    judge: Judge = factory()
+    if not callable(factory):
+        raise ConfigurationError(f"--judge {args.judge!r}: {attr} is not callable; name a function returning a Judge")
+    try:
+        judge = factory()
+    except ConfigurationError:
+        raise
+    except Exception as err:  # the user's code: its failure is reported, not a traceback
+        raise ConfigurationError(f"--judge {args.judge!r}: the factory raised {type(err).__name__}: {err}") from None
+    if inspect.iscoroutine(judge):
+        judge.close()  # never awaited: closed so that it leaves no warning behind
+        raise ConfigurationError(f"--judge {args.judge!r} is async: give a plain function returning a Judge")
+    if not isinstance(judge, Judge):
+        raise ConfigurationError(
+            f"--judge {args.judge!r} returned {type(judge).__name__}, not a judge: "
+            "the factory must return a ragtrace.judges.Judge (e.g. OpenAIJudge(...))"
+        )
     return judge
+
+
+def _check_writable(path: Path) -> None:
+    """Raise ``ConfigurationError`` unless ``path`` can be written; leaves no file behind."""
+    if path.is_dir():
+        raise ConfigurationError(f"--out {path}: is a directory; give a file path")
+    existed = path.exists()
+    try:
+        # Append mode writes nothing and keeps an existing file as it is.
+        with path.open("a", encoding="utf-8"):
+            pass
+    except OSError as err:
+        raise ConfigurationError(
+            f"--out {path}: cannot write it ({err.strerror or err}); give a writable path"
+        ) from None
+    if not existed:
+        path.unlink(missing_ok=True)
 
 
 def _run_eval(args: argparse.Namespace) -> int:
     from ragtrace._evaluate import EvaluationResult, aevaluate
 
+    out = Path(args.out) if args.out else None
+    if out is not None:
+        _check_writable(out)  # before any judge call: a typo must not waste the run
     judge = _judge_from_args(args)
 
     async def run() -> EvaluationResult:
@@ -77,9 +134,17 @@ def _run_eval(args: argparse.Namespace) -> int:
 
     result = asyncio.run(run())
     report = result.to_markdown(worst=args.worst, threshold=args.threshold)
-    if args.out:
-        Path(args.out).write_text(report, encoding="utf-8")
+    # stdout first: the paid-for report is never lost to a file that could not be written.
     sys.stdout.write(report)
+    sys.stdout.flush()
+    if out is not None:
+        try:
+            out.write_text(report, encoding="utf-8")
+        except OSError as err:
+            print(
+                f"ragtrace: error: the report is on stdout but --out {out} could not be written: {err}", file=sys.stderr
+            )
+            return 1
     return 0
 
 
@@ -107,7 +172,7 @@ def _add_eval(commands: Any) -> None:
     p.add_argument("--concurrency", type=int, default=8, help="records scored at once (default 8)")
     p.add_argument("--threshold", type=float, default=0.6, help="a metric below this is a problem (default 0.6)")
     p.add_argument("--worst", type=int, default=10, help="worst records listed (default 10)")
-    p.add_argument("--out", help="also write the report to this file")
+    p.add_argument("--out", help="also write the report to this file (checked before scoring)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(run=_run_eval)
 
@@ -131,7 +196,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         status: int = args.run(args)
-    except (ConfigurationError, ValueError, FileNotFoundError) as err:
+    except (ConfigurationError, ValueError, OSError) as err:
         print(f"ragtrace: error: {err}", file=sys.stderr)
         return 2
     return status

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from collections import Counter
@@ -24,6 +25,33 @@ def scripted_judge() -> FakeJudge:
         extract_claims=lambda text, question=None: [text],
         verify=lambda claims, chunks: [[Verdict.SUPPORTED] * len(chunks) for _ in claims],
     )
+
+
+VANISHING_DIRS: list[Path] = []
+"""Directories ``vanishing_out_judge`` removes while it scores (a disk that goes away mid-run)."""
+
+
+def vanishing_out_judge() -> FakeJudge:
+    """Loaded by ``--judge tests.ragtrace.test_cli:vanishing_out_judge``."""
+
+    def extract(text: str, question: str | None = None) -> list[str]:
+        for directory in VANISHING_DIRS:
+            shutil.rmtree(directory, ignore_errors=True)
+        return [text]
+
+    return FakeJudge(
+        name="vanishing",
+        extract_claims=extract,
+        verify=lambda claims, chunks: [[Verdict.SUPPORTED] * len(chunks) for _ in claims],
+    )
+
+
+def not_a_judge() -> str:
+    return "a string"
+
+
+def broken_factory() -> FakeJudge:
+    raise RuntimeError("no GPU here")
 
 
 def halueval_like(path: Path, n: int = 3) -> Path:
@@ -160,3 +188,85 @@ def test_eval_on_the_halueval_dev_data(capsys: pytest.CaptureFixture[str]) -> No
     assert status == 0
     assert "- records: 20" in printed
     assert "| context_recall | higher | 20/20 |" in printed
+
+
+def _one_record(tmp_path: Path) -> Path:
+    data = tmp_path / "r.jsonl"
+    data.write_text(json.dumps({"query": "q", "chunks": ["c1"], "answer": "a"}) + "\n", encoding="utf-8")
+    return data
+
+
+@pytest.mark.parametrize("out", ["no-such-dir/report.md", "."])
+def test_an_unwritable_out_fails_before_any_judge_call(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], out: str
+) -> None:
+    data = _one_record(tmp_path)
+    with StubOpenAIServer() as stub:
+        status = main(["eval", str(data), "--base-url", stub.base_url, "--out", str(tmp_path / out), "--no-progress"])
+        assert stub.requests == []
+    assert status == 2
+    err = capsys.readouterr().err
+    assert "--out" in err and ("cannot write it" in err or "is a directory" in err)
+
+
+def test_checking_out_leaves_no_file_behind(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = tmp_path / "r.jsonl"
+    data.write_text("not json\n", encoding="utf-8")
+    out = tmp_path / "report.md"
+    assert main(["eval", str(data), "--judge", "tests.ragtrace.test_cli:scripted_judge", "--out", str(out)]) == 2
+    assert not out.exists()
+
+
+def test_a_report_that_cannot_be_written_at_the_end_is_still_printed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = _one_record(tmp_path)
+    out_dir = tmp_path / "reports"
+    out_dir.mkdir()
+    monkeypatch.setattr(sys.modules[__name__], "VANISHING_DIRS", [out_dir])
+    args = ["eval", str(data), "--judge", "tests.ragtrace.test_cli:vanishing_out_judge", "--metrics", "faithfulness"]
+    status = main([*args, "--out", str(out_dir / "report.md"), "--no-progress"])
+    captured = capsys.readouterr()
+    assert status == 1
+    assert "| faithfulness | higher | 1/1 | 1.000 |" in captured.out
+    assert "the report is on stdout but --out" in captured.err
+
+
+def test_embedding_model_alone_builds_the_judge_from_flags(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = _one_record(tmp_path)
+    with StubOpenAIServer() as stub:
+        monkeypatch.setenv("RAGTRACE_JUDGE_BASE_URL", stub.base_url)
+        status = main(["eval", str(data), "--embedding-model", "nomic-embed-text", "--no-progress"])
+        models = {r.body.get("model") for r in stub.embedding_requests}
+    assert status == 0
+    assert models == {"nomic-embed-text"}
+
+
+@pytest.mark.parametrize("judge", ["offline", "tests.ragtrace.test_cli:scripted_judge"])
+def test_a_judge_that_takes_no_openai_flags_refuses_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], judge: str
+) -> None:
+    data = _one_record(tmp_path)
+    with StubOpenAIServer() as stub:
+        status = main(["eval", str(data), "--judge", judge, "--base-url", stub.base_url, "--api-key", "sk-x"])
+        assert stub.requests == []
+    assert status == 2
+    assert "does not use --base-url, --api-key: drop them, or use --judge openai" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("factory", "message"),
+    [
+        ("tests.ragtrace.test_cli:not_a_judge", "returned str, not a judge"),
+        ("tests.ragtrace.test_cli:broken_factory", "the factory raised RuntimeError: no GPU here"),
+        ("tests.ragtrace.test_cli:HALUEVAL", "HALUEVAL is not callable"),
+    ],
+)
+def test_a_judge_factory_that_gives_no_judge_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], factory: str, message: str
+) -> None:
+    data = _one_record(tmp_path)
+    assert main(["eval", str(data), "--judge", factory, "--no-progress"]) == 2
+    assert message in capsys.readouterr().err
