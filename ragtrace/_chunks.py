@@ -25,7 +25,7 @@ from types import MappingProxyType
 from typing import Any, cast
 
 from ragtrace import semconv
-from ragtrace._capture import CaptureSettings, prepare_text
+from ragtrace._capture import CaptureSettings, export_text, prepare_text
 from ragtrace._record import Chunk
 
 __all__ = ["CapturedChunk", "Normalized", "normalize_chunks", "to_text"]
@@ -37,10 +37,14 @@ _EMPTY: Mapping[str, Any] = MappingProxyType({})
 
 @dataclass(frozen=True, slots=True)
 class CapturedChunk:
-    """A normalised chunk: text already redacted and cut at the keep bound; ``truncated`` if cut."""
+    """A normalised chunk: text already redacted and cut at the keep bound; ``truncated`` if cut.
+
+    ``id_truncated``: the id was longer than ``max_attribute_length`` and is cut there, marked with
+    ``semconv.TRUNCATION_MARKER``."""
 
     chunk: Chunk
     truncated: bool
+    id_truncated: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,10 +96,11 @@ def _score(value: object) -> float | None:
     return score if math.isfinite(score) else None
 
 
-def _id(value: object, limit: int) -> str | None:
+def _id(value: object, limit: int) -> tuple[str | None, bool]:
+    """The chunk id as text, cut at ``limit`` and marked when longer; and whether it was cut."""
     if value is None:
-        return None
-    return to_text(value, limit)
+        return None, False
+    return export_text(to_text(value, limit + 1), False, limit)
 
 
 def _metadata(value: object) -> Mapping[str, Any]:
@@ -157,16 +162,16 @@ def _one(item: object, settings: CaptureSettings, score: float | None = None) ->
     metadata: Mapping[str, Any]
     if found is None:
         text_value: object = item
-        chunk_id = None
+        chunk_id, id_cut = None, False
         metadata = MappingProxyType({semconv.DOCUMENT_METADATA_SOURCE_TYPE: _type_name(item)})
     else:
         text_value, raw_id, raw_score, raw_metadata = found
-        chunk_id = _id(raw_id, settings.max_attribute_length)
+        chunk_id, id_cut = _id(raw_id, settings.max_attribute_length)
         if score is None:
             score = _score(raw_score)
         metadata = _metadata(raw_metadata)
     text, truncated = prepare_text(to_text(text_value, settings.read_length), settings)
-    return CapturedChunk(Chunk(text=text, id=chunk_id, score=score, metadata=metadata), truncated)
+    return CapturedChunk(Chunk(text=text, id=chunk_id, score=score, metadata=metadata), truncated, id_cut)
 
 
 def _item(item: object, settings: CaptureSettings) -> CapturedChunk:

@@ -443,7 +443,7 @@ class _Call:
             found = self._chunks(result, streamed)
             normalized = found or Normalized((), 0)
             truncated = _documents(attributes, normalized.chunks, settings)
-            attributes[semconv.GEN_AI_RETRIEVAL_DOCUMENTS] = json.dumps(
+            documents = json.dumps(
                 [
                     {
                         semconv.RETRIEVAL_DOCUMENT_JSON_ID: c.chunk.id,
@@ -452,6 +452,10 @@ class _Call:
                     for c in normalized.chunks
                 ]
             )
+            attributes[semconv.GEN_AI_RETRIEVAL_DOCUMENTS], cut = export_text(
+                documents, False, settings.max_attribute_length
+            )
+            truncated |= cut
             attributes[semconv.RAGTRACE_CHUNK_COUNT] = normalized.total
             truncated |= _content(attributes, semconv.INPUT_VALUE, query, settings)
             if semconv.INPUT_VALUE in attributes:
@@ -585,6 +589,7 @@ def _documents(
         chunk = captured.chunk
         if chunk.id is not None:
             attributes[id_name] = chunk.id
+            truncated |= captured.id_truncated
         if chunk.score is not None:
             attributes[score_name] = chunk.score
         if capture:

@@ -398,6 +398,36 @@ def test_ten_thousand_chunks_keep_a_bounded_number(exporter: InMemorySpanExporte
     assert len(record.chunks) == bound and record.chunks[-1].id == str(bound - 1)
 
 
+def test_long_chunk_ids_and_the_documents_json_are_cut_and_marked(exporter: InMemorySpanExporter) -> None:
+    _capture.set_settings(CaptureSettings(max_attribute_length=100))
+
+    @ragtrace.retrieve
+    def search(q: str) -> list[dict[str, Any]]:
+        return [{"text": "t", "id": "i" * 500}] + [{"text": "t", "id": str(n)} for n in range(50)]
+
+    search("q")
+    [span] = exporter.get_finished_spans()
+    a = span.attributes or {}
+    assert a[DOC(0, semconv.DOCUMENT_ID)] == "i" * 100 + MARKER
+    assert a[DOC(1, semconv.DOCUMENT_ID)] == "0"
+    assert a[semconv.GEN_AI_RETRIEVAL_DOCUMENTS] == str(a[semconv.GEN_AI_RETRIEVAL_DOCUMENTS])[:100] + MARKER
+    assert len(str(a[semconv.GEN_AI_RETRIEVAL_DOCUMENTS])) == 100 + len(MARKER)
+    assert a[semconv.RAGTRACE_CONTENT_TRUNCATED] is True
+
+
+def test_a_long_chunk_id_alone_sets_the_truncated_flag(exporter: InMemorySpanExporter) -> None:
+    _capture.set_settings(CaptureSettings(max_attribute_length=100, capture_content=False))
+
+    @ragtrace.rag(chunks=lambda r: r)
+    def bot(q: str) -> list[dict[str, Any]]:
+        return [{"text": "t", "id": "i" * 101}]
+
+    bot("q")
+    a = rag_span(exporter).attributes or {}
+    assert a[DOC(0, semconv.DOCUMENT_ID)] == "i" * 100 + MARKER
+    assert a[semconv.RAGTRACE_CONTENT_TRUNCATED] is True
+
+
 def test_chunks_past_the_bound_are_counted_but_never_redacted(exporter: InMemorySpanExporter) -> None:
     seen: list[str] = []
 
