@@ -10,9 +10,10 @@ intra-op thread: the app runs beside the judge, and batches are small.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +32,33 @@ MAX_TOKENS = 256
 """The sequence length the model was trained with; longer texts are cut (embed sentences, not pages)."""
 _BATCH = 16
 _CACHE_SIZE = 4096
+
+
+class Stopped(Exception):
+    """The caller gave up on this model work (its task was cancelled); raised at the next check."""
+
+
+_stop = threading.local()
+
+
+@contextlib.contextmanager
+def stop_when(event: threading.Event) -> Iterator[None]:
+    """Within this block, in this thread, model work raises ``Stopped`` at its next check once
+    ``event`` is set. Work handed to a thread cannot be cancelled from outside; this lets the judge
+    ask it to stop, so a cancelled call frees its slot instead of finishing work nobody will read."""
+    previous = getattr(_stop, "event", None)
+    _stop.event = event
+    try:
+        yield
+    finally:
+        _stop.event = previous
+
+
+def check_stop() -> None:
+    """Raise ``Stopped`` if the work running in this thread has been given up on (``stop_when``)."""
+    event: threading.Event | None = getattr(_stop, "event", None)
+    if event is not None and event.is_set():
+        raise Stopped
 
 
 def _model_path() -> str:
@@ -87,6 +115,7 @@ class Embedder:
         # Sorting by length keeps padding small inside each batch.
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         for start in range(0, len(order), _BATCH):
+            check_stop()
             idx = order[start : start + _BATCH]
             # One text at a time: encode_batch runs a Rust thread pool, which would take the app's
             # other cores and warns when the process forks.

@@ -33,7 +33,7 @@ import numpy as np
 from ragtrace.judges import _offline_calibration as cal
 from ragtrace.judges import _offline_text as text
 from ragtrace.judges._base import Verdict
-from ragtrace.judges._offline_embedder import Embedder, Vectors
+from ragtrace.judges._offline_embedder import Embedder, Vectors, check_stop
 
 FEATURES = (
     "best_cosine",
@@ -77,10 +77,22 @@ def chunk_units(chunk: str) -> list[str]:
     return text.split_sentences(chunk) or [chunk]
 
 
-def prepare_chunks(embedder: Embedder, chunks: Sequence[str], *, extra: Sequence[str] = ()) -> list[ChunkUnits]:
+MAX_UNITS_PER_CHUNK = 64
+"""Sentences of one chunk that are embedded at most. A longer chunk (a 60 KB chunk has hundreds)
+keeps the ones sharing the most content words with the claims (or the query), in their order: the
+model run per sentence is the judge's main cost, and the lexical evidence still reads the whole chunk."""
+
+
+def prepare_chunks(
+    embedder: Embedder, chunks: Sequence[str], *, extra: Sequence[str] = (), focus: Sequence[str] = ()
+) -> list[ChunkUnits]:
     """Cut every chunk into units and embed all units in one batch, ``extra`` texts first (their
-    vectors are ``embedder``'s cache hits afterwards: one model run serves claims and chunks)."""
-    per_chunk = [chunk_units(c) for c in chunks]
+    vectors are ``embedder``'s cache hits afterwards: one model run serves claims and chunks).
+
+    A chunk of more than ``MAX_UNITS_PER_CHUNK`` units keeps those closest in words to ``focus``
+    (default: ``extra``)."""
+    focus_words = set().union(*(text.content_words(f) for f in (focus or extra)))
+    per_chunk = [_bounded(chunk_units(c), focus_words) for c in chunks]
     flat = [u for units in per_chunk for u in units]
     vectors = embedder.embed([*extra, *flat])[len(extra) :]
     out: list[ChunkUnits] = []
@@ -89,6 +101,14 @@ def prepare_chunks(embedder: Embedder, chunks: Sequence[str], *, extra: Sequence
         out.append(ChunkUnits(chunk, tuple(units), vectors[start : start + len(units)]))
         start += len(units)
     return out
+
+
+def _bounded(units: list[str], focus_words: set[str]) -> list[str]:
+    if len(units) <= MAX_UNITS_PER_CHUNK:
+        return units
+    overlap = [len(text.content_words(u) & focus_words) for u in units]
+    ranked = sorted(range(len(units)), key=lambda i: (-overlap[i], i))[:MAX_UNITS_PER_CHUNK]
+    return [units[i] for i in sorted(ranked)]
 
 
 def features(claim: str, claim_vector: Vectors, chunk: ChunkUnits) -> tuple[tuple[float, ...], str]:
@@ -166,10 +186,11 @@ def feature_matrix(
         return [[] for _ in claims]
     prepared = prepare_chunks(embedder, chunks, extra=claims)
     claim_vectors = embedder.embed(list(claims))
-    return [
-        [features(claim, vector, chunk) for chunk in prepared]
-        for claim, vector in zip(claims, claim_vectors, strict=True)
-    ]
+    rows: list[list[tuple[tuple[float, ...], str]]] = []
+    for claim, vector in zip(claims, claim_vectors, strict=True):
+        check_stop()
+        rows.append([features(claim, vector, chunk) for chunk in prepared])
+    return rows
 
 
 def ground(embedder: Embedder, claims: Sequence[str], chunks: Sequence[str]) -> list[list[Grounding]]:

@@ -54,7 +54,7 @@ from ragtrace.judges._base import (
     Rating,
     Verdict,
 )
-from ragtrace.judges._offline_embedder import Embedder, default_embedder
+from ragtrace.judges._offline_embedder import Embedder, Stopped, default_embedder, stop_when
 from ragtrace.metrics._base import Cost
 
 __all__ = ["Embedder", "OfflineJudge", "embed_texts"]
@@ -83,6 +83,12 @@ def embed_texts(texts: Sequence[str]) -> npt.NDArray[np.float32]:
     The same vectors the offline judge uses: an app may retrieve by cosine (a dot product) over them.
     """
     return default_embedder().embed(texts)
+
+
+def _stop_if_set(stop: threading.Event) -> None:
+    """Raise ``Stopped`` when ``stop`` is set (before any work, where ``stop_when`` is not yet on)."""
+    if stop.is_set():
+        raise Stopped
 
 
 def _sigmoid(z: float) -> float:
@@ -118,13 +124,23 @@ class OfflineJudge:
         return self._embedder
 
     async def _run(self, work: Callable[[], T]) -> JudgeReply[T]:
+        stop = threading.Event()
+
         def timed() -> tuple[T, float]:
             with self._slots:
+                # A call cancelled while it waited for the slot never starts its work.
+                _stop_if_set(stop)
                 start = time.perf_counter()
-                value = work()
+                with stop_when(stop):
+                    value = work()
                 return value, time.perf_counter() - start
 
-        value, seconds = await asyncio.to_thread(timed)
+        try:
+            value, seconds = await asyncio.to_thread(timed)
+        except asyncio.CancelledError:
+            # The thread cannot be cancelled; it stops at its next check and frees the slot.
+            stop.set()
+            raise
         return JudgeReply(value, Cost(embedding_calls=1, seconds=seconds))
 
     def _unsupported(self, step: str) -> NoReturn:
@@ -203,7 +219,8 @@ class OfflineJudge:
         and with its best-matching sentence, fitted on HaluEval questions and their knowledge."""
 
         def work() -> list[float]:
-            return [_rate_chunk(self.embedder, query, p) for p in grounding.prepare_chunks(self.embedder, chunks)]
+            prepared = grounding.prepare_chunks(self.embedder, chunks, focus=[query])
+            return [_rate_chunk(self.embedder, query, p) for p in prepared]
 
         if not chunks:
             return JudgeReply([], Cost(embedding_calls=0))

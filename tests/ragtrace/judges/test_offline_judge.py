@@ -5,13 +5,15 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pytest
 
 from ragtrace import ConfigurationError
 from ragtrace.judges import ALL_CAPABILITIES, Judge, JudgeCapabilityError, Verdict
-from ragtrace.judges._offline_embedder import Embedder
+from ragtrace.judges._offline_embedder import Embedder, Stopped
+from ragtrace.judges._offline_grounding import MAX_UNITS_PER_CHUNK
 from ragtrace.judges._offline_text import claim_focus, content_words, extract_claims, numbers, split_sentences, words
 from ragtrace.judges.offline import OfflineJudge, embed_texts
 
@@ -391,3 +393,59 @@ def test_max_concurrency_must_be_a_positive_whole_number(value: object) -> None:
 async def test_steps_take_their_protocol_argument_names(judge: OfflineJudge) -> None:
     claims = (await judge.extract_claims(text="The capital of Brazil is Brasilia.", question=None)).value
     assert claims == ["The capital of Brazil is Brasilia."]
+
+
+class _GatedEmbedder(Embedder):
+    """The real embedder, held at its first model run until released; records whether it stopped."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.entered = threading.Event()
+        self.release = threading.Event()
+        self.stopped = False
+
+    def _run(self, texts: list[str]) -> Any:
+        self.entered.set()
+        self.release.wait(30)
+        try:
+            return super()._run(texts)
+        except Stopped:
+            self.stopped = True
+            raise
+
+
+async def test_a_cancelled_call_stops_its_model_work_and_frees_the_slot() -> None:
+    embedder = _GatedEmbedder()
+    judge = OfflineJudge(embedder=embedder)
+    claims = [f"Claim number {i} says the tower is {i} metres tall." for i in range(64)]
+    task = asyncio.create_task(judge.verify(claims, [EIFFEL]))
+    assert await asyncio.to_thread(embedder.entered.wait, 30)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    embedder.release.set()
+    # The only slot is free again once the abandoned work stopped, and the next call is served.
+    assert (await judge.verify(["The Eiffel Tower is in Paris."], [EIFFEL])).value == [[Verdict.SUPPORTED]]
+    assert embedder.stopped
+
+
+class _CountingEmbedder(Embedder):
+    def __init__(self) -> None:
+        super().__init__()
+        self.texts = 0
+
+    def _run(self, texts: list[str]) -> Any:
+        self.texts += len(texts)
+        return super()._run(texts)
+
+
+async def test_a_long_chunk_embeds_the_sentences_closest_to_the_claim_only() -> None:
+    filler = " ".join(f"Filler sentence {i} talks about gardening and the weather in spring." for i in range(400))
+    chunk = filler + " " + EIFFEL + " " + filler.replace("Filler", "Other")
+    embedder = _CountingEmbedder()
+    judge = OfflineJudge(embedder=embedder)
+    verdicts = (await judge.verify(["The Eiffel Tower was completed in 1889."], [chunk])).value
+    assert verdicts == [[Verdict.SUPPORTED]]
+    # One claim and at most MAX_UNITS_PER_CHUNK of the chunk's 800-odd sentences went through the model.
+    assert embedder.texts <= 1 + MAX_UNITS_PER_CHUNK
+    assert len(split_sentences(chunk)) > 800
