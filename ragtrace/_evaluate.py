@@ -67,13 +67,27 @@ def _renamed(data: Mapping[str, Any], fields: Mapping[str, str] | None) -> Mappi
 
 
 def load_records(path: str | os.PathLike[str], fields: Mapping[str, str] | None = None) -> list[RagRecord]:
-    """Read a JSONL file of records; blank lines are skipped, a bad line raises naming its number."""
+    """Read a JSONL file of records; blank lines are skipped, a bad line raises naming its number.
+
+    The file is UTF-8 (a byte-order mark at its start is allowed); a line that is not UTF-8, not a
+    JSON object or not a record in the shape ``RagRecord.from_dict`` reads raises ``ValueError``
+    naming the file and the line.
+    """
     file = Path(path)
+    if file.is_dir():
+        raise IsADirectoryError(f"records file {file} is a directory: give a JSONL file")
     if not file.is_file():
         raise FileNotFoundError(f"no such records file: {file}")
     records: list[RagRecord] = []
-    with file.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
+    with file.open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            try:
+                line = raw.decode("utf-8-sig" if number == 1 else "utf-8")
+            except UnicodeDecodeError as err:
+                raise ValueError(
+                    f"{file}, line {number}: not UTF-8 (byte {raw[err.start]:#04x} at byte {err.start + 1}); "
+                    "save the file as UTF-8"
+                ) from None
             if not line.strip():
                 continue
             try:

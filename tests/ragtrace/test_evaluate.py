@@ -11,6 +11,7 @@ import pytest
 
 import ragtrace
 from ragtrace import ConfigurationError, RagRecord
+from ragtrace._evaluate import load_records
 from ragtrace.judges import Verdict
 from ragtrace.testing import FakeJudge
 
@@ -172,3 +173,56 @@ def test_concurrency_bounds_records_in_flight() -> None:
         records, metrics=["context_relevance"], judge=FakeJudge(rate_chunks=rate), concurrency=3, progress=False
     )
     assert peak == 3
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"chunks": {"text": "Lima is the capital of Peru."}}, "'chunks' must be a list .* got an object"),
+        ({"chunks": 3}, "'chunks' must be a list .* got a number"),
+        ({"chunks": [{"text": None}]}, r"chunk 1 needs a string 'text' .* got null"),
+        ({"chunks": ["ok", {"id": "d2"}]}, r"chunk 2 needs a string 'text'"),
+        ({"chunks": ["ok", ["nested"]]}, "chunk 2 must be a string or an object"),
+        ({"chunks": [{"text": "ok", "metadata": [1]}]}, "'chunk 1 metadata' must be a JSON object, got a list"),
+        ({"answer": {"text": "Lima."}}, "'answer' must be a string, got an object"),
+        ({"reference": ["Lima"]}, "'reference' must be a string, got a list"),
+        ({"metadata": [1, 2]}, "'metadata' must be a JSON object, got a list"),
+    ],
+)
+def test_a_record_of_the_wrong_shape_is_named_by_file_and_line(
+    tmp_path: Path, fields: dict[str, object], message: str
+) -> None:
+    file = write_jsonl(tmp_path / "r.jsonl", [json.dumps(GOOD), json.dumps({**GOOD, **fields})])
+    with pytest.raises(ValueError, match=rf"r\.jsonl, line 2: {message}"):
+        load_records(file)
+
+
+def test_chunk_text_comes_from_the_first_field_that_is_not_null() -> None:
+    record = RagRecord.from_dict(
+        {
+            "question": None,
+            "query": "q",
+            "chunks": [{"text": None, "content": "Lima."}, {"page_content": "Cusco.", "score": 0.5}, None, "Peru."],
+            "answer": None,
+            "response": "Lima.",
+            "reference": 42,
+        }
+    )
+    assert record.texts == ["Lima.", "Cusco.", "Peru."]  # a null item carries no chunk
+    assert record.chunks[1].score == 0.5
+    assert (record.answer, record.reference) == ("Lima.", "42")
+
+
+def test_a_file_that_is_not_utf8_names_the_line(tmp_path: Path) -> None:
+    file = tmp_path / "latin1.jsonl"
+    file.write_bytes(json.dumps(GOOD).encode() + b"\n" + '{"query": "café"}\n'.encode("latin-1"))
+    with pytest.raises(ValueError, match=r"latin1\.jsonl, line 2: not UTF-8 \(byte 0xe9"):
+        load_records(file)
+
+
+def test_a_byte_order_mark_is_allowed_and_a_directory_is_named(tmp_path: Path) -> None:
+    file = tmp_path / "bom.jsonl"
+    file.write_bytes(b"\xef\xbb\xbf" + json.dumps(GOOD).encode() + b"\r\n" + json.dumps(BAD).encode() + b"\r\n")
+    assert [r.query for r in load_records(file)] == [GOOD["query"], BAD["question"]]
+    with pytest.raises(IsADirectoryError, match="is a directory"):
+        load_records(tmp_path)
