@@ -248,8 +248,13 @@ class OpenAIJudge:
             raise ConfigurationError(
                 f"response_mode={response_mode!r} is unknown: use 'auto', 'json_schema', 'json_object' or 'text'"
             )
-        for label, value in (("retry_base_delay", retry_base_delay), ("retry_max_delay", retry_max_delay)):
-            if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
+        delays = (
+            ("retry_base_delay", retry_base_delay),
+            ("retry_max_delay", retry_max_delay),
+            ("max_retry_after", max_retry_after),
+        )
+        for label, value in delays:
+            if isinstance(value, bool) or not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
                 raise ConfigurationError(f"{label}={value!r} is invalid: give a number of seconds >= 0")
         if not isinstance(parse_retries, int) or parse_retries < 0:
             raise ConfigurationError(f"parse_retries={parse_retries!r} is invalid: give an integer >= 0")

@@ -308,6 +308,9 @@ async def test_noncommittal_answer_is_flagged(stub: StubOpenAIServer, make_judge
         ({"max_concurrency": 0}, "max_concurrency"),
         ({"response_mode": "xml"}, "response_mode"),
         ({"top_logprobs": 50}, "top_logprobs"),
+        ({"max_retry_after": -1.0}, "max_retry_after"),  # would fail every Retry-After, even 0 s
+        ({"max_retry_after": float("nan")}, "max_retry_after"),
+        ({"retry_base_delay": True}, "retry_base_delay"),
     ],
 )
 def test_wrong_settings_raise_configuration_error(kwargs: dict[str, Any], fix: str) -> None:
