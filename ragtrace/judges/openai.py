@@ -28,9 +28,10 @@ import json
 import math
 import random
 import re
+import threading
 import time
 import weakref
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeGuard, TypeVar
 
@@ -296,7 +297,12 @@ class OpenAIJudge:
             }
             self._client = openai.AsyncOpenAI(**self._client_options)
             self._owns_client = True
-        self._client_loop: asyncio.AbstractEventLoop | None = None
+        # One client per event loop, each closed when its loop ends (see _client_here).
+        self._loop_clients: weakref.WeakKeyDictionary[
+            asyncio.AbstractEventLoop, tuple[openai.AsyncOpenAI, AsyncGenerator[None, None]]
+        ] = weakref.WeakKeyDictionary()
+        self._first_client_free = True
+        self._loop_clients_lock = threading.Lock()
 
     # ----------------------------------------------------------------------------------------------
     # configuration
@@ -348,15 +354,29 @@ class OpenAIJudge:
             self._semaphores[loop] = semaphore
         return semaphore
 
-    def _client_here(self) -> openai.AsyncOpenAI:
-        # A connection pool belongs to the event loop (and process) that first used it: after a fork
-        # or on another loop its connections and locks are dead. A judge that made its own client
-        # makes a fresh one there; a client passed in is the caller's to manage.
+    async def _client_here(self) -> openai.AsyncOpenAI:
+        """The client of the running event loop.
+
+        A connection pool belongs to the event loop (and process) that first used it: on another loop,
+        or after a fork, its connections and locks are dead. A judge that made its own client keeps
+        one per loop, and closes each as its loop ends: a started async generator is closed by
+        ``loop.shutdown_asyncgens()``, which ``asyncio.run`` and the scoring worker call before closing
+        the loop, so a judge reused across ``asyncio.run`` calls leaves no socket open behind. A client
+        passed in is the caller's to manage.
+        """
+        if not self._owns_client:
+            return self._client
         loop = asyncio.get_running_loop()
-        if self._owns_client and self._client_loop is not None and self._client_loop is not loop:
-            self._client = openai.AsyncOpenAI(**self._client_options)
-        self._client_loop = loop
-        return self._client
+        entry = self._loop_clients.get(loop)
+        if entry is not None:
+            return entry[0]
+        with self._loop_clients_lock:
+            client = self._client if self._first_client_free else openai.AsyncOpenAI(**self._client_options)
+            self._first_client_free = False
+        closer = _close_when_loop_ends(client)
+        await closer.__anext__()  # started: the loop now knows it, and will close it
+        self._loop_clients[loop] = (client, closer)
+        return client
 
     def _backoff(self, attempt: int) -> float:
         ceiling: float = min(self._retry_max_delay, self._retry_base_delay * 2.0**attempt)
@@ -468,7 +488,8 @@ class OpenAIJudge:
             if want_logprobs[0]:
                 kwargs["logprobs"] = True
                 kwargs["top_logprobs"] = self._top_logprobs
-            return await self._client_here().chat.completions.create(**kwargs)
+            client = await self._client_here()
+            return await client.chat.completions.create(**kwargs)
 
         completion = await self._call(send, tally, "chat", self._adapt_chat(want_logprobs))
         tally.add_usage(getattr(completion, "usage", None))
@@ -653,7 +674,8 @@ class OpenAIJudge:
         inputs = [text if text.strip() else " " for text in texts]
 
         async def send() -> Any:
-            return await self._client_here().embeddings.create(
+            client = await self._client_here()
+            return await client.embeddings.create(
                 model=self.embedding_model, input=inputs, encoding_format="float", timeout=self.timeout
             )
 
@@ -741,10 +763,19 @@ class OpenAIJudge:
         self._closed = True
         if not self._owns_client:
             return
-        if self._client_loop is None or self._client_loop is asyncio.get_running_loop():
+        here = asyncio.get_running_loop()
+        entries = list(self._loop_clients.items())
+        self._loop_clients.clear()
+        if not entries:
             await self._client.close()
-        # Else its connections belong to a loop that is gone (a worker that ended, a forked parent's):
-        # they cannot be closed from here and are dropped with the client.
+        for loop, (_, closer) in entries:
+            if loop is here:
+                await closer.aclose()
+            elif loop.is_running():
+                # Its connections belong to that loop: close them there.
+                asyncio.run_coroutine_threadsafe(closer.aclose(), loop)
+            # Else that loop is gone (closed without shutdown_asyncgens, a forked parent's): its
+            # connections cannot be closed from here and are dropped with the client.
 
 
 def _verdict_word(value: Any) -> Verdict:
@@ -831,3 +862,12 @@ def _weighted_score(reply: _ChatReply, low: int, high: int) -> float | None:
             return sum(value * p for value, p in weights.items()) / total
         position += len(token)
     return None
+
+
+async def _close_when_loop_ends(client: openai.AsyncOpenAI) -> AsyncGenerator[None, None]:
+    """Yields once, then closes ``client`` when closed: by ``aclose`` or by the loop's
+    ``shutdown_asyncgens`` (see ``OpenAIJudge._client_here``)."""
+    try:
+        yield
+    finally:
+        await client.close()
