@@ -11,6 +11,7 @@ import contextlib
 import logging
 import os
 import signal
+import sqlite3
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -62,7 +63,12 @@ def _parser() -> argparse.ArgumentParser:
     report = commands.add_parser("report", help="write the store's report (HTML with charts, or markdown)")
     report.add_argument("--db", type=Path, required=True, help="SQLite file written by serve")
     report.add_argument("--out", type=Path, required=True, help="file to write")
-    report.add_argument("--format", choices=("html", "markdown"), default="html", help="default html")
+    report.add_argument(
+        "--format",
+        choices=("html", "markdown"),
+        default=None,
+        help="default: markdown for a .md or .markdown --out, else html",
+    )
     return parser
 
 
@@ -122,6 +128,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except OSError as exc:
         print(f"ragtrace-collector: {exc}", file=sys.stderr)
+        return 1
+    except sqlite3.Error as exc:
+        # e.g. a --db that is a directory or not a SQLite file: one line, not a traceback.
+        print(
+            f"ragtrace-collector: --db {args.db}: {exc}; give a SQLite file written by serve (or, for serve, "
+            "a new file name)",
+            file=sys.stderr,
+        )
         return 1
 
 
