@@ -34,6 +34,7 @@ _log = logging.getLogger("ragtrace_collector")
 _NS_PER_DAY = 86_400 * 1_000_000_000
 _PRUNE_EVERY_SECONDS = 3600.0
 _MAX_CONNECTIONS = 256
+_MAX_RETENTION_DAYS = 100_000  # about 270 years: in nanoseconds, still a signed 64-bit integer
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,8 +73,12 @@ class CollectorConfig:
             raise ConfigurationError(f"--decode-processes {self.decode_processes} must be 0 (threads) or more")
         if self.max_body_bytes < 1024:
             raise ConfigurationError(f"--max-body-bytes {self.max_body_bytes} is too small: give at least 1024")
-        if self.retention_days is not None and self.retention_days <= 0:
-            raise ConfigurationError(f"--retention-days {self.retention_days} must be positive, e.g. 30")
+        if self.retention_days is not None and not 0 < self.retention_days <= _MAX_RETENTION_DAYS:
+            # "not 0 < x <= max" also refuses nan; inf and beyond-max days are no time SQLite can compare.
+            raise ConfigurationError(
+                f"--retention-days {self.retention_days} must be a positive number of days up to "
+                f"{_MAX_RETENTION_DAYS}, e.g. 30 (leave it out to keep everything)"
+            )
         if self.rules is not None and not self.rules.is_file():
             raise ConfigurationError(f"--rules {self.rules}: no such file; give the path of a rules TOML file")
         if self.forward is not None:
