@@ -9,13 +9,13 @@ Status codes follow the OTLP specification: ``INVALID_ARGUMENT`` for a malformed
 
 from __future__ import annotations
 
-import hmac
 import logging
 
 import grpc
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
+from ragtrace_collector._http import bearer_matches
 from ragtrace_collector._otlp import OtlpDecodeError
 from ragtrace_collector._pipeline import Pipeline
 from ragtrace_collector._store import StoreError
@@ -45,12 +45,11 @@ def create_grpc_server(
 
     Call inside the running event loop; ``await server.start()`` to serve, ``await server.stop(grace)`` to stop.
     """
-    expected = f"Bearer {token}" if token else None
 
     async def export(request: bytes, context: grpc.aio.ServicerContext[bytes, ExportTraceServiceResponse]) -> object:
-        if expected is not None:
+        if token:
             given = dict(context.invocation_metadata() or ()).get("authorization", "")
-            if not isinstance(given, str) or not hmac.compare_digest(given.encode(), expected.encode()):
+            if not isinstance(given, str) or not bearer_matches(given, token):
                 await context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong bearer token")
         try:
             batch = await pipeline.accept_protobuf(request)

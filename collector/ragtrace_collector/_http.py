@@ -68,6 +68,18 @@ class _Reject(Exception):
         self.message = message
 
 
+def bearer_matches(authorization: str, token: str) -> bool:
+    """Whether an ``Authorization`` value is ``Bearer <token>``, the scheme in any case (RFC 7235 section 2.1).
+
+    The token itself is compared in constant time.
+    """
+    scheme, _, credentials = authorization.strip().partition(" ")
+    given = credentials.strip().encode("utf-8", errors="replace")
+    # Compare even when the scheme is wrong, so the time taken does not tell which part was.
+    same = hmac.compare_digest(given, token.encode("utf-8"))
+    return scheme.lower() == "bearer" and same
+
+
 def _media_type(request: Request) -> str:
     return request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
 
@@ -165,17 +177,15 @@ def create_app(
 ) -> Starlette:
     """The collector's HTTP app: ``POST /v1/traces``, ``GET /healthz`` and ``extra_routes`` (the page).
 
-    ``token``: when set, ``/v1/traces`` requires ``Authorization: Bearer <token>``.
+    ``token``: when set, ``/v1/traces`` and ``/v1/metrics`` require ``Authorization: Bearer <token>`` (the scheme in
+    any case) and answer without it in OTLP terms; every other path but ``/healthz`` requires it too.
     """
-    expected = f"Bearer {token}".encode() if token else None
 
     async def read_otlp(request: Request) -> tuple[str, bytes]:
         """Check the token, content type and encoding; return the media type and the (gunzipped) body."""
         media_type = _media_type(request)
-        if expected is not None:
-            given = request.headers.get("authorization", "").encode("utf-8", errors="replace")
-            if not hmac.compare_digest(given, expected):
-                raise _Reject(401, code_pb2.UNAUTHENTICATED, "missing or wrong bearer token")
+        if token and not bearer_matches(request.headers.get("authorization", ""), token):
+            raise _Reject(401, code_pb2.UNAUTHENTICATED, "missing or wrong bearer token")
         if media_type not in _PROTOBUF_ALIASES and media_type != JSON:
             raise _Reject(
                 415,
@@ -247,24 +257,23 @@ def create_app(
 
 
 class _PageTokenMiddleware:
-    """Require the token on every path but the receiver (which answers in OTLP terms) and ``/healthz``.
+    """Require the token on every path but the receivers (which answer in OTLP terms) and ``/healthz``.
 
     Accepts ``Authorization: Bearer <token>`` or, for a browser, ``?token=<token>``.
     """
 
     def __init__(self, app: ASGIApp, token: str) -> None:
         self.app = app
-        self.bearer = f"Bearer {token}".encode()
-        self.token = token.encode()
+        self.token = token
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in (TRACES_PATH, "/healthz"):
+        if scope["type"] != "http" or scope["path"] in (TRACES_PATH, METRICS_PATH, "/healthz"):
             await self.app(scope, receive, send)
             return
         request = Request(scope)
-        given_header = request.headers.get("authorization", "").encode("utf-8", errors="replace")
         given_query = request.query_params.get("token", "").encode("utf-8", errors="replace")
-        if hmac.compare_digest(given_header, self.bearer) or hmac.compare_digest(given_query, self.token):
+        header_ok = bearer_matches(request.headers.get("authorization", ""), self.token)
+        if header_ok or hmac.compare_digest(given_query, self.token.encode("utf-8")):
             await self.app(scope, receive, send)
             return
         response = PlainTextResponse(

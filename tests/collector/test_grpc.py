@@ -129,3 +129,21 @@ def test_a_non_ascii_digit_in_a_document_key_is_not_an_error(collector: Collecto
     reply = _raw_export(collector.grpc_port, request.SerializeToString())
     assert not reply.HasField("partial_success")
     assert count(collector.config.db, "spans") == 2
+
+
+def test_the_bearer_scheme_is_matched_in_any_case(tmp_path: Path) -> None:
+    running = start_collector(tmp_path / "c.db", token="s3cret")
+    try:
+        assert running.grpc_port is not None
+        factory = SpanFactory()
+        factory.rag()
+        body = otlp_bytes(factory.all())
+        for scheme in ("bearer", "BEARER"):
+            assert not _raw_export(running.grpc_port, body, (("authorization", f"{scheme} s3cret"),)).HasField(
+                "partial_success"
+            )
+        with pytest.raises(grpc.RpcError) as caught:
+            _raw_export(running.grpc_port, body, (("authorization", "Basic s3cret"),))
+        assert caught.value.code() is grpc.StatusCode.UNAUTHENTICATED
+    finally:
+        running.stop()

@@ -389,3 +389,26 @@ def test_nul_padding_after_the_last_gzip_member_is_tolerated(collector: Collecto
     reply = httpx.post(_url(collector), content=body, headers={**PB, "content-encoding": "gzip"})
     assert reply.status_code == 200
     assert count(collector.config.db, "spans") == 2
+
+
+def test_with_a_token_both_receivers_answer_in_otlp_terms_and_take_any_case_of_bearer(tmp_path: Path) -> None:
+    from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import ExportMetricsServiceRequest
+
+    running = start_collector(tmp_path / "c.db", token="s3cret")
+    try:
+        base = f"http://127.0.0.1:{running.http_port}"
+        metrics = ExportMetricsServiceRequest().SerializeToString()
+        for path, body in (("/v1/traces", b""), ("/v1/metrics", metrics)):
+            reply = httpx.post(base + path, content=body, headers=PB)
+            assert reply.status_code == 401, path
+            assert reply.headers["content-type"] == PB["content-type"], path
+            assert status_pb2.Status.FromString(reply.content).message == "missing or wrong bearer token"
+            for scheme in ("bearer", "BEARER", "Bearer"):
+                ok = httpx.post(base + path, content=body, headers={**PB, "authorization": f"{scheme} s3cret"})
+                assert ok.status_code == 200, (path, scheme)
+            wrong = httpx.post(base + path, content=body, headers={**PB, "authorization": "Basic s3cret"})
+            assert wrong.status_code == 401
+        page = httpx.get(base + "/", headers={"authorization": "bearer s3cret"})
+        assert page.status_code != 401
+    finally:
+        running.stop()
