@@ -100,6 +100,8 @@ def _id(value: object, limit: int) -> tuple[str | None, bool]:
     """The chunk id as text, cut at ``limit`` and marked when longer; and whether it was cut."""
     if value is None:
         return None, False
+    if type(value) is str and len(value) <= limit:  # the common case, without the two calls below
+        return value, False
     return export_text(to_text(value, limit + 1), False, limit)
 
 
@@ -174,7 +176,30 @@ def _one(item: object, settings: CaptureSettings, score: float | None = None) ->
     return CapturedChunk(Chunk(text=text, id=chunk_id, score=score, metadata=metadata), truncated, id_cut)
 
 
+def _plain_dict(item: dict[Any, Any], settings: CaptureSettings) -> CapturedChunk | None:
+    """The most common chunk, ``{"text": str, "id": str, "score": float}`` without metadata, read
+    without the general path's dozen calls (a third of the decorator's own cost with 5 chunks); None
+    for any other dict, which then takes the general path. Same result as ``_one``."""
+    text = item.get("text")
+    if type(text) is not str or item.get("metadata"):
+        return None
+    chunk_id = item.get("id")
+    if chunk_id is not None and (type(chunk_id) is not str or len(chunk_id) > settings.max_attribute_length):
+        return None
+    score = item.get("score")
+    if score is not None and (type(score) is not float or not math.isfinite(score)):
+        return None
+    if len(text) > settings.read_length:
+        text = text[: settings.read_length]
+    text, truncated = prepare_text(text, settings)
+    return CapturedChunk(Chunk(text=text, id=chunk_id, score=score), truncated)
+
+
 def _item(item: object, settings: CaptureSettings) -> CapturedChunk:
+    if type(item) is dict:
+        plain = _plain_dict(item, settings)
+        if plain is not None:
+            return plain
     try:
         if isinstance(item, tuple) and len(item) == 2 and _score(item[1]) is not None:
             return _one(item[0], settings, _score(item[1]))

@@ -5,12 +5,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ragtrace import semconv
 from ragtrace._capture import REDACT_MARGIN, CaptureSettings, export_text, prepare_text
-from ragtrace._chunks import normalize_chunks, to_text
+from ragtrace._chunks import _item, _one, normalize_chunks, to_text
 
 MARKER = semconv.TRUNCATION_MARKER
 
@@ -115,3 +116,36 @@ def test_the_reviewers_e_mail_is_not_kept_half_redacted() -> None:
     assert cut
     assert "john" not in kept and "@" not in kept
     assert kept.startswith("From: [email] said hello. From: [email]")
+
+
+_ID_OR_TEXT = st.one_of(st.none(), st.text(max_size=40), st.integers(), st.binary(max_size=8))
+_SCORES = st.one_of(st.none(), st.floats(allow_nan=True, allow_infinity=True), st.integers(), st.booleans())
+
+
+@settings(max_examples=300)
+@given(
+    text=_ID_OR_TEXT,
+    chunk_id=_ID_OR_TEXT,
+    score=_SCORES,
+    metadata=st.one_of(st.none(), st.just({}), st.dictionaries(st.text(max_size=3), st.integers(), max_size=2)),
+    limit=st.integers(min_value=1, max_value=50),
+    redact=st.booleans(),
+)
+def test_the_plain_dict_fast_path_reads_a_chunk_as_the_general_path_does(
+    text: Any, chunk_id: Any, score: Any, metadata: Any, limit: int, redact: bool
+) -> None:
+    # The decorators read the common {"text", "id", "score"} dict without the general path's calls;
+    # whatever the dict holds, the chunk must come out the same.
+    capture = CaptureSettings(
+        max_attribute_length=limit, max_record_chunk_length=limit, redact=str.upper if redact else None
+    )
+    item = {"text": text, "id": chunk_id, "score": score, "metadata": metadata}
+    assert _item(item, capture) == _one(item, capture)
+
+
+@pytest.mark.parametrize("score", [float("nan"), float("inf"), -float("inf"), True, 1, "0.5", 0.25, None])
+@pytest.mark.parametrize("chunk_id", [None, "doc-1", "x" * 20, 7, b"id"])
+def test_the_plain_dict_fast_path_on_the_edge_values(score: Any, chunk_id: Any) -> None:
+    capture = CaptureSettings(max_attribute_length=10)
+    item = {"text": "some text", "id": chunk_id, "score": score}
+    assert _item(item, capture) == _one(item, capture)
