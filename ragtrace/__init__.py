@@ -5,8 +5,9 @@ The public API is exactly ``__all__``; everything in a ``_module`` is private an
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ragtrace import _lazy
 
 # What a decorated app needs at import time: the decorators use the OpenTelemetry API only.
 from ragtrace._decorator import generate, rag, record, retrieve
@@ -44,18 +45,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'ragtrace' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # later lookups are plain attribute reads
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
-
+__getattr__, __dir__ = _lazy.lazy_names(__name__, globals(), _LAZY)
 
 __version__ = "0.1.0"
 

@@ -1,8 +1,8 @@
 """Judges: who answers the metrics' steps. See ``ragtrace.judges._base`` for the protocol."""
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from ragtrace import _lazy
 from ragtrace.judges._base import (
     ALL_CAPABILITIES,
     GEvalRating,
@@ -29,14 +29,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
+__getattr__, __dir__ = _lazy.lazy_names(__name__, globals(), _LAZY)
 
 __all__ = [
     "ALL_CAPABILITIES",
