@@ -518,21 +518,27 @@ class OpenAIJudge:
     ) -> JudgeReply[T]:
         """One chat step: call, parse with ``read``; ask again on an unreadable reply, then fail."""
         tally = _Tally()
-        reason = ""
 
-        def read_reply(reply: _ChatReply) -> T:
+        async def attempt() -> T:
+            reply = await self._chat(prompt, user, tally, logprobs=logprobs)
             # Every JSON value of the reply, most likely first: the first with the step's shape is read.
             return read_first(json_candidates(reply.content), lambda obj: read(obj, reply))
 
+        return await self._until_readable(prompt.step, tally, attempt)
+
+    async def _until_readable(self, step: str, tally: _Tally, attempt: Callable[[], Awaitable[T]]) -> JudgeReply[T]:
+        """``attempt()`` (one call, read) again while its reply cannot be read (``ReplyParseError``),
+        ``parse_retries`` more times at most; then ``JudgeError`` with ``unparseable_reply``."""
+        reason = ""
         for _ in range(self._parse_retries + 1):
             try:
-                value = read_reply(await self._chat(prompt, user, tally, logprobs=logprobs))
+                value = await attempt()
             except ReplyParseError as error:
                 reason = str(error)
                 continue
             return JudgeReply(value=value, cost=tally.cost())
         raise JudgeError(
-            f"{prompt.step}: unparseable reply after {self._parse_retries + 1} attempts: {reason}",
+            f"{step}: unparseable reply after {self._parse_retries + 1} attempts: {reason}",
             error_type=REASON_UNPARSEABLE,
             cost=tally.cost(),
         )
@@ -679,21 +685,12 @@ class OpenAIJudge:
                 model=self.embedding_model, input=inputs, encoding_format="float", timeout=self.timeout
             )
 
-        reason = ""
-        for _ in range(self._parse_retries + 1):
+        async def attempt() -> list[list[float]]:
             response = await self._call(send, tally, "embedding")
             tally.add_usage(getattr(response, "usage", None))
-            try:
-                vectors = _vectors(response, len(texts))
-            except ReplyParseError as error:
-                reason = str(error)
-                continue
-            return JudgeReply(value=vectors, cost=tally.cost())
-        raise JudgeError(
-            f"embed: unparseable reply after {self._parse_retries + 1} attempts: {reason}",
-            error_type=REASON_UNPARSEABLE,
-            cost=tally.cost(),
-        )
+            return _vectors(response, len(texts))
+
+        return await self._until_readable("embed", tally, attempt)
 
     async def rate_chunks(self, query: str, chunks: Sequence[str]) -> JudgeReply[list[float]]:
         """Every chunk's relevance in [0, 1], in one call."""
