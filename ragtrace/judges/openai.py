@@ -373,10 +373,25 @@ class OpenAIJudge:
         with self._loop_clients_lock:
             client = self._client if self._first_client_free else openai.AsyncOpenAI(**self._client_options)
             self._first_client_free = False
-        closer = _close_when_loop_ends(client)
+        closer = self._close_when_loop_ends(loop, client)
         await closer.__anext__()  # started: the loop now knows it, and will close it
         self._loop_clients[loop] = (client, closer)
         return client
+
+    async def _close_when_loop_ends(
+        self, loop: asyncio.AbstractEventLoop, client: openai.AsyncOpenAI
+    ) -> AsyncGenerator[None, None]:
+        """Yields once, then, when closed (by ``aclose`` or by the loop's ``shutdown_asyncgens``, see
+        ``_client_here``), forgets ``loop``'s entry and closes ``client``.
+
+        Forgetting is what lets an ended loop go: a started generator holds its loop (the loop's
+        finalizer hook), so its entry would keep the loop and the closed client for the judge's life.
+        """
+        try:
+            yield
+        finally:
+            self._loop_clients.pop(loop, None)
+            await client.close()
 
     def _backoff(self, attempt: int) -> float:
         ceiling: float = min(self._retry_max_delay, self._retry_base_delay * 2.0**attempt)
@@ -763,7 +778,7 @@ class OpenAIJudge:
         here = asyncio.get_running_loop()
         entries = list(self._loop_clients.items())
         self._loop_clients.clear()
-        if not entries:
+        if self._first_client_free:  # never handed to a loop, so no closer owns it
             await self._client.close()
         for loop, (_, closer) in entries:
             if loop is here:
@@ -859,12 +874,3 @@ def _weighted_score(reply: _ChatReply, low: int, high: int) -> float | None:
             return sum(value * p for value, p in weights.items()) / total
         position += len(token)
     return None
-
-
-async def _close_when_loop_ends(client: openai.AsyncOpenAI) -> AsyncGenerator[None, None]:
-    """Yields once, then closes ``client`` when closed: by ``aclose`` or by the loop's
-    ``shutdown_asyncgens`` (see ``OpenAIJudge._client_here``)."""
-    try:
-        yield
-    finally:
-        await client.close()

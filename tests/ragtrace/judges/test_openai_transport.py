@@ -270,3 +270,23 @@ def test_a_judge_reused_across_event_loops_leaves_no_socket_open(stub: StubOpenA
         gc.collect()
     asyncio.run(judge.aclose())
     assert [w for w in caught if issubclass(w.category, ResourceWarning)] == []
+
+
+def test_a_judge_reused_across_event_loops_keeps_no_ended_loop_alive(stub: StubOpenAIServer) -> None:
+    # A script that calls asyncio.run once per record must not grow: each ended loop and its closed
+    # client are let go, not kept by the judge for its whole life.
+    import gc
+    import weakref
+
+    judge = OpenAIJudge(base_url=stub.base_url, timeout=5.0, max_retries=0)
+    loops: list[weakref.ref[asyncio.AbstractEventLoop]] = []
+
+    async def embed() -> None:
+        loops.append(weakref.ref(asyncio.get_running_loop()))
+        await judge.embed(["hello"])
+
+    for _ in range(3):
+        asyncio.run(embed())
+    gc.collect()
+    assert [ref() for ref in loops] == [None, None, None]
+    asyncio.run(judge.aclose())
