@@ -178,7 +178,7 @@ def _retry_after(response: Any) -> float | None:
 
 
 def _token_count(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+    return value if _is_int(value) and value > 0 else 0
 
 
 def _error_text(error: openai.APIStatusError) -> str:
@@ -255,7 +255,7 @@ class OpenAIJudge:
             ("max_retry_after", max_retry_after),
         )
         for label, value in delays:
-            if isinstance(value, bool) or not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
+            if not (_is_finite(value) and value >= 0):
                 raise ConfigurationError(f"{label}={value!r} is invalid: give a number of seconds >= 0")
         if not isinstance(parse_retries, int) or parse_retries < 0:
             raise ConfigurationError(f"parse_retries={parse_retries!r} is invalid: give an integer >= 0")
@@ -320,7 +320,7 @@ class OpenAIJudge:
         if value is None:
             parsed = env.read_float(variable, default, minimum=0.0)
             value = default if parsed is None else parsed
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        if not (_is_finite(value) and value > 0):
             raise ConfigurationError(f"{label}={value!r} is invalid: give a number of seconds > 0 (or set {variable})")
         return float(value)
 
