@@ -54,7 +54,7 @@ from ragtrace.judges._base import (
     Rating,
     Verdict,
 )
-from ragtrace.judges._offline_embedder import Embedder, Stopped, default_embedder, stop_when
+from ragtrace.judges._offline_embedder import Embedder, check_stop, default_embedder, stop_when
 from ragtrace.metrics._base import Cost
 
 __all__ = ["Embedder", "OfflineJudge", "embed_texts"]
@@ -83,12 +83,6 @@ def embed_texts(texts: Sequence[str]) -> npt.NDArray[np.float32]:
     The same vectors the offline judge uses: an app may retrieve by cosine (a dot product) over them.
     """
     return default_embedder().embed(texts)
-
-
-def _stop_if_set(stop: threading.Event) -> None:
-    """Raise ``Stopped`` when ``stop`` is set (before any work, where ``stop_when`` is not yet on)."""
-    if stop.is_set():
-        raise Stopped
 
 
 def _sigmoid(z: float) -> float:
@@ -127,12 +121,11 @@ class OfflineJudge:
         stop = threading.Event()
 
         def timed() -> tuple[T, float]:
-            with self._slots:
+            with self._slots, stop_when(stop):
                 # A call cancelled while it waited for the slot never starts its work.
-                _stop_if_set(stop)
+                check_stop()
                 start = time.perf_counter()
-                with stop_when(stop):
-                    value = work()
+                value = work()
                 return value, time.perf_counter() - start
 
         try:
