@@ -103,14 +103,7 @@ def _blocks(text: str) -> Iterator[str]:
     0.15 s in these."""
     start = 0
     while len(text) - start > _BLOCK_CHARS:
-        cut = next(
-            (
-                m.end()
-                for m in _BOUNDARY.finditer(text, start + _BLOCK_CHARS)
-                if m.group(1) not in _LOWERCASE_ABBREVIATIONS
-            ),
-            None,
-        )
+        cut = next(_boundary_ends(text, start + _BLOCK_CHARS), None)
         if cut is None:
             break
         yield text[start:cut]
@@ -128,14 +121,17 @@ _LOWERCASE_ABBREVIATIONS = frozenset(
 )
 
 
+def _boundary_ends(text: str, pos: int = 0) -> Iterator[int]:
+    """Where each ``_BOUNDARY`` from ``pos`` on ends, in order, an abbreviation's full stop excepted."""
+    return (m.end() for m in _BOUNDARY.finditer(text, pos) if m.group(1) not in _LOWERCASE_ABBREVIATIONS)
+
+
 def _missed_boundaries(sentence: str) -> list[str]:
     pieces: list[str] = []
     start = 0
-    for match in _BOUNDARY.finditer(sentence):
-        if match.group(1) in _LOWERCASE_ABBREVIATIONS:
-            continue
-        pieces.append(sentence[start : match.end()].strip())
-        start = match.end()
+    for end in _boundary_ends(sentence):
+        pieces.append(sentence[start:end].strip())
+        start = end
     pieces.append(sentence[start:].strip())
     return pieces
 
