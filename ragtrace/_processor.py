@@ -18,8 +18,10 @@ goes downstream. Every span that reaches the processor leaves it exactly once (s
 from __future__ import annotations
 
 import atexit
+import contextlib
 import logging
 import math
+import threading
 import time
 import weakref
 from collections.abc import Callable, Mapping, Sequence
@@ -116,6 +118,7 @@ class ScoringSpanProcessor(SpanProcessor):
             BatchSpanProcessor(downstream) if isinstance(downstream, SpanExporter) else downstream
         )
         self._records = records if records is not None else RECORDS
+        self._admission = threading.Lock()
         self._records.acquire()
         self._shutdown = False
         self._warned = False
@@ -164,28 +167,34 @@ class ScoringSpanProcessor(SpanProcessor):
                 forwarded = True
                 self._forward(span, semconv.DECISION_OVERFLOW)
                 return
-            # Records queued or being scored count against the budget before they are charged.
-            selection = self.sampler.decide(
-                context.trace_id if context is not None else 0,
-                span,
-                record,
-                self._metric_names,
-                in_flight=self._worker.in_flight,
-            )
+            # Records queued or being scored count against the budget before they are charged. With a
+            # budget, deciding and handing over happen under one lock: two threads ending spans at once
+            # would otherwise both be picked against the same count.
+            sampler = self.sampler
+            budgeted = sampler.budget_tokens_per_day is not None or sampler.budget_usd_per_day is not None
+            submitted = False
+            with self._admission if budgeted else contextlib.nullcontext():
+                selection = sampler.decide(
+                    context.trace_id if context is not None else 0,
+                    span,
+                    record,
+                    self._metric_names,
+                    in_flight=self._worker.in_flight,
+                )
+                if selection.selected:
+                    try:
+                        if record is not None:
+                            submitted = self._worker.submit(span, record, selection.metrics or self._metric_names)
+                    finally:
+                        if not submitted:
+                            # Only a span handed to scoring spends a throttle slot.
+                            sampler.refund(selection)
             # ``forwarded`` is set before each hand-off: a downstream that raises after accepting the
             # span must not get it twice (``_forward`` itself cannot fail before handing it over).
             if not selection.selected:
                 forwarded = True
                 self._forward(span, selection.decision)
                 return
-            submitted = False
-            try:
-                if record is not None:
-                    submitted = self._worker.submit(span, record, selection.metrics or self._metric_names)
-            finally:
-                if not submitted:
-                    # Only a span handed to scoring spends a throttle slot.
-                    self.sampler.refund(selection)
             forwarded = True
             if submitted:
                 return

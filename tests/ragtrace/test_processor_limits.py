@@ -108,6 +108,70 @@ def test_a_burst_does_not_overrun_the_token_budget_by_the_whole_queue() -> None:
     provider.shutdown()
 
 
+def test_two_threads_ending_spans_at_once_are_not_both_picked_against_one_count() -> None:
+    # The first thread is held inside the hand-over, after its decision; the second then ends its span.
+    # It must decide with the first record counted (in_flight 1, over budget), not beside it at 0.
+    release = threading.Event()
+
+    async def rate_chunks(query: str, chunks: list[str]) -> list[float]:
+        while not release.is_set():  # noqa: ASYNC110 (the test's thread opens it)
+            await asyncio.sleep(0.005)
+        return [1.0] * len(chunks)
+
+    sampler = Sampler(1.0, budget_tokens_per_day=120)
+    downstream, records = Collect(), RecordStore()
+    processor = ScoringSpanProcessor(
+        downstream,
+        judge=FakeJudge(rate_chunks=rate_chunks),  # held: the first record stays in flight, uncharged
+        metrics=["context_relevance"],
+        sampler=sampler,
+        records=records,
+    )
+    seen: list[int] = []
+    first_handing_over, second_deciding = threading.Event(), threading.Event()
+    decide, submit = sampler.decide, processor._worker.submit
+
+    def observed_decide(*args: Any, **kwargs: Any) -> Any:
+        if seen:
+            second_deciding.set()
+        seen.append(kwargs["in_flight"])
+        return decide(*args, **kwargs)
+
+    def held_submit(*args: Any) -> bool:
+        if not first_handing_over.is_set():
+            first_handing_over.set()
+            # Fixed: the second thread waits for the admission lock and never gets here meanwhile.
+            second_deciding.wait(0.5)
+        return submit(*args)
+
+    sampler.decide = observed_decide  # type: ignore[method-assign]
+    processor._worker.submit = held_submit  # type: ignore[method-assign]
+    provider = TracerProvider()
+    provider.add_span_processor(processor)
+    tracer = provider.get_tracer("test")
+
+    def one() -> None:
+        with tracer.start_as_current_span("rag", attributes={semconv.RAGTRACE_ROLE: semconv.ROLE_RAG}) as span:
+            ctx = span.get_span_context()
+            records.put(ctx.trace_id, ctx.span_id, RECORD)
+
+    first = threading.Thread(target=one)
+    first.start()
+    assert first_handing_over.wait(10)
+    second = threading.Thread(target=one)
+    second.start()
+    first.join(10)
+    second.join(10)
+    release.set()
+    processor.force_flush(30_000)
+    assert sorted(seen) == [0, 1]
+    assert Counter(decision(s) for s in downstream.spans) == {
+        semconv.DECISION_EVALUATED: 1,
+        semconv.DECISION_OVER_BUDGET: 1,
+    }
+    provider.shutdown()
+
+
 # -- the throttle ------------------------------------------------------------------------------------
 
 
