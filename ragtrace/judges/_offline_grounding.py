@@ -111,8 +111,11 @@ def _bounded(units: list[str], focus_words: set[str]) -> list[str]:
     return [units[i] for i in sorted(ranked)]
 
 
-def features(claim: str, claim_vector: Vectors, chunk: ChunkUnits) -> tuple[tuple[float, ...], str]:
-    """The feature vector of ``claim`` against ``chunk`` (order of ``FEATURES``) and the best unit."""
+def features(
+    claim: str, claim_vector: Vectors, chunk: ChunkUnits, facts: text.ContextFacts | None = None
+) -> tuple[tuple[float, ...], str]:
+    """The feature vector of ``claim`` against ``chunk`` (order of ``FEATURES``) and the best unit;
+    ``facts``: the chunk's ``text.context_facts``, when the caller has read them already."""
     sims = chunk.vectors @ claim_vector
     best = int(np.argmax(sims))
     best_unit = chunk.units[best]
@@ -120,7 +123,7 @@ def features(claim: str, claim_vector: Vectors, chunk: ChunkUnits) -> tuple[tupl
     # in 1889"), so local evidence is read in that window.
     window = " ".join(chunk.units[max(0, best - 1) : best + 2])
     focus = text.claim_focus(claim)
-    whole = text.lexical_evidence(focus, chunk.text)
+    whole = text.lexical_evidence(focus, chunk.text if facts is None else facts)
     local = text.lexical_evidence(focus, window)
     negation_mismatch = float(text.has_negation(focus) != text.has_negation(best_unit))
     values = (
@@ -186,10 +189,12 @@ def feature_matrix(
         return [[] for _ in claims]
     prepared = prepare_chunks(embedder, chunks, extra=claims)
     claim_vectors = embedder.embed(list(claims))
+    # Each chunk's words are read once for all the claims (a long chunk is not cached across records).
+    facts = [text.context_facts(chunk.text) for chunk in prepared]
     rows: list[list[tuple[tuple[float, ...], str]]] = []
     for claim, vector in zip(claims, claim_vectors, strict=True):
         check_stop()
-        rows.append([features(claim, vector, chunk) for chunk in prepared])
+        rows.append([features(claim, vector, chunk, f) for chunk, f in zip(prepared, facts, strict=True)])
     return rows
 
 

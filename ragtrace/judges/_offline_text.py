@@ -76,14 +76,25 @@ def _segmenter() -> pysbd.Segmenter:
     return pysbd.Segmenter(language="en", clean=False)
 
 
+_CACHED_TEXT_CHARS = 8192
+"""Texts up to this long are cached (sentences, word facts): a RAG app retrieves the same chunks again
+and again. Longer ones are read anew, so the caches stay bounded in bytes, not only in entries (the
+words of one 64 KB chunk take about 2 MB)."""
+
+
 def split_sentences(text: str) -> list[str]:
     """The sentences of ``text``, stripped, non-empty, in order."""
+    if len(text) <= _CACHED_TEXT_CHARS:
+        return list(_cached_sentences(text))
     return list(_split_sentences(text))
 
 
-@functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=2048)
+def _cached_sentences(text: str) -> tuple[str, ...]:
+    return _split_sentences(text)
+
+
 def _split_sentences(text: str) -> tuple[str, ...]:
-    # Cached: the same chunks come back with every claim and every record that retrieves them.
     text = _GLUED.sub(" ", text.strip())
     if not text:
         return ()
@@ -349,7 +360,11 @@ class Evidence:
 
 
 @dataclass(frozen=True, slots=True)
-class _Facts:
+class ContextFacts:
+    """What ``lexical_evidence`` reads of a context, read once: the grounding model compares every
+    claim of a record with the same chunks (reading a long chunk's words anew for each claim made 400
+    claims against three 28 KB chunks take 30 s)."""
+
     content_words: frozenset[str]
     tokens: frozenset[str]
     numbers: frozenset[str]
@@ -357,12 +372,19 @@ class _Facts:
     months: frozenset[str]
 
 
-@functools.lru_cache(maxsize=1024)
-def _facts(text: str) -> _Facts:
-    # Cached: every claim of a record is compared with the same chunks and windows, and reading a
-    # long chunk's words anew for each claim made 400 claims against three 28 KB chunks take 30 s.
+def context_facts(text: str) -> ContextFacts:
+    """The facts of ``text``; cached for texts up to ``_CACHED_TEXT_CHARS`` (windows, usual chunks)."""
+    return _cached_facts(text) if len(text) <= _CACHED_TEXT_CHARS else _read_facts(text)
+
+
+@functools.lru_cache(maxsize=512)
+def _cached_facts(text: str) -> ContextFacts:
+    return _read_facts(text)
+
+
+def _read_facts(text: str) -> ContextFacts:
     found = numbers(text)
-    return _Facts(
+    return ContextFacts(
         frozenset(content_words(text)),
         frozenset(words(text)),
         frozenset(found),
@@ -371,10 +393,11 @@ def _facts(text: str) -> _Facts:
     )
 
 
-def lexical_evidence(claim: str, context: str) -> Evidence:
-    """Compare a claim with one context on content words, names, numbers and dates."""
+def lexical_evidence(claim: str, context: str | ContextFacts) -> Evidence:
+    """Compare a claim with one context (its text, or its facts read once by ``context_facts``) on
+    content words, names, numbers and dates."""
     claim_words = content_words(claim)
-    facts = _facts(context)
+    facts = context if isinstance(context, ContextFacts) else context_facts(context)
     context_words = facts.content_words
     coverage = len(claim_words & context_words) / len(claim_words) if claim_words else 1.0
     missing_entities = sum(1 for e in entities(claim) if e not in facts.tokens and stem(e) not in context_words)

@@ -449,3 +449,24 @@ async def test_a_long_chunk_embeds_the_sentences_closest_to_the_claim_only() -> 
     # One claim and at most MAX_UNITS_PER_CHUNK of the chunk's 800-odd sentences went through the model.
     assert embedder.texts <= 1 + MAX_UNITS_PER_CHUNK
     assert len(split_sentences(chunk)) > 800
+
+
+def test_the_text_caches_keep_usual_chunks_and_never_long_ones() -> None:
+    # The words of one 64 KB chunk take about 2 MB: caching hundreds of them would grow without bound
+    # in bytes. Usual chunks, which a RAG app retrieves again and again, are cached.
+    from ragtrace.judges import _offline_text as text
+
+    long_chunk = " ".join(f"Sentence {i} names the unusual word w{i}." for i in range(3000))
+    usual = EIFFEL
+    text._cached_sentences.cache_clear()
+    text._cached_facts.cache_clear()
+    before = (0, 0)
+    for _ in range(2):
+        assert text.split_sentences(long_chunk)[-1] == "Sentence 2999 names the unusual word w2999."
+        assert "w2999" in text.context_facts(long_chunk).content_words
+    after_long = (text._cached_sentences.cache_info().currsize, text._cached_facts.cache_info().currsize)
+    assert after_long == before
+    text.split_sentences(usual + " Unique tail 17.")
+    text.context_facts(usual + " Unique tail 17.")
+    assert text._cached_sentences.cache_info().currsize == before[0] + 1
+    assert text._cached_facts.cache_info().currsize == before[1] + 1
