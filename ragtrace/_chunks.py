@@ -26,12 +26,11 @@ from typing import Any, cast
 
 from ragtrace import semconv
 from ragtrace._capture import CaptureSettings, export_text, prepare_text
-from ragtrace._record import Chunk
+from ragtrace._record import CHUNK_TEXT_KEYS, Chunk
 
 __all__ = ["CapturedChunk", "Normalized", "normalize_chunks", "to_text"]
 
 _log = logging.getLogger("ragtrace")
-_TEXT_KEYS = ("text", "content", "page_content")
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
 
 
@@ -133,7 +132,7 @@ def _fields(item: object) -> tuple[object, object, object, object] | None:
     if _is_text(item):
         return item, None, None, None
     if isinstance(item, (dict, Mapping)):  # dict first: skips the ABC check in the common case
-        for key in _TEXT_KEYS:
+        for key in CHUNK_TEXT_KEYS:
             text = item.get(key)
             if text is not None:
                 return text, item.get("id"), item.get("score"), item.get("metadata")

@@ -13,8 +13,9 @@ from types import MappingProxyType
 from typing import Any
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
-_CHUNK_TEXT_KEYS = ("text", "content", "page_content")
-"""Where a chunk object keeps its text: ours, the common one, and LangChain's ``Document``."""
+CHUNK_TEXT_KEYS = ("text", "content", "page_content")
+"""Where a chunk mapping keeps its text, in the order looked up: ours, the common one, and LangChain's
+``Document`` (capture reads retrievers' dicts with the same keys)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,7 +106,7 @@ def _chunk(item: Any, number: int) -> Chunk:
         return Chunk(text=item)
     if not isinstance(item, Mapping):
         raise ValueError(f"chunk {number} must be a string or an object with 'text', got {_json_type(item)}")
-    text = _first(item, *_CHUNK_TEXT_KEYS)
+    text = _first(item, *CHUNK_TEXT_KEYS)
     if not isinstance(text, str):
         raise ValueError(f"chunk {number} needs a string 'text' (or 'content', 'page_content'), got {_json_type(text)}")
     score = item.get("score")
