@@ -391,6 +391,37 @@ def test_nul_padding_after_the_last_gzip_member_is_tolerated(collector: Collecto
     assert count(collector.config.db, "spans") == 2
 
 
+def test_a_body_of_many_gzip_members_is_handed_to_zlib_in_pieces_not_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    """At each member's end zlib copies the input it was handed and did not use.
+
+    Handed the whole rest of the body, a body of many tiny members cost time quadratic in its size (4 MB of empty
+    members held the event loop 11 s; 64 MiB, most of an hour). Each call must get a bounded piece.
+    """
+    import zlib
+
+    from ragtrace_collector._http import _gunzip
+
+    handed: list[int] = []
+    real = zlib.decompressobj
+
+    class Recording:
+        def __init__(self, wbits: int) -> None:
+            self._inner = real(wbits)
+
+        def decompress(self, data: bytes, max_length: int = 0) -> bytes:
+            handed.append(len(data))
+            return self._inner.decompress(data, max_length)
+
+        def __getattr__(self, name: str) -> object:  # eof, unused_data, unconsumed_tail
+            return getattr(self._inner, name)
+
+    monkeypatch.setattr(zlib, "decompressobj", Recording)
+    body = gzip.compress(b"x") * 20_000  # 420 KB
+
+    assert _gunzip(body, 1024 * 1024) == b"x" * 20_000
+    assert max(handed) <= 64 * 1024
+
+
 def test_with_a_token_both_receivers_answer_in_otlp_terms_and_take_any_case_of_bearer(tmp_path: Path) -> None:
     from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import ExportMetricsServiceRequest
 
