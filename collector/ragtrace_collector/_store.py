@@ -256,15 +256,7 @@ class Store:
             raise StoreError(f"could not commit {len(batch.spans)} span(s): {exc}") from exc
 
     def _fill_routes_for(self, records: Sequence[Row]) -> None:
-        ids = [row["span_id"] for row in records]
-        pending: set[str] = set()
-        for start in range(0, len(ids), 500):
-            part = ids[start : start + 500]
-            marks = ", ".join("?" for _ in part)
-            cursor = self._conn.execute(
-                f"SELECT DISTINCT span_id FROM {SCORES} WHERE route IS NULL AND span_id IN ({marks})", part
-            )
-            pending.update(row[0] for row in cursor)
+        pending = self._span_ids_where(SCORES, "route IS NULL", [row["span_id"] for row in records])
         if pending:
             self._conn.executemany(_FILL_ROUTE_SQL, [(span_id,) for span_id in sorted(pending)])
 
@@ -288,15 +280,20 @@ class Store:
 
     def decided(self, span_ids: Sequence[str]) -> set[str]:
         """The span ids among ``span_ids`` whose stored RAG record already has a decision."""
-        found: set[str] = set()
         with self._lock:
-            for start in range(0, len(span_ids), 500):
-                part = list(span_ids[start : start + 500])
-                marks = ", ".join("?" for _ in part)
-                cursor = self._conn.execute(
-                    f"SELECT span_id FROM {RAG_RECORDS} WHERE decision IS NOT NULL AND span_id IN ({marks})", part
-                )
-                found.update(row[0] for row in cursor)
+            return self._span_ids_where(RAG_RECORDS, "decision IS NOT NULL", span_ids)
+
+    def _span_ids_where(self, table: str, condition: str, span_ids: Sequence[str]) -> set[str]:
+        """The span ids among ``span_ids`` of ``table``'s rows that meet ``condition``; call under ``_lock``."""
+        found: set[str] = set()
+        # A few hundred ids a query: well under SQLite's limit on bound parameters.
+        for start in range(0, len(span_ids), 500):
+            part = list(span_ids[start : start + 500])
+            marks = ", ".join("?" for _ in part)
+            cursor = self._conn.execute(
+                f"SELECT DISTINCT span_id FROM {table} WHERE {condition} AND span_id IN ({marks})", part
+            )
+            found.update(row[0] for row in cursor)
         return found
 
     def rag_record(self, span_id: str) -> dict[str, Any] | None:
