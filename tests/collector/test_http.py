@@ -443,3 +443,32 @@ def test_with_a_token_both_receivers_answer_in_otlp_terms_and_take_any_case_of_b
         assert page.status_code != 401
     finally:
         running.stop()
+
+
+def test_a_large_gzip_body_is_inflated_off_the_event_loop(
+    collector: Collector, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+
+    from ragtrace_collector import _http
+
+    threads: list[str] = []
+    real = _http._gunzip
+
+    def recording(body: bytes, limit: int) -> bytes:
+        threads.append(threading.current_thread().name)
+        return real(body, limit)
+
+    monkeypatch.setattr(_http, "_gunzip", recording)
+    small = _one_export_gzipped()
+    factory = SpanFactory()
+    for i in range(300):
+        factory.rag(query=f"question {i} " + "x" * 400)
+    large = gzip.compress(otlp_bytes(factory.all()), compresslevel=0)  # stored: as large as the export
+    assert len(small) <= _http._GZIP_INLINE_BYTES < len(large)
+    for body in (small, large):
+        reply = httpx.post(_url(collector), content=body, headers={**PB, "content-encoding": "gzip"})
+        assert reply.status_code == 200
+    assert count(collector.config.db, "rag_records") == 301
+    inline, off_loop = threads
+    assert inline != off_loop  # the small body on the loop's thread, the large one in a worker thread
