@@ -11,6 +11,7 @@ intra-op thread: the app runs beside the judge, and batches are small.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
@@ -78,7 +79,7 @@ class Embedder:
         self._lock = threading.Lock()
         self._session: Any = None
         self._tokenizer: Tokenizer | None = None
-        self._cache: OrderedDict[str, Vectors] = OrderedDict()
+        self._cache: OrderedDict[str | bytes, Vectors] = OrderedDict()
         self._cache_size = cache_size
         self.loads = 0
         """How many times the model was loaded (1 after first use; a test checks it)."""
@@ -142,11 +143,12 @@ class Embedder:
         todo: dict[str, list[int]] = {}
         with self._lock:
             for i, text in enumerate(texts):
-                cached = self._cache.get(text)
+                key = _cache_key(text)
+                cached = self._cache.get(key)
                 if cached is None:
                     todo.setdefault(text, []).append(i)
                 else:
-                    self._cache.move_to_end(text)
+                    self._cache.move_to_end(key)
                     result[i] = cached
         if todo:
             unique = list(todo)
@@ -156,11 +158,23 @@ class Embedder:
                 for text, vector in zip(unique, vectors, strict=True):
                     for i in todo[text]:
                         result[i] = vector
-                    self._cache[text] = vector
-                    self._cache.move_to_end(text)
+                    key = _cache_key(text)
+                    self._cache[key] = vector
+                    self._cache.move_to_end(key)
                 while len(self._cache) > self._cache_size:
                     self._cache.popitem(last=False)
         return result
+
+
+_LONG_TEXT_CHARS = 256
+
+
+def _cache_key(text: str) -> str | bytes:
+    """The cache key of ``text``: itself when short, else a 128-bit digest, so the cache holds 4,096
+    vectors and not 4,096 whole chunks (up to 64 KB each) as keys."""
+    if len(text) <= _LONG_TEXT_CHARS:
+        return text
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
 _default: Embedder | None = None

@@ -470,3 +470,13 @@ def test_the_text_caches_keep_usual_chunks_and_never_long_ones() -> None:
     text.context_facts(usual + " Unique tail 17.")
     assert text._cached_sentences.cache_info().currsize == before[0] + 1
     assert text._cached_facts.cache_info().currsize == before[1] + 1
+
+
+def test_a_long_text_is_cached_under_a_digest_not_as_itself() -> None:
+    embedder = _CountingEmbedder()
+    long_text = EIFFEL * 40  # about 10 KB, as a whole chunk is embedded for rate_chunks
+    first = embedder.embed([long_text, "short text"])
+    again = embedder.embed([long_text, "short text"])
+    assert embedder.texts == 2  # the second call was served from the cache
+    assert np.array_equal(first, again)
+    assert all(len(key) <= 256 for key in embedder._cache)  # no 10 KB key kept alive
