@@ -223,10 +223,10 @@ class Collector:
             serving = loop.create_task(server.serve(sockets=[sock]))
             self._ready.set()
             _log.info(
-                "ragtrace-collector: OTLP/HTTP on %s:%s, OTLP/gRPC on %s, store %s",
+                "ragtrace-collector: OTLP/HTTP on %s:%s, OTLP/gRPC %s, store %s",
                 config.host,
                 self.http_port,
-                f"{config.host}:{self.grpc_port}" if config.grpc_port is not None else "off",
+                f"on {config.host}:{self.grpc_port}" if config.grpc_port is not None else "off",
                 config.db,
             )
             await serving
