@@ -112,7 +112,8 @@ RAGTRACE_JUDGE_TIMEOUT: Final = "RAGTRACE_JUDGE_TIMEOUT"
 """Float seconds > 0 (default 30): timeout of one judge call."""
 
 RAGTRACE_JUDGE_MAX_RETRIES: Final = "RAGTRACE_JUDGE_MAX_RETRIES"
-"""Integer >= 0 (default 3): retries of a judge call on 429, 5xx, timeouts and connection errors."""
+"""Integer >= 0 (default 3): retries of a judge call on 408, 409, 429, 5xx, a 200 whose body is not
+JSON, timeouts and connection errors."""
 
 RAGTRACE_JUDGE_MAX_CONCURRENCY: Final = "RAGTRACE_JUDGE_MAX_CONCURRENCY"
 """Integer >= 1 (default 16): judge calls in flight at once."""
