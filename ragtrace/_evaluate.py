@@ -340,5 +340,9 @@ def evaluate(
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(aevaluate(records, metrics, judge, concurrency, progress, fields))
-    raise RuntimeError("evaluate() was called inside a running event loop: use 'await ragtrace.aevaluate(...)'")
+        pass  # no loop running: the normal case
+    else:
+        raise RuntimeError("evaluate() was called inside a running event loop: use 'await ragtrace.aevaluate(...)'")
+    # Outside the except block, so that an error of the run (a missing file, an unknown metric) shows
+    # alone, not as "during handling of RuntimeError: no running event loop".
+    return asyncio.run(aevaluate(records, metrics, judge, concurrency, progress, fields))

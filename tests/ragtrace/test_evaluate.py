@@ -120,6 +120,18 @@ def test_missing_file_and_bad_arguments(tmp_path: Path) -> None:
         ragtrace.evaluate([GOOD, {"answer": "x"}], judge=judge())
 
 
+def test_an_error_of_the_run_shows_alone_without_a_chained_event_loop_error(tmp_path: Path) -> None:
+    # Raised inside "except RuntimeError" it would print "no running event loop" and "During handling
+    # of the above exception, another exception occurred" before the real error.
+    with pytest.raises(FileNotFoundError) as missing:
+        ragtrace.evaluate(tmp_path / "missing.jsonl", judge=judge(), progress=False)
+    with pytest.raises(ConfigurationError) as unknown:
+        ragtrace.evaluate([GOOD], metrics=["g_eval"], judge=judge(), progress=False)
+    for error in (missing.value, unknown.value):
+        assert error.__context__ is None
+        assert error.__cause__ is None
+
+
 def test_without_a_judge_the_default_judge_is_used_and_closed(monkeypatch: pytest.MonkeyPatch) -> None:
     made: list[FakeJudge] = []
 
