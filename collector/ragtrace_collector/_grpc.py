@@ -1,5 +1,9 @@
 """OTLP/gRPC receiver: ``opentelemetry.proto.collector.trace.v1.TraceService/Export`` on a grpc.aio server.
 
+``opentelemetry.proto.collector.metrics.v1.MetricsService/Export`` is answered too, not stored, exactly as
+``POST /v1/metrics`` is (``ragtrace_collector._http.metrics_not_stored``): an app pointed at this port sends its
+score histogram here by default, and must get the spec's partial success, not ``UNIMPLEMENTED``.
+
 The request is taken as raw bytes and decoded by ``ragtrace_collector._otlp`` (not by grpcio), so a span
 with invalid UTF-8 costs that span, not the whole export: the reply's ``partial_success`` counts it.
 Status codes follow the OTLP specification: ``INVALID_ARGUMENT`` for a malformed body (not retryable),
@@ -10,12 +14,15 @@ Status codes follow the OTLP specification: ``INVALID_ARGUMENT`` for a malformed
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 
 import grpc
+from google.protobuf.message import Message
+from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
-from ragtrace_collector._http import bearer_matches
+from ragtrace_collector._http import bearer_matches, metrics_not_stored
 from ragtrace_collector._otlp import OtlpDecodeError
 from ragtrace_collector._pipeline import Pipeline
 from ragtrace_collector._store import StoreError
@@ -25,12 +32,18 @@ _log = logging.getLogger("ragtrace_collector")
 SERVICE_NAME = trace_service_pb2.DESCRIPTOR.services_by_name["TraceService"].full_name
 """``opentelemetry.proto.collector.trace.v1.TraceService``, from the proto's own descriptor."""
 
+METRICS_SERVICE_NAME = metrics_service_pb2.DESCRIPTOR.services_by_name["MetricsService"].full_name
+"""``opentelemetry.proto.collector.metrics.v1.MetricsService``, from the proto's own descriptor."""
+
+
+_Export = Callable[[bytes, "grpc.aio.ServicerContext[bytes, Message]"], Awaitable[object]]
+
 
 def _identity(payload: bytes) -> bytes:
     return payload
 
 
-def _serialize(reply: ExportTraceServiceResponse) -> bytes:
+def _serialize(reply: Message) -> bytes:
     return bytes(reply.SerializeToString())
 
 
@@ -46,11 +59,15 @@ def create_grpc_server(
     Call inside the running event loop; ``await server.start()`` to serve, ``await server.stop(grace)`` to stop.
     """
 
-    async def export(request: bytes, context: grpc.aio.ServicerContext[bytes, ExportTraceServiceResponse]) -> object:
+    async def check_token(context: grpc.aio.ServicerContext[bytes, Message]) -> None:
+        """Abort with ``UNAUTHENTICATED`` unless the metadata carries ``authorization: Bearer <token>``."""
         if token:
             given = dict(context.invocation_metadata() or ()).get("authorization", "")
             if not isinstance(given, str) or not bearer_matches(given, token):
                 await context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong bearer token")
+
+    async def export(request: bytes, context: grpc.aio.ServicerContext[bytes, Message]) -> object:
+        await check_token(context)
         try:
             batch = await pipeline.accept_protobuf(request)
         except OtlpDecodeError as exc:
@@ -65,21 +82,35 @@ def create_grpc_server(
             reply.partial_success.error_message = batch.error_message or "; ".join(batch.errors)
         return reply
 
-    handler = grpc.method_handlers_generic_handler(
-        SERVICE_NAME,
-        {
-            "Export": grpc.unary_unary_rpc_method_handler(
-                export, request_deserializer=_identity, response_serializer=_serialize
-            )
-        },
-    )
+    async def export_metrics(request: bytes, context: grpc.aio.ServicerContext[bytes, Message]) -> object:
+        await check_token(context)
+        try:
+            reply = metrics_not_stored(request)
+        except OtlpDecodeError as exc:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"malformed OTLP body: {exc}")
+        return reply
+
+    def export_handler(service: str, behaviour: _Export) -> grpc.GenericRpcHandler:
+        return grpc.method_handlers_generic_handler(
+            service,
+            {
+                "Export": grpc.unary_unary_rpc_method_handler(
+                    behaviour,
+                    request_deserializer=_identity,
+                    response_serializer=_serialize,
+                )
+            },
+        )
+
     server = grpc.aio.server(
         options=[
             ("grpc.max_receive_message_length", max_message_bytes),
             ("grpc.so_reuseport", 0),
         ]
     )
-    server.add_generic_rpc_handlers((handler,))
+    server.add_generic_rpc_handlers(
+        (export_handler(SERVICE_NAME, export), export_handler(METRICS_SERVICE_NAME, export_metrics))
+    )
     try:
         port = server.add_insecure_port(address)
     except RuntimeError as exc:  # newer grpcio raises where older ones returned 0

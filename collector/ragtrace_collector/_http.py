@@ -164,12 +164,21 @@ def _success(batch: Batch, media_type: str) -> Response:
     return Response(_encode(reply, media_type), status_code=200, media_type=media_type)
 
 
-def _count_data_points(body: bytes, *, json_body: bool) -> int:
+def metrics_not_stored(body: bytes, *, json_body: bool = False) -> ExportMetricsServiceResponse:
+    """The reply to a metrics export (OTLP/HTTP and OTLP/gRPC alike): nothing is stored.
+
+    Every data point is rejected in ``partial_success`` with ``METRICS_NOT_STORED``; an export without data
+    points gets an empty reply (the spec's full success). Raise ``OtlpDecodeError`` when ``body`` (protobuf, or
+    OTLP/JSON with ``json_body``) is not an ``ExportMetricsServiceRequest``.
+    """
     request = ExportMetricsServiceRequest()
-    if json_body:
-        json_format.Parse(body, request, ignore_unknown_fields=True)
-    else:
-        request.ParseFromString(body)
+    try:
+        if json_body:
+            json_format.Parse(body, request, ignore_unknown_fields=True)
+        else:
+            request.ParseFromString(body)
+    except (json_format.ParseError, DecodeError, ValueError) as exc:
+        raise OtlpDecodeError(str(exc)) from None
     points = 0
     for resource_metrics in request.resource_metrics:
         for scope_metrics in resource_metrics.scope_metrics:
@@ -177,7 +186,11 @@ def _count_data_points(body: bytes, *, json_body: bool) -> int:
                 kind = metric.WhichOneof("data")
                 if kind is not None:
                     points += len(getattr(metric, kind).data_points)
-    return points
+    reply = ExportMetricsServiceResponse()
+    if points:
+        reply.partial_success.rejected_data_points = points
+        reply.partial_success.error_message = METRICS_NOT_STORED
+    return reply
 
 
 def create_app(
@@ -245,15 +258,11 @@ def create_app(
         try:
             media_type, body = await read_otlp(request)
             try:
-                points = _count_data_points(body, json_body=media_type == JSON)
-            except (json_format.ParseError, DecodeError, ValueError) as exc:
+                reply = metrics_not_stored(body, json_body=media_type == JSON)
+            except OtlpDecodeError as exc:
                 raise _Reject(400, code_pb2.INVALID_ARGUMENT, f"malformed OTLP body: {exc}") from None
         except _Reject as reject:
             return _status_response(reject.status, reject.code, reject.message, reply_type)
-        reply = ExportMetricsServiceResponse()
-        if points:
-            reply.partial_success.rejected_data_points = points
-            reply.partial_success.error_message = METRICS_NOT_STORED
         return Response(_encode(reply, reply_type), status_code=200, media_type=reply_type)
 
     async def healthz(request: Request) -> Response:

@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from pathlib import Path
 
 import grpc
 import pytest
+from opentelemetry.exporter.otlp.proto.common.metrics_encoder import encode_metrics
+from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import OTLPMetricExporter
 from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import ExportMetricsServiceResponse
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader, MetricExportResult, MetricsData
 from opentelemetry.sdk.trace.export import SpanExportResult
-from ragtrace_collector._grpc import SERVICE_NAME
+from ragtrace_collector._grpc import METRICS_SERVICE_NAME, SERVICE_NAME
+from ragtrace_collector._http import METRICS_NOT_STORED
 from ragtrace_collector._server import Collector
 
 from ragtrace import semconv
@@ -145,5 +152,77 @@ def test_the_bearer_scheme_is_matched_in_any_case(tmp_path: Path) -> None:
         with pytest.raises(grpc.RpcError) as caught:
             _raw_export(running.grpc_port, body, (("authorization", "Basic s3cret"),))
         assert caught.value.code() is grpc.StatusCode.UNAUTHENTICATED
+    finally:
+        running.stop()
+
+
+def _score_metrics() -> MetricsData:
+    """Two histogram data points of the score metric, as ragtrace.configure() records them."""
+    reader = InMemoryMetricReader()
+    provider = MeterProvider(metric_readers=[reader])
+    try:
+        histogram = provider.get_meter("t").create_histogram("gen_ai.evaluation.score")
+        for value in (0.2, 0.9):
+            histogram.record(value, {"gen_ai.evaluation.name": "faithfulness"})
+            histogram.record(value, {"gen_ai.evaluation.name": "hallucination"})
+        data = reader.get_metrics_data()
+    finally:
+        provider.shutdown()
+    assert data is not None
+    return data
+
+
+def _raw_metrics_export(
+    port: int, body: bytes, metadata: tuple[tuple[str, str], ...] = ()
+) -> ExportMetricsServiceResponse:
+    with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+        export = channel.unary_unary(
+            f"/{METRICS_SERVICE_NAME}/Export",
+            request_serializer=lambda b: b,
+            response_deserializer=ExportMetricsServiceResponse.FromString,
+        )
+        reply: ExportMetricsServiceResponse = export(body, timeout=10, metadata=metadata)
+        return reply
+
+
+def test_metrics_exports_are_answered_as_not_stored(collector: Collector, caplog: pytest.LogCaptureFixture) -> None:
+    # configure(protocol="grpc") sends the score histogram to the span endpoint by default: the real exporter
+    # must succeed (no "UNIMPLEMENTED" error every minute), and the reply says nothing was stored, as over HTTP.
+    assert collector.grpc_port is not None
+    data = _score_metrics()
+    exporter = OTLPMetricExporter(endpoint=f"127.0.0.1:{collector.grpc_port}", insecure=True)
+    try:
+        with caplog.at_level(logging.WARNING):
+            assert exporter.export(data) is MetricExportResult.SUCCESS
+    finally:
+        exporter.shutdown()
+    assert not [r for r in caplog.records if r.name.startswith("opentelemetry")]
+    partial = _raw_metrics_export(collector.grpc_port, encode_metrics(data).SerializeToString()).partial_success
+    assert partial.rejected_data_points == 2  # one histogram point per attribute set
+    assert partial.error_message == METRICS_NOT_STORED
+    assert not _raw_metrics_export(collector.grpc_port, b"").HasField("partial_success")  # no points, nothing to say
+    with pytest.raises(grpc.RpcError) as caught:
+        _raw_metrics_export(collector.grpc_port, b"\xff\xff")
+    assert caught.value.code() is grpc.StatusCode.INVALID_ARGUMENT
+    assert count(collector.config.db, "spans") == 0
+
+
+def test_metrics_exports_need_the_token(tmp_path: Path) -> None:
+    running = start_collector(tmp_path / "c.db", token="s3cret")
+    try:
+        assert running.grpc_port is not None
+        data = _score_metrics()
+        body = encode_metrics(data).SerializeToString()
+        for metadata in ((), (("authorization", "Bearer wrong"),)):
+            with pytest.raises(grpc.RpcError) as caught:
+                _raw_metrics_export(running.grpc_port, body, metadata)
+            assert caught.value.code() is grpc.StatusCode.UNAUTHENTICATED
+        exporter = OTLPMetricExporter(
+            endpoint=f"127.0.0.1:{running.grpc_port}", insecure=True, headers={"authorization": "Bearer s3cret"}
+        )
+        try:
+            assert exporter.export(data) is MetricExportResult.SUCCESS
+        finally:
+            exporter.shutdown()
     finally:
         running.stop()
