@@ -31,7 +31,7 @@ from tqdm import tqdm
 from ragtrace._record import RagRecord
 from ragtrace.environment_variables import ConfigurationError
 from ragtrace.judges._base import Judge
-from ragtrace.metrics._base import ZERO_COST, Cost, Direction, Metric, Score
+from ragtrace.metrics._base import REASON_JUDGE_ERROR, ZERO_COST, Cost, Direction, Metric, Score
 from ragtrace.metrics._registry import build_suite
 from ragtrace.metrics._suite import Suite, SuiteResult
 
@@ -154,7 +154,12 @@ class RecordResult:
 
 @dataclass(frozen=True, slots=True)
 class MetricSummary:
-    """One metric over all records: how many were measured, their mean/min/max, and why others are absent."""
+    """One metric over all records: how many were measured, their mean/min/max, and why others are absent.
+
+    ``absent`` counts the absent scores by reason (``judge_error``, ``no_chunks``, ...); ``errors``
+    counts the ``judge_error`` ones by the judge's error type (``connection``, ``timeout``,
+    ``authentication``, ...), which says what to fix.
+    """
 
     name: str
     direction: Direction
@@ -164,6 +169,7 @@ class MetricSummary:
     minimum: float | None
     maximum: float | None
     absent: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+    errors: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,6 +187,27 @@ class EvaluationResult:
     def count(self) -> int:
         """Records scored."""
         return len(self.records)
+
+    @property
+    def scored(self) -> int:
+        """Records with at least one measured score."""
+        return sum(1 for r in self.records if any(s.ok for s in r.result.scores.values()))
+
+    @property
+    def errors(self) -> dict[str, int]:
+        """Failed scores (status ``error``) over all records and metrics, by error type, most frequent first."""
+        counts = Counter(
+            s.error_type or s.reason or s.status for r in self.records for s in r.result.scores.values() if _failed(s)
+        )
+        return dict(counts.most_common())
+
+    @property
+    def judge_failed(self) -> bool:
+        """True when there were records but none got a score, and judge errors are why (some score failed).
+
+        ``ragtrace eval`` exits 1 then: a dead endpoint or a wrong key must not look like a run.
+        """
+        return self.count > 0 and self.scored == 0 and bool(self.errors)
 
     @property
     def means(self) -> dict[str, float | None]:
@@ -211,7 +238,7 @@ class EvaluationResult:
             "|---|---|---|---|---|---|---|",
         ]
         for s in self.summary.values():
-            absent = ", ".join(f"{reason}: {n}" for reason, n in sorted(s.absent.items())) or "-"
+            absent = ", ".join(_absent_cell(reason, n, s) for reason, n in sorted(s.absent.items())) or "-"
             lines.append(
                 f"| {s.name} | {s.direction} | {s.measured}/{s.total} | {_num(s.mean)} | {_num(s.minimum)} "
                 f"| {_num(s.maximum)} | {absent} |"
@@ -226,6 +253,21 @@ class EvaluationResult:
                 issues = ", ".join(f"{s.name} {_num(s.value)}" for s in r.issues(threshold))
                 lines.append(f"| {r.index} | {_cell(r.record.query)} | {_num(r.overall)} | {issues} |")
         return "\n".join(lines) + "\n"
+
+
+def _failed(score: Score) -> bool:
+    return not score.ok and score.status == "error"
+
+
+def _absent_cell(reason: str, count: int, summary: MetricSummary) -> str:
+    # A judge error says what broke: "judge_error: 3 (connection)", or with several kinds
+    # "judge_error: 3 (connection: 2, timeout: 1)". Other reasons say it themselves.
+    kinds = summary.errors if reason == REASON_JUDGE_ERROR else {}
+    if not kinds:
+        return f"{reason}: {count}"
+    if len(kinds) == 1:
+        return f"{reason}: {count} ({next(iter(kinds))})"
+    return f"{reason}: {count} ({', '.join(f'{kind}: {n}' for kind, n in kinds.items())})"
 
 
 def _spread(values: Sequence[float | None]) -> str:
@@ -247,6 +289,7 @@ def _cell(text: str, limit: int = 80) -> str:
 def _summarise(name: str, direction: Direction, scores: Sequence[Score]) -> MetricSummary:
     values = [s.value for s in scores if s.ok and s.value is not None]
     reasons = Counter(s.reason or s.status for s in scores if not s.ok)
+    errors = Counter(s.error_type or "unknown" for s in scores if not s.ok and s.reason == REASON_JUDGE_ERROR)
     return MetricSummary(
         name=name,
         direction=direction,
@@ -256,6 +299,7 @@ def _summarise(name: str, direction: Direction, scores: Sequence[Score]) -> Metr
         minimum=min(values) if values else None,
         maximum=max(values) if values else None,
         absent=MappingProxyType(dict(reasons)),
+        errors=MappingProxyType(dict(errors.most_common())),
     )
 
 

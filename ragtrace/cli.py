@@ -11,8 +11,12 @@ the offline judge). ``--judge offline`` or ``module:factory`` with one of those 
 report always goes to stdout first; if writing ``--out`` still fails at the end, the error goes to
 stderr and the exit status is 1.
 
-Exit status: 0 on success, 1 when the report was printed but ``--out`` could not be written, 2 on a
-usage, configuration or data error (the message names the fix).
+The report's "absent" column names why each judge error happened, e.g. ``judge_error: 3 (connection)``.
+
+Exit status: 0 on success (also when some scores are absent); 1 when the report was printed but no
+record could be scored because every metric failed with a judge error (stderr names the error types,
+e.g. ``connection: 12``), or ``--out`` could not be written; 2 on a usage, configuration or data error
+(the message names the fix).
 """
 
 from __future__ import annotations
@@ -137,6 +141,7 @@ def _run_eval(args: argparse.Namespace) -> int:
     # stdout first: the paid-for report is never lost to a file that could not be written.
     sys.stdout.write(report)
     sys.stdout.flush()
+    status = 0
     if out is not None:
         try:
             out.write_text(report, encoding="utf-8")
@@ -144,8 +149,18 @@ def _run_eval(args: argparse.Namespace) -> int:
             print(
                 f"ragtrace: error: the report is on stdout but --out {out} could not be written: {err}", file=sys.stderr
             )
-            return 1
-    return 0
+            status = 1
+    if result.judge_failed:
+        # Every score is absent because the judge failed (a dead endpoint, a wrong key or model): this
+        # must not pass for a run in a script or CI. A partial failure stays 0; the report counts it.
+        kinds = ", ".join(f"{kind}: {n}" for kind, n in result.errors.items())
+        print(
+            f"ragtrace: error: no record could be scored (judge errors: {kinds}); check the judge: "
+            "is its endpoint up, are --base-url, --api-key and --model right?",
+            file=sys.stderr,
+        )
+        status = 1
+    return status
 
 
 def _add_eval(commands: Any) -> None:

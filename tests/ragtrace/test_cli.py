@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import socket
 import subprocess
 import sys
 from collections import Counter
@@ -13,7 +14,7 @@ import pytest
 
 from ragtrace.cli import main
 from ragtrace.judges import Verdict
-from ragtrace.testing import FakeJudge, StubOpenAIServer
+from ragtrace.testing import FakeJudge, StubOpenAIServer, StubReply
 
 HALUEVAL = Path(__file__).resolve().parents[1] / "data" / "halueval_qa_dev20.jsonl"
 
@@ -270,3 +271,45 @@ def test_a_judge_factory_that_gives_no_judge_is_a_usage_error(
     data = _one_record(tmp_path)
     assert main(["eval", str(data), "--judge", factory, "--no-progress"]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_a_dead_endpoint_exits_1_naming_the_error_type(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RAGTRACE_JUDGE_MAX_RETRIES", "0")  # the outcome is the same, without the backoff waits
+    data = halueval_like(tmp_path / "golden.jsonl", n=3)
+    fields = ["--field", "chunks=knowledge", "--field", "answer=hallucinated_answer"]
+    # A port bound but not listening refuses connections, and stays ours while the test runs.
+    with socket.socket() as dead:
+        dead.bind(("127.0.0.1", 0))
+        base_url = f"http://127.0.0.1:{dead.getsockname()[1]}/v1"
+        status = main(["eval", str(data), "--base-url", base_url, "--api-key", "sk-test", *fields, "--no-progress"])
+    captured = capsys.readouterr()
+    assert status == 1
+    assert "| faithfulness | higher | 0/3 | - | - | - | judge_error: 3 (connection) |" in captured.out
+    assert "no record could be scored (judge errors: connection: 12)" in captured.err
+
+
+def test_a_judge_that_refuses_every_call_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = halueval_like(tmp_path / "golden.jsonl", n=3)
+    args = ["--field", "chunks=knowledge", "--metrics", "context_relevance", "--no-progress"]
+    with StubOpenAIServer() as stub:
+        stub.script(*[StubReply(status=401)] * 3)  # 401 is not retried: one reply per record
+        status = main(["eval", str(data), "--base-url", stub.base_url, *args])
+    captured = capsys.readouterr()
+    assert status == 1
+    assert "| context_relevance | higher | 0/3 | - | - | - | judge_error: 3 (authentication) |" in captured.out
+    assert "no record could be scored (judge errors: authentication: 3)" in captured.err
+
+
+def test_some_judge_errors_are_counted_by_type_and_exit_0(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = halueval_like(tmp_path / "golden.jsonl", n=3)
+    args = ["--field", "chunks=knowledge", "--metrics", "context_relevance", "--concurrency", "1", "--no-progress"]
+    with StubOpenAIServer() as stub:
+        stub.script(StubReply(status=401))  # the first record's only call; the others are answered
+        status = main(["eval", str(data), "--base-url", stub.base_url, *args])
+    captured = capsys.readouterr()
+    assert status == 0
+    assert "| context_relevance | higher | 2/3 |" in captured.out
+    assert "judge_error: 1 (authentication) |" in captured.out
+    assert captured.err == ""

@@ -238,3 +238,18 @@ def test_a_byte_order_mark_is_allowed_and_a_directory_is_named(tmp_path: Path) -
     assert [r.query for r in load_records(file)] == [GOOD["query"], BAD["question"]]
     with pytest.raises(IsADirectoryError, match="is a directory"):
         load_records(tmp_path)
+
+
+def test_judge_errors_are_counted_by_type_and_a_run_with_no_score_is_a_judge_failure() -> None:
+    # FakeJudge with no script fails each step with error_type "unscripted".
+    failed = ragtrace.evaluate([GOOD, BAD], metrics=["faithfulness"], judge=FakeJudge(), progress=False)
+    assert dict(failed.summary["faithfulness"].errors) == {"unscripted": 2}
+    assert "| faithfulness | higher | 0/2 | - | - | - | judge_error: 2 (unscripted) |" in failed.to_markdown()
+    assert (failed.scored, failed.errors, failed.judge_failed) == (0, {"unscripted": 2}, True)
+    partial = ragtrace.evaluate(
+        [GOOD, {**GOOD, "answer": "Quito."}], metrics=["faithfulness"], judge=judge(), progress=False
+    )
+    assert (partial.scored, partial.errors, partial.judge_failed) == (1, {"unscripted": 1}, False)
+    unmeasured = ragtrace.evaluate([{**GOOD, "chunks": []}], metrics=["faithfulness"], judge=judge(), progress=False)
+    assert (unmeasured.scored, unmeasured.errors, unmeasured.judge_failed) == (0, {}, False)
+    assert ragtrace.evaluate([], metrics=["faithfulness"], judge=judge(), progress=False).judge_failed is False
