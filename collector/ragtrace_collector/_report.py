@@ -394,6 +394,19 @@ def _cut(text: str | None, n: int) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
+def _chunk_label(chunk: dict[str, Any], *, score: bool = False) -> str:
+    """The chunk's id (and, with ``score``, its retrieval score); "" for a chunk without either.
+
+    A chunk captured from a plain string has no id (stored as null): the report shows nothing, never "None".
+    """
+    chunk_id = chunk.get("id")
+    label = "" if chunk_id is None else str(chunk_id)
+    chunk_score = chunk.get("score")
+    if score and chunk_score is not None:
+        label = f"{label} (score {chunk_score})".lstrip()
+    return label
+
+
 def _md_cell(text: str) -> str:
     return text.replace("|", "\\|")
 
@@ -496,7 +509,8 @@ def _markdown(head: Summary, worst: list[Problem], threshold: float, recent: lis
         if p.answer:
             lines.append(f"- Answer: {_cut(p.answer, 300)}")
         for j, chunk in enumerate(p.chunks[:5]):
-            lines.append(f"  - Chunk {j} ({chunk.get('id', '-')}): {_cut(str(chunk.get('content', '')), 200)}")
+            label = _chunk_label(chunk)
+            lines.append(f"  - Chunk {j}{f' ({label})' if label else ''}: {_cut(str(chunk.get('content', '')), 200)}")
         lines.append("")
     return "\n".join(lines).rstrip() + "\n"
 
@@ -653,9 +667,9 @@ def _html(
         if p.chunks:
             parts.append("<h4>Chunks</h4><ol start=0>")
             for chunk in p.chunks:
-                score = chunk.get("score")
-                label = f"{chunk.get('id', '-')}" + (f" (score {score})" if score is not None else "")
-                parts.append(f"<li><b>{e(str(label))}</b><pre>{e(str(chunk.get('content', '')))}</pre></li>")
+                label = _chunk_label(chunk, score=True)
+                title = f"<b>{e(label)}</b>" if label else ""
+                parts.append(f"<li>{title}<pre>{e(str(chunk.get('content', '')))}</pre></li>")
             parts.append("</ol>")
         parts.append("</details>")
     parts.append("</body></html>")

@@ -241,3 +241,31 @@ def test_a_store_whose_name_has_uri_characters_is_read_not_another_file(tmp_path
         assert "Records: 4 (3 scored)" in client.get("/", params={"format": "markdown"}).text
     # No stray file opened beside it (only the store and its WAL files).
     assert {p.name for p in tmp_path.iterdir()} <= {name, f"{name}-wal", f"{name}-shm"}
+
+
+def test_a_chunk_without_an_id_shows_no_none(tmp_path: Path) -> None:
+    # A chunk captured from a plain string has no id: the decoder stores it as null.
+    chunks = [
+        {"id": None, "content": "plain text chunk", "score": None, "metadata": {}},
+        {"id": "doc-9", "content": "chunk with an id", "score": 0.5, "metadata": {}},
+    ]
+    store = Store(tmp_path / "c.db")
+    try:
+        store.db["rag_records"].insert(  # type: ignore[union-attr]
+            {"span_id": "e" * 16, "trace_id": "e" * 32, "service": "shop", "route": "/ask", "time_ns": T0,
+             "query": "Plain?", "answer": "No.", "chunks": json.dumps(chunks), "decision": "evaluated"}
+        )  # fmt: skip
+        store.db["scores"].insert(  # type: ignore[union-attr]
+            {"span_id": "e" * 16, "metric": "faithfulness", "value": 0.0, "trace_id": "e" * 32, "service": "shop",
+             "route": "/ask", "time_ns": T0, "source": "app"}
+        )  # fmt: skip
+        text = report(store, "markdown")
+        page = report(store, "html")
+    finally:
+        store.close()
+    assert "  - Chunk 0: plain text chunk\n" in text
+    assert "  - Chunk 1 (doc-9): chunk with an id\n" in text
+    assert "(None)" not in text
+    assert "<li><pre>plain text chunk</pre></li>" in page
+    assert "<li><b>doc-9 (score 0.5)</b><pre>chunk with an id</pre></li>" in page
+    assert "<b>None" not in page  # (plotly.js, inlined, has "None" of its own)
