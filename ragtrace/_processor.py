@@ -139,6 +139,7 @@ class ScoringSpanProcessor(SpanProcessor):
         ref = weakref.ref(self)
         self._atexit = lambda: _shutdown_ref(ref)
         atexit.register(self._atexit)
+        _before_thread_pools_close(lambda: _drain_ref(ref))
 
     # -- SpanProcessor ------------------------------------------------------------------------
 
@@ -348,6 +349,31 @@ def _shutdown_ref(ref: weakref.ref[ScoringSpanProcessor]) -> None:
     processor = ref()
     if processor is not None:
         processor.shutdown()
+
+
+def _drain_ref(ref: weakref.ref[ScoringSpanProcessor]) -> None:
+    processor = ref()
+    if processor is not None and not processor._shutdown:
+        processor.force_flush(int(processor.shutdown_timeout * 1000))
+
+
+def _before_thread_pools_close(callback: Callable[[], None]) -> None:
+    """Run ``callback`` at interpreter exit while thread pools still take work.
+
+    ``atexit`` handlers run after ``concurrent.futures`` has closed every pool, so scoring drained
+    there cannot hand work to a thread (the offline judge's model runs in one) or resolve a host name
+    (asyncio's getaddrinfo does): every metric failed with "cannot schedule new futures after
+    interpreter shutdown" for an app that never called shutdown(). ``threading._register_atexit`` is
+    the earlier hook ``concurrent.futures`` itself uses to close its pools; later registrations run
+    first, so pending records are scored (and exported) before the pools close. The final shutdown
+    stays with ``atexit``, so spans that end after this drain are still exported once. A Python
+    without the hook drains at ``atexit`` as before.
+    """
+    register = getattr(threading, "_register_atexit", None)
+    if register is None:
+        return
+    with contextlib.suppress(RuntimeError):  # the interpreter is already shutting down
+        register(callback)
 
 
 def _int_setting(name: str, value: int | None, variable: str, default: int, *, minimum: int) -> int:

@@ -4,6 +4,7 @@ failing budget or metrics pipeline."""
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 from collections import Counter
 from typing import Any
@@ -229,3 +230,60 @@ def test_scores_already_computed_survive_a_failing_charge_or_metrics_call(
     assert attrs[semconv.eval_score("faithfulness")] == 0.75
     assert "the scores are kept" in caplog.text
     r.provider.shutdown()
+
+
+_EXIT_APP = """
+import asyncio, json, sys, threading
+from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+import ragtrace
+from ragtrace.judges.offline import OfflineJudge
+
+
+class ToFile(SpanExporter):
+    def export(self, spans):
+        with open(sys.argv[1], "a") as out:
+            for span in spans:
+                out.write(json.dumps(dict(span.attributes or {})) + "\\n")
+        return SpanExportResult.SUCCESS
+
+
+exiting = threading.Event()
+
+
+class AtExit(OfflineJudge):
+    # Holds the record until the interpreter has begun to exit, then uses the model thread as usual.
+    async def extract_claims(self, text, *, question=None):
+        while not exiting.is_set():
+            await asyncio.sleep(0.01)
+        return await super().extract_claims(text, question=question)
+
+
+ragtrace.configure(exporter=ToFile(), batch=False, sample_rate=1.0, judge=AtExit(), metrics=["faithfulness"],
+                   export_metrics=False, set_global=False)
+
+
+@ragtrace.rag
+def answer(query):
+    ragtrace.record(chunks=["The Eiffel Tower is in Paris."])
+    return "The Eiffel Tower is in Paris."
+
+
+answer("Where is the Eiffel Tower?")
+# Registered last, so it runs first of the interpreter's exit hooks: the record is released then.
+threading._register_atexit(exiting.set)
+# No shutdown(): the interpreter's exit scores and exports the record.
+"""
+
+
+def test_an_app_that_never_shuts_down_is_scored_at_exit_while_threads_still_take_work(tmp_path: Any) -> None:
+    import subprocess
+    import sys
+
+    app, out = tmp_path / "app.py", tmp_path / "spans.jsonl"
+    app.write_text(_EXIT_APP)
+    run = subprocess.run([sys.executable, str(app), str(out)], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert "cannot schedule new futures" not in run.stderr
+    (span,) = [json.loads(line) for line in out.read_text().splitlines()]
+    assert span[semconv.EVAL_DECISION] == semconv.DECISION_EVALUATED
+    assert span[semconv.eval_score("faithfulness")] == 1.0
