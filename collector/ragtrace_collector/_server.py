@@ -152,6 +152,10 @@ class Collector:
                 if watcher_class is not None:
                     # Built first: a bad rules file stops the start-up before anything listens.
                     watcher = watcher_class(config.db, config.rules)
+            # Bound before the store exists, so a busy port stops the start-up without leaving a new, empty --db
+            # behind; connections queue in the backlog until uvicorn accepts them below.
+            sock = _listen(config.host, config.port)
+            stack.callback(sock.close)  # for a start-up that fails before uvicorn serves (which closes it too)
             # Writers in several processes (the decode processes) take turns through one lock.
             write_lock = multiprocessing.get_context("spawn").Lock() if config.decode_processes else None
             store = self.store = Store(config.db, write_lock=write_lock)
@@ -217,8 +221,6 @@ class Collector:
             )
             if self._stop_requested:
                 server.should_exit = True
-            # Bind and listen here, so the port is known (port 0) and connections queue before uvicorn accepts.
-            sock = _listen(config.host, config.port)
             self.http_port = sock.getsockname()[1]
             serving = loop.create_task(server.serve(sockets=[sock]))
             self._ready.set()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 
 import pytest
@@ -31,6 +32,19 @@ def test_serve_with_a_directory_as_db(tmp_path: Path, capsys: pytest.CaptureFixt
     assert main(["serve", "--db", str(tmp_path), "--port", "0", "--grpc-port", "-1", "--decode-processes", "0"]) == 1
     line = _one_line(capsys.readouterr().err)
     assert str(tmp_path) in line and "SQLite file" in line
+
+
+def test_serve_on_a_busy_port_leaves_no_new_db(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "new.db"
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        args = ["serve", "--db", str(db), "--port", str(port), "--grpc-port", "-1", "--decode-processes", "0"]
+        assert main(args) == 1
+    line = _one_line(capsys.readouterr().err)
+    assert f"127.0.0.1:{port}" in line
+    assert not db.exists()
 
 
 @pytest.mark.parametrize(("name", "starts"), [("report.md", "# ragtrace report"), ("report.html", "<!DOCTYPE html>")])
