@@ -195,11 +195,11 @@ def _plain_dict(item: dict[Any, Any], settings: CaptureSettings) -> CapturedChun
 
 
 def _item(item: object, settings: CaptureSettings) -> CapturedChunk:
-    if type(item) is dict:
-        plain = _plain_dict(item, settings)
-        if plain is not None:
-            return plain
     try:
+        if type(item) is dict:
+            plain = _plain_dict(item, settings)
+            if plain is not None:
+                return plain
         if isinstance(item, tuple) and len(item) == 2 and _score(item[1]) is not None:
             return _one(item[0], settings, _score(item[1]))
         return _one(item, settings)

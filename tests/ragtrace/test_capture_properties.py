@@ -149,3 +149,12 @@ def test_the_plain_dict_fast_path_on_the_edge_values(score: Any, chunk_id: Any) 
     capture = CaptureSettings(max_attribute_length=10)
     item = {"text": "some text", "id": chunk_id, "score": score}
     assert _item(item, capture) == _one(item, capture)
+
+
+def test_the_plain_dict_fast_path_never_raises_on_an_unreadable_value() -> None:
+    # Reading {"text": ..., "metadata": <released memoryview>} asks the memoryview for its truth value,
+    # which raises: the chunk is still recorded, never raised into the app.
+    capture = CaptureSettings()
+    for item in ({"text": "some text", "metadata": _released()}, {"text": "t", "id": "a", "score": _released()}):
+        (captured,) = normalize_chunks([item], capture).chunks
+        assert captured.chunk.text
