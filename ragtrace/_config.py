@@ -28,10 +28,10 @@ from opentelemetry.sdk.trace import ReadableSpan, SpanLimits, SpanProcessor, Tra
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExporter
 
 from ragtrace import _capture, semconv
-from ragtrace import environment_variables as env
 from ragtrace._processor import ScoringSpanProcessor
 from ragtrace._sampling import Price, Rule, Sampler, SpanPredicate
 from ragtrace.environment_variables import ConfigurationError
+from ragtrace.judges._default import as_judge
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.metrics import MeterProvider
@@ -175,7 +175,7 @@ def configure(
     no thread or provider behind.
     """
     # Everything that only checks settings first: nothing runs yet that a mistake would leave behind.
-    judge = _judge(judge)
+    judge = as_judge(judge)
     capture_overrides = _capture_overrides(
         capture_content, redact, max_attribute_length, max_record_chunk_length, max_record_chunks
     )
@@ -270,7 +270,7 @@ def instrument(
     settings = _capture.CaptureSettings.from_env(
         **_capture_overrides(capture_content, redact, max_attribute_length, max_record_chunk_length, max_record_chunks)
     )
-    judge = _judge(judge)
+    judge = as_judge(judge)
     processor = ScoringSpanProcessor(
         downstream,
         judge=judge,
@@ -461,39 +461,6 @@ def _set_globals(provider: TracerProvider, meter_provider: metrics_api.MeterProv
             RuntimeWarning,
             stacklevel=3,
         )
-
-
-def _judge(judge: Judge | str | None) -> Judge | None:
-    """The judge ``configure(judge=...)`` / ``instrument(judge=...)`` names, or None for the default.
-
-    A ``Judge`` is used as given. A string takes the values of ``RAGTRACE_JUDGE`` (any case):
-    ``"auto"`` is the same as no judge (``default_judge()`` chooses, from ``RAGTRACE_JUDGE`` and the
-    keys set); ``"openai"`` and ``"offline"`` build that judge as ``default_judge()`` does for that
-    choice. Anything else raises ``ConfigurationError`` naming the accepted forms.
-    """
-    from ragtrace.judges._base import Judge
-    from ragtrace.judges._default import _CHOICES
-
-    # A judge class passes the protocol check too (it has every method), but cannot score: the
-    # usual slip is judge=OfflineJudge for judge=OfflineJudge().
-    if judge is None or (isinstance(judge, Judge) and not isinstance(judge, type)):
-        return judge
-    choice = judge.strip().lower() if isinstance(judge, str) else None
-    if choice not in _CHOICES:
-        raise ConfigurationError(
-            f"judge={judge!r} is not a judge: pass 'auto', 'openai' or 'offline' (the values of "
-            f"{env.RAGTRACE_JUDGE}), or a ragtrace.judges.Judge such as OpenAIJudge(model=...) or OfflineJudge()"
-        )
-    if choice == "openai":
-        # Imported here, as default_judge() does, so that an offline-only app never imports openai.
-        from ragtrace.judges.openai import OpenAIJudge
-
-        return OpenAIJudge()
-    if choice == "offline":
-        from ragtrace.judges.offline import OfflineJudge
-
-        return OfflineJudge()
-    return None  # "auto": the processor asks default_judge(), which honours RAGTRACE_JUDGE
 
 
 def _capture_overrides(

@@ -72,7 +72,7 @@ class ScoringSpanProcessor(SpanProcessor):
         self,
         downstream: SpanProcessor | SpanExporter,
         *,
-        judge: Judge | None = None,
+        judge: Judge | str | None = None,
         metrics: Sequence[str | Metric] | None = None,
         sampler: Sampler | None = None,
         sample_rate: float | None = None,
@@ -105,10 +105,9 @@ class ScoringSpanProcessor(SpanProcessor):
         suite = _build_suite(metrics)  # fails now, not in the worker, on an unknown metric
         self._metric_names: tuple[str, ...] = suite.names
         self._suites: dict[tuple[str, ...], Suite] = {suite.names: suite}
-        if judge is None:
-            from ragtrace.judges._default import default_judge
+        from ragtrace.judges._default import as_judge
 
-            judge = default_judge()
+        judge = as_judge(judge)
         self.sampler.check_judge(judge.name)
         self.judge: Judge = judge
         self.telemetry = Telemetry(meter_provider, service_name=service_name)

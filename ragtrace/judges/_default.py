@@ -26,30 +26,40 @@ _logged: set[str] = set()
 _logged_lock = threading.Lock()
 
 
-def judge_choice() -> tuple[str, str]:
-    """The judge kind ``default_judge`` builds (``openai`` or ``offline``) and why, from the environment.
+def judge_choice(choice: str | None = None) -> tuple[str, str]:
+    """The judge kind ``default_judge`` builds (``openai`` or ``offline``) and why: ``choice`` when given
+    (one of auto, openai, offline), else ``RAGTRACE_JUDGE``; ``auto`` decides from the keys set.
 
-    Raises ``ConfigurationError`` when ``RAGTRACE_JUDGE`` is not one of auto, openai, offline.
+    Raises ``ConfigurationError`` when the choice is not one of auto, openai, offline.
     """
-    raw = env.read_str(env.RAGTRACE_JUDGE, "auto") or "auto"
-    choice = raw.lower()
-    if choice not in _CHOICES:
-        raise ConfigurationError(f"{env.RAGTRACE_JUDGE}={raw!r} is unknown: set it to 'auto', 'openai' or 'offline'")
+    if choice is None:
+        raw = env.read_str(env.RAGTRACE_JUDGE, "auto") or "auto"
+        choice = raw.lower()
+        if choice not in _CHOICES:
+            raise ConfigurationError(
+                f"{env.RAGTRACE_JUDGE}={raw!r} is unknown: set it to 'auto', 'openai' or 'offline'"
+            )
+        source = f"{env.RAGTRACE_JUDGE}={choice}"
+    elif choice in _CHOICES:
+        source = f"judge={choice!r}"
+    else:
+        raise ConfigurationError(f"judge={choice!r} is unknown: pass 'auto', 'openai' or 'offline'")
     if choice != "auto":
-        return choice, f"{env.RAGTRACE_JUDGE}={choice}"
+        return choice, source
     for variable in (env.RAGTRACE_JUDGE_BASE_URL, env.RAGTRACE_JUDGE_API_KEY, _OPENAI_API_KEY):
         if env.read_str(variable) is not None:
             return "openai", f"{variable} is set"
     return "offline", f"no {_OPENAI_API_KEY} or {env.RAGTRACE_JUDGE_BASE_URL} set"
 
 
-def default_judge() -> Judge:
-    """The judge ``ragtrace.configure()`` uses when given none (see the module docstring).
+def default_judge(choice: str | None = None) -> Judge:
+    """The judge ``ragtrace.configure()`` uses when given none (see the module docstring), or the one
+    ``choice`` names (auto, openai or offline, as ``RAGTRACE_JUDGE`` would).
 
     Constructing makes no call and loads no model: the OpenAI judge connects on its first step, the
     offline judge loads MiniLM on its first step. Wrong settings raise ``ConfigurationError``.
     """
-    kind, why = judge_choice()
+    kind, why = judge_choice(choice)
     judge: Judge
     if kind == "openai":
         # Imported here so an offline-only process never imports the openai client.
@@ -66,3 +76,30 @@ def default_judge() -> Judge:
     if first:
         _logger.info("ragtrace scores with the %s judge (%s)", judge.name, why)
     return judge
+
+
+def as_judge(value: Judge | str | None) -> Judge:
+    """The judge ``value`` names, for ``configure(judge=...)`` and ``ScoringSpanProcessor(judge=...)``.
+
+    A judge (an object with ``name`` and ``capabilities``, as ``Judge`` has) is used as given; None
+    is ``default_judge()``; a string takes the values of
+    ``RAGTRACE_JUDGE`` in any case ("auto", "openai", "offline"). Anything else, a judge class passed
+    for an instance included (``judge=OfflineJudge``: it has every method, but cannot score), raises
+    ``ConfigurationError`` naming the accepted forms.
+    """
+    if value is None:
+        return default_judge()
+    if isinstance(value, str):
+        choice: str | None = value.strip().lower()
+    elif not isinstance(value, type) and hasattr(value, "name") and hasattr(value, "capabilities"):
+        # Judge-like: what the metrics use of a judge is checked step by step (``capabilities``), so a
+        # judge need not implement every step of the protocol to be accepted here.
+        return value
+    else:
+        choice = None
+    if choice not in _CHOICES:
+        raise ConfigurationError(
+            f"judge={value!r} is not a judge: pass 'auto', 'openai' or 'offline' (the values of "
+            f"{env.RAGTRACE_JUDGE}), or a ragtrace.judges.Judge such as OpenAIJudge(model=...) or OfflineJudge()"
+        )
+    return default_judge(None if choice == "auto" else choice)
