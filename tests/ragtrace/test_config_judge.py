@@ -113,3 +113,17 @@ def test_a_judge_instance_is_used_as_given() -> None:
     judge = fake_judge()
     with configure(judge) as handle:
         assert handle.processor.judge is judge
+
+
+@pytest.mark.parametrize("bad", ["ofline", 42, {"model": "x"}])
+def test_the_processor_takes_judge_values_as_configure_does(bad: object) -> None:
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from ragtrace import ScoringSpanProcessor
+    from ragtrace.judges.offline import OfflineJudge
+
+    with pytest.raises(ConfigurationError, match="is not a judge"):
+        ScoringSpanProcessor(InMemorySpanExporter(), judge=bad)  # type: ignore[arg-type]
+    processor = ScoringSpanProcessor(InMemorySpanExporter(), judge="offline")
+    assert isinstance(processor.judge, OfflineJudge)
+    processor.shutdown()
