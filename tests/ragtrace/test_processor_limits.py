@@ -7,6 +7,7 @@ import asyncio
 import json
 import threading
 from collections import Counter
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -75,9 +76,19 @@ def test_shutdown_with_an_infinite_budget_scores_what_is_queued() -> None:
 # -- the daily budget --------------------------------------------------------------------------------
 
 
-def test_a_burst_does_not_overrun_the_token_budget_by_the_whole_queue() -> None:
-    # Each record costs 120 tokens; the budget is one record's worth. The decision is taken when a span
-    # ends and the charge comes after scoring, so all 20 records of the burst used to pass.
+@dataclass
+class HeldBudget:
+    """A processor on a one-record token budget (each record costs 120 tokens) whose judge holds every
+    record, in flight and uncharged, until ``release`` is set."""
+
+    release: threading.Event
+    sampler: Sampler
+    downstream: Collect
+    records: RecordStore
+    processor: ScoringSpanProcessor
+
+
+def held_budget() -> HeldBudget:
     release = threading.Event()
 
     async def rate_chunks(query: str, chunks: list[str]) -> list[float]:
@@ -94,43 +105,35 @@ def test_a_burst_does_not_overrun_the_token_budget_by_the_whole_queue() -> None:
         sampler=sampler,
         records=records,
     )
+    return HeldBudget(release, sampler, downstream, records, processor)
+
+
+def test_a_burst_does_not_overrun_the_token_budget_by_the_whole_queue() -> None:
+    # The budget is one record's worth. The decision is taken when a span ends and the charge comes
+    # after scoring, so all 20 records of the burst used to pass.
+    rig = held_budget()
     provider = TracerProvider()
-    provider.add_span_processor(processor)
+    provider.add_span_processor(rig.processor)
     tracer = provider.get_tracer("test")
     for _ in range(20):
         with tracer.start_as_current_span("rag", attributes={semconv.RAGTRACE_ROLE: semconv.ROLE_RAG}) as span:
             ctx = span.get_span_context()
-            records.put(ctx.trace_id, ctx.span_id, RECORD)
-    release.set()
-    processor.force_flush(30_000)
-    decisions = Counter(decision(s) for s in downstream.spans)
+            rig.records.put(ctx.trace_id, ctx.span_id, RECORD)
+    rig.release.set()
+    rig.processor.force_flush(30_000)
+    decisions = Counter(decision(s) for s in rig.downstream.spans)
     assert decisions == {semconv.DECISION_EVALUATED: 1, semconv.DECISION_OVER_BUDGET: 19}
-    assert sampler.spent_today()[0] == 120
+    assert rig.sampler.spent_today()[0] == 120
     provider.shutdown()
 
 
 def test_two_threads_ending_spans_at_once_are_not_both_picked_against_one_count() -> None:
     # The first thread is held inside the hand-over, after its decision; the second then ends its span.
     # It must decide with the first record counted (in_flight 1, over budget), not beside it at 0.
-    release = threading.Event()
-
-    async def rate_chunks(query: str, chunks: list[str]) -> list[float]:
-        while not release.is_set():  # noqa: ASYNC110 (the test's thread opens it)
-            await asyncio.sleep(0.005)
-        return [1.0] * len(chunks)
-
-    sampler = Sampler(1.0, budget_tokens_per_day=120)
-    downstream, records = Collect(), RecordStore()
-    processor = ScoringSpanProcessor(
-        downstream,
-        judge=FakeJudge(rate_chunks=rate_chunks),  # held: the first record stays in flight, uncharged
-        metrics=["context_relevance"],
-        sampler=sampler,
-        records=records,
-    )
+    rig = held_budget()
     seen: list[int] = []
     first_handing_over, second_deciding = threading.Event(), threading.Event()
-    decide, submit = sampler.decide, processor._worker.submit
+    decide, submit = rig.sampler.decide, rig.processor._worker.submit
 
     def observed_decide(*args: Any, **kwargs: Any) -> Any:
         if seen:
@@ -145,16 +148,16 @@ def test_two_threads_ending_spans_at_once_are_not_both_picked_against_one_count(
             second_deciding.wait(0.5)
         return submit(*args)
 
-    sampler.decide = observed_decide  # type: ignore[method-assign]
-    processor._worker.submit = held_submit  # type: ignore[method-assign]
+    rig.sampler.decide = observed_decide  # type: ignore[method-assign]
+    rig.processor._worker.submit = held_submit  # type: ignore[method-assign]
     provider = TracerProvider()
-    provider.add_span_processor(processor)
+    provider.add_span_processor(rig.processor)
     tracer = provider.get_tracer("test")
 
     def one() -> None:
         with tracer.start_as_current_span("rag", attributes={semconv.RAGTRACE_ROLE: semconv.ROLE_RAG}) as span:
             ctx = span.get_span_context()
-            records.put(ctx.trace_id, ctx.span_id, RECORD)
+            rig.records.put(ctx.trace_id, ctx.span_id, RECORD)
 
     first = threading.Thread(target=one)
     first.start()
@@ -163,10 +166,10 @@ def test_two_threads_ending_spans_at_once_are_not_both_picked_against_one_count(
     second.start()
     first.join(10)
     second.join(10)
-    release.set()
-    processor.force_flush(30_000)
+    rig.release.set()
+    rig.processor.force_flush(30_000)
     assert sorted(seen) == [0, 1]
-    assert Counter(decision(s) for s in downstream.spans) == {
+    assert Counter(decision(s) for s in rig.downstream.spans) == {
         semconv.DECISION_EVALUATED: 1,
         semconv.DECISION_OVER_BUDGET: 1,
     }
