@@ -371,6 +371,11 @@ def _before_thread_pools_close(callback: Callable[[], None]) -> None:
     register = getattr(threading, "_register_atexit", None)
     if register is None:
         return
+    # ``concurrent.futures`` registers its own hook when its thread module is first imported, which can
+    # come after this processor is built (asyncio imports it on a loop's first executor job): importing
+    # it now registers that hook first, so it runs after ``callback``.
+    import concurrent.futures.thread  # noqa: F401
+
     with contextlib.suppress(RuntimeError):  # the interpreter is already shutting down
         register(callback)
 

@@ -261,8 +261,7 @@ class AtExit(OfflineJudge):
         return await super().extract_claims(text, question=question)
 
 
-ragtrace.configure(exporter=ToFile(), batch=False, sample_rate=1.0, judge=AtExit(), metrics=["faithfulness"],
-                   export_metrics=False, set_global=False)
+# SETUP
 
 
 @ragtrace.rag
@@ -278,12 +277,35 @@ threading._register_atexit(exiting.set)
 """
 
 
-def test_an_app_that_never_shuts_down_is_scored_at_exit_while_threads_still_take_work(tmp_path: Any) -> None:
+_CONFIGURE = """
+ragtrace.configure(exporter=ToFile(), batch=False, sample_rate=1.0, judge=AtExit(), metrics=["faithfulness"],
+                   export_metrics=False, set_global=False)
+"""
+
+# The processor built before anything has imported ``concurrent.futures.thread`` (a TracerProvider
+# does): the pools' exit hook is registered after the processor's drain.
+_PROCESSOR_FIRST = """
+assert "concurrent.futures.thread" not in sys.modules
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+processor = ragtrace.ScoringSpanProcessor(SimpleSpanProcessor(ToFile()), judge=AtExit(), metrics=["faithfulness"],
+                                          sample_rate=1.0)
+provider = TracerProvider()
+provider.add_span_processor(processor)
+trace.set_tracer_provider(provider)
+"""
+
+
+@pytest.mark.parametrize("setup", [_CONFIGURE, _PROCESSOR_FIRST], ids=["configure", "processor_first"])
+def test_an_app_that_never_shuts_down_is_scored_at_exit_while_threads_still_take_work(
+    tmp_path: Any, setup: str
+) -> None:
     import subprocess
     import sys
 
     app, out = tmp_path / "app.py", tmp_path / "spans.jsonl"
-    app.write_text(_EXIT_APP)
+    app.write_text(_EXIT_APP.replace("# SETUP", setup))
     run = subprocess.run([sys.executable, str(app), str(out)], capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
     assert "cannot schedule new futures" not in run.stderr
