@@ -120,6 +120,7 @@ class ScoringSpanProcessor(SpanProcessor):
         self._admission = threading.Lock()
         self._records.acquire()
         self._shutdown = False
+        self._exit_deadline: float | None = None  # set by the exit drain: shutdown() gets what it left
         self._warned = False
         self._count_warned = False
         self._worker = Worker(
@@ -224,12 +225,21 @@ class ScoringSpanProcessor(SpanProcessor):
         return self.downstream.force_flush(max(remaining_ms, 1)) and complete
 
     def shutdown(self, timeout_millis: float | None = None) -> None:
-        """Drain like ``force_flush`` (default budget ``shutdown_timeout``), then shut downstream down. Idempotent."""
+        """Drain like ``force_flush`` (default budget ``shutdown_timeout``), then shut downstream down. Idempotent.
+
+        At interpreter exit the default budget is what the exit drain left of ``shutdown_timeout``.
+        """
         if self._shutdown:
             return
         self._shutdown = True
         atexit.unregister(self._atexit)
-        budget = wait_seconds(self.shutdown_timeout if timeout_millis is None else timeout_millis / 1000.0)
+        if timeout_millis is not None:
+            seconds = timeout_millis / 1000.0
+        elif self._exit_deadline is not None:
+            seconds = self._exit_deadline - time.monotonic()
+        else:
+            seconds = self.shutdown_timeout
+        budget = wait_seconds(seconds)
         try:
             self._worker.shutdown(budget - _reserve(budget))
         finally:
@@ -353,6 +363,9 @@ def _shutdown_ref(ref: weakref.ref[ScoringSpanProcessor]) -> None:
 def _drain_ref(ref: weakref.ref[ScoringSpanProcessor]) -> None:
     processor = ref()
     if processor is not None and not processor._shutdown:
+        # The drain and the final shutdown share one ``shutdown_timeout``: a judge that never answers
+        # must not hold the exit for twice that.
+        processor._exit_deadline = time.monotonic() + processor.shutdown_timeout
         processor.force_flush(int(processor.shutdown_timeout * 1000))
 
 

@@ -312,3 +312,35 @@ def test_an_app_that_never_shuts_down_is_scored_at_exit_while_threads_still_take
     (span,) = [json.loads(line) for line in out.read_text().splitlines()]
     assert span[semconv.EVAL_DECISION] == semconv.DECISION_EVALUATED
     assert span[semconv.eval_score("faithfulness")] == 1.0
+
+
+def test_the_exit_drain_and_the_final_shutdown_share_one_shutdown_timeout() -> None:
+    # A judge that never answers: the drain before the thread pools close spent its budget, and the
+    # shutdown at atexit that follows waited a whole shutdown_timeout again (per processor).
+    import weakref
+
+    from ragtrace._processor import _drain_ref
+
+    gate = threading.Event()
+    r = make_rig([Scripted(gate=gate)], shutdown_timeout=0.5)
+    budgets: dict[str, float] = {}
+    worker = r.processor._worker
+    flush, shutdown = worker.flush, worker.shutdown
+
+    def recording(name: str, call: Any) -> Any:
+        def record(timeout: float) -> bool:
+            budgets[name] = timeout
+            return bool(call(timeout))
+
+        return record
+
+    worker.flush = recording("drain", flush)  # type: ignore[method-assign]
+    worker.shutdown = recording("shutdown", shutdown)  # type: ignore[method-assign]
+    span_id = r.rag()
+    try:
+        _drain_ref(weakref.ref(r.processor))
+        r.provider.shutdown()
+    finally:
+        gate.set()
+    assert budgets["drain"] + budgets["shutdown"] <= r.processor.shutdown_timeout
+    assert decision(r.downstream.by_id()[span_id]) == semconv.DECISION_TIMEOUT
