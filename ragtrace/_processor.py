@@ -21,6 +21,7 @@ import atexit
 import contextlib
 import logging
 import math
+import os
 import threading
 import time
 import weakref
@@ -140,6 +141,8 @@ class ScoringSpanProcessor(SpanProcessor):
         self._atexit = lambda: _shutdown_ref(ref)
         atexit.register(self._atexit)
         _before_thread_pools_close(lambda: _drain_ref(ref))
+        if hasattr(os, "register_at_fork"):
+            os.register_at_fork(after_in_child=lambda: _after_fork_in_child(ref))
 
     # -- SpanProcessor ------------------------------------------------------------------------
 
@@ -358,6 +361,14 @@ def _shutdown_ref(ref: weakref.ref[ScoringSpanProcessor]) -> None:
     processor = ref()
     if processor is not None:
         processor.shutdown()
+
+
+def _after_fork_in_child(ref: weakref.ref[ScoringSpanProcessor]) -> None:
+    # Another thread may have held the admission lock at fork time; in the child nobody would release
+    # it, and every RAG span ending under a budget would block there.
+    processor = ref()
+    if processor is not None:
+        processor._admission = threading.Lock()
 
 
 def _drain_ref(ref: weakref.ref[ScoringSpanProcessor]) -> None:

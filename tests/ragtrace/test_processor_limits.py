@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
 import threading
+import warnings
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
@@ -233,6 +236,27 @@ def test_scores_already_computed_survive_a_failing_charge_or_metrics_call(
     assert attrs[semconv.eval_score("faithfulness")] == 0.75
     assert "the scores are kept" in caplog.text
     r.provider.shutdown()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_an_admission_lock_held_at_fork_time_does_not_block_the_childs_on_end() -> None:
+    r = make_rig(sampler=Sampler(1.0, budget_tokens_per_day=1_000_000), sample_rate=None)
+    r.processor._admission.acquire()  # as if another thread were deciding a span when the app forks
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)  # fork with threads running
+            pid = os.fork()
+        if pid == 0:
+            signal.alarm(10)  # a blocked child dies instead of hanging the test run
+            try:
+                r.rag()
+            finally:
+                os._exit(0)
+    finally:
+        r.processor._admission.release()
+    _, status = os.waitpid(pid, 0)
+    r.provider.shutdown()
+    assert os.waitstatus_to_exitcode(status) == 0
 
 
 _EXIT_APP = """
