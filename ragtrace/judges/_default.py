@@ -81,19 +81,21 @@ def default_judge(choice: str | None = None) -> Judge:
 def as_judge(value: Judge | str | None) -> Judge:
     """The judge ``value`` names, for ``configure(judge=...)`` and ``ScoringSpanProcessor(judge=...)``.
 
-    A judge (an object with ``name`` and ``capabilities``, as ``Judge`` has) is used as given; None
-    is ``default_judge()``; a string takes the values of
+    A judge (an object with ``name``, ``capabilities`` and ``aclose``, as ``Judge`` has) is used as
+    given; None is ``default_judge()``; a string takes the values of
     ``RAGTRACE_JUDGE`` in any case ("auto", "openai", "offline"). Anything else, a judge class passed
-    for an instance included (``judge=OfflineJudge``: it has every method, but cannot score), raises
-    ``ConfigurationError`` naming the accepted forms.
+    for an instance included (``judge=OfflineJudge``: it has every method, but cannot score), or a
+    metric (it has a ``name`` and ``capabilities`` too), raises ``ConfigurationError`` naming the
+    accepted forms.
     """
     if value is None:
         return default_judge()
     if isinstance(value, str):
         choice: str | None = value.strip().lower()
-    elif not isinstance(value, type) and hasattr(value, "name") and hasattr(value, "capabilities"):
+    elif not isinstance(value, type) and all(hasattr(value, a) for a in ("name", "capabilities", "aclose")):
         # Judge-like: what the metrics use of a judge is checked step by step (``capabilities``), so a
-        # judge need not implement every step of the protocol to be accepted here.
+        # judge need not implement every step of the protocol to be accepted here; the processor
+        # closes every judge at shutdown, so ``aclose`` is required.
         return value
     else:
         choice = None

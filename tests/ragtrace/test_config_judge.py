@@ -15,6 +15,7 @@ from ragtrace import _capture, semconv
 from ragtrace.environment_variables import ConfigurationError
 from ragtrace.judges.offline import OfflineJudge
 from ragtrace.judges.openai import OpenAIJudge
+from ragtrace.metrics import build_suite
 from ragtrace.testing import StubOpenAIServer
 from tests.ragtrace.test_processor_judges import answer, fake_judge, rag_spans
 
@@ -102,7 +103,10 @@ def test_instrument_takes_the_same_names() -> None:
         ragtrace.instrument(provider, SimpleSpanProcessor(InMemorySpanExporter()), judge="ofline")
 
 
-@pytest.mark.parametrize("judge", ["ofline", "", {}, {"name": "offline"}, 42, OfflineJudge])
+# A metric has a name and capabilities as a judge has, but no aclose: the processor failed with AttributeError.
+@pytest.mark.parametrize(
+    "judge", ["ofline", "", {}, {"name": "offline"}, 42, OfflineJudge, build_suite(["faithfulness"]).metrics[0]]
+)
 def test_anything_else_raises_at_once_naming_the_accepted_forms(judge: Any) -> None:
     with pytest.raises(ConfigurationError, match=r"pass 'auto', 'openai' or 'offline' .* or a ragtrace\.judges\.Judge"):
         configure(judge)
