@@ -270,7 +270,6 @@ def instrument(
     settings = _capture.CaptureSettings.from_env(
         **_capture_overrides(capture_content, redact, max_attribute_length, max_record_chunk_length, max_record_chunks)
     )
-    judge = as_judge(judge)
     processor = ScoringSpanProcessor(
         downstream,
         judge=judge,
