@@ -1,5 +1,5 @@
 """Set-up: ``configure()`` for an app that lets ragtrace build its tracing, ``instrument()`` for an app
-that already owns a TracerProvider, and ``capture()`` (re-exported by ``ragtrace.testing``) for tests.
+that already owns a TracerProvider. (``ragtrace.testing.capture()`` builds on ``configure()`` for tests.)
 
 ``configure()`` builds ``TracerProvider -> ScoringSpanProcessor -> BatchSpanProcessor -> OTLP exporter``
 with the standard ``OTEL_*`` variables honoured (the SDK and exporters read them; explicit arguments
@@ -16,18 +16,17 @@ import logging
 import os
 import threading
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from opentelemetry import metrics as metrics_api
 from opentelemetry import trace as trace_api
 from opentelemetry.sdk.environment_variables import OTEL_ATTRIBUTE_COUNT_LIMIT, OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
-from opentelemetry.sdk.trace import ReadableSpan, SpanLimits, SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace import SpanLimits, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExporter
 
-from ragtrace import _capture, semconv
+from ragtrace import _capture
 from ragtrace._processor import ScoringSpanProcessor
 from ragtrace._sampling import Price, Rule, Sampler, SpanPredicate
 from ragtrace.environment_variables import ConfigurationError
@@ -35,8 +34,7 @@ from ragtrace.judges._default import as_judge
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.metrics import MeterProvider
-    from opentelemetry.sdk.metrics.export import InMemoryMetricReader, MetricReader
-    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    from opentelemetry.sdk.metrics.export import MetricReader
 
     from ragtrace.judges._base import Judge
     from ragtrace.metrics._base import Metric
@@ -285,84 +283,6 @@ def instrument(
     )
     tracer_provider.add_span_processor(processor)
     return _activate(tracer_provider, processor, meter_provider, settings, owns=False, owns_meter=False)
-
-
-class Captured:
-    """What ``capture()`` gives a test: the handle, the in-memory exporter and metric reader."""
-
-    def __init__(self, handle: RagtraceHandle, exporter: InMemorySpanExporter, reader: InMemoryMetricReader) -> None:
-        self.handle = handle
-        self.exporter = exporter
-        self.metric_reader = reader
-
-    @property
-    def tracer_provider(self) -> TracerProvider:
-        """The provider the decorators use inside the ``with`` block."""
-        return self.handle.tracer_provider
-
-    def spans(self) -> list[ReadableSpan]:
-        """Every exported span, after scoring everything queued (waits for the judge)."""
-        self.handle.force_flush()
-        return list(self.exporter.get_finished_spans())
-
-    def rag_spans(self) -> list[ReadableSpan]:
-        """The exported RAG spans (those that carry scores)."""
-        return [s for s in self.spans() if (s.attributes or {}).get(semconv.RAGTRACE_ROLE) == semconv.ROLE_RAG]
-
-    def scores(self) -> list[dict[str, float]]:
-        """Per exported RAG span, its measured scores by metric name (from the evaluation events)."""
-        result: list[dict[str, float]] = []
-        for span in self.rag_spans():
-            found: dict[str, float] = {}
-            for event in span.events:
-                attrs = event.attributes or {}
-                name, value = (
-                    attrs.get(semconv.GEN_AI_EVALUATION_NAME),
-                    attrs.get(semconv.GEN_AI_EVALUATION_SCORE_VALUE),
-                )
-                if event.name == semconv.GEN_AI_EVALUATION_RESULT and isinstance(value, float):
-                    found[str(name)] = value
-            result.append(found)
-        return result
-
-
-@contextmanager
-def capture(
-    judge: Judge | None = None,
-    *,
-    metrics: Sequence[str | Metric] | None = None,
-    sample_rate: float = 1.0,
-    **options: Any,
-) -> Iterator[Captured]:
-    """An in-memory ragtrace set-up for an app's own tests; never touches the OpenTelemetry globals.
-
-    Inside the ``with`` block the decorators trace to an in-memory exporter and every RAG call is
-    scored (``sample_rate=1.0``) by ``judge`` (default: a ``FakeJudge`` with no scripts, whose steps
-    fail, so pass one scripted for your metrics). ``options`` go to ``configure``.
-    """
-    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
-    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-
-    if judge is None:
-        from ragtrace.testing import FakeJudge
-
-        judge = FakeJudge()
-    exporter = InMemorySpanExporter()
-    reader = InMemoryMetricReader()
-    handle = configure(
-        exporter=exporter,
-        batch=False,
-        judge=judge,
-        metrics=metrics,
-        sample_rate=sample_rate,
-        metric_readers=[reader],
-        set_global=False,
-        **options,
-    )
-    try:
-        yield Captured(handle, exporter, reader)
-    finally:
-        handle.shutdown()
 
 
 # -- helpers -------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Public test doubles: ``FakeJudge``, a scripted judge for users' tests and ours.
+"""``FakeJudge``, a scripted judge for users' tests and ours (public as ``ragtrace.testing.FakeJudge``).
 
 ``FakeJudge`` implements every step of ``ragtrace.judges.Judge``. Script each step with a value, a
 mapping, or a function (sync or async) taking the step's arguments::
@@ -33,8 +33,6 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from ragtrace._config import Captured, capture
-from ragtrace._stub_openai import StubOpenAIServer, StubReply
 from ragtrace.judges._base import (
     ALL_CAPABILITIES,
     EMBED,
@@ -49,16 +47,7 @@ from ragtrace.judges._base import (
 )
 from ragtrace.metrics._base import ZERO_COST, Cost
 
-__all__ = [
-    "DEFAULT_CHAT_COST",
-    "DEFAULT_EMBED_COST",
-    "Captured",
-    "FakeCall",
-    "FakeJudge",
-    "StubOpenAIServer",
-    "StubReply",
-    "capture",
-]
+__all__ = ["DEFAULT_CHAT_COST", "DEFAULT_EMBED_COST", "FakeCall", "FakeJudge"]
 
 DEFAULT_CHAT_COST = Cost(chat_calls=1, prompt_tokens=100, completion_tokens=20)
 """What one scripted chat step costs unless ``costs`` says otherwise."""
