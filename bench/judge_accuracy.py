@@ -40,6 +40,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ragtrace.judges._offline_text import STOPWORDS
+
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 if not DATA.is_dir():
     DATA = Path("/work/shared/data")
@@ -47,8 +49,13 @@ SETS = {
     "qa": ("halueval_qa_dev.jsonl", "knowledge", "right_answer", "hallucinated_answer", "question"),
     "summarization": ("halueval_summarization_dev.jsonl", "document", "right_summary", "hallucinated_summary", None),
 }
+LENGTH_CONTROLLED = "qa_length_controlled"
+"""The QA rows again, the hallucinated answer replaced by a span of the row's own knowledge as long as
+the right answer (``length_controlled_span``): word overlap is at chance there."""
 TRAIN_FRACTION = 0.8
 _WORD = re.compile(r"\w+")
+_EDGE_PUNCTUATION = "\"'()[]{},;:.!?"
+_YES_NO = frozenset({"yes", "no"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,8 +70,11 @@ class Example:
 
 
 def load(name: str, split: str, data_dir: Path = DATA) -> list[Example]:
-    """Records of set ``name``: ``train`` (first 80 % of rows), ``test`` (last 20 %) or ``all``."""
-    filename, chunk_key, right_key, wrong_key, question_key = SETS[name]
+    """Records of set ``name``: ``train`` (first 80 % of rows), ``test`` (last 20 %) or ``all``.
+
+    ``LENGTH_CONTROLLED`` is built from the QA rows: a row whose knowledge has no suitable span is left
+    out (both of its records, so the classes stay paired)."""
+    filename, chunk_key, right_key, wrong_key, question_key = SETS["qa" if name == LENGTH_CONTROLLED else name]
     with open(data_dir / filename, encoding="utf-8") as handle:
         rows = [json.loads(line) for line in handle if line.strip()]
     cut = int(len(rows) * TRAIN_FRACTION)
@@ -73,9 +83,48 @@ def load(name: str, split: str, data_dir: Path = DATA) -> list[Example]:
     for i in selected:
         row: dict[str, Any] = rows[i]
         question = row[question_key] if question_key else None
+        wrong = row[wrong_key]
+        if name == LENGTH_CONTROLLED:
+            span = length_controlled_span(row[chunk_key], row[right_key], seed=f"{filename}:{i}")
+            if span is None:
+                continue
+            wrong = span
         out.append(Example(i, row[chunk_key], row[right_key], question, True))
-        out.append(Example(i, row[chunk_key], row[wrong_key], question, False))
+        out.append(Example(i, row[chunk_key], wrong, question, False))
     return out
+
+
+def length_controlled_span(knowledge: str, right_answer: str, *, seed: str) -> str | None:
+    """A wrong answer that every word of the passage supports: a span of ``knowledge`` with as many
+    words as ``right_answer``, inside one sentence, opening and closing on a content word, sharing no
+    word with the right answer (so it is not a restatement of it). Spans of the same kind are preferred
+    (a number for a number, a name for a name). ``None`` when the passage has no such span, and for a
+    yes/no answer (no span of the passage answers that). Deterministic in ``seed``.
+    """
+    if right_answer.strip().lower().rstrip(".") in _YES_NO:
+        return None
+    tokens = knowledge.split()
+    n = max(1, len(right_answer.split()))
+    answer_words = set(_WORD.findall(right_answer.lower()))
+    spans: list[str] = []
+    for start in range(len(tokens) - n + 1):
+        piece = tokens[start : start + n]
+        # A span does not run across a sentence end (HaluEval glues passages: "century.First").
+        if any(t.endswith((".", "!", "?")) or re.search(r"[a-z][.!?][A-Z]", t) for t in piece[:-1]):
+            continue
+        span = " ".join(piece).strip(_EDGE_PUNCTUATION)
+        words = set(_WORD.findall(span.lower()))
+        ends = span.split()
+        if not words or words & answer_words or not ends or any(e.lower() in STOPWORDS for e in (ends[0], ends[-1])):
+            continue
+        spans.append(span)
+    if not spans:
+        return None
+    if any(c.isdigit() for c in right_answer):
+        spans = [s for s in spans if any(c.isdigit() for c in s)] or spans
+    elif right_answer[:1].isupper():
+        spans = [s for s in spans if s[:1].isupper()] or spans
+    return random.Random(seed).choice(spans)
 
 
 def auroc(scores: Sequence[float], labels: Sequence[bool]) -> float:
@@ -307,7 +356,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--model", default="gpt-4o-mini", help="chat model for --judge openai")
     parser.add_argument("--api-key", default=None, help="key for --judge openai (else OPENAI_API_KEY)")
     parser.add_argument("--split", choices=("test", "train", "all"), default="test")
-    parser.add_argument("--sets", nargs="+", choices=tuple(SETS), default=list(SETS))
+    parser.add_argument("--sets", nargs="+", choices=(*SETS, LENGTH_CONTROLLED), default=[*SETS, LENGTH_CONTROLLED])
     parser.add_argument("--limit", type=int, default=0, help="at most this many rows per set (0: all)")
     parser.add_argument("--all-cores", action="store_true", help="do not pin the process to one core")
     args = parser.parse_args(argv)
