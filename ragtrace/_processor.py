@@ -32,15 +32,14 @@ from opentelemetry.context import Context
 from opentelemetry.sdk.trace import Event, ReadableSpan, Span, SpanProcessor
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 
+from ragtrace import _wire, semconv
 from ragtrace import environment_variables as env
-from ragtrace import semconv
 from ragtrace._capture import RECORDS, RecordStore
 from ragtrace._sampling import Sampler
 from ragtrace._telemetry import Telemetry
 from ragtrace._worker import Job, Outcome, Worker, safe_copy, wait_seconds
 from ragtrace.environment_variables import ConfigurationError
 from ragtrace.metrics import Suite
-from ragtrace.metrics._base import DETAIL_METHOD
 
 if TYPE_CHECKING:
     from opentelemetry.metrics import MeterProvider
@@ -314,43 +313,11 @@ class ScoringSpanProcessor(SpanProcessor):
 
 
 def outcome_of(scores: Sequence[Score], cost: Cost, judge_name: str) -> Outcome:
-    """The decision, attributes and events for a scored span.
-
-    The decision is ``error`` only when every metric failed with a judge error (scoring failed as a
-    whole); a metric that was merely skipped or unmeasured keeps ``evaluated`` with its reason.
-    """
-    attributes: dict[str, AttributeValue] = {
-        semconv.EVAL_JUDGE: judge_name,
-        semconv.EVAL_JUDGE_CALLS: cost.calls,
-        semconv.EVAL_JUDGE_PROMPT_TOKENS: cost.prompt_tokens,
-        semconv.EVAL_JUDGE_COMPLETION_TOKENS: cost.completion_tokens,
-    }
+    """The decision, attributes and events for a scored span, as ``_wire.encode`` writes them."""
+    encoded = _wire.encode(scores, cost, judge_name)
     now = time.time_ns()
-    events: list[Event] = []
-    for score in scores:
-        event: dict[str, AttributeValue] = {semconv.GEN_AI_EVALUATION_NAME: score.name}
-        if score.value is not None:
-            attributes[semconv.eval_score(score.name)] = float(score.value)
-            event[semconv.GEN_AI_EVALUATION_SCORE_VALUE] = float(score.value)
-        if score.label:
-            attributes[semconv.eval_label(score.name)] = score.label
-            event[semconv.GEN_AI_EVALUATION_SCORE_LABEL] = score.label
-        if score.value is None and score.reason:
-            attributes[semconv.eval_reason(score.name)] = score.reason
-        method = score.details.get(DETAIL_METHOD) if score.details else None
-        if isinstance(method, str):
-            attributes[semconv.eval_method(score.name)] = method
-        explanation = score.explanation or (score.reason if score.value is None else None)
-        if explanation:
-            event[semconv.GEN_AI_EVALUATION_EXPLANATION] = explanation
-        if score.error_type:
-            event[semconv.ERROR_TYPE] = score.error_type
-        events.append(Event(semconv.GEN_AI_EVALUATION_RESULT, event, timestamp=now))
-    failed = [s for s in scores if s.status == "error"]
-    if scores and len(failed) == len(scores):
-        attributes[semconv.EVAL_ERROR_TYPE] = failed[0].error_type or "judge_error"
-        return Outcome(semconv.DECISION_ERROR, attributes, tuple(events))
-    return Outcome(semconv.DECISION_EVALUATED, attributes, tuple(events))
+    events = tuple(Event(name, attributes, timestamp=now) for name, attributes in encoded.events)
+    return Outcome(encoded.decision, encoded.attributes, events)
 
 
 def _reserve(budget: float) -> float:

@@ -16,7 +16,7 @@ from opentelemetry import trace as trace_api
 from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.util.types import AttributeValue
 
-from ragtrace import semconv
+from ragtrace import _wire, semconv
 
 Attributes = Mapping[str, AttributeValue]
 
@@ -69,11 +69,9 @@ def carrier_span(
         trace_flags=target_context.trace_flags,
         trace_state=target_context.trace_state,
     )
-    merged: dict[str, AttributeValue] = {
-        semconv.OPENINFERENCE_SPAN_KIND: semconv.SPAN_KIND_EVALUATOR,
-        semconv.EVAL_TARGET_SPAN_ID: trace_api.format_span_id(target_context.span_id),
-        semconv.EVAL_TARGET_TRACE_ID: trace_api.format_trace_id(target_context.trace_id),
-    }
+    merged = _wire.carrier_attributes(
+        trace_api.format_span_id(target_context.span_id), trace_api.format_trace_id(target_context.trace_id)
+    )
     merged.update(attributes)
     return ReadableSpan(
         name=semconv.CARRIER_SPAN_NAME,

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from opentelemetry import context as otel_context
 
-from ragtrace import semconv
+from ragtrace import _wire, semconv
 from ragtrace._spans import carrier_span, scored_copy
 from ragtrace._suppress import suppressed
 
@@ -423,11 +423,7 @@ class Worker:
                     {semconv.EVAL_ERROR_TYPE: type(exc).__name__},
                 )
             seconds = time.perf_counter() - started
-            attributes: dict[str, AttributeValue] = {
-                **outcome.attributes,
-                semconv.EVAL_DECISION: outcome.decision,
-                semconv.EVAL_SECONDS: seconds,
-            }
+            attributes = _wire.finished(outcome.attributes, outcome.decision, seconds)
             if job.timer is not None:
                 job.timer.cancel()
                 job.timer = None

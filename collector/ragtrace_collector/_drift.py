@@ -22,6 +22,10 @@ from typing import Final, Literal
 
 import numpy as np
 
+# Which way is better is the metric classes' to say (``Metric.direction``); the registry collects it.
+from ragtrace.metrics._base import Direction
+from ragtrace.metrics._registry import LOWER_IS_BETTER
+
 State = Literal["OK", "WARNING", "ALERT", "NO_DATA"]
 """The state of one rule for one service/route."""
 
@@ -30,21 +34,6 @@ WARNING: Final = "WARNING"
 ALERT: Final = "ALERT"
 NO_DATA: Final = "NO_DATA"
 STATES: Final = (OK, WARNING, ALERT, NO_DATA)
-
-Direction = Literal["higher", "lower"]
-
-# Metrics for which a lower value is better; every other metric (G-Eval ones included) is higher-is-
-# better. A table rather than building metrics from ragtrace.metrics' registry keeps this module pure and
-# usable in SQL; a test checks that it agrees with the registry.
-LOWER_IS_BETTER: Final = frozenset(
-    {
-        "hallucination",
-        "context_contradiction",
-        "noise_sensitivity",
-        "relevant_noise_sensitivity",
-        "irrelevant_noise_sensitivity",
-    }
-)
 
 
 def metric_direction(metric: str) -> Direction:

@@ -27,7 +27,7 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, InstrumentationSc
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span
 
-from ragtrace import semconv
+from ragtrace import _wire, semconv
 
 Row = dict[str, Any]
 
@@ -403,7 +403,6 @@ _DOC_FIELDS = {
 }
 _DOC = 0
 _EVAL = 1
-_EVAL_VALUE, _EVAL_LABEL, _EVAL_REASON = "value", "label", "reason"
 
 # What an attribute key is, computed once per distinct key: the same few dozen keys recur on every span,
 # and classifying them anew was a large share of the ingest cost. Bounded so odd keys cannot grow it forever.
@@ -423,14 +422,10 @@ def _classify(key: str) -> _KeyKind:
         # number). Such a key is an ordinary attribute.
         if column is not None and index.isascii() and index.isdigit():
             kind = (_DOC, int(index), column)
-    elif key.startswith(_EVAL_DOT):
-        rest = key[len(_EVAL_DOT) :]
-        if rest and rest not in _RESERVED_EVAL_KEYS:
-            for suffix, field_name in ((_LABEL_SUFFIX, _EVAL_LABEL), (_REASON_SUFFIX, _EVAL_REASON), ("", _EVAL_VALUE)):
-                metric = rest[: len(rest) - len(suffix)]
-                if rest.endswith(suffix) and metric and "." not in metric:
-                    kind = (_EVAL, metric, field_name)
-                    break
+    else:
+        score_key = _wire.eval_key(key)
+        if score_key is not None:
+            kind = (_EVAL, *score_key)
     if len(_KEY_KINDS) < _MAX_KEY_KINDS:
         _KEY_KINDS[key] = kind
     return kind
@@ -507,25 +502,6 @@ def _dumps(value: Any) -> str:
     except (orjson.JSONEncodeError, UnicodeDecodeError):
         # e.g. a lone surrogate from OTLP/JSON: escaped JSON is still valid JSON text.
         return json.dumps(value, ensure_ascii=True, separators=(",", ":"))
-
-
-_EVAL_DOT = semconv.EVAL_PREFIX + "."
-_RESERVED_EVAL_KEYS = frozenset(
-    key[len(_EVAL_DOT) :]
-    for key in (
-        semconv.EVAL_DECISION,
-        semconv.EVAL_ERROR_TYPE,
-        semconv.EVAL_JUDGE,
-        semconv.EVAL_JUDGE_CALLS,
-        semconv.EVAL_JUDGE_PROMPT_TOKENS,
-        semconv.EVAL_JUDGE_COMPLETION_TOKENS,
-        semconv.EVAL_SECONDS,
-        semconv.EVAL_TARGET_SPAN_ID,
-        semconv.EVAL_TARGET_TRACE_ID,
-    )
-)
-_LABEL_SUFFIX = semconv.eval_label("x")[len(semconv.eval_score("x")) :]
-_REASON_SUFFIX = semconv.eval_reason("x")[len(semconv.eval_score("x")) :]
 
 
 def _rows(
@@ -741,31 +717,5 @@ def _rag_and_scores(
 
 
 def _scores(evals: list[tuple[str, str, Any]], events: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Scores by metric, from ``gen_ai.evaluation.result`` events first, then flat ``ragtrace.eval.*`` attributes."""
-    found: dict[str, dict[str, Any]] = {}
-    for event in events:
-        if event["name"] != semconv.GEN_AI_EVALUATION_RESULT:
-            continue
-        eattrs = event["attributes"]
-        name = eattrs.get(semconv.GEN_AI_EVALUATION_NAME)
-        if not isinstance(name, str) or not name or "." in name:
-            continue
-        found[name] = {
-            _EVAL_VALUE: _number(eattrs.get(semconv.GEN_AI_EVALUATION_SCORE_VALUE)),
-            _EVAL_LABEL: _text(eattrs.get(semconv.GEN_AI_EVALUATION_SCORE_LABEL)),
-            "explanation": _text(eattrs.get(semconv.GEN_AI_EVALUATION_EXPLANATION)),
-            "error_type": _text(eattrs.get(semconv.ERROR_TYPE)),
-        }
-    for metric, field_name, value in evals:
-        if field_name == _EVAL_VALUE:
-            number = _number(value)
-            if number is None and metric not in found:
-                continue  # not a number: some other ragtrace.eval.* attribute, not a score
-            fields = found.setdefault(metric, {})
-            if fields.get(_EVAL_VALUE) is None:
-                fields[_EVAL_VALUE] = number
-        else:
-            fields = found.setdefault(metric, {})
-            if fields.get(field_name) is None:
-                fields[field_name] = _text(value)
-    return found
+    """Scores by metric, read with the one codec (``ragtrace._wire``); JSON text written with orjson."""
+    return _wire.decode_scores(evals, events, text=_text)

@@ -31,7 +31,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from ragtrace.environment_variables import ConfigurationError
-from ragtrace_collector._drift import LOWER_IS_BETTER, metric_direction
+from ragtrace.metrics._registry import LOWER_IS_BETTER
+from ragtrace_collector._drift import metric_direction
 
 if TYPE_CHECKING:
     from starlette.requests import Request

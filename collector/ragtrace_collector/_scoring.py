@@ -28,7 +28,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
-from ragtrace import Chunk, RagRecord, Sampler, semconv
+from ragtrace import Chunk, RagRecord, Sampler, _wire, semconv
 from ragtrace import environment_variables as env
 from ragtrace.environment_variables import ConfigurationError
 from ragtrace.judges import Judge, default_judge
@@ -218,10 +218,11 @@ class ServerScorer:
                 _log.warning("server-side scoring of span %s failed", row["span_id"], exc_info=True)
                 self._write(Batch(rag_records=[_decided(row, semconv.DECISION_ERROR)]))
                 return
-            scores = _score_rows(row, result)
+            encoded = encode(result)
+            scores = _score_rows(row, encoded)
             scored = dict(
                 row,
-                decision=semconv.DECISION_EVALUATED,
+                decision=encoded.decision,
                 judge=result.judge,
                 calls=result.calls,
                 prompt_tokens=result.cost.prompt_tokens,
@@ -232,7 +233,7 @@ class ServerScorer:
             self.scored += 1
             if self._forward is not None:
                 try:
-                    self._forward(carrier_export(row, result))
+                    self._forward(carrier_export(row, result, encoded))
                 except Exception:
                     _log.warning("could not forward the carrier of span %s", row["span_id"], exc_info=True)
         finally:
@@ -254,24 +255,26 @@ def _decided(row: Row, decision: str) -> Row:
     return dict(row, decision=decision)
 
 
-def _score_rows(row: Row, result: SuiteResult) -> list[Row]:
+def _score_rows(row: Row, encoded: _wire.Encoded) -> list[Row]:
+    # The rows are what the decoder would read back from the carrier: the collector stores what it sends.
     return [
         {
             "span_id": row["span_id"],
             "metric": name,
-            "value": score.value,
-            "label": score.label,
-            "explanation": score.explanation,
-            "reason": score.reason,
-            "error_type": score.error_type,
+            **{column: fields.get(column) for column in _wire.FIELDS},
             "trace_id": row["trace_id"],
             "service": row["service"],
             "route": row["route"],
             "time_ns": row["time_ns"],
             "source": SOURCE_COLLECTOR,
         }
-        for name, score in result.scores.items()
+        for name, fields in _wire.decode(encoded.attributes, encoded.events).items()
     ]
+
+
+def encode(result: SuiteResult) -> _wire.Encoded:
+    """The wire form of a server-side result: the in-app processor's decision, attributes and events."""
+    return _wire.encode(list(result.scores.values()), result.cost, result.judge)
 
 
 def _kv(key: str, value: Any) -> KeyValue:
@@ -284,17 +287,17 @@ def _kv(key: str, value: Any) -> KeyValue:
     return KeyValue(key=key, value=AnyValue(string_value=str(value)))
 
 
-def carrier_export(row: Row, result: SuiteResult) -> bytes:
-    """A carrier span (kind EVALUATOR, linked to the RAG span) with the collector's scores, as an OTLP export."""
+def carrier_export(row: Row, result: SuiteResult, encoded: _wire.Encoded | None = None) -> bytes:
+    """A carrier span (kind EVALUATOR, linked to the RAG span) with the collector's scores, as an OTLP export.
+
+    Its attributes and events are the in-app processor's, from the same codec (``ragtrace._wire``).
+    """
     now = time.time_ns()
+    if encoded is None:
+        encoded = encode(result)
     attrs: dict[str, Any] = {
-        semconv.OPENINFERENCE_SPAN_KIND: semconv.SPAN_KIND_EVALUATOR,
-        semconv.EVAL_TARGET_SPAN_ID: row["span_id"],
-        semconv.EVAL_TARGET_TRACE_ID: row["trace_id"],
-        semconv.EVAL_DECISION: semconv.DECISION_EVALUATED,
-        semconv.EVAL_JUDGE: result.judge,
-        semconv.EVAL_JUDGE_CALLS: result.calls,
-        semconv.EVAL_SECONDS: result.seconds,
+        **_wire.carrier_attributes(row["span_id"], row["trace_id"]),
+        **_wire.finished(encoded.attributes, encoded.decision, result.seconds),
     }
     span = Span(
         trace_id=bytes.fromhex(row["trace_id"]),
@@ -305,21 +308,8 @@ def carrier_export(row: Row, result: SuiteResult) -> bytes:
         end_time_unix_nano=now,
     )
     span.links.add(trace_id=bytes.fromhex(row["trace_id"]), span_id=bytes.fromhex(row["span_id"]))
-    for name, score in result.scores.items():
-        event = span.events.add(time_unix_nano=now, name=semconv.GEN_AI_EVALUATION_RESULT)
-        event_attrs: dict[str, Any] = {semconv.GEN_AI_EVALUATION_NAME: name}
-        if score.value is not None:
-            attrs[semconv.eval_score(name)] = float(score.value)
-            event_attrs[semconv.GEN_AI_EVALUATION_SCORE_VALUE] = float(score.value)
-        if score.label:
-            attrs[semconv.eval_label(name)] = score.label
-            event_attrs[semconv.GEN_AI_EVALUATION_SCORE_LABEL] = score.label
-        if score.reason:
-            attrs[semconv.eval_reason(name)] = score.reason
-        if score.explanation:
-            event_attrs[semconv.GEN_AI_EVALUATION_EXPLANATION] = score.explanation
-        if score.error_type:
-            event_attrs[semconv.ERROR_TYPE] = score.error_type
+    for name, event_attrs in encoded.events:
+        event = span.events.add(time_unix_nano=now, name=name)
         event.attributes.extend(_kv(k, v) for k, v in event_attrs.items())
     span.attributes.extend(_kv(k, v) for k, v in attrs.items())
     request = ExportTraceServiceRequest()

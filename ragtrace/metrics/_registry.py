@@ -55,6 +55,12 @@ _FACTORIES: dict[str, Callable[..., Metric]] = {
 METRIC_NAMES: tuple[str, ...] = (*sorted(_FACTORIES), "geval")
 """Every name ``metric_by_name`` knows. ``geval`` needs options: ``name=`` and ``criteria=``."""
 
+LOWER_IS_BETTER: frozenset[str] = frozenset(
+    name for name, factory in _FACTORIES.items() if getattr(factory, "direction", "higher") == "lower"
+)
+"""The metrics for which a lower value is better, read from the metric classes' ``direction``; every other
+metric (user-named G-Eval ones included) is higher-is-better."""
+
 REFERENCE_METRICS: tuple[str, ...] = (
     "noise_sensitivity",
     "relevant_noise_sensitivity",

@@ -1,0 +1,216 @@
+"""Evaluations on the wire: the one codec between ``Score`` objects and span attributes and events.
+
+Encoding (the in-app processor, the collector's server-side scoring) and decoding (the collector's OTLP
+reader) both go through here, so a score means the same thing whoever wrote it:
+
+* per metric, the flat attributes ``ragtrace.eval.<metric>`` (the value), ``.label``, ``.method`` (when
+  the metric says how it computed) and ``.reason`` (only when there is no value: why it is absent);
+* per metric, one ``gen_ai.evaluation.result`` event with the name, value, label, an explanation (the
+  reason stands in for an absent value's explanation) and ``error.type`` on failure;
+* per span, who judged and what it cost (``ragtrace.eval.judge*``), the decision and the seconds spent,
+  and ``ragtrace.eval.error.type`` when every metric failed;
+* a carrier span (late or server-side scores) adds its OpenInference kind and the target's ids.
+
+Events are returned as ``(name, attributes)`` pairs: the SDK wraps them in ``Event``s, the collector in
+protobuf messages. Everything here is pure: no clock, no I/O.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
+
+from ragtrace import semconv
+from ragtrace.metrics._base import DETAIL_METHOD, REASON_JUDGE_ERROR
+
+if TYPE_CHECKING:
+    from opentelemetry.util.types import AttributeValue
+
+    from ragtrace._cost import Cost
+    from ragtrace.metrics._base import Score
+
+__all__ = [
+    "FIELDS",
+    "Encoded",
+    "EventData",
+    "carrier_attributes",
+    "decode",
+    "decode_scores",
+    "encode",
+    "eval_key",
+    "finished",
+]
+
+EventData = tuple[str, dict[str, "AttributeValue"]]
+"""One span event as ``(name, attributes)``."""
+
+VALUE: Final = "value"
+LABEL: Final = "label"
+REASON: Final = "reason"
+EXPLANATION: Final = "explanation"
+ERROR_TYPE: Final = "error_type"
+FIELDS: Final = (VALUE, LABEL, EXPLANATION, REASON, ERROR_TYPE)
+"""The fields a decoded score has (the collector's ``scores`` columns)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Encoded:
+    """A scored span's decision, the attributes to add and the events to append."""
+
+    decision: str
+    attributes: dict[str, AttributeValue]
+    events: tuple[EventData, ...]
+
+
+def encode(scores: Sequence[Score], cost: Cost, judge_name: str) -> Encoded:
+    """The decision, attributes and events for a span scored with ``scores`` at ``cost`` by ``judge_name``.
+
+    The decision is ``error`` only when every metric failed with a judge error (scoring failed as a
+    whole); a metric that was merely skipped or unmeasured keeps ``evaluated`` with its reason.
+    """
+    attributes: dict[str, AttributeValue] = {
+        semconv.EVAL_JUDGE: judge_name,
+        semconv.EVAL_JUDGE_CALLS: cost.calls,
+        semconv.EVAL_JUDGE_PROMPT_TOKENS: cost.prompt_tokens,
+        semconv.EVAL_JUDGE_COMPLETION_TOKENS: cost.completion_tokens,
+    }
+    events: list[EventData] = []
+    for score in scores:
+        event: dict[str, AttributeValue] = {semconv.GEN_AI_EVALUATION_NAME: score.name}
+        if score.value is not None:
+            attributes[semconv.eval_score(score.name)] = float(score.value)
+            event[semconv.GEN_AI_EVALUATION_SCORE_VALUE] = float(score.value)
+        if score.label:
+            attributes[semconv.eval_label(score.name)] = score.label
+            event[semconv.GEN_AI_EVALUATION_SCORE_LABEL] = score.label
+        if score.value is None and score.reason:
+            attributes[semconv.eval_reason(score.name)] = score.reason
+        method = score.details.get(DETAIL_METHOD) if score.details else None
+        if isinstance(method, str):
+            attributes[semconv.eval_method(score.name)] = method
+        explanation = score.explanation or (score.reason if score.value is None else None)
+        if explanation:
+            event[semconv.GEN_AI_EVALUATION_EXPLANATION] = explanation
+        if score.error_type:
+            event[semconv.ERROR_TYPE] = score.error_type
+        events.append((semconv.GEN_AI_EVALUATION_RESULT, event))
+    failed = [s for s in scores if s.status == "error"]
+    if scores and len(failed) == len(scores):
+        attributes[semconv.EVAL_ERROR_TYPE] = failed[0].error_type or REASON_JUDGE_ERROR
+        return Encoded(semconv.DECISION_ERROR, attributes, tuple(events))
+    return Encoded(semconv.DECISION_EVALUATED, attributes, tuple(events))
+
+
+def finished(attributes: Mapping[str, AttributeValue], decision: str, seconds: float) -> dict[str, AttributeValue]:
+    """``attributes`` with the decision and the seconds scoring took: what a scored span or carrier carries."""
+    return {**attributes, semconv.EVAL_DECISION: decision, semconv.EVAL_SECONDS: seconds}
+
+
+def carrier_attributes(target_span_id: str, target_trace_id: str) -> dict[str, AttributeValue]:
+    """What marks a carrier span: OpenInference kind EVALUATOR and the target's hex ids (for backends without links)."""
+    return {
+        semconv.OPENINFERENCE_SPAN_KIND: semconv.SPAN_KIND_EVALUATOR,
+        semconv.EVAL_TARGET_SPAN_ID: target_span_id,
+        semconv.EVAL_TARGET_TRACE_ID: target_trace_id,
+    }
+
+
+# -- decoding ----------------------------------------------------------------------------------------
+
+_EVAL_DOT: Final = semconv.EVAL_PREFIX + "."
+_RESERVED_EVAL_KEYS: Final = frozenset(
+    key[len(_EVAL_DOT) :]
+    for key in (
+        semconv.EVAL_DECISION,
+        semconv.EVAL_ERROR_TYPE,
+        semconv.EVAL_JUDGE,
+        semconv.EVAL_JUDGE_CALLS,
+        semconv.EVAL_JUDGE_PROMPT_TOKENS,
+        semconv.EVAL_JUDGE_COMPLETION_TOKENS,
+        semconv.EVAL_SECONDS,
+        semconv.EVAL_TARGET_SPAN_ID,
+        semconv.EVAL_TARGET_TRACE_ID,
+    )
+)
+_LABEL_SUFFIX: Final = semconv.eval_label("x")[len(semconv.eval_score("x")) :]
+_REASON_SUFFIX: Final = semconv.eval_reason("x")[len(semconv.eval_score("x")) :]
+
+
+def eval_key(key: str) -> tuple[str, str] | None:
+    """``(metric, field)`` for a per-metric score attribute (field ``value``, ``label`` or ``reason``), else None.
+
+    Span-level ``ragtrace.eval.*`` attributes (decision, judge, cost, target) and keys with more dots
+    (``.method``) are not scores.
+    """
+    if not key.startswith(_EVAL_DOT):
+        return None
+    rest = key[len(_EVAL_DOT) :]
+    if not rest or rest in _RESERVED_EVAL_KEYS:
+        return None
+    for suffix, field_name in ((_LABEL_SUFFIX, LABEL), (_REASON_SUFFIX, REASON), ("", VALUE)):
+        metric = rest[: len(rest) - len(suffix)]
+        if rest.endswith(suffix) and metric and "." not in metric:
+            return metric, field_name
+    return None
+
+
+def _json_text(value: Any) -> str | None:
+    if value is None:
+        return None
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    number = float(value)
+    return number if math.isfinite(number) else None
+
+
+def decode_scores(
+    evals: Iterable[tuple[str, str, Any]],
+    events: Iterable[Mapping[str, Any]],
+    *,
+    text: Callable[[Any], str | None] = _json_text,
+) -> dict[str, dict[str, Any]]:
+    """Scores by metric, from ``gen_ai.evaluation.result`` events first, then flat ``ragtrace.eval.*`` attributes.
+
+    ``evals`` are ``(metric, field, value)`` from ``eval_key``; ``events`` are ``{"name", "attributes"}``.
+    ``text`` renders a non-string value as text (the collector passes its faster JSON writer).
+    """
+    found: dict[str, dict[str, Any]] = {}
+    for event in events:
+        if event["name"] != semconv.GEN_AI_EVALUATION_RESULT:
+            continue
+        eattrs = event["attributes"]
+        name = eattrs.get(semconv.GEN_AI_EVALUATION_NAME)
+        if not isinstance(name, str) or not name or "." in name:
+            continue
+        found[name] = {
+            VALUE: _number(eattrs.get(semconv.GEN_AI_EVALUATION_SCORE_VALUE)),
+            LABEL: text(eattrs.get(semconv.GEN_AI_EVALUATION_SCORE_LABEL)),
+            EXPLANATION: text(eattrs.get(semconv.GEN_AI_EVALUATION_EXPLANATION)),
+            ERROR_TYPE: text(eattrs.get(semconv.ERROR_TYPE)),
+        }
+    for metric, field_name, value in evals:
+        if field_name == VALUE:
+            number = _number(value)
+            if number is None and metric not in found:
+                continue  # not a number: some other ragtrace.eval.* attribute, not a score
+            fields = found.setdefault(metric, {})
+            if fields.get(VALUE) is None:
+                fields[VALUE] = number
+        else:
+            fields = found.setdefault(metric, {})
+            if fields.get(field_name) is None:
+                fields[field_name] = text(value)
+    return found
+
+
+def decode(attributes: Mapping[str, Any], events: Iterable[EventData]) -> dict[str, dict[str, Any]]:
+    """Scores by metric from a span's attributes and ``(name, attributes)`` events: the inverse of ``encode``."""
+    evals = [(*kind, value) for key, value in attributes.items() if (kind := eval_key(key)) is not None]
+    return decode_scores(evals, ({"name": name, "attributes": attrs} for name, attrs in events))
