@@ -141,6 +141,9 @@ class LoggedRequest:
     step: str | None
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    schema_errors: tuple[str, ...] = ()
+    """Where the reply broke the request's ``json_schema`` (enum, type, required, extra field); empty
+    when it conformed or the request had no schema. A constrained server never breaks it."""
 
     @property
     def is_chat(self) -> bool:
@@ -377,7 +380,8 @@ class StubOpenAIServer:
                 "logprobs": None,
             }
             if body.get("logprobs") and self.logprobs:
-                choice["logprobs"] = {"content": _logprobs(content, int(body.get("top_logprobs") or 0))}
+                yes = _yes_probability(step, messages) if scripted_content is None else None
+                choice["logprobs"] = {"content": _logprobs(content, int(body.get("top_logprobs") or 0), yes)}
             choices.append(choice)
         return {
             "id": f"chatcmpl-stub-{time.monotonic_ns()}",
@@ -460,6 +464,34 @@ def _answer_verify(user: str) -> Any:
     return {"results": [{"claim": i, **_verdicts(c, chunks)} for i, c in enumerate(claims, start=1)]}
 
 
+def _statement_support(user: str) -> tuple[float, float, int]:
+    """(best overlap share, P(yes), best chunk number) of a verify_claim request's statement."""
+    statement = _line(user, "Statement")
+    chunks = _items(_section(user, "Context chunks"), "chunk") or [_line(user, "Context")]
+    shares = [overlap(statement, chunk) for chunk in chunks]
+    best = max(range(len(shares)), key=lambda i: shares[i])
+    share = shares[best]
+    return share, min(0.98, max(0.02, 0.5 + (share - 0.6))), best + 1
+
+
+def _answer_verify_claim(user: str) -> Any:
+    share, p_yes, chunk = _statement_support(user)
+    reply: dict[str, Any] = {
+        "supported": "yes" if p_yes >= 0.5 else "no",
+        "contradicted": "yes" if 0.3 <= share < 0.6 else "no",
+    }
+    if "Context chunks:" in user:
+        reply["chunk"] = chunk
+    return reply
+
+
+def _yes_probability(step: str | None, messages: Sequence[Any]) -> float | None:
+    if step != "verify_claim":
+        return None
+    users = [_message_text(m) for m in messages if isinstance(m, Mapping) and m.get("role") == "user"]
+    return _statement_support(users[-1] if users else "")[1]
+
+
 def _answer_classify(user: str) -> Any:
     reference = _line(user, "Reference answer")
     claims = _items(_section(user, "Claims"), "claim")
@@ -517,6 +549,7 @@ def _answer_geval_score(user: str) -> Any:
 _ANSWERS: dict[str, Callable[[str], Any]] = {
     _base.EXTRACT_CLAIMS: lambda user: {"claims": _claims_of(user.split("Text:", 1)[-1])},
     _base.VERIFY: _answer_verify,
+    "verify_claim": _answer_verify_claim,
     _base.CLASSIFY_CLAIMS: _answer_classify,
     _base.RATE_STATEMENTS: _answer_rate_statements,
     _base.GENERATE_QUESTIONS: _answer_questions,
@@ -674,10 +707,84 @@ def _input_sentences(prompt_text: str) -> list[str]:
     return [s for s in strings if s][:20]
 
 
-def _logprobs(content: str, top: int) -> list[dict[str, Any]]:
-    """Per-token logprobs of ``content``: a digit token gets a spread over neighbouring digits."""
+def schema_errors_of(request: Mapping[str, Any], reply: Any) -> list[str]:
+    """Where a chat reply's content breaks the request's ``json_schema`` (empty when none was asked)."""
+    response_format = request.get("response_format") or {}
+    schema = (response_format.get("json_schema") or {}).get("schema")
+    if not isinstance(schema, Mapping) or not isinstance(reply, Mapping):
+        return []
+    errors: list[str] = []
+    choices = reply.get("choices")
+    for choice in choices if isinstance(choices, list) else []:
+        message = choice.get("message") if isinstance(choice, Mapping) else None
+        content = message.get("content") if isinstance(message, Mapping) else None
+        try:
+            value = json.loads(content) if isinstance(content, str) else None
+        except ValueError:
+            errors.append("the content is not JSON")
+            continue
+        errors.extend(validate(schema, value))
+    return errors
+
+
+def validate(schema: Mapping[str, Any], value: Any, where: str = "$") -> list[str]:
+    """The ways ``value`` breaks ``schema`` (the subset a strict json_schema uses: type, enum,
+    properties, required, additionalProperties, items, minimum, maximum)."""
+    errors: list[str] = []
+    enum = schema.get("enum")
+    if isinstance(enum, list) and value not in enum:
+        errors.append(f"{where}: {value!r} is not one of {enum}")
+    kind = schema.get("type")
+    checks: dict[str, Callable[[Any], bool]] = {
+        "object": lambda v: isinstance(v, dict),
+        "array": lambda v: isinstance(v, list),
+        "string": lambda v: isinstance(v, str),
+        "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+        "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+        "boolean": lambda v: isinstance(v, bool),
+    }
+    if isinstance(kind, str) and kind in checks and not checks[kind](value):
+        return [*errors, f"{where}: {value!r} is not of type {kind}"]
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if "minimum" in schema and value < schema["minimum"]:
+            errors.append(f"{where}: {value} < minimum {schema['minimum']}")
+        if "maximum" in schema and value > schema["maximum"]:
+            errors.append(f"{where}: {value} > maximum {schema['maximum']}")
+    if isinstance(value, dict):
+        properties = schema.get("properties") or {}
+        for name in schema.get("required") or []:
+            if name not in value:
+                errors.append(f"{where}: missing {name!r}")
+        for name, item in value.items():
+            if name in properties:
+                errors.extend(validate(properties[name], item, f"{where}.{name}"))
+            elif schema.get("additionalProperties") is False:
+                errors.append(f"{where}: unexpected field {name!r}")
+    if isinstance(value, list) and isinstance(schema.get("items"), Mapping):
+        for i, item in enumerate(value):
+            errors.extend(validate(schema["items"], item, f"{where}[{i}]"))
+    return errors
+
+
+def _logprobs(content: str, top: int, yes: float | None = None) -> list[dict[str, Any]]:
+    """Per-token logprobs of ``content``: a digit token gets a spread over neighbouring digits; with
+    ``yes`` (a verify_claim reply) the first yes/no token gets P(yes) = ``yes`` against P(no)."""
     tokens: list[dict[str, Any]] = []
     for piece in re.findall(r"\d|\w+|\s+|[^\w\s]", content):
+        if yes is not None and piece in ("yes", "no"):
+            answers = [("yes", yes), ("no", 1.0 - yes)]
+            answers.sort(key=lambda pair: pair[1] if pair[0] == piece else -1.0, reverse=True)
+            alternatives = [{"token": t, "logprob": math.log(max(p, 1e-9)), "bytes": None} for t, p in answers]
+            tokens.append(
+                {
+                    "token": piece,
+                    "logprob": alternatives[0]["logprob"],
+                    "bytes": None,
+                    "top_logprobs": alternatives[: max(top, 1)],
+                }
+            )
+            yes = None  # only the answer's token: "contradicted" is written, not weighted
+            continue
         if piece.isdigit():
             digit = int(piece)
             spread = [(digit, 0.7), (digit + 1, 0.2), (max(digit - 1, 0), 0.1)]
@@ -720,6 +827,7 @@ def _make_handler(stub: StubOpenAIServer) -> type[BaseHTTPRequestHandler]:
             started = time.monotonic()
             stub._enter()
             status, step, logged, tokens = 500, None, {}, (0, 0)
+            errors: tuple[str, ...] = ()
             headers: dict[str, str] = {}
             reply: Any = _error(500, "stub failure")
             try:
@@ -737,9 +845,11 @@ def _make_handler(stub: StubOpenAIServer) -> type[BaseHTTPRequestHandler]:
                 usage = reply.get("usage") if isinstance(reply, dict) else None
                 if isinstance(usage, dict):
                     tokens = (int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0)))
+                errors = tuple(schema_errors_of(logged, reply)) if status == 200 else ()
             finally:
                 # Logged before the reply is written: a client holding its reply finds the entry.
-                stub._leave(LoggedRequest(self.path, logged, started, time.monotonic(), status, step, *tokens))
+                entry = LoggedRequest(self.path, logged, started, time.monotonic(), status, step, *tokens, errors)
+                stub._leave(entry)
             try:
                 self._send(status, headers, reply)
             except (BrokenPipeError, ConnectionResetError):

@@ -27,6 +27,15 @@ class ReplyParseError(ValueError):
     """The reply does not hold what the step asked for; the message says what is wrong."""
 
 
+class InvalidReply(ReplyParseError):
+    """The reply is readable but does not answer the request: it names an item the request does not
+    have (chunk 2 of a one-chunk record), repeats one, or has the wrong number of items.
+
+    Not asked again (at temperature 0 the same request gets the same reply): the step fails with
+    ``error_type="invalid_reply"``, never a verdict read around the mistake.
+    """
+
+
 def json_candidates(text: str | None) -> list[Any]:
     """Every JSON object or array ``text`` holds, most likely first; raise when there is none.
 
@@ -232,9 +241,10 @@ def align(
 ) -> list[T]:
     """Put per-item results in input order, by their 1-based ``key`` field.
 
-    Items may come out of order or carry extras (indices outside 1..count, duplicates: the first
-    wins). Items without the key are placed by position. Any input left without a result raises
-    ``ReplyParseError``: a missing verdict is never filled in by a guess.
+    Items may come out of order; items without the key are placed by position. An item numbered
+    outside 1..count, a number given twice, or any input left without a result raises
+    ``InvalidReply``: the reply does not answer the request, and a missing verdict is never filled
+    in by a guess nor an extra one dropped silently.
     """
     placed: dict[int, T] = {}
     for position, item in enumerate(items):
@@ -247,21 +257,25 @@ def align(
                 except ReplyParseError:
                     index = None
         number = index if index is not None else position + 1
-        if 1 <= number <= count and number not in placed:
-            placed[number] = read(item)
+        if not 1 <= number <= count:
+            raise InvalidReply(f"reply names {what} {number}, but the request has {what}s 1 to {count}")
+        if number in placed:
+            raise InvalidReply(f"reply gives {what} {number} twice")
+        placed[number] = read(item)
     missing = [n for n in range(1, count + 1) if n not in placed]
     if missing:
         shown = ", ".join(map(str, missing[:10])) + (" ..." if len(missing) > 10 else "")
-        raise ReplyParseError(f"reply lacks {what} {shown} of {count}")
+        raise InvalidReply(f"reply lacks {what} {shown} of {count}")
     return [placed[n] for n in range(1, count + 1)]
 
 
 def index_set(value: Any, count: int, what: str) -> set[int]:
     """The 1-based indices a field lists: a list of indices, one index, or null for none.
 
-    An index outside 1..count is dropped: it names no chunk, so it carries no verdict about any
-    real chunk. Anything else that is not an index (``true``, a word) raises: reading it as "no
-    chunk" would turn an unread verdict into "unsupported".
+    An index outside 1..count names no item of the request: ``InvalidReply`` (the measured failure
+    this guards against is a small model citing chunk 2 of a one-chunk record, copied from an
+    example; dropping the number would turn the claim into "unsupported" with status ok). Anything
+    else that is not an index (``true``, a word) raises ``ReplyParseError``.
     """
     if value is None:
         return set()
@@ -270,6 +284,7 @@ def index_set(value: Any, count: int, what: str) -> set[int]:
     result: set[int] = set()
     for raw in value:
         index = as_index(raw, what)
-        if 1 <= index <= count:
-            result.add(index)
+        if not 1 <= index <= count:
+            raise InvalidReply(f"{what} names {index}, but the request has 1 to {count}")
+        result.add(index)
     return result

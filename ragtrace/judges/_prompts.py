@@ -1,7 +1,11 @@
 """The OpenAI-compatible judge's prompts: one constant per step, with the JSON schema of its reply.
 
 Prompts are short on purpose: a judge call is paid per token on every sampled trace, so the
-instructions say what to decide and the shape to reply in, without few-shot examples. Every system
+instructions say what to decide and the shape to reply in, without few-shot examples. The shapes
+hold no example values: small models copy them (a shape citing ``[2]`` made a 0.5B model cite a
+nonexistent chunk 2 in 116 of 164 replies, a ``0.5`` rating came back in 5 of 5). Where a value can
+be constrained it is: the item numbers a reply may use are enums in the request's JSON schema
+(``schema_for``), and the reply is checked against the request in any case. Every system
 prompt starts with ``STEP_MARKER`` and the step name, which lets a test server (and a log reader)
 tell the steps apart whatever response format the endpoint accepts. Items are numbered from 1 in
 the user message and referred to by those numbers in the reply, so replies out of order, with extra
@@ -42,11 +46,13 @@ class StepPrompt:
         """The name of the schema in ``response_format``."""
         return SCHEMA_PREFIX + self.step
 
-    def response_format(self) -> dict[str, Any]:
-        """The strict ``json_schema`` response format of this step."""
+    def response_format(self, schema: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """The strict ``json_schema`` response format of this step (``schema`` narrows the step's own
+        to one request, e.g. with the valid item numbers as enums)."""
+        chosen = self.schema if schema is None else schema
         return {
             "type": "json_schema",
-            "json_schema": {"name": self.schema_name, "strict": True, "schema": _plain(self.schema)},
+            "json_schema": {"name": self.schema_name, "strict": True, "schema": _plain(chosen)},
         }
 
 
@@ -73,6 +79,11 @@ def _array(items: Any) -> dict[str, Any]:
     return {"type": "array", "items": items}
 
 
+def _numbers(count: int) -> dict[str, Any]:
+    """An item number of a request with ``count`` items: an integer enum 1..count."""
+    return {"type": "integer", "enum": list(range(1, count + 1))}
+
+
 _STR = {"type": "string"}
 _INT = {"type": "integer"}
 _NUM = {"type": "number"}
@@ -82,10 +93,12 @@ EXTRACT_CLAIMS = StepPrompt(
     step=_base.EXTRACT_CLAIMS,
     instructions=(
         "Split the text into atomic, self-contained factual claims: one fact each, pronouns replaced by what "
-        "they refer to, so each can be checked alone. Use the question only to resolve references. Skip "
-        "statements that assert nothing (greetings, hedges, \"I don't know\"). Keep the text's language."
+        "they refer to, so each can be checked alone. Each claim must keep the question's meaning: when the "
+        "text answers the question with a bare name, number, date or yes/no, write a claim that states what "
+        "the question asks together with that answer. Skip statements that assert nothing (greetings, hedges, "
+        "\"I don't know\"). Keep the text's language."
     ),
-    shape='{"claims": ["..."]}',
+    shape='{"claims": [<claim sentence>, ...]}',
     schema=_object(claims=_array(_STR)),
 )
 
@@ -96,9 +109,31 @@ VERIFY = StepPrompt(
         "chunk) and which contradict it (the chunk states something incompatible). Chunks in neither list "
         "say neither. Judge by the chunks only, not by your own knowledge. One result per claim."
     ),
-    shape='{"results": [{"claim": 1, "supported_by": [2], "contradicted_by": []}]}',
+    shape=(
+        '{"results": [{"claim": <claim number>, "supported_by": [<chunk number>, ...], '
+        '"contradicted_by": [<chunk number>, ...]}, ...]} with exactly one result per claim'
+    ),
     schema=_object(
         results=_array(_object(claim=_INT, supported_by=_array(_INT), contradicted_by=_array(_INT))),
+    ),
+)
+
+VERIFY_CLAIM_STEP = "verify_claim"
+"""Step name of the one-question-per-claim verification (a part of ``verify``, not a step of its own)."""
+
+# One yes/no question per claim: what a 0.5B-7B model answers best, and the answer's first token
+# carries P(yes) in its logprobs. The answer comes first so that its token sits at a known place.
+VERIFY_CLAIM = StepPrompt(
+    step=VERIFY_CLAIM_STEP,
+    instructions=(
+        "Read the context and the statement. Is the statement supported by the context: does the context "
+        "state it or clearly imply it? Answer yes or no. Then say whether the context contradicts the "
+        "statement (states something incompatible with it). Judge by the context only, not by your own "
+        "knowledge."
+    ),
+    shape='{"supported": <"yes" or "no">, "contradicted": <"yes" or "no">}',
+    schema=_object(
+        supported={"type": "string", "enum": ["yes", "no"]}, contradicted={"type": "string", "enum": ["yes", "no"]}
     ),
 )
 
@@ -108,7 +143,7 @@ CLASSIFY_CLAIMS = StepPrompt(
         "For each numbered claim, say whether the reference answer supports it (correct: true) or not "
         "(false: contradicted by or absent from the reference). One result per claim."
     ),
-    shape='{"results": [{"claim": 1, "correct": true}]}',
+    shape='{"results": [{"claim": <claim number>, "correct": <true or false>}, ...]} with one result per claim',
     schema=_object(results=_array(_object(claim=_INT, correct=_BOOL))),
 )
 
@@ -118,7 +153,10 @@ RATE_STATEMENTS = StepPrompt(
         "For each numbered statement of an answer, say whether it is relevant to the question: it helps "
         "answer it. Background that does not address the question is not relevant. One result per statement."
     ),
-    shape='{"results": [{"statement": 1, "relevant": true}]}',
+    shape=(
+        '{"results": [{"statement": <statement number>, "relevant": <true or false>}, ...]} '
+        "with one result per statement"
+    ),
     schema=_object(results=_array(_object(statement=_INT, relevant=_BOOL))),
 )
 
@@ -129,14 +167,14 @@ GENERATE_QUESTIONS = StepPrompt(
         "Flag each noncommittal: true when the answer is evasive, vague or a refusal "
         '("I don\'t know", "I cannot say"), else false.'
     ),
-    shape='{"questions": [{"question": "...", "noncommittal": false}]}',
+    shape='{"questions": [{"question": <question text>, "noncommittal": <true or false>}, ...]}',
     schema=_object(questions=_array(_object(question=_STR, noncommittal=_BOOL))),
 )
 
 DETECT_NONCOMMITTAL = StepPrompt(
     step=_base.DETECT_NONCOMMITTAL,
     instructions="Say whether the answer is noncommittal: evasive, vague, a refusal or an admission of not knowing.",
-    shape='{"noncommittal": false}',
+    shape='{"noncommittal": <true or false>}',
     schema=_object(noncommittal=_BOOL),
 )
 
@@ -146,7 +184,7 @@ RATE_CHUNKS = StepPrompt(
         "Rate each numbered context chunk's relevance to the question from 0 to 1: 1 = it holds what answers "
         "the question, 0.5 = related but partial, 0 = unrelated. One rating per chunk."
     ),
-    shape='{"ratings": [{"chunk": 1, "relevance": 0.5}]}',
+    shape='{"ratings": [{"chunk": <chunk number>, "relevance": <number from 0 to 1>}, ...]} with one rating per chunk',
     schema=_object(ratings=_array(_object(chunk=_INT, relevance=_NUM))),
 )
 
@@ -156,14 +194,14 @@ RATE_ANSWER = StepPrompt(
         "Rate from 0 to 1 how well the answer addresses the question: 1 = fully and directly, 0 = not at all. "
         "Explain in one sentence first."
     ),
-    shape='{"explanation": "...", "score": 0.8}',
+    shape='{"explanation": <one sentence>, "score": <number from 0 to 1>}',
     schema=_object(explanation=_STR, score=_NUM),
 )
 
 GEVAL_STEPS = StepPrompt(
     step=_base.GEVAL,
     instructions="Write 3 to 5 short evaluation steps for judging a text against the criteria.",
-    shape='{"steps": ["..."]}',
+    shape='{"steps": [<step>, ...]}',
     schema=_object(steps=_array(_STR)),
 )
 
@@ -174,13 +212,14 @@ GEVAL_SCORE = StepPrompt(
         "Evaluate the inputs against the criteria by following the evaluation steps. Give an integer score "
         "in the stated range, then a one-sentence explanation."
     ),
-    shape='{"score": 3, "explanation": "..."}',
+    shape='{"score": <integer in the range>, "explanation": <one sentence>}',
     schema=_object(score=_INT, explanation=_STR),
 )
 
 ALL_PROMPTS: tuple[StepPrompt, ...] = (
     EXTRACT_CLAIMS,
     VERIFY,
+    VERIFY_CLAIM,
     CLASSIFY_CLAIMS,
     RATE_STATEMENTS,
     GENERATE_QUESTIONS,
@@ -190,6 +229,37 @@ ALL_PROMPTS: tuple[StepPrompt, ...] = (
     GEVAL_STEPS,
     GEVAL_SCORE,
 )
+
+
+_YES_NO = {"type": "string", "enum": ["yes", "no"]}
+
+
+def verify_schema(n_claims: int, n_chunks: int) -> dict[str, Any]:
+    """VERIFY's schema for one request: claim and chunk numbers as enums of the numbers it has."""
+    chunk = _numbers(n_chunks)
+    return _object(
+        results=_array(_object(claim=_numbers(n_claims), supported_by=_array(chunk), contradicted_by=_array(chunk)))
+    )
+
+
+def verify_claim_schema(n_chunks: int) -> dict[str, Any]:
+    """VERIFY_CLAIM's schema: yes/no answers, and with several chunks the number of the one it rests on."""
+    if n_chunks <= 1:
+        return _object(supported=_YES_NO, contradicted=_YES_NO)
+    return _object(supported=_YES_NO, contradicted=_YES_NO, chunk=_numbers(n_chunks))
+
+
+def classify_schema(n_claims: int) -> dict[str, Any]:
+    return _object(results=_array(_object(claim=_numbers(n_claims), correct=_BOOL)))
+
+
+def rate_statements_schema(n_statements: int) -> dict[str, Any]:
+    return _object(results=_array(_object(statement=_numbers(n_statements), relevant=_BOOL)))
+
+
+def rate_chunks_schema(n_chunks: int) -> dict[str, Any]:
+    relevance = {"type": "number", "minimum": 0, "maximum": 1}
+    return _object(ratings=_array(_object(chunk=_numbers(n_chunks), relevance=relevance)))
 
 
 def numbered(label: str, items: Sequence[str]) -> str:
@@ -204,6 +274,13 @@ def render_extract_claims(text: str, question: str | None) -> str:
 
 def render_verify(claims: Sequence[str], chunks: Sequence[str]) -> str:
     return f"Context chunks:\n{numbered('chunk', chunks)}\n\nClaims:\n{numbered('claim', claims)}"
+
+
+def render_verify_claim(claim: str, chunks: Sequence[str]) -> str:
+    if len(chunks) == 1:
+        return f"Context: {chunks[0]}\n\nStatement: {claim}"
+    extra = "\n\nAlso give the number of the chunk your answer rests on."
+    return f"Context chunks:\n{numbered('chunk', chunks)}\n\nStatement: {claim}{extra}"
 
 
 def render_classify_claims(claims: Sequence[str], reference: str) -> str:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import email.utils
 import json
 import math
@@ -52,9 +53,11 @@ from ragtrace.judges._base import (
     Verdict,
 )
 from ragtrace.judges._parsing import (
+    InvalidReply,
     ReplyParseError,
     align,
     as_bool,
+    as_index,
     as_number,
     as_str,
     index_set,
@@ -73,6 +76,22 @@ ResponseMode = Literal["json_schema", "json_object", "text"]
 
 _MODES: tuple[ResponseMode, ...] = ("json_schema", "json_object", "text")
 _DEFAULT_MODEL = "gpt-4o-mini"
+DEFAULT_TIMEOUT = 180.0
+"""Seconds per call when neither ``timeout=`` nor ``RAGTRACE_JUDGE_TIMEOUT`` is given: long enough for
+a small model on a CPU (first calls of a 0.5B-1.5B model on 2 cores took 43-133 s). The app never
+waits for it: a span held past its deadline is exported unscored and its scores follow on a carrier."""
+INVALID_REPLY = "invalid_reply"
+"""``JudgeError.error_type`` of a reply that names items the request does not have, repeats one, or
+has the wrong number of items (see ``_parsing.InvalidReply``)."""
+VerifyMode = Literal["auto", "per_claim", "batched"]
+ExtractMode = Literal["auto", "llm", "sentences"]
+"""How ``extract_claims`` splits an answer: by the model (one call), or into its sentences (no call)."""
+"""How ``verify`` asks: one yes/no question per claim (small models), or all claims in one call."""
+_OPENAI_HOST = "api.openai.com"
+_BARE_ANSWER_WORDS = 8
+_EVASION = re.compile(
+    r"\b(i (do not|don't|cannot|can't) (know|say|answer|tell)|not sure|no information|unable to answer)\b", re.I
+)
 _DEFAULT_EMBEDDING_MODEL = "text-embedding-3-small"
 _PLACEHOLDER_KEY = "not-needed"
 _FORMAT_WORDS = ("response_format", "json_schema", "json_object", "structured output", "guided_json", "grammar")
@@ -201,7 +220,8 @@ class OpenAIJudge:
       with the client's own retries off, and does not close it. Otherwise the judge creates one from
       ``base_url`` (``RAGTRACE_JUDGE_BASE_URL``) and ``api_key`` (``RAGTRACE_JUDGE_API_KEY``, then
       ``OPENAI_API_KEY``; a local endpoint given by ``base_url`` needs none) and ``aclose`` closes it.
-    - ``timeout`` seconds per call (``RAGTRACE_JUDGE_TIMEOUT``, 30), ``max_retries`` per call
+    - ``timeout`` seconds per call (``RAGTRACE_JUDGE_TIMEOUT``, ``DEFAULT_TIMEOUT`` = 180, sized for a
+      small model on a CPU; the app never waits for it), ``max_retries`` per call
       (``RAGTRACE_JUDGE_MAX_RETRIES``, 3), ``max_concurrency`` calls in flight
       (``RAGTRACE_JUDGE_MAX_CONCURRENCY``, 16).
     - ``response_mode``: ``auto`` starts with a JSON schema and downgrades as needed; or force
@@ -209,7 +229,16 @@ class OpenAIJudge:
     - ``parse_retries``: extra calls for a reply that could not be read (default 1).
     - ``retry_base_delay`` / ``retry_max_delay``: backoff bounds in seconds; ``max_retry_after``: a
       ``Retry-After`` longer than this fails the call at once rather than stalling the scorer.
-    - ``logprobs``: ask for token logprobs in G-Eval scoring (``top_logprobs`` alternatives).
+    - ``logprobs``: ask for token logprobs in G-Eval scoring and per-claim verification
+      (``top_logprobs`` alternatives).
+    - ``extract``: ``llm`` asks the model to split an answer into atomic claims (one call);
+      ``sentences`` takes the answer's sentences as its claims, each prefixed with the question when
+      there is one so that it keeps the question's meaning (no call: small models asked to rewrite
+      often return the question without its answer). ``auto``: sentences when verifying per claim.
+    - ``verify``: ``per_claim`` asks one yes/no question per claim (n calls, sent concurrently; what a
+      0.5B-7B model answers well, scored by P(yes) from the logprobs), ``batched`` asks for all claims
+      against all chunks in one call (cheaper; for large hosted models). ``auto`` (default): batched
+      on api.openai.com, per claim on any other endpoint (a self-hosted llama.cpp, Ollama, vLLM).
 
     Wrong settings raise ``ConfigurationError`` naming the fix.
     """
@@ -234,13 +263,15 @@ class OpenAIJudge:
         max_retry_after: float = 60.0,
         logprobs: bool = True,
         top_logprobs: int = 5,
+        verify: VerifyMode = "auto",
+        extract: ExtractMode = "auto",
     ) -> None:
         self.model = self._model(model, env.RAGTRACE_JUDGE_MODEL, _DEFAULT_MODEL, "model")
         self.embedding_model = self._model(
             embedding_model, env.RAGTRACE_JUDGE_EMBEDDING_MODEL, _DEFAULT_EMBEDDING_MODEL, "embedding_model"
         )
         self.name = f"openai:{self.model}"
-        self.timeout = self._positive_float(timeout, env.RAGTRACE_JUDGE_TIMEOUT, 30.0, "timeout")
+        self.timeout = self._positive_float(timeout, env.RAGTRACE_JUDGE_TIMEOUT, DEFAULT_TIMEOUT, "timeout")
         self.max_retries = self._count(max_retries, env.RAGTRACE_JUDGE_MAX_RETRIES, 3, "max_retries", minimum=0)
         self.max_concurrency = self._count(
             max_concurrency, env.RAGTRACE_JUDGE_MAX_CONCURRENCY, 16, "max_concurrency", minimum=1
@@ -259,6 +290,10 @@ class OpenAIJudge:
                 raise ConfigurationError(f"{label}={value!r} is invalid: give a number of seconds >= 0")
         if not isinstance(parse_retries, int) or parse_retries < 0:
             raise ConfigurationError(f"parse_retries={parse_retries!r} is invalid: give an integer >= 0")
+        if extract not in ("auto", "llm", "sentences"):
+            raise ConfigurationError(f"extract={extract!r} is unknown: use 'auto', 'llm' or 'sentences'")
+        if verify not in ("auto", "per_claim", "batched"):
+            raise ConfigurationError(f"verify={verify!r} is unknown: use 'auto', 'per_claim' or 'batched'")
         if not isinstance(top_logprobs, int) or not 1 <= top_logprobs <= 20:
             raise ConfigurationError(f"top_logprobs={top_logprobs!r} is invalid: give an integer from 1 to 20")
         self._mode: ResponseMode = "json_schema" if response_mode == "auto" else response_mode
@@ -297,6 +332,12 @@ class OpenAIJudge:
             }
             self._client = openai.AsyncOpenAI(**self._client_options)
             self._owns_client = True
+        if verify == "auto":
+            verify = "batched" if _OPENAI_HOST in str(self._client.base_url) else "per_claim"
+        self.verify_mode: Literal["per_claim", "batched"] = verify
+        if extract == "auto":
+            extract = "sentences" if verify == "per_claim" else "llm"
+        self.extract_mode: Literal["llm", "sentences"] = extract
         # One client per event loop, each closed when its loop ends (see _client_here).
         self._loop_clients: weakref.WeakKeyDictionary[
             asyncio.AbstractEventLoop, tuple[openai.AsyncOpenAI, AsyncGenerator[None, None]]
@@ -483,7 +524,15 @@ class OpenAIJudge:
 
         return adapt
 
-    async def _chat(self, prompt: _prompts.StepPrompt, user: str, tally: _Tally, *, logprobs: bool) -> _ChatReply:
+    async def _chat(
+        self,
+        prompt: _prompts.StepPrompt,
+        user: str,
+        tally: _Tally,
+        *,
+        logprobs: bool,
+        schema: Mapping[str, Any] | None = None,
+    ) -> _ChatReply:
         want_logprobs = [logprobs and self._logprobs]
 
         async def send() -> Any:
@@ -497,7 +546,7 @@ class OpenAIJudge:
                 "timeout": self.timeout,
             }
             if self._mode == "json_schema":
-                kwargs["response_format"] = prompt.response_format()
+                kwargs["response_format"] = prompt.response_format(schema)
             elif self._mode == "json_object":
                 kwargs["response_format"] = {"type": "json_object"}
             if want_logprobs[0]:
@@ -530,12 +579,13 @@ class OpenAIJudge:
         read: Callable[[Any, _ChatReply], T],
         *,
         logprobs: bool = False,
+        schema: Mapping[str, Any] | None = None,
     ) -> JudgeReply[T]:
         """One chat step: call, parse with ``read``; ask again on an unreadable reply, then fail."""
         tally = _Tally()
 
         async def attempt() -> T:
-            reply = await self._chat(prompt, user, tally, logprobs=logprobs)
+            reply = await self._chat(prompt, user, tally, logprobs=logprobs, schema=schema)
             # Every JSON value of the reply, most likely first: the first with the step's shape is read.
             return read_first(json_candidates(reply.content), lambda obj: read(obj, reply))
 
@@ -548,6 +598,10 @@ class OpenAIJudge:
         for _ in range(self._parse_retries + 1):
             try:
                 value = await attempt()
+            except InvalidReply as error:
+                # Readable, but not an answer to this request: not asked again (temperature 0).
+                message = f"{step}: invalid reply: {error}"
+                raise JudgeError(message, error_type=INVALID_REPLY, cost=tally.cost()) from None
             except ReplyParseError as error:
                 reason = str(error)
                 continue
@@ -563,9 +617,19 @@ class OpenAIJudge:
     # ----------------------------------------------------------------------------------------------
 
     async def extract_claims(self, text: str, *, question: str | None = None) -> JudgeReply[list[str]]:
-        """Claims of ``text``; an empty text has none (no call)."""
+        """Claims of ``text``; an empty text has none (no call).
+
+        A bare short answer to a question ("1959" to "In what year was she born?") is one claim that
+        keeps the question's meaning, "<question> <answer>", made without a call: a small model asked
+        to rewrite it may drop the question, and "1959" alone cannot be checked against anything.
+        """
         if not text.strip():
             return JudgeReply(value=[])
+        bare = _bare_answer_claim(text, question)
+        if bare is not None:
+            return JudgeReply(value=[bare])
+        if self.extract_mode == "sentences":
+            return JudgeReply(value=_sentence_claims(text, question))
 
         def read(obj: Any, _: _ChatReply) -> list[str]:
             claims: list[str] = []
@@ -578,15 +642,79 @@ class OpenAIJudge:
         return await self._ask(_prompts.EXTRACT_CLAIMS, _prompts.render_extract_claims(text, question), read)
 
     async def verify(self, claims: Sequence[str], chunks: Sequence[str]) -> JudgeReply[list[list[Verdict]]]:
-        """``value[claim][chunk]``, all claims against all chunks in one call.
+        """``value[claim][chunk]``: one yes/no question per claim (``verify_mode == "per_claim"``, the
+        calls sent concurrently) or all claims against all chunks in one call (``"batched"``).
 
-        A chunk the judge lists both as supporting and contradicting a claim counts as neither: a
-        self-contradictory verdict is not evidence either way.
+        Per claim, the claim is SUPPORTED (at the chunk the judge names, the only chunk of a
+        one-chunk record) when P(yes) >= 0.5, P(yes) read from the logprobs of the answer token
+        normalised over yes and no, or the written answer when the endpoint returns no logprobs;
+        else CONTRADICTED there when the judge says the context contradicts it, else NEITHER.
+        Batched, a chunk the judge lists both as supporting and contradicting a claim counts as
+        neither: a self-contradictory verdict is not evidence either way.
+
+        A reply naming a claim or chunk the request does not have, or the wrong number of results,
+        fails with ``invalid_reply``.
         """
         if not claims:
             return JudgeReply(value=[])
         if not chunks:
             return JudgeReply(value=[[] for _ in claims])
+        if self.verify_mode == "per_claim":
+            reply = await self._claim_answers(claims, chunks)
+            return JudgeReply([answer.verdicts(len(chunks)) for answer in reply.value], reply.cost)
+        return await self._verify_batched(claims, chunks)
+
+    async def support(self, claims: Sequence[str], chunks: Sequence[str]) -> JudgeReply[list[list[float]]]:
+        """Beyond the protocol, as ``OfflineJudge.support``: ``value[claim][chunk]``, the probability that
+        the chunks support the claim, from one yes/no question per claim (whatever ``verify_mode``).
+
+        P(yes) normalised over yes and no from the answer token's logprobs; 1.0 or 0.0 from the written
+        answer when the endpoint returns no logprobs. With several chunks the claim is asked about
+        all of them at once: its probability stands at the chunk the judge names, and the other
+        chunks carry 0.0 (not asked about separately), so the best chunk's value is the claim's.
+        """
+        if not claims:
+            return JudgeReply(value=[])
+        if not chunks:
+            return JudgeReply(value=[[] for _ in claims])
+        reply = await self._claim_answers(claims, chunks)
+        return JudgeReply([answer.probabilities(len(chunks)) for answer in reply.value], reply.cost)
+
+    async def _claim_answers(self, claims: Sequence[str], chunks: Sequence[str]) -> JudgeReply[list[_ClaimAnswer]]:
+        """One VERIFY_CLAIM call per claim, concurrently; the step fails when any of them fails."""
+        count = len(chunks)
+        schema = _prompts.verify_claim_schema(count)
+
+        def read(obj: Any, reply: _ChatReply) -> _ClaimAnswer:
+            return _read_claim_answer(obj, reply, count)
+
+        async def one(claim: str) -> JudgeReply[_ClaimAnswer]:
+            user = _prompts.render_verify_claim(claim, chunks)
+            return await self._ask(_prompts.VERIFY_CLAIM, user, read, logprobs=True, schema=schema)
+
+        outcomes = await asyncio.gather(*(one(c) for c in claims), return_exceptions=True)
+        cost = Cost()
+        answers: list[_ClaimAnswer] = []
+        failure: BaseException | None = None
+        for outcome in outcomes:
+            if isinstance(outcome, JudgeError):
+                cost = cost + outcome.cost
+                failure = failure or outcome
+            elif isinstance(outcome, BaseException):
+                failure = failure or outcome
+            else:
+                cost = cost + outcome.cost
+                answers.append(outcome.value)
+        # The calls ran concurrently: the step took as long as the slowest, not their sum.
+        seconds = max((o.cost.seconds for o in outcomes if isinstance(o, (JudgeReply, JudgeError))), default=0.0)
+        cost = dataclasses.replace(cost, seconds=seconds)
+        if isinstance(failure, JudgeError):
+            raise JudgeError(str(failure), error_type=failure.error_type, cost=cost) from failure
+        if failure is not None:
+            raise failure
+        return JudgeReply(answers, cost)
+
+    async def _verify_batched(self, claims: Sequence[str], chunks: Sequence[str]) -> JudgeReply[list[list[Verdict]]]:
         count = len(chunks)
 
         def read_item(item: Any) -> list[Verdict]:
@@ -595,8 +723,10 @@ class OpenAIJudge:
             if "verdicts" in item:
                 # The one other shape read as meant: a verdict word per chunk, in chunk order.
                 verdicts = item["verdicts"]
-                if not isinstance(verdicts, list) or len(verdicts) != count:
-                    raise ReplyParseError(f"verify result needs {count} verdicts, one per chunk: {item!r}")
+                if not isinstance(verdicts, list):
+                    raise ReplyParseError(f"verify result needs a list of verdicts: {item!r}")
+                if len(verdicts) != count:
+                    raise InvalidReply(f"verify result has {len(verdicts)} verdicts for {count} chunks")
                 return [_verdict_word(v) for v in verdicts]
             # Both lists are required: a chunk missing from a list the reply does not hold is unread,
             # and reading it as "neither" would report the claim as a hallucination.
@@ -616,7 +746,8 @@ class OpenAIJudge:
             items = pick_list(obj, "results", "claims", "verdicts")
             return align(items, len(claims), key="claim", read=read_item, what="claim")
 
-        return await self._ask(_prompts.VERIFY, _prompts.render_verify(claims, chunks), read)
+        schema = _prompts.verify_schema(len(claims), count)
+        return await self._ask(_prompts.VERIFY, _prompts.render_verify(claims, chunks), read, schema=schema)
 
     async def classify_claims(self, claims: Sequence[str], reference: str) -> JudgeReply[list[bool]]:
         """For every claim, whether the reference supports it."""
@@ -633,7 +764,8 @@ class OpenAIJudge:
                 what="claim",
             )
 
-        return await self._ask(_prompts.CLASSIFY_CLAIMS, _prompts.render_classify_claims(claims, reference), read)
+        user = _prompts.render_classify_claims(claims, reference)
+        return await self._ask(_prompts.CLASSIFY_CLAIMS, user, read, schema=_prompts.classify_schema(len(claims)))
 
     async def rate_statements(self, query: str, statements: Sequence[str]) -> JudgeReply[list[bool]]:
         """For every statement, whether it is relevant to the query."""
@@ -650,7 +782,10 @@ class OpenAIJudge:
                 what="statement",
             )
 
-        return await self._ask(_prompts.RATE_STATEMENTS, _prompts.render_rate_statements(query, statements), read)
+        user = _prompts.render_rate_statements(query, statements)
+        return await self._ask(
+            _prompts.RATE_STATEMENTS, user, read, schema=_prompts.rate_statements_schema(len(statements))
+        )
 
     async def generate_questions(self, answer: str, n: int) -> JudgeReply[list[Question]]:
         """Up to ``n`` questions with noncommittal flags, in one call (at least one, or the step fails)."""
@@ -722,7 +857,8 @@ class OpenAIJudge:
                 what="chunk",
             )
 
-        return await self._ask(_prompts.RATE_CHUNKS, _prompts.render_rate_chunks(query, chunks), read)
+        user = _prompts.render_rate_chunks(query, chunks)
+        return await self._ask(_prompts.RATE_CHUNKS, user, read, schema=_prompts.rate_chunks_schema(len(chunks)))
 
     async def rate_answer(self, query: str, answer: str) -> JudgeReply[Rating]:
         """How well the answer addresses the query, in [0, 1], with the judge's explanation."""
@@ -874,3 +1010,130 @@ def _weighted_score(reply: _ChatReply, low: int, high: int) -> float | None:
             return sum(value * p for value, p in weights.items()) / total
         position += len(token)
     return None
+
+
+_YES_WORDS = ("yes", "true", "supported")
+_NO_WORDS = ("no", "false", "unsupported", "not")
+_ANSWER_VALUE = re.compile(r'"supported"\s*:\s*"?')
+
+
+@dataclass(frozen=True, slots=True)
+class _ClaimAnswer:
+    """One claim's answer: P(yes) (from logprobs, or 1.0/0.0 from the written word), the written
+    contradiction flag, and the chunk it rests on (0-based)."""
+
+    p_yes: float
+    contradicted: bool
+    chunk: int
+    weighted: bool
+
+    def verdicts(self, count: int) -> list[Verdict]:
+        row = [Verdict.NEITHER] * count
+        if self.p_yes >= 0.5:
+            row[self.chunk] = Verdict.SUPPORTED
+        elif self.contradicted:
+            row[self.chunk] = Verdict.CONTRADICTED
+        return row
+
+    def probabilities(self, count: int) -> list[float]:
+        row = [0.0] * count
+        row[self.chunk] = self.p_yes
+        return row
+
+
+def _yes_no(value: Any, what: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    word = str(value).strip().strip('."').lower()
+    if word in _YES_WORDS:
+        return True
+    if word in _NO_WORDS:
+        return False
+    raise ReplyParseError(f"{what} is not yes or no: {value!r}")
+
+
+def _read_claim_answer(obj: Any, reply: _ChatReply, count: int) -> _ClaimAnswer:
+    supported = _yes_no(pick(obj, "supported", "answer", "verdict"), "supported")
+    contradicted = False
+    if isinstance(obj, Mapping) and any(str(k).lower() == "contradicted" for k in obj):
+        contradicted = _yes_no(pick(obj, "contradicted"), "contradicted")
+    chunk = 0
+    if count > 1:
+        number = as_index(pick(obj, "chunk", "passage"), "chunk")
+        if not 1 <= number <= count:
+            raise InvalidReply(f"the answer rests on chunk {number}, but the request has chunks 1 to {count}")
+        chunk = number - 1
+    p_yes = _yes_probability(reply)
+    if p_yes is None:
+        return _ClaimAnswer(1.0 if supported else 0.0, contradicted and not supported, chunk, weighted=False)
+    return _ClaimAnswer(p_yes, contradicted and p_yes < 0.5, chunk, weighted=True)
+
+
+def _answer_class(token: str) -> bool | None:
+    """True for a token that starts "yes", False for one that starts "no", None otherwise."""
+    word = token.strip().strip('"').strip().lower()
+    if not word:
+        return None
+    if word.startswith("y"):
+        return True
+    if word.startswith("n"):
+        return False
+    return None
+
+
+def _yes_probability(reply: _ChatReply) -> float | None:
+    """P(yes) / (P(yes) + P(no)) at the answer token, from its top alternatives; None without logprobs
+    or when no alternative there is a yes or a no."""
+    if not reply.logprobs:
+        return None
+    text = "".join(token for token, _ in reply.logprobs)
+    match = _ANSWER_VALUE.search(text)
+    offset = match.end() if match is not None else len(text) - len(text.lstrip())
+    position = 0
+    for token, top in reply.logprobs:
+        end = position + len(token)
+        # The token holding the answer's first letter (a token may also hold the opening quote).
+        if end > offset and token[max(0, offset - position) :].strip().strip('"'):
+            yes = no = 0.0
+            for alternative, logprob in top or [(token, 0.0)]:
+                kind = _answer_class(alternative)
+                if kind is True:
+                    yes += math.exp(logprob)
+                elif kind is False:
+                    no += math.exp(logprob)
+            if yes + no <= 0.0:
+                return None
+            return yes / (yes + no)
+        position = end
+    return None
+
+
+def _bare_answer_claim(text: str, question: str | None) -> str | None:
+    """ "<question> <answer>" for a bare short answer (a name, a number, yes/no), else None."""
+    if not question or not question.strip():
+        return None
+    answer = text.strip()
+    if _EVASION.search(answer):
+        return None
+    words = answer.split()
+    if len(words) > _BARE_ANSWER_WORDS or re.search(r"[.!?;:]\s+\S", answer) or "\n" in answer:
+        return None
+    # A sentence with a verb of its own ("She was born in 1959.") is extracted as usual.
+    if len(words) > 3 and answer.endswith("."):
+        return None
+    return f"{question.strip()} {answer.rstrip('.')}"
+
+
+def _sentence_claims(text: str, question: str | None) -> list[str]:
+    """The sentences of ``text`` as claims, each after the question when there is one."""
+    import pysbd  # a dependency of the package (the offline judge's segmenter); imported on first use
+
+    head = f"{question.strip()} " if question and question.strip() else ""
+    claims: list[str] = []
+    for sentence in pysbd.Segmenter(language="en", clean=False).segment(text):
+        sentence = sentence.strip()
+        if not re.search(r"\w", sentence) or sentence.endswith("?") or _EVASION.search(sentence):
+            continue  # a question or an evasion asserts nothing to check
+        if head + sentence not in claims:
+            claims.append(head + sentence)
+    return claims

@@ -28,6 +28,7 @@ async def make_judge(stub: StubOpenAIServer) -> AsyncIterator[MakeJudge]:
         kwargs.setdefault("base_url", stub.base_url)
         kwargs.setdefault("retry_base_delay", 0.01)
         kwargs.setdefault("timeout", 5.0)
+        kwargs.setdefault("verify", "batched")
         judge = OpenAIJudge(**kwargs)
         judges.append(judge)
         return judge

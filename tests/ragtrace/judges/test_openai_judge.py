@@ -173,15 +173,13 @@ def _responder(step_replies: Mapping[str, Any]) -> Callable[[str, Mapping[str, A
     return lambda step, _body: step_replies.get(step)
 
 
-async def test_items_out_of_order_with_extras_are_aligned(stub: StubOpenAIServer, make_judge: MakeJudge) -> None:
+async def test_items_out_of_order_are_aligned(stub: StubOpenAIServer, make_judge: MakeJudge) -> None:
     stub.responder = _responder(
         {
             "verify": {
                 "results": [
                     {"claim": 2, "supported_by": [], "contradicted_by": [1]},
-                    {"claim": 7, "supported_by": [1], "contradicted_by": []},  # no such claim: ignored
-                    {"claim": 1, "supported_by": [1, 9], "contradicted_by": []},  # chunk 9 does not exist
-                    {"claim": 1, "supported_by": [], "contradicted_by": [1]},  # duplicate: the first wins
+                    {"claim": 1, "supported_by": [1], "contradicted_by": []},
                 ]
             },
             "rate_chunks": {"ratings": [{"chunk": "2", "relevance": "0.25"}, {"chunk": 1, "relevance": 1}]},
@@ -194,14 +192,51 @@ async def test_items_out_of_order_with_extras_are_aligned(stub: StubOpenAIServer
     assert ratings.value == [1.0, 0.25]
 
 
+@pytest.mark.parametrize(
+    ("results", "fault"),
+    [
+        # The measured failure: a one-chunk record, the example's chunk 2 cited.
+        (
+            [{"claim": 1, "supported_by": [2], "contradicted_by": []}],
+            "supported_by names 2, but the request has 1 to 1",
+        ),
+        ([{"claim": 1, "supported_by": [], "contradicted_by": [9]}], "contradicted_by names 9"),
+        ([{"claim": 1, "supported_by": [1], "contradicted_by": []}, {"claim": 7, "supported_by": [1]}], "claim 7"),
+        ([{"claim": 1, "supported_by": [1], "contradicted_by": []}] * 2, "gives claim 1 twice"),
+        ([], "lacks claim 1 of 1"),
+    ],
+)
+async def test_a_reply_naming_items_the_request_lacks_is_an_invalid_reply(
+    stub: StubOpenAIServer, make_judge: MakeJudge, results: list[dict[str, Any]], fault: str
+) -> None:
+    stub.responder = _responder({"verify": {"results": results}})
+    judge = make_judge()
+    with pytest.raises(JudgeError) as caught:
+        await judge.verify(["a"], ["chunk"])
+    assert caught.value.error_type == "invalid_reply"
+    assert fault in str(caught.value)
+    assert caught.value.cost.chat_calls == 1  # not asked again: at temperature 0 the reply would repeat
+
+
+async def test_an_invalid_reply_is_an_error_score_never_a_zero(stub: StubOpenAIServer, make_judge: MakeJudge) -> None:
+    from ragtrace import RagRecord
+    from ragtrace.metrics import Faithfulness
+
+    stub.responder = _responder({"verify": {"results": [{"claim": 1, "supported_by": [2], "contradicted_by": []}]}})
+    score = await Faithfulness().score(RagRecord.of("q", ["the only chunk"], "A claim."), make_judge())
+    assert score.value is None
+    assert score.status == "error"
+    assert score.error_type == "invalid_reply"
+
+
 async def test_missing_items_are_an_error_never_a_guess(stub: StubOpenAIServer, make_judge: MakeJudge) -> None:
     stub.responder = _responder({"classify_claims": {"results": [{"claim": 1, "correct": True}]}})
     judge = make_judge()
     with pytest.raises(JudgeError) as caught:
         await judge.classify_claims(["a", "b", "c"], "reference")
-    assert caught.value.error_type == "unparseable_reply"
+    assert caught.value.error_type == "invalid_reply"
     assert "lacks claim 2, 3 of 3" in str(caught.value)
-    assert len(stub.chat_requests) == 2  # asked again once (parse_retries=1)
+    assert len(stub.chat_requests) == 1
 
 
 async def test_rating_out_of_range_is_an_error(stub: StubOpenAIServer, make_judge: MakeJudge) -> None:

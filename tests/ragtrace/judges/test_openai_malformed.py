@@ -48,7 +48,7 @@ async def test_a_suite_on_broken_bodies_records_the_type_without_a_traceback(
     stub: StubOpenAIServer, caplog: pytest.LogCaptureFixture
 ) -> None:
     stub.script(*[TRUNCATED] * 4)
-    judge = OpenAIJudge(base_url=stub.base_url, max_retries=1, retry_base_delay=0.0)
+    judge = OpenAIJudge(base_url=stub.base_url, max_retries=1, retry_base_delay=0.0, verify="batched")
     try:
         record = RagRecord.of("q?", ["Paris is in France."], "Paris is in France.")
         with caplog.at_level(logging.WARNING):

@@ -10,6 +10,7 @@ import pytest
 
 from ragtrace._stub_openai import StubOpenAIServer, _instance, _schema_of, embed_text
 from ragtrace.judges._parsing import (
+    InvalidReply,
     ReplyParseError,
     align,
     as_bool,
@@ -82,11 +83,16 @@ def test_candidates_are_top_level_objects_first_and_the_readable_one_wins() -> N
 
 
 def test_align_orders_by_index_and_reports_missing() -> None:
-    items = [{"claim": 3, "v": "c"}, {"claim": "1", "v": "a"}, {"claim": 9, "v": "x"}, {"claim": 2, "v": "b"}]
+    items = [{"claim": 3, "v": "c"}, {"claim": "1", "v": "a"}, {"claim": 2, "v": "b"}]
     assert align(items, 3, key="claim", read=lambda i: i["v"], what="claim") == ["a", "b", "c"]
+    # An item the request does not have, or one given twice, is an invalid reply, never dropped.
+    with pytest.raises(InvalidReply, match="names claim 9, but the request has claims 1 to 3"):
+        align([*items, {"claim": 9, "v": "x"}], 3, key="claim", read=lambda i: i["v"], what="claim")
+    with pytest.raises(InvalidReply, match="gives claim 3 twice"):
+        align([*items, {"claim": 3, "v": "x"}], 3, key="claim", read=lambda i: i["v"], what="claim")
     # Without indices, items are placed by position.
     assert align([{"v": 1}, {"v": 2}], 2, key="claim", read=lambda i: i["v"], what="claim") == [1, 2]
-    with pytest.raises(ReplyParseError, match="lacks claim 2 of 2"):
+    with pytest.raises(InvalidReply, match="lacks claim 2 of 2"):
         align([{"claim": 1, "v": 1}], 2, key="claim", read=lambda i: i["v"], what="claim")
 
 
@@ -99,7 +105,10 @@ def test_loose_scalars() -> None:
         as_number(float("nan"), "r", low=0, high=1)
     with pytest.raises(ReplyParseError):
         as_number(True, "r", low=0, high=1)
-    assert index_set([1, "2", 2.0, 7, "#3", "[chunk 3]"], 3, "chunks") == {1, 2, 3}  # 7 names no chunk
+    assert index_set([1, "2", 2.0, "#3", "[chunk 3]"], 3, "chunks") == {1, 2, 3}
+    for missing in ([1, 7], 0, [4]):  # names no chunk of the request
+        with pytest.raises(InvalidReply, match="the request has 1 to 3"):
+            index_set(missing, 3, "chunks")
     assert index_set(None, 3, "chunks") == set()
     assert index_set(2, 3, "chunks") == {2}
     for unread in (True, "x", [1, None], [1, "chunk two"]):

@@ -23,7 +23,6 @@ from tests.ragtrace.judges.conftest import MakeJudge
         {"claim": 1, "supported": True, "contradicted": False},  # booleans, not chunk numbers
         {"claim": 1, "supported_by": [1]},  # contradicted_by missing: chunk 2 unread
         {"claim": 1, "supported_by": ["the first one"], "contradicted_by": []},  # not a chunk number
-        {"claim": 1, "verdicts": ["supported"]},  # one verdict for two chunks
     ],
 )
 async def test_a_verify_item_without_its_lists_is_unparseable(
@@ -35,6 +34,16 @@ async def test_a_verify_item_without_its_lists_is_unparseable(
         await judge.verify(["Paris is in France."], ["Paris is in France.", "Lyon is in France."])
     assert caught.value.error_type == "unparseable_reply"
     assert [r.step for r in stub.chat_requests] == ["verify", "verify"]  # asked again once (parse_retries=1)
+
+
+async def test_one_verdict_for_two_chunks_is_an_invalid_reply(stub: StubOpenAIServer, make_judge: MakeJudge) -> None:
+    stub.responder = lambda step, _body: (
+        {"results": [{"claim": 1, "verdicts": ["supported"]}]} if step == "verify" else None
+    )
+    with pytest.raises(JudgeError) as caught:
+        await make_judge().verify(["Paris is in France."], ["Paris is in France.", "Lyon is in France."])
+    assert caught.value.error_type == "invalid_reply"
+    assert "1 verdicts for 2 chunks" in str(caught.value)
 
 
 @pytest.mark.parametrize(
@@ -62,7 +71,7 @@ async def test_a_verify_reply_in_other_words_leaves_hallucination_unmeasured(stu
     stub.responder = lambda step, _body: (
         {"results": [{"claim": 1, "verdict": "supported"}]} if step == "verify" else None
     )
-    judge = OpenAIJudge(base_url=stub.base_url, retry_base_delay=0.0)
+    judge = OpenAIJudge(base_url=stub.base_url, retry_base_delay=0.0, verify="batched")
     try:
         record = RagRecord.of("Capital of France?", ["Paris is the capital of France."], "Paris is the capital.")
         result = await build_suite("faithfulness,hallucination").score(record, judge)

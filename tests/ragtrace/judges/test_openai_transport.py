@@ -122,7 +122,9 @@ def _dead_port() -> int:
 
 
 async def test_dead_port_is_a_connection_error() -> None:
-    judge = OpenAIJudge(base_url=f"http://127.0.0.1:{_dead_port()}/v1", max_retries=2, retry_base_delay=0.01)
+    judge = OpenAIJudge(
+        base_url=f"http://127.0.0.1:{_dead_port()}/v1", max_retries=2, retry_base_delay=0.01, verify="batched"
+    )
     try:
         with pytest.raises(JudgeError) as caught:
             await judge.extract_claims("Brasilia is the capital.")
@@ -167,7 +169,7 @@ async def test_judge_calls_make_no_spans(stub: StubOpenAIServer) -> None:
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     client = _instrumented_client(stub.base_url, provider)
-    judge = OpenAIJudge(client=client, retry_base_delay=0.01)
+    judge = OpenAIJudge(client=client, retry_base_delay=0.01, verify="batched")
     app_tracer = provider.get_tracer("app")
     try:
         with app_tracer.start_as_current_span("rag"):
@@ -194,7 +196,7 @@ async def test_openinference_openai_instrumentation_sees_no_judge_call(stub: Stu
     instrumentor = instrumentation.OpenAIInstrumentor()
     instrumentor.instrument(tracer_provider=provider)
     client = openai.AsyncOpenAI(base_url=stub.base_url, api_key="test", max_retries=0)
-    judge = OpenAIJudge(base_url=stub.base_url)
+    judge = OpenAIJudge(base_url=stub.base_url, verify="batched")
     try:
         # The control: the app's own call is traced by the real OpenAI auto-instrumentation.
         await client.chat.completions.create(model="m", messages=[{"role": "user", "content": "Hello."}])
@@ -214,7 +216,7 @@ async def test_openinference_openai_instrumentation_sees_no_judge_call(stub: Stu
 
 async def test_a_passed_client_is_left_open(stub: StubOpenAIServer) -> None:
     client = openai.AsyncOpenAI(base_url=stub.base_url, api_key="test", max_retries=5)
-    judge = OpenAIJudge(client=client)
+    judge = OpenAIJudge(client=client, verify="batched")
     await judge.aclose()
     await judge.aclose()  # idempotent
     assert client.is_closed() is False
@@ -241,7 +243,7 @@ def test_a_judge_keeps_working_on_a_new_event_loop(stub: StubOpenAIServer) -> No
     # own client must not reuse a connection pool bound to a loop that is gone.
     import gc
 
-    judge = OpenAIJudge(base_url=stub.base_url, timeout=5.0, max_retries=0)
+    judge = OpenAIJudge(base_url=stub.base_url, timeout=5.0, max_retries=0, verify="batched")
 
     async def ask(close: bool) -> list[str]:
         claims = (await judge.extract_claims("Paris is in France. It is the capital.")).value
@@ -262,7 +264,7 @@ def test_a_judge_reused_across_event_loops_leaves_no_socket_open(stub: StubOpenA
     import gc
     import warnings
 
-    judge = OpenAIJudge(base_url=stub.base_url, timeout=5.0, max_retries=0)
+    judge = OpenAIJudge(base_url=stub.base_url, timeout=5.0, max_retries=0, verify="batched")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         for _ in range(3):
@@ -278,7 +280,7 @@ def test_a_judge_reused_across_event_loops_keeps_no_ended_loop_alive(stub: StubO
     import gc
     import weakref
 
-    judge = OpenAIJudge(base_url=stub.base_url, timeout=5.0, max_retries=0)
+    judge = OpenAIJudge(base_url=stub.base_url, timeout=5.0, max_retries=0, verify="batched")
     loops: list[weakref.ref[asyncio.AbstractEventLoop]] = []
 
     async def embed() -> None:
