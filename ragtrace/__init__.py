@@ -16,8 +16,10 @@ from ragtrace._sampling import Price, Rule, Sampler
 from ragtrace.environment_variables import ConfigurationError
 
 if TYPE_CHECKING:
-    from ragtrace._config import RagtraceHandle, configure, instrument
-    from ragtrace._evaluate import EvaluationResult, aevaluate, evaluate
+    from ragtrace._config import configure, instrument
+    from ragtrace._evaluate import aevaluate, evaluate
+    from ragtrace._evaluation_result import EvaluationResult
+    from ragtrace._handles import RagtraceHandle
     from ragtrace._processor import ScoringSpanProcessor
     from ragtrace.metrics._base import Cost, Metric, Score
     from ragtrace.metrics._registry import PRODUCTION_METRICS, build_suite, metric_by_name
@@ -27,10 +29,10 @@ if TYPE_CHECKING:
 # the metrics, which an app that only captures, or that configures ragtrace later, need not pay for
 # in its import time.
 _LAZY = {
-    "RagtraceHandle": "ragtrace._config",
+    "RagtraceHandle": "ragtrace._handles",
     "configure": "ragtrace._config",
     "instrument": "ragtrace._config",
-    "EvaluationResult": "ragtrace._evaluate",
+    "EvaluationResult": "ragtrace._evaluation_result",
     "aevaluate": "ragtrace._evaluate",
     "evaluate": "ragtrace._evaluate",
     "ScoringSpanProcessor": "ragtrace._processor",

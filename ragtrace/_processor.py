@@ -21,7 +21,6 @@ import atexit
 import contextlib
 import logging
 import math
-import os
 import threading
 import time
 import weakref
@@ -35,9 +34,13 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 from ragtrace import _wire, semconv
 from ragtrace import environment_variables as env
 from ragtrace._capture import RECORDS, RecordStore
+from ragtrace._exit import before_thread_pools_close, drain_ref, shutdown_ref
+from ragtrace._fork import at_fork_in_child_of
+from ragtrace._jobs import Job, Outcome, wait_seconds
 from ragtrace._sampling import Sampler
+from ragtrace._spans import safe_copy
 from ragtrace._telemetry import Telemetry
-from ragtrace._worker import Job, Outcome, Worker, safe_copy, wait_seconds
+from ragtrace._worker import Worker
 from ragtrace.environment_variables import ConfigurationError
 from ragtrace.metrics import Suite
 
@@ -137,11 +140,10 @@ class ScoringSpanProcessor(SpanProcessor):
         # The TracerProvider's own atexit hook calls shutdown() too (idempotent); this one covers a
         # processor that is not (yet) attached to a provider that shuts down at exit.
         ref = weakref.ref(self)
-        self._atexit = lambda: _shutdown_ref(ref)
+        self._atexit = lambda: shutdown_ref(ref)
         atexit.register(self._atexit)
-        _before_thread_pools_close(lambda: _drain_ref(ref))
-        if hasattr(os, "register_at_fork"):
-            os.register_at_fork(after_in_child=lambda: _after_fork_in_child(ref))
+        before_thread_pools_close(lambda: drain_ref(ref))
+        at_fork_in_child_of(self, _renew_admission_lock)
 
     # -- SpanProcessor ------------------------------------------------------------------------
 
@@ -324,51 +326,10 @@ def _reserve(budget: float) -> float:
     return min(budget * 0.2, 5.0)
 
 
-def _shutdown_ref(ref: weakref.ref[ScoringSpanProcessor]) -> None:
-    processor = ref()
-    if processor is not None:
-        processor.shutdown()
-
-
-def _after_fork_in_child(ref: weakref.ref[ScoringSpanProcessor]) -> None:
+def _renew_admission_lock(processor: ScoringSpanProcessor) -> None:
     # Another thread may have held the admission lock at fork time; in the child nobody would release
     # it, and every RAG span ending under a budget would block there.
-    processor = ref()
-    if processor is not None:
-        processor._admission = threading.Lock()
-
-
-def _drain_ref(ref: weakref.ref[ScoringSpanProcessor]) -> None:
-    processor = ref()
-    if processor is not None and not processor._shutdown:
-        # The drain and the final shutdown share one ``shutdown_timeout``: a judge that never answers
-        # must not hold the exit for twice that.
-        processor._exit_deadline = time.monotonic() + processor.shutdown_timeout
-        processor.force_flush(int(processor.shutdown_timeout * 1000))
-
-
-def _before_thread_pools_close(callback: Callable[[], None]) -> None:
-    """Run ``callback`` at interpreter exit while thread pools still take work.
-
-    ``atexit`` handlers run after ``concurrent.futures`` has closed every pool, so scoring drained
-    there cannot hand work to a thread (the offline judge's model runs in one) or resolve a host name
-    (asyncio's getaddrinfo does): every metric failed with "cannot schedule new futures after
-    interpreter shutdown" for an app that never called shutdown(). ``threading._register_atexit`` is
-    the earlier hook ``concurrent.futures`` itself uses to close its pools; later registrations run
-    first, so pending records are scored (and exported) before the pools close. The final shutdown
-    stays with ``atexit``, so spans that end after this drain are still exported once. A Python
-    without the hook drains at ``atexit`` as before.
-    """
-    register = getattr(threading, "_register_atexit", None)
-    if register is None:
-        return
-    # ``concurrent.futures`` registers its own hook when its thread module is first imported, which can
-    # come after this processor is built (asyncio imports it on a loop's first executor job): importing
-    # it now registers that hook first, so it runs after ``callback``.
-    import concurrent.futures.thread  # noqa: F401
-
-    with contextlib.suppress(RuntimeError):  # the interpreter is already shutting down
-        register(callback)
+    processor._admission = threading.Lock()
 
 
 def _int_setting(name: str, value: int | None, variable: str, default: int, *, minimum: int) -> int:

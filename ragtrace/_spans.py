@@ -1,4 +1,5 @@
-"""Build the spans the scorer forwards: a scored copy of an ended span, and the carrier span.
+"""Build the spans the scorer forwards: a scored copy of an ended span (``safe_copy`` never fails to give one),
+and the carrier span.
 
 Ended spans are immutable and the SDK's private fields are off limits, so a scored span is a *new*
 ``ReadableSpan`` built from the original's public fields plus the extra attributes and events. It has
@@ -9,6 +10,7 @@ is not settable from public API); the copy reports 0.
 
 from __future__ import annotations
 
+import logging
 import random
 from collections.abc import Mapping, Sequence
 
@@ -19,6 +21,8 @@ from opentelemetry.util.types import AttributeValue
 from ragtrace import _wire, semconv
 
 Attributes = Mapping[str, AttributeValue]
+
+_log = logging.getLogger(__name__)
 
 
 def scored_copy(
@@ -43,6 +47,29 @@ def scored_copy(
         end_time=span.end_time,
         instrumentation_scope=span.instrumentation_scope,
     )
+
+
+def safe_copy(
+    span: ReadableSpan,
+    attributes: Mapping[str, AttributeValue],
+    events: Sequence[Event] = (),
+    decision: str = semconv.DECISION_TIMEOUT,
+) -> tuple[ReadableSpan, str]:
+    """``scored_copy`` and ``decision``; never raises.
+
+    When the copy cannot be built (a bad attribute value, say) the span still has to leave: as a
+    copy carrying only decision ``error`` and the exception's type, or, if even that fails, as the
+    original. The decision returned is the one the exported span stands for.
+    """
+    try:
+        return scored_copy(span, attributes, events), decision
+    except Exception as exc:
+        _log.warning("ragtrace: could not build the scored span: %s: %s", type(exc).__name__, exc)
+        try:
+            error = {semconv.EVAL_DECISION: semconv.DECISION_ERROR, semconv.EVAL_ERROR_TYPE: type(exc).__name__}
+            return scored_copy(span, error), semconv.DECISION_ERROR
+        except Exception:
+            return span, semconv.DECISION_ERROR
 
 
 def carrier_span(

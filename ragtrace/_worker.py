@@ -26,19 +26,18 @@ import concurrent.futures
 import contextlib
 import contextvars
 import logging
-import os
 import threading
 import time
-import weakref
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from opentelemetry import context as otel_context
 
 from ragtrace import _wire, semconv
-from ragtrace._spans import carrier_span, scored_copy
+from ragtrace._fork import at_fork_in_child_of
+from ragtrace._jobs import Job, Outcome, Score, wait_seconds
+from ragtrace._spans import carrier_span, safe_copy
 from ragtrace._suppress import suppressed
 
 if TYPE_CHECKING:
@@ -54,73 +53,7 @@ _log = logging.getLogger(__name__)
 _ABANDONED: list[Any] = []
 
 
-@dataclass(eq=False, slots=True)
-class Job:
-    """One RAG span held for scoring, with its record and the metrics the sampler chose."""
-
-    span: ReadableSpan
-    record: RagRecord
-    metrics: tuple[str, ...]
-    deadline: float
-    """``time.monotonic()`` past which the span goes out unscored."""
-    late: bool = False
-    """Set when the original went out at its deadline while scoring went on."""
-    queued: bool = True
-    """True while the job counts against ``queue_size`` (submitted, not yet started, expired or abandoned)."""
-    finished: bool = False
-    """Set when no more work will be done for the job (scored, failed, expired or cancelled)."""
-    task: asyncio.Task[None] | None = None
-    timer: asyncio.TimerHandle | None = None
-    started_ns: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class Outcome:
-    """What scoring one job produced: the decision and the attributes/events for its span."""
-
-    decision: str
-    attributes: Mapping[str, AttributeValue] = field(default_factory=dict)
-    events: Sequence[Event] = ()
-
-
-Score = Callable[[Job], Awaitable[Outcome]]
-"""Scores one job; may raise (the worker turns an exception into decision ``error``)."""
-
 _TIMEOUT: Mapping[str, AttributeValue] = {semconv.EVAL_DECISION: semconv.DECISION_TIMEOUT}
-
-
-def safe_copy(
-    span: ReadableSpan,
-    attributes: Mapping[str, AttributeValue],
-    events: Sequence[Event] = (),
-    decision: str = semconv.DECISION_TIMEOUT,
-) -> tuple[ReadableSpan, str]:
-    """``scored_copy`` and ``decision``; never raises.
-
-    When the copy cannot be built (a bad attribute value, say) the span still has to leave: as a
-    copy carrying only decision ``error`` and the exception's type, or, if even that fails, as the
-    original. The decision returned is the one the exported span stands for.
-    """
-    try:
-        return scored_copy(span, attributes, events), decision
-    except Exception as exc:
-        _log.warning("ragtrace: could not build the scored span: %s: %s", type(exc).__name__, exc)
-        try:
-            error = {semconv.EVAL_DECISION: semconv.DECISION_ERROR, semconv.EVAL_ERROR_TYPE: type(exc).__name__}
-            return scored_copy(span, error), semconv.DECISION_ERROR
-        except Exception:
-            return span, semconv.DECISION_ERROR
-
-
-def wait_seconds(seconds: float) -> float:
-    """A time budget made safe to wait on: NaN or negative -> 0, at most ``threading.TIMEOUT_MAX``.
-
-    A longer wait (``inf``, ``1e12`` s) makes ``Future.result``/``Thread.join`` raise OverflowError, which
-    would escape from ``shutdown`` or ``force_flush`` with the queued spans never exported.
-    """
-    if not seconds > 0:
-        return 0.0
-    return min(float(seconds), threading.TIMEOUT_MAX)
 
 
 class Worker:
@@ -146,15 +79,7 @@ class Worker:
         self._on_close = on_close
         self._count_warned = False
         self._reset()
-        if hasattr(os, "register_at_fork"):
-            ref = weakref.WeakMethod(self._after_fork_in_child)
-
-            def _child() -> None:
-                method = ref()
-                if method is not None:
-                    method()
-
-            os.register_at_fork(after_in_child=_child)
+        at_fork_in_child_of(self, Worker._after_fork_in_child)
 
     def _reset(self) -> None:
         self._lock = threading.Lock()

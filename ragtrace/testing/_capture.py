@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 
 from ragtrace import semconv
-from ragtrace._config import RagtraceHandle, configure
+from ragtrace._config import configure
+from ragtrace._handles import RagtraceHandle
 from ragtrace.testing._fake_judge import FakeJudge
 
 if TYPE_CHECKING:

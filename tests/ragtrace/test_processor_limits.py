@@ -343,7 +343,7 @@ def test_the_exit_drain_and_the_final_shutdown_share_one_shutdown_timeout() -> N
     # shutdown at atexit that follows waited a whole shutdown_timeout again (per processor).
     import weakref
 
-    from ragtrace._processor import _drain_ref
+    from ragtrace._exit import drain_ref
 
     gate = threading.Event()
     r = make_rig([Scripted(gate=gate)], shutdown_timeout=0.5)
@@ -362,7 +362,7 @@ def test_the_exit_drain_and_the_final_shutdown_share_one_shutdown_timeout() -> N
     worker.shutdown = recording("shutdown", shutdown)  # type: ignore[method-assign]
     span_id = r.rag()
     try:
-        _drain_ref(weakref.ref(r.processor))
+        drain_ref(weakref.ref(r.processor))
         r.provider.shutdown()
     finally:
         gate.set()

@@ -18,7 +18,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from ragtrace import _processor, _worker, semconv
+from ragtrace import _processor, _spans, semconv
 from ragtrace._capture import RecordStore
 from ragtrace._processor import ScoringSpanProcessor
 from ragtrace._record import RagRecord
@@ -105,7 +105,7 @@ def test_a_copy_that_cannot_be_built_exports_the_original_once(monkeypatch: pyte
     def broken(*args: Any, **kwargs: Any) -> ReadableSpan:
         raise ValueError("bad attribute")
 
-    monkeypatch.setattr(_worker, "scored_copy", broken)
+    monkeypatch.setattr(_spans, "scored_copy", broken)
     gate = threading.Event()
     r = make_rig(metrics=[Scripted(gate=gate)], max_concurrency=1)
     no_record = r.rag(record=None)
@@ -125,14 +125,14 @@ def test_a_copy_that_cannot_be_built_exports_the_original_once(monkeypatch: pyte
 
 
 def test_a_scored_copy_that_fails_exports_the_span_with_decision_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    real = _worker.scored_copy
+    real = _spans.scored_copy
 
     def fails_with_scores(span: ReadableSpan, attributes: Any, events: Any = ()) -> ReadableSpan:
         if semconv.eval_score("faithfulness") in attributes:
             raise ValueError("bad attribute")
         return real(span, attributes, events)
 
-    monkeypatch.setattr(_worker, "scored_copy", fails_with_scores)
+    monkeypatch.setattr(_spans, "scored_copy", fails_with_scores)
     r = make_rig()
     span_id = r.rag()
     r.processor.force_flush(10_000)

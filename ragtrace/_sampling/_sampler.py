@@ -1,32 +1,21 @@
-"""Which RAG spans get scored: a deterministic draw by trace id, rules, a throttle and a daily budget.
-
-The draw is ``u = blake2b-64(trace id, 16 bytes big-endian) / 2**64`` in [0, 1). A metric with rate
-``r`` is selected when ``u < r``, so the same trace gets the same decision in every process and every
-language that has BLAKE2b, and selection is *dense*: a trace selected for a low-rate metric is selected
-for every metric of a higher rate too, which keeps metrics comparable on the same traces.
-
-Order of the checks in ``Sampler.decide``: ``never`` rules (-> ``not_sampled``), ``always`` rules
-(selected with every metric, whatever the rates), the draw (-> ``not_sampled`` when no metric is
-selected), the daily budget (-> ``over_budget``), the per-minute throttle (-> ``throttled``). Rules
-pick *whether* to score; throttle and budget still cap what scoring may spend.
-"""
+"""``Sampler``: decides per RAG span whether it is scored and with which metrics (rules, rates, budget, throttle)."""
 
 from __future__ import annotations
 
-import fnmatch
-import hashlib
 import logging
 import math
-import os
 import threading
 import time
 import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
 
 from ragtrace import environment_variables as env
 from ragtrace import semconv
+from ragtrace._fork import at_fork_in_child
+from ragtrace._sampling._prices import DEFAULT_PRICES, Budget, MeanCost, Price, env_prices, is_number, prices_from
+from ragtrace._sampling._rules import Rule, SpanPredicate, rules_from
+from ragtrace._sampling._selection import NOT_SAMPLED, OVER_BUDGET, THROTTLED, Selection, draw
 from ragtrace.environment_variables import ConfigurationError
 
 if TYPE_CHECKING:
@@ -35,171 +24,9 @@ if TYPE_CHECKING:
     from ragtrace._record import RagRecord
     from ragtrace.metrics._base import Cost
 
-_log = logging.getLogger(__name__)
+_log = logging.getLogger("ragtrace._sampling")
 
-SpanPredicate = Callable[["ReadableSpan"], bool]
-"""A user predicate on an ended span."""
-
-RulePredicate = Callable[["ReadableSpan", "RagRecord | None"], bool]
-"""A rule's predicate: the ended RAG span and its captured record (``None`` when there is none)."""
-
-_TWO_64: Final = float(2**64)
 _SECONDS_PER_DAY: Final = 86_400
-
-
-def _is_number(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-@dataclass(frozen=True, slots=True)
-class Rule:
-    """A named predicate on a RAG span (and its record) used in ``Sampler(always=..., never=...)``.
-
-    Build one with the class methods, or pass a plain ``span -> bool`` callable where a rule is
-    expected. A predicate that raises counts as not matching (and is logged once): a rule never
-    breaks the request path.
-    """
-
-    name: str
-    predicate: RulePredicate
-
-    @classmethod
-    def span(cls, predicate: SpanPredicate, name: str | None = None) -> Rule:
-        """A rule from a ``span -> bool`` callable."""
-        label = name or str(getattr(predicate, "__name__", "span_predicate"))
-        return cls(label, lambda s, _r: predicate(s))
-
-    @classmethod
-    def empty_answer(cls) -> Rule:
-        """Matches when the RAG call's answer is empty or blank (read from the record, so it also
-        works with content capture off; from ``output.value`` when there is no record)."""
-
-        def _empty(span: ReadableSpan, record: RagRecord | None) -> bool:
-            if record is not None:
-                return not record.answer.strip()
-            value = (span.attributes or {}).get(semconv.OUTPUT_VALUE)
-            return value is None or not str(value).strip()
-
-        return cls("empty_answer", _empty)
-
-    @classmethod
-    def attribute(cls, key: str, value: object) -> Rule:
-        """Matches when the span's attribute ``key`` equals ``value`` (compared as strings, so
-        ``attr:user.feedback=bad`` and ``attr:http.status_code=500`` both work from a variable)."""
-        expected = str(value)
-
-        def _attribute(span: ReadableSpan, _record: RagRecord | None) -> bool:
-            actual = (span.attributes or {}).get(key)
-            if isinstance(actual, bool):
-                return str(actual).lower() == expected.lower()
-            return actual is not None and str(actual) == expected
-
-        return cls(f"attr:{key}={expected}", _attribute)
-
-    @classmethod
-    def name_matches(cls, pattern: str) -> Rule:
-        """Matches when the span name matches the shell-style ``pattern`` (``fnmatch``), e.g. ``*health*``."""
-
-        def _name(span: ReadableSpan, _record: RagRecord | None) -> bool:
-            return fnmatch.fnmatchcase(span.name, pattern)
-
-        return cls(f"name:{pattern}", _name)
-
-    @classmethod
-    def parse(cls, spec: str, *, variable: str = "rule") -> Rule:
-        """Parse one rule spec: ``empty_answer``, ``name:GLOB`` or ``attr:KEY=VALUE``."""
-        spec = spec.strip()
-        if spec == "empty_answer":
-            return cls.empty_answer()
-        kind, sep, rest = spec.partition(":")
-        if sep and kind == "name" and rest:
-            return cls.name_matches(rest)
-        if sep and kind == "attr":
-            key, eq, value = rest.partition("=")
-            if eq and key.strip():
-                return cls.attribute(key.strip(), value.strip())
-        raise ConfigurationError(
-            f"{variable}: {spec!r} is not a rule: write empty_answer, name:GLOB (e.g. name:*health*) "
-            "or attr:KEY=VALUE (e.g. attr:user.feedback=bad)"
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class Price:
-    """US dollars per million judge tokens, input (prompt) and output (completion)."""
-
-    input_per_million: float
-    output_per_million: float
-
-    def __post_init__(self) -> None:
-        for name in ("input_per_million", "output_per_million"):
-            value = getattr(self, name)
-            if not _is_number(value) or not math.isfinite(value) or value < 0:
-                raise ConfigurationError(
-                    f"Price({name}={value!r}) is invalid: pass US dollars per million tokens as a number >= 0, "
-                    "e.g. Price(0.15, 0.60)"
-                )
-
-    def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
-        """Dollars for this many tokens."""
-        return (prompt_tokens * self.input_per_million + completion_tokens * self.output_per_million) / 1e6
-
-
-DEFAULT_PRICES: Final[Mapping[str, Price]] = {
-    "gpt-4o-mini": Price(0.15, 0.60),
-    "gpt-4o": Price(2.50, 10.00),
-    "gpt-4.1": Price(2.00, 8.00),
-    "gpt-4.1-mini": Price(0.40, 1.60),
-    "gpt-4.1-nano": Price(0.10, 0.40),
-    "text-embedding-3-small": Price(0.02, 0.0),
-    "text-embedding-3-large": Price(0.13, 0.0),
-}
-"""List prices used when ``RAGTRACE_BUDGET_USD_PER_DAY`` is set; extend with ``prices=`` or
-``RAGTRACE_JUDGE_PRICES``. Offline judges (``offline:*``) cost nothing."""
-
-
-@dataclass(frozen=True, slots=True)
-class Selection:
-    """The sampler's answer for one RAG span.
-
-    ``selected`` spans are scored with ``metrics`` (empty tuple: every metric of the suite). Others
-    carry ``decision`` (one of ``semconv.DECISION_*``) and are exported at once. ``rule`` names the
-    rule that decided, if any.
-    """
-
-    selected: bool
-    decision: str
-    metrics: tuple[str, ...] = ()
-    rule: str | None = None
-    window: int | None = field(default=None, compare=False, repr=False)
-    """The throttle minute that counted this selection (``None``: no throttle), for ``Sampler.refund``."""
-
-
-_NOT_SAMPLED: Final = Selection(False, semconv.DECISION_NOT_SAMPLED)
-_THROTTLED: Final = Selection(False, semconv.DECISION_THROTTLED)
-_OVER_BUDGET: Final = Selection(False, semconv.DECISION_OVER_BUDGET)
-
-
-def draw(trace_id: int) -> float:
-    """The trace's deterministic draw in [0, 1): BLAKE2b-64 of the 16-byte big-endian trace id."""
-    digest = hashlib.blake2b(trace_id.to_bytes(16, "big"), digest_size=8).digest()
-    return int.from_bytes(digest, "big") / _TWO_64
-
-
-@dataclass
-class _Budget:
-    day: int = -1
-    tokens: int = 0
-    usd: float = 0.0
-
-
-@dataclass
-class _MeanCost:
-    """What records charged so far cost on average (every charge counts, over the sampler's life)."""
-
-    records: int = 0
-    tokens: int = 0
-    usd: float = 0.0
 
 
 class Sampler:
@@ -240,8 +67,8 @@ class Sampler:
         self.rate = _check_rate("rate", rate)
         rates = dict(metric_rates) if metric_rates is not None else _env_metric_rates()
         self.metric_rates: Mapping[str, float] = {k: _check_rate(f"metric_rates[{k!r}]", v) for k, v in rates.items()}
-        self.always: tuple[Rule, ...] = _rules(always, env.RAGTRACE_SAMPLE_ALWAYS)
-        self.never: tuple[Rule, ...] = _rules(never, env.RAGTRACE_SAMPLE_NEVER)
+        self.always: tuple[Rule, ...] = rules_from(always, env.RAGTRACE_SAMPLE_ALWAYS)
+        self.never: tuple[Rule, ...] = rules_from(never, env.RAGTRACE_SAMPLE_NEVER)
         self.throttle_per_minute = _check_min(
             "throttle_per_minute",
             throttle_per_minute
@@ -259,22 +86,22 @@ class Sampler:
             if budget_usd_per_day is not None
             else env.read_float(env.RAGTRACE_BUDGET_USD_PER_DAY, None, minimum=0)
         )
-        if usd is not None and (not _is_number(usd) or not math.isfinite(usd) or usd < 0):
+        if usd is not None and (not is_number(usd) or not math.isfinite(usd) or usd < 0):
             raise ConfigurationError(
                 f"budget_usd_per_day={usd!r} is invalid: set it to a number of dollars >= 0, or None for no limit"
             )
         self.budget_usd_per_day = float(usd) if usd is not None else None
         table = dict(DEFAULT_PRICES)
-        table.update(_env_prices())
-        table.update(_prices(prices))
+        table.update(env_prices())
+        table.update(prices_from(prices))
         self.prices: Mapping[str, Price] = table
         self._clock = clock
         self._wall_clock = wall_clock
         self._lock = threading.Lock()
         self._window = -1
         self._window_count = 0
-        self._budget = _Budget()
-        self._mean = _MeanCost()
+        self._budget = Budget()
+        self._mean = MeanCost()
         self._broken_rules: set[str] = set()
         _SAMPLERS.add(self)
 
@@ -317,12 +144,12 @@ class Sampler:
             u = draw(trace_id)
             if not metrics or not self.metric_rates:
                 if u >= self.rate:
-                    return _NOT_SAMPLED
+                    return NOT_SAMPLED
                 chosen = tuple(metrics)
             else:
                 chosen = tuple(m for m in metrics if u < self.metric_rates.get(m, self.rate))
                 if not chosen:
-                    return _NOT_SAMPLED
+                    return NOT_SAMPLED
         admitted = self._admit(in_flight)
         if isinstance(admitted, Selection):
             return admitted
@@ -390,7 +217,7 @@ class Sampler:
         with self._lock:
             self._roll_day()
             if self._over_budget(max(in_flight, 0)):
-                return _OVER_BUDGET
+                return OVER_BUDGET
             if self.throttle_per_minute is None:
                 return None
             window = int(self._clock() // 60)
@@ -398,7 +225,7 @@ class Sampler:
                 self._window = window
                 self._window_count = 0
             if self._window_count >= self.throttle_per_minute:
-                return _THROTTLED
+                return THROTTLED
             self._window_count += 1
             return window
 
@@ -424,7 +251,7 @@ class Sampler:
     def _roll_day(self) -> None:
         day = int(self._wall_clock() // _SECONDS_PER_DAY)
         if day != self._budget.day:
-            self._budget = _Budget(day=day)
+            self._budget = Budget(day=day)
 
     def _matches(self, rule: Rule, span: ReadableSpan, record: RagRecord | None) -> bool:
         try:
@@ -439,43 +266,12 @@ class Sampler:
 _SAMPLERS: weakref.WeakSet[Sampler] = weakref.WeakSet()
 
 
-def _after_fork_in_child() -> None:
+@at_fork_in_child
+def _renew_locks_in_child() -> None:
     # Another thread may have held a sampler's lock at fork time; in the child it would never be
     # released. Counts carry over (the child shares the parent's throttle window and budget so far).
     for sampler in list(_SAMPLERS):
         sampler._lock = threading.Lock()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)
-
-
-def _prices(given: Mapping[str, Price | tuple[float, float]] | None) -> dict[str, Price]:
-    if given is None:
-        return {}
-    if not isinstance(given, Mapping):
-        raise ConfigurationError(
-            f"prices={given!r} is not a mapping: pass {{'model': (input_usd_per_million, output_usd_per_million)}}"
-        )
-    table: dict[str, Price] = {}
-    for model, price in given.items():
-        if not isinstance(model, str) or not model:
-            raise ConfigurationError(
-                f"prices: {model!r} is not a model name: use the judge's model, e.g. 'gpt-4o-mini'"
-            )
-        if isinstance(price, Price):
-            table[model] = price
-            continue
-        if not isinstance(price, (tuple, list)) or len(price) != 2:
-            raise ConfigurationError(
-                f"prices[{model!r}]={price!r} is not a price: pass (input_usd_per_million, output_usd_per_million), "
-                f"e.g. prices={{{model!r}: (0.15, 0.60)}}"
-            )
-        try:
-            table[model] = Price(price[0], price[1])
-        except ConfigurationError as exc:
-            raise ConfigurationError(f"prices[{model!r}]: {exc}") from None
-    return table
 
 
 def _check_rate(name: str, value: float) -> float:
@@ -505,38 +301,3 @@ def _env_metric_rates() -> dict[str, float]:
             )
         rates[metric] = value
     return rates
-
-
-def _env_prices() -> dict[str, Price]:
-    prices: dict[str, Price] = {}
-    for model, text in env.read_mapping(env.RAGTRACE_JUDGE_PRICES).items():
-        parts = text.split("/")
-        try:
-            values = [float(p) for p in parts]
-        except ValueError:
-            values = []
-        if len(values) != 2 or not all(math.isfinite(v) and v >= 0 for v in values):
-            raise ConfigurationError(
-                f"{env.RAGTRACE_JUDGE_PRICES}: {model}={text!r} is not a price: write MODEL=IN/OUT in dollars per "
-                f"million tokens, e.g. {model}=0.15/0.60"
-            )
-        prices[model] = Price(values[0], values[1])
-    return prices
-
-
-def _rules(given: Iterable[Rule | SpanPredicate] | None, variable: str) -> tuple[Rule, ...]:
-    if given is None:
-        specs = env.read_list(variable) or []
-        return tuple(Rule.parse(spec, variable=variable) for spec in specs)
-    rules: list[Rule] = []
-    for item in given:
-        if isinstance(item, Rule):
-            rules.append(item)
-        elif callable(item):
-            rules.append(Rule.span(item))
-        else:
-            raise ConfigurationError(f"{item!r} is not a rule: pass a ragtrace.Rule or a callable span -> bool")
-    return tuple(rules)
-
-
-__all__ = ["DEFAULT_PRICES", "Price", "Rule", "Sampler", "Selection", "draw"]

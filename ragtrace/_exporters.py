@@ -1,0 +1,113 @@
+"""The OTLP exporters ``configure()`` builds: spans and metrics over http/protobuf or grpc.
+
+Arguments win over the ``OTEL_EXPORTER_OTLP_*`` variables (the exporters read those themselves when an
+argument is not given); a wrong protocol or endpoint raises ``ConfigurationError`` naming the fix.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final
+
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace.export import SpanExporter
+
+from ragtrace.environment_variables import ConfigurationError
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import MetricReader
+
+PROTOCOLS: Final = ("http/protobuf", "grpc")
+"""OTLP protocols ``configure(protocol=...)`` accepts."""
+
+_TRACES_PATH: Final = "/v1/traces"
+_METRICS_PATH: Final = "/v1/metrics"
+
+
+def _protocol(protocol: str | None, signal: str) -> str:
+    chosen = (
+        protocol
+        or os.environ.get(f"OTEL_EXPORTER_OTLP_{signal}_PROTOCOL")
+        or os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL")
+        or "http/protobuf"
+    ).strip()
+    if chosen not in PROTOCOLS:
+        raise ConfigurationError(
+            f"OTLP protocol {chosen!r} is not supported: use 'http/protobuf' or 'grpc' "
+            "(configure(protocol=...) or OTEL_EXPORTER_OTLP_PROTOCOL)"
+        )
+    return chosen
+
+
+def _http_url(endpoint: str, path: str) -> str:
+    # Like OTEL_EXPORTER_OTLP_ENDPOINT: a base URL gets the signal path; a full signal URL is kept.
+    base = endpoint.rstrip("/")
+    if base.endswith(path):
+        return base
+    if base.endswith((_TRACES_PATH, _METRICS_PATH)):
+        base = base.rsplit("/v1/", 1)[0]
+    return base + path
+
+
+def _check_endpoint(endpoint: str) -> None:
+    if not endpoint.startswith(("http://", "https://")):
+        raise ConfigurationError(
+            f"endpoint={endpoint!r} is not a URL: write e.g. http://127.0.0.1:4318 (http/protobuf) "
+            "or http://127.0.0.1:4317 (grpc)"
+        )
+
+
+def otlp_span_exporter(endpoint: str | None, protocol: str | None, headers: Mapping[str, str] | None) -> SpanExporter:
+    chosen = _protocol(protocol, "TRACES")
+    if endpoint is not None:
+        _check_endpoint(endpoint)
+    if chosen == "grpc":
+        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcSpanExporter
+
+        insecure = endpoint.startswith("http://") if endpoint is not None else None
+        return GrpcSpanExporter(endpoint=endpoint, insecure=insecure, headers=dict(headers) if headers else None)
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpSpanExporter
+
+    url = _http_url(endpoint, _TRACES_PATH) if endpoint is not None else None
+    return HttpSpanExporter(endpoint=url, headers=dict(headers) if headers else None)
+
+
+def metrics_enabled(export_metrics: bool | None, readers: Sequence[MetricReader] | None) -> bool:
+    if readers:
+        return True
+    if export_metrics is not None:
+        return export_metrics
+    return os.environ.get("OTEL_METRICS_EXPORTER", "otlp").strip().lower() != "none"
+
+
+def meter_provider_for(
+    resource: Resource,
+    readers: Sequence[MetricReader] | None,
+    endpoint: str | None,
+    protocol: str | None,
+    headers: Mapping[str, str] | None,
+) -> MeterProvider:
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
+
+    if not readers:
+        chosen = _protocol(protocol, "METRICS")
+        hdrs = dict(headers) if headers else None
+        if chosen == "grpc":
+            from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import (
+                OTLPMetricExporter as GrpcMetricExporter,
+            )
+
+            insecure = endpoint.startswith("http://") if endpoint is not None else None
+            metric_exporter: Any = GrpcMetricExporter(endpoint=endpoint, insecure=insecure, headers=hdrs)
+        else:
+            from opentelemetry.exporter.otlp.proto.http.metric_exporter import (
+                OTLPMetricExporter as HttpMetricExporter,
+            )
+
+            url = _http_url(endpoint, _METRICS_PATH) if endpoint is not None else None
+            metric_exporter = HttpMetricExporter(endpoint=url, headers=hdrs)
+        readers = [PeriodicExportingMetricReader(metric_exporter)]
+    return MeterProvider(resource=resource, metric_readers=list(readers))
