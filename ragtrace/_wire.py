@@ -4,7 +4,8 @@ Encoding (the in-app processor, the collector's server-side scoring) and decodin
 reader) both go through here, so a score means the same thing whoever wrote it:
 
 * per metric, the flat attributes ``ragtrace.eval.<metric>`` (the value), ``.label``, ``.method`` (when
-  the metric says how it computed) and ``.reason`` (only when there is no value: why it is absent);
+  the metric says how it computed), ``.judge`` (when the judge says which of its tiers decided) and
+  ``.reason`` (only when there is no value: why it is absent);
 * per metric, one ``gen_ai.evaluation.result`` event with the name, value, label, an explanation (the
   reason stands in for an absent value's explanation) and ``error.type`` on failure;
 * per span, who judged and what it cost (``ragtrace.eval.judge*``), the decision and the seconds spent,
@@ -24,7 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from ragtrace import semconv
-from ragtrace.metrics._base import DETAIL_METHOD, REASON_JUDGE_ERROR
+from ragtrace.metrics._base import DETAIL_JUDGE, DETAIL_METHOD, REASON_JUDGE_ERROR
 
 if TYPE_CHECKING:
     from opentelemetry.util.types import AttributeValue
@@ -91,6 +92,9 @@ def encode(scores: Sequence[Score], cost: Cost, judge_name: str) -> Encoded:
         method = score.details.get(DETAIL_METHOD) if score.details else None
         if isinstance(method, str):
             attributes[semconv.eval_method(score.name)] = method
+        tier = score.details.get(DETAIL_JUDGE) if score.details else None
+        if isinstance(tier, str):
+            attributes[semconv.eval_judge(score.name)] = tier
         explanation = score.explanation or (score.reason if score.value is None else None)
         if explanation:
             event[semconv.GEN_AI_EVALUATION_EXPLANATION] = explanation

@@ -195,6 +195,12 @@ def eval_method(metric: str) -> str:
     return f"{EVAL_PREFIX}.{metric}.method"
 
 
+def eval_judge(metric: str) -> str:
+    """Return the attribute naming the judge (tier) that produced a metric's score, e.g.
+    ``ragtrace.eval.faithfulness.judge`` = ``openai:qwen2.5`` on a span scored by the tiered judge."""
+    return f"{EVAL_PREFIX}.{metric}.judge"
+
+
 EVAL_DECISION: Final = "ragtrace.eval.decision"
 """What happened to this RAG span's scoring: one of the ``DECISION_*`` values. On every RAG span."""
 
@@ -272,6 +278,13 @@ METRIC_JUDGE_CALLS: Final = "ragtrace.judge.calls"
 
 METRIC_JUDGE_TOKENS: Final = "ragtrace.judge.tokens"
 """Counter of judge tokens, attribute ``gen_ai.token.type`` = ``input`` | ``output``."""
+
+METRIC_JUDGE_DEGENERATE: Final = "ragtrace.judge.degenerate"
+"""Counter of windows in which a judge step's results did not vary (every record got the same value),
+attributes ``ragtrace.eval.judge`` and ``ragtrace.judge.step``."""
+
+JUDGE_STEP: Final = "ragtrace.judge.step"
+"""Metric attribute naming a judge step (``verify``, ``rate_chunks``, ...)."""
 
 INSTRUMENTATION_SCOPE: Final = "ragtrace"
 """Instrumentation scope name of every tracer and meter ragtrace creates."""

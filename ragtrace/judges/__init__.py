@@ -19,12 +19,14 @@ if TYPE_CHECKING:
     from ragtrace.judges._default import default_judge
     from ragtrace.judges.offline import OfflineJudge
     from ragtrace.judges.openai import OpenAIJudge
+    from ragtrace.judges.tiered import TieredJudge
 
 # Imported on first use: `import ragtrace` runs this package, and an app should not pay for the
 # openai client or the offline model's tokenizer/segmenter unless a judge is built.
 _LAZY = {
     "OfflineJudge": "ragtrace.judges.offline",
     "OpenAIJudge": "ragtrace.judges.openai",
+    "TieredJudge": "ragtrace.judges.tiered",
     "default_judge": "ragtrace.judges._default",
 }
 
@@ -42,6 +44,7 @@ __all__ = [
     "OpenAIJudge",
     "Question",
     "Rating",
+    "TieredJudge",
     "Verdict",
     "default_judge",
 ]

@@ -59,10 +59,15 @@ class Verdict(str, enum.Enum):
 
 @dataclass(frozen=True, slots=True)
 class JudgeReply(Generic[T]):
-    """A step's answer and what it cost."""
+    """A step's answer and what it cost.
+
+    ``judge`` names who decided it when a judge delegates to others (the tiered judge: its offline or
+    its LLM tier); a metric's score then says which tier produced it. None: the judge itself.
+    """
 
     value: T
     cost: Cost = ZERO_COST
+    judge: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,11 +1,13 @@
 """Which judge scores when the user names none.
 
-``RAGTRACE_JUDGE`` = ``auto`` (default), ``openai`` or ``offline``. ``auto`` picks the
+``RAGTRACE_JUDGE`` = ``auto`` (default), ``openai``, ``offline`` or ``tiered``. ``auto`` picks the
 OpenAI-compatible judge when ``OPENAI_API_KEY``, ``RAGTRACE_JUDGE_API_KEY`` or
 ``RAGTRACE_JUDGE_BASE_URL`` is set, else the offline judge. The OpenAI judge reads the other
 ``RAGTRACE_JUDGE_*`` variables itself (model, timeout, retries, concurrency). The offline judge
 keeps one model worker whatever ``RAGTRACE_JUDGE_MAX_CONCURRENCY`` says: that variable bounds HTTP
-calls in flight, and the offline judge's work is CPU that the app shares.
+calls in flight, and the offline judge's work is CPU that the app shares. ``tiered`` builds a
+``TieredJudge``: the offline judge on every record, the OpenAI-compatible one (configured by the same
+variables) on the records the offline judge finds doubtful and a fixed audit share.
 
 The choice is logged once per process (INFO on logger ``ragtrace``).
 """
@@ -20,30 +22,31 @@ from ragtrace.environment_variables import ConfigurationError
 from ragtrace.judges._base import Judge
 
 _logger = logging.getLogger("ragtrace")
-_CHOICES = ("auto", "openai", "offline")
+_CHOICES = ("auto", "openai", "offline", "tiered")
 _OPENAI_API_KEY = "OPENAI_API_KEY"
 _logged: set[str] = set()
 _logged_lock = threading.Lock()
 
 
 def judge_choice(choice: str | None = None) -> tuple[str, str]:
-    """The judge kind ``default_judge`` builds (``openai`` or ``offline``) and why: ``choice`` when given
-    (one of auto, openai, offline), else ``RAGTRACE_JUDGE``; ``auto`` decides from the keys set.
+    """The judge kind ``default_judge`` builds (``openai``, ``offline`` or ``tiered``) and why: ``choice``
+    when given (one of auto, openai, offline, tiered), else ``RAGTRACE_JUDGE``; ``auto`` decides from the
+    keys set.
 
-    Raises ``ConfigurationError`` when the choice is not one of auto, openai, offline.
+    Raises ``ConfigurationError`` when the choice is not one of auto, openai, offline, tiered.
     """
     if choice is None:
         raw = env.read_str(env.RAGTRACE_JUDGE, "auto") or "auto"
         choice = raw.lower()
         if choice not in _CHOICES:
             raise ConfigurationError(
-                f"{env.RAGTRACE_JUDGE}={raw!r} is unknown: set it to 'auto', 'openai' or 'offline'"
+                f"{env.RAGTRACE_JUDGE}={raw!r} is unknown: set it to 'auto', 'openai', 'offline' or 'tiered'"
             )
         source = f"{env.RAGTRACE_JUDGE}={choice}"
     elif choice in _CHOICES:
         source = f"judge={choice!r}"
     else:
-        raise ConfigurationError(f"judge={choice!r} is unknown: pass 'auto', 'openai' or 'offline'")
+        raise ConfigurationError(f"judge={choice!r} is unknown: pass 'auto', 'openai', 'offline' or 'tiered'")
     if choice != "auto":
         return choice, source
     for variable in (env.RAGTRACE_JUDGE_BASE_URL, env.RAGTRACE_JUDGE_API_KEY, _OPENAI_API_KEY):
@@ -54,7 +57,7 @@ def judge_choice(choice: str | None = None) -> tuple[str, str]:
 
 def default_judge(choice: str | None = None) -> Judge:
     """The judge ``ragtrace.configure()`` uses when given none (see the module docstring), or the one
-    ``choice`` names (auto, openai or offline, as ``RAGTRACE_JUDGE`` would).
+    ``choice`` names (auto, openai, offline or tiered, as ``RAGTRACE_JUDGE`` would).
 
     Constructing makes no call and loads no model: the OpenAI judge connects on its first step, the
     offline judge loads MiniLM on its first step. Wrong settings raise ``ConfigurationError``.
@@ -66,6 +69,10 @@ def default_judge(choice: str | None = None) -> Judge:
         from ragtrace.judges.openai import OpenAIJudge
 
         judge = OpenAIJudge()
+    elif kind == "tiered":
+        from ragtrace.judges.tiered import TieredJudge
+
+        judge = TieredJudge()
     else:
         from ragtrace.judges.offline import OfflineJudge
 
@@ -83,7 +90,7 @@ def as_judge(value: Judge | str | None) -> Judge:
 
     A judge (an object with ``name``, ``capabilities`` and ``aclose``, as ``Judge`` has) is used as
     given; None is ``default_judge()``; a string takes the values of
-    ``RAGTRACE_JUDGE`` in any case ("auto", "openai", "offline"). Anything else, a judge class passed
+    ``RAGTRACE_JUDGE`` in any case ("auto", "openai", "offline", "tiered"). Anything else, a judge class passed
     for an instance included (``judge=OfflineJudge``: it has every method, but cannot score), or a
     metric (it has a ``name`` and ``capabilities`` too), raises ``ConfigurationError`` naming the
     accepted forms.
@@ -101,7 +108,7 @@ def as_judge(value: Judge | str | None) -> Judge:
         choice = None
     if choice not in _CHOICES:
         raise ConfigurationError(
-            f"judge={value!r} is not a judge: pass 'auto', 'openai' or 'offline' (the values of "
+            f"judge={value!r} is not a judge: pass 'auto', 'openai', 'offline' or 'tiered' (the values of "
             f"{env.RAGTRACE_JUDGE}), or a ragtrace.judges.Judge such as OpenAIJudge(model=...) or OfflineJudge()"
         )
     return default_judge(None if choice == "auto" else choice)

@@ -1058,7 +1058,8 @@ def _read_claim_answer(obj: Any, reply: _ChatReply, count: int) -> _ClaimAnswer:
     if isinstance(obj, Mapping) and any(str(k).lower() == "contradicted" for k in obj):
         contradicted = _yes_no(pick(obj, "contradicted"), "contradicted")
     chunk = 0
-    if count > 1:
+    cited = isinstance(obj, Mapping) and any(str(k).lower() in ("chunk", "passage") for k in obj)
+    if count > 1 or cited:
         number = as_index(pick(obj, "chunk", "passage"), "chunk")
         if not 1 <= number <= count:
             raise InvalidReply(f"the answer rests on chunk {number}, but the request has chunks 1 to {count}")

@@ -38,6 +38,10 @@ REASON_UNPARSEABLE = "unparseable_reply"
 REASON_NOT_FINITE = "not_finite"
 
 # Keys of ``Score.details`` that exporters read.
+DETAIL_JUDGE = "judge"
+"""``Score.details[DETAIL_JUDGE]``: the judge (tier) whose steps decided the score, when a judge says so
+(the tiered judge does; exported as ``semconv.eval_judge(name)``)."""
+
 DETAIL_METHOD = "method"
 """``Score.details[DETAIL_METHOD]``: how the metric was computed when there is more than one way
 (exported as ``semconv.eval_method(name)``)."""

@@ -4,6 +4,9 @@ Metrics of a suite run concurrently and ask for overlapping steps (faithfulness,
 context_precision all need the answer's claims and the same verify matrix). The first caller starts
 the call; every later or concurrent caller awaits the same task, failures included. The proxy adds
 up the cost of the unique calls only.
+
+Every step result is also reported to the degenerate-judging monitor (``judges/_degenerate.py``), which
+warns when a judge's results stop varying across records.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from ragtrace.judges._base import GEvalRating, Judge, JudgeError, JudgeReply, Question, Rating, Verdict
+from ragtrace.judges._degenerate import watch
 from ragtrace.metrics._base import ZERO_COST, Cost
 
 T = TypeVar("T")
@@ -44,12 +48,13 @@ class MemoJudge:
     def _once(self, key: Hashable, call: Callable[[], Awaitable[JudgeReply[T]]]) -> Awaitable[JudgeReply[T]]:
         task = self._tasks.get(key)
         if task is None:
-            task = asyncio.ensure_future(self._run(call))
+            step = key[0] if isinstance(key, tuple) and key and isinstance(key[0], str) else ""
+            task = asyncio.ensure_future(self._run(step, call))
             self._tasks[key] = task
         # Shielded: one caller's cancellation must not cancel the call others are awaiting.
         return asyncio.shield(task)
 
-    async def _run(self, call: Callable[[], Awaitable[JudgeReply[T]]]) -> JudgeReply[T]:
+    async def _run(self, step: str, call: Callable[[], Awaitable[JudgeReply[T]]]) -> JudgeReply[T]:
         self.calls += 1
         try:
             reply = await call()
@@ -58,6 +63,7 @@ class MemoJudge:
             raise
         if isinstance(reply, JudgeReply):
             self.cost = self.cost + reply.cost
+            watch(reply.judge or self.inner.name, step, reply.value)
         return reply
 
     def close(self) -> None:

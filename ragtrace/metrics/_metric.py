@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ragtrace.judges._base import JudgeCapabilityError, JudgeError
 from ragtrace.metrics._base import (
+    DETAIL_JUDGE,
     REASON_JUDGE_ERROR,
     REASON_JUDGE_LACKS_CAPABILITY,
     REASON_NEEDS_REFERENCE,
@@ -133,6 +134,8 @@ class JudgeMetric:
         A value that is not a finite number (a judge's NaN or infinity carried through the arithmetic) is
         an error with reason ``not_finite``: the house rule is never NaN on the wire.
         """
+        if steps.decided_by is not None:
+            details = {**(details or {}), DETAIL_JUDGE: steps.decided_by}
         if not math.isfinite(value):
             return self.absent(
                 "error", REASON_NOT_FINITE, f"the arithmetic gave {value!r}: the judge's numbers do not compute", steps

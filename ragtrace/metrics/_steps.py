@@ -33,13 +33,21 @@ class ReplyError(JudgeError):
 
 
 class Steps:
-    """Runs a metric's judge steps and adds up what they cost (also the cost of a failed step)."""
+    """Runs a metric's judge steps and adds up what they cost (also the cost of a failed step), and
+    which judges decided them when a judge delegates (``JudgeReply.judge``)."""
 
-    __slots__ = ("cost", "judge")
+    __slots__ = ("_deciders", "cost", "judge")
 
     def __init__(self, judge: Judge) -> None:
         self.judge = judge
         self.cost: Cost = ZERO_COST
+        self._deciders: list[str] = []
+
+    @property
+    def decided_by(self) -> str | None:
+        """Who decided this metric's steps when the judge says so (names joined by ``+`` when several
+        did), else None."""
+        return "+".join(sorted(self._deciders)) if self._deciders else None
 
     async def __call__(self, step: Awaitable[JudgeReply[T]]) -> T:
         try:
@@ -48,6 +56,8 @@ class Steps:
             self.cost = self.cost + err.cost
             raise
         self.cost = self.cost + reply.cost
+        if reply.judge is not None and reply.judge not in self._deciders:
+            self._deciders.append(reply.judge)
         return reply.value
 
 

@@ -99,7 +99,7 @@ def test_instrument_takes_the_same_names() -> None:
     finally:
         handle.shutdown()
         provider.shutdown()
-    with pytest.raises(ConfigurationError, match="'auto', 'openai' or 'offline'"):
+    with pytest.raises(ConfigurationError, match="'auto', 'openai', 'offline' or 'tiered'"):
         ragtrace.instrument(provider, SimpleSpanProcessor(InMemorySpanExporter()), judge="ofline")
 
 
@@ -108,7 +108,8 @@ def test_instrument_takes_the_same_names() -> None:
     "judge", ["ofline", "", {}, {"name": "offline"}, 42, OfflineJudge, build_suite(["faithfulness"]).metrics[0]]
 )
 def test_anything_else_raises_at_once_naming_the_accepted_forms(judge: Any) -> None:
-    with pytest.raises(ConfigurationError, match=r"pass 'auto', 'openai' or 'offline' .* or a ragtrace\.judges\.Judge"):
+    accepted = r"pass 'auto', 'openai', 'offline' or 'tiered' .* or a ragtrace\.judges\.Judge"
+    with pytest.raises(ConfigurationError, match=accepted):
         configure(judge)
     assert _capture.get_tracer_provider() is None  # nothing half-configured is left behind
 

@@ -64,7 +64,7 @@ def test_forced_openai_without_key_or_url_names_the_fix(monkeypatch: pytest.Monk
 
 def test_an_unknown_choice_raises_configuration_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(env.RAGTRACE_JUDGE, "nonsense")
-    with pytest.raises(ConfigurationError, match=r"RAGTRACE_JUDGE='nonsense'.*'auto', 'openai' or 'offline'"):
+    with pytest.raises(ConfigurationError, match=r"RAGTRACE_JUDGE='nonsense'.*'auto', 'openai', 'offline' or 'tiered'"):
         default_judge()
 
 

@@ -1,0 +1,221 @@
+"""Verification as small local models serve it: one yes/no question per claim, scored from logprobs.
+
+Real HTTP to the stub server, which returns P(yes) in the logprobs of the answer token and records
+whether each reply kept to the request's JSON schema.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from ragtrace import RagRecord
+from ragtrace._stub_openai import StubOpenAIServer
+from ragtrace.judges import JudgeError, Verdict
+from ragtrace.judges.openai import OpenAIJudge
+from ragtrace.metrics import Faithfulness
+from tests.ragtrace.judges.conftest import MakeJudge
+
+CHUNK = "Brasilia is the capital of Brazil. It replaced Rio de Janeiro as the capital in 1960."
+
+
+def _schema(request: Any) -> dict[str, Any]:
+    schema: dict[str, Any] = request.body["response_format"]["json_schema"]["schema"]
+    return schema
+
+
+def _logprob_reply(p_yes: float, answer: str = "yes", chunk: int | None = None) -> dict[str, Any]:
+    """A completion whose answer token carries P(yes) = ``p_yes`` against P(no)."""
+    import math
+
+    content: dict[str, Any] = {"supported": answer, "contradicted": "no"}
+    if chunk is not None:
+        content["chunk"] = chunk
+    text = json.dumps(content)
+    head, tail = text.split(answer, 1)
+    alternatives = [
+        {"token": "yes", "logprob": math.log(p_yes), "bytes": None},
+        {"token": "no", "logprob": math.log(1 - p_yes), "bytes": None},
+    ]
+    tokens = [
+        {"token": head, "logprob": 0.0, "bytes": None, "top_logprobs": []},
+        {"token": answer, "logprob": math.log(p_yes if answer == "yes" else 1 - p_yes), "bytes": None},
+        {"token": tail, "logprob": 0.0, "bytes": None, "top_logprobs": []},
+    ]
+    tokens[1]["top_logprobs"] = alternatives
+    return {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "m",
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": text},
+                "finish_reason": "stop",
+                "logprobs": {"content": tokens},
+            }
+        ],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+    }
+
+
+async def test_a_self_hosted_endpoint_gets_one_question_per_claim(stub: StubOpenAIServer) -> None:
+    judge = OpenAIJudge(base_url=stub.base_url)
+    try:
+        assert (judge.verify_mode, judge.extract_mode) == ("per_claim", "sentences")
+        claims = ["Brasilia is the capital of Brazil.", "Brasilia replaced Rio de Janeiro in 1960.", "Lima is in Peru."]
+        reply = await judge.verify(claims, [CHUNK])
+    finally:
+        await judge.aclose()
+    assert reply.value == [[Verdict.SUPPORTED], [Verdict.SUPPORTED], [Verdict.NEITHER]]
+    requests = stub.chat_requests
+    assert [r.step for r in requests] == ["verify_claim"] * 3
+    assert reply.cost.chat_calls == 3
+    for request in requests:
+        assert request.body["logprobs"] is True
+        assert _schema(request)["properties"]["supported"]["enum"] == ["yes", "no"]
+        assert "chunk" not in _schema(request)["properties"]  # one chunk: nothing to cite
+        assert request.schema_errors == ()
+        # No example values in the prompt that a model could copy.
+        system = request.body["messages"][0]["content"]
+        assert '"yes"' not in system.split("shaped:")[1].replace('<"yes" or "no">', "")
+
+
+def test_openai_itself_gets_the_batched_call() -> None:
+    judge = OpenAIJudge(api_key="k", base_url="https://api.openai.com/v1")
+    assert (judge.verify_mode, judge.extract_mode) == ("batched", "llm")
+
+
+async def test_support_is_p_yes_from_the_logprobs_normalised_over_yes_and_no(
+    stub: StubOpenAIServer, make_judge: MakeJudge
+) -> None:
+    stub.script(_scripted(_logprob_reply(0.8)), _scripted(_logprob_reply(0.3, answer="no")))
+    judge = make_judge(verify="per_claim", max_concurrency=1)  # the claims' calls in order
+    reply = await judge.support(["claim one", "claim two"], ["a chunk"])
+    assert reply.value == [[pytest.approx(0.8)], [pytest.approx(0.3)]]
+
+
+async def test_without_logprobs_the_written_answer_decides(stub: StubOpenAIServer, make_judge: MakeJudge) -> None:
+    stub.logprobs = False
+    judge = make_judge(verify="per_claim")
+    support = await judge.support(["Brasilia is the capital of Brazil.", "Lima is in Peru."], [CHUNK])
+    assert support.value == [[1.0], [0.0]]
+
+
+async def test_the_verdict_follows_p_yes_not_the_written_word(stub: StubOpenAIServer, make_judge: MakeJudge) -> None:
+    # Written "no" with P(yes) 0.7 from the logprobs (sampling picked the less likely token): supported.
+    stub.script(_scripted(_logprob_reply(0.7, answer="no")))
+    judge = make_judge(verify="per_claim")
+    reply = await judge.verify(["a claim"], ["a chunk"])
+    assert reply.value == [[Verdict.SUPPORTED]]
+
+
+async def test_several_chunks_the_claim_is_placed_at_the_chunk_it_rests_on(
+    stub: StubOpenAIServer, make_judge: MakeJudge
+) -> None:
+    judge = make_judge(verify="per_claim")
+    chunks = ["Lima is the capital of Peru.", CHUNK, "Quito is in Ecuador."]
+    verdicts = await judge.verify(["Brasilia is the capital of Brazil."], chunks)
+    support = await judge.support(["Brasilia is the capital of Brazil."], chunks)
+    assert verdicts.value == [[Verdict.NEITHER, Verdict.SUPPORTED, Verdict.NEITHER]]
+    assert support.value[0][0] == support.value[0][2] == 0.0 and support.value[0][1] > 0.5
+    assert _schema(stub.chat_requests[0])["properties"]["chunk"]["enum"] == [1, 2, 3]
+    assert all(r.schema_errors == () for r in stub.chat_requests)
+
+
+async def test_a_claim_answer_citing_a_chunk_that_does_not_exist_is_invalid(
+    stub: StubOpenAIServer, make_judge: MakeJudge
+) -> None:
+    # The measured failure: chunk 2 of a one-chunk record.
+    stub.responder = lambda step, _body: {"supported": "yes", "contradicted": "no", "chunk": 2}
+    judge = make_judge(verify="per_claim")
+    with pytest.raises(JudgeError) as caught:
+        await judge.verify(["a claim", "another claim"], ["the only chunk"])
+    assert caught.value.error_type == "invalid_reply"
+    assert "rests on chunk 2, but the request has chunks 1 to 1" in str(caught.value)
+    stub.responder = lambda step, _body: {"supported": "yes", "contradicted": "no", "chunk": 3}
+    with pytest.raises(JudgeError) as caught:
+        await judge.verify(["a claim"], ["chunk one", "chunk two"])
+    assert "rests on chunk 3, but the request has chunks 1 to 2" in str(caught.value)
+    # The stub saw the reply break the enum a constrained server would have enforced.
+    assert any("is not one of [1, 2]" in e for r in stub.chat_requests for e in r.schema_errors)
+
+
+async def test_a_failing_claim_fails_the_step_with_the_cost_of_every_call(
+    stub: StubOpenAIServer, make_judge: MakeJudge
+) -> None:
+    stub.responder = lambda step, body: (
+        "not an answer" if "second" in body["messages"][1]["content"] else {"supported": "yes", "contradicted": "no"}
+    )
+    judge = make_judge(verify="per_claim", parse_retries=0)
+    with pytest.raises(JudgeError) as caught:
+        await judge.verify(["first claim", "second claim"], ["chunk"])
+    assert caught.value.error_type == "unparseable_reply"
+    assert caught.value.cost.chat_calls == 2
+
+
+@pytest.mark.parametrize(
+    ("answer", "claims"),
+    [
+        ("1959", ["In what year was Ada born? 1959"]),  # a bare answer keeps the question's meaning
+        ("Ada Lovelace.", ["In what year was Ada born? Ada Lovelace"]),
+        ("I don't know.", []),
+        ("She was born in 1959. She wrote code.", ["In what year was Ada born? She was born in 1959.",
+                                                   "In what year was Ada born? She wrote code."]),
+    ],
+)  # fmt: skip
+async def test_sentence_claims_keep_the_question(
+    stub: StubOpenAIServer, make_judge: MakeJudge, answer: str, claims: list[str]
+) -> None:
+    judge = make_judge(verify="per_claim", extract="sentences")
+    reply = await judge.extract_claims(answer, question="In what year was Ada born?")
+    assert reply.value == claims
+    assert stub.chat_requests == []  # no call
+
+
+async def test_a_bare_answer_needs_no_extraction_call_in_any_mode(
+    stub: StubOpenAIServer, make_judge: MakeJudge
+) -> None:
+    judge = make_judge(extract="llm")
+    reply = await judge.extract_claims("1959", question="In what year was Ada born?")
+    assert reply.value == ["In what year was Ada born? 1959"]
+    assert stub.chat_requests == []
+
+
+async def test_faithfulness_per_claim_over_real_http(stub: StubOpenAIServer, make_judge: MakeJudge) -> None:
+    judge = make_judge(verify="per_claim", extract="sentences")
+    record = RagRecord.of(
+        "What is the capital of Brazil?",
+        [CHUNK],
+        "Brasilia is the capital of Brazil. Brasilia replaced Rio de Janeiro as the capital in 1960. Lima is big.",
+    )
+    score = await Faithfulness().score(record, judge)
+    assert score.value == pytest.approx(2 / 3)
+    assert score.cost.chat_calls == 3
+
+
+def test_wrong_modes_raise_configuration_error() -> None:
+    from ragtrace import ConfigurationError
+
+    with pytest.raises(ConfigurationError, match="verify='sometimes' is unknown"):
+        OpenAIJudge(api_key="k", verify="sometimes")  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError, match="extract='words' is unknown"):
+        OpenAIJudge(api_key="k", extract="words")  # type: ignore[arg-type]
+
+
+def test_the_default_timeout_suits_a_model_on_a_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ragtrace.judges.openai import DEFAULT_TIMEOUT
+
+    monkeypatch.delenv("RAGTRACE_JUDGE_TIMEOUT", raising=False)
+    assert OpenAIJudge(api_key="k").timeout == DEFAULT_TIMEOUT == 180.0
+    monkeypatch.setenv("RAGTRACE_JUDGE_TIMEOUT", "45")
+    assert OpenAIJudge(api_key="k").timeout == 45.0
+
+
+def _scripted(body: dict[str, Any]) -> Any:
+    from ragtrace._stub_openai import StubReply
+
+    return StubReply(body=body)
