@@ -35,6 +35,7 @@ import random
 import re
 import sys
 import time
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -213,6 +214,8 @@ class Judged:
     faithfulness: float
     support: float | None
     seconds: float
+    failed: str | None = None
+    """The error type when the judge failed on this record (its faithfulness then counts as 0)."""
 
 
 SUMMARY_QUERY = "Summarize the document."
@@ -226,7 +229,7 @@ async def judge_one(judge: Any, example: Example) -> Judged:
     when it is importable, else the same arithmetic here. An answer without claims counts as 0.
     """
     start = time.perf_counter()
-    value = await _faithfulness(judge, example)
+    value, failed = await _faithfulness(judge, example)
     seconds = time.perf_counter() - start
     support = None
     if hasattr(judge, "support"):
@@ -236,33 +239,40 @@ async def judge_one(judge: Any, example: Example) -> Judged:
             support = sum(max(row) for row in probabilities) / len(probabilities)
         else:
             support = 0.0
-    return Judged(value, support, seconds)
+    return Judged(value, support, seconds, failed)
 
 
-async def _faithfulness(judge: Any, example: Example) -> float:
+async def _faithfulness(judge: Any, example: Example) -> tuple[float, str | None]:
+    """The faithfulness and, when the judge failed on the record, its error type (the record counts
+    as 0 then: a failed score raises no "grounded" call, and the failures are printed)."""
     try:
         from ragtrace import RagRecord
         from ragtrace.metrics import Faithfulness
     except ImportError:
         claims = (await judge.extract_claims(example.text, question=example.question)).value
         if not claims:
-            return 0.0
+            return 0.0, None
         verdicts = (await judge.verify(claims, [example.chunk])).value
-        return sum(1 for row in verdicts if any(v.value == "supported" for v in row)) / len(claims)
+        return sum(1 for row in verdicts if any(v.value == "supported" for v in row)) / len(claims), None
     record = RagRecord.of(example.question or SUMMARY_QUERY, [example.chunk], example.text)
     score = await Faithfulness().score(record, judge)
     if score.status == "error":
-        raise RuntimeError(f"faithfulness failed on row {example.row}: {score.explanation}")
-    return score.value if score.value is not None else 0.0
+        return 0.0, score.error_type or "error"
+    return (score.value if score.value is not None else 0.0), None
 
 
 def make_judge(args: argparse.Namespace) -> Any:
-    if args.judge == "openai":
-        from ragtrace.judges.openai import OpenAIJudge
-
-        return OpenAIJudge(model=args.model, base_url=args.base_url, api_key=args.api_key)
     from ragtrace.judges.offline import OfflineJudge
 
+    if args.judge in ("openai", "tiered"):
+        from ragtrace.judges.openai import OpenAIJudge
+
+        llm = OpenAIJudge(model=args.model, base_url=args.base_url, api_key=args.api_key)
+        if args.judge == "openai":
+            return llm
+        from ragtrace.judges.tiered import TieredJudge
+
+        return TieredJudge(OfflineJudge(), llm)
     return OfflineJudge()
 
 
@@ -279,9 +289,9 @@ async def run(args: argparse.Namespace) -> int:
     cores = "all cores" if args.all_cores else pin_to_one_core()
     judge = make_judge(args)
     load_seconds = 0.0
-    if args.judge == "offline":
+    if args.judge in ("offline", "tiered"):
         start = time.perf_counter()
-        judge.embedder.load()
+        (judge.offline if args.judge == "tiered" else judge).embedder.load()
         load_seconds = time.perf_counter() - start
     print(f"judge {judge.name}; split {args.split}; {cores}; model load {load_seconds:.2f} s (excluded below)")
     header = f"{'set':<14}{'n':>6}{'judge AUROC':>13}{'judge BA':>10}{'continuous AUROC':>18}"
@@ -311,6 +321,11 @@ async def run(args: argparse.Namespace) -> int:
             f"{base_auc:>12.3f}{base_ba:>9.3f}{judge_auc / base_auc:>13.3f}{judge_auc - base_auc:>+12.3f}"
             f"{per_record:>10.4f}"
         )
+        failures = Counter(j.failed for j in judged if j.failed)
+        if failures:
+            kinds = ", ".join(f"{kind} {count}" for kind, count in failures.most_common())
+            failed = sum(failures.values())
+            print(f"{name}: the judge failed on {failed} of {len(judged)} records ({kinds}); counted as 0")
         named: dict[str, Sequence[float]] = {"judge": faith}
         if support_auc is not None:
             named["continuous"] = [s or 0.0 for s in supports]
@@ -351,7 +366,7 @@ async def chunk_relevance(judge: Any, args: argparse.Namespace) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--judge", choices=("offline", "openai"), default="offline")
+    parser.add_argument("--judge", choices=("offline", "openai", "tiered"), default="offline")
     parser.add_argument("--base-url", help="OpenAI-compatible endpoint for --judge openai")
     parser.add_argument("--model", default="gpt-4o-mini", help="chat model for --judge openai")
     parser.add_argument("--api-key", default=None, help="key for --judge openai (else OPENAI_API_KEY)")
