@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ragtrace_collector._drift import ALERT, BernoulliCusum, CusumDesign, learn_rate
-from ragtrace_collector._rules import DEFAULT_SPIKE
+from ragtrace_collector._rule_types import DEFAULT_SPIKE
 
 P_STABLE = 0.05
 P_SPIKE = 0.20

@@ -2,8 +2,9 @@
 
 A rules file has top-level ``interval`` and ``renotify``, a list of ``[[sinks]]`` and a list of
 ``[[rules]]``; ``default_rules.toml`` beside this module is used when no file is given and is the
-annotated example. Every mistake raises ``ConfigurationError`` naming the file, the rule and the
-key, and saying how to fix it. ``docs/alerts.md`` is the reference.
+annotated example. The values it is parsed into live in ``_rule_types.py``. Every mistake raises
+``ConfigurationError`` naming the file, the rule and the key, and saying how to fix it.
+``docs/alerts.md`` is the reference.
 """
 
 from __future__ import annotations
@@ -13,10 +14,9 @@ import os
 import re
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any, Final, Literal, get_args
+from typing import Any, Final, get_args
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -24,106 +24,26 @@ else:  # Python 3.10: the same parser, from PyPI
     import tomli as tomllib
 
 from ragtrace.environment_variables import ConfigurationError
-
-RuleKind = Literal["threshold", "spike", "drift"]
-GroupBy = Literal["all", "service", "route", "service_route"]
-SinkType = Literal["webhook", "log", "stdout"]
-DriftMethod = Literal["psi", "ks"]
+from ragtrace_collector._rule_types import (
+    _DRIFT,
+    _THRESHOLD,
+    DEFAULT_SPIKE,
+    DriftMethod,
+    DriftParams,
+    GroupBy,
+    Params,
+    Rule,
+    RuleKind,
+    RuleSet,
+    SinkConfig,
+    SpikeParams,
+    ThresholdParams,
+)
 
 _NS_PER_S: Final = 1_000_000_000
 _UNITS: Final = {"ms": 1_000_000, "s": _NS_PER_S, "m": 60 * _NS_PER_S, "h": 3600 * _NS_PER_S, "d": 86400 * _NS_PER_S}
 _DURATION: Final = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)\s*$")
 _NAME: Final = re.compile(r"^[A-Za-z0-9_.:-]+$")
-
-
-@dataclass(frozen=True, slots=True)
-class ThresholdParams:
-    """Mean of the metric over ``window_ns`` against ``threshold`` (the bad side follows the metric's
-    direction); ``warning`` is an earlier level on the same side."""
-
-    threshold: float
-    warning: float | None = None
-    window_ns: int = 15 * 60 * _NS_PER_S
-    min_records: int = 20
-
-
-@dataclass(frozen=True, slots=True)
-class SpikeParams:
-    """Bernoulli CUSUM of bad records (beyond ``cutoff``) in the recent window against the rate learnt
-    from the baseline window just before it (or the fixed ``baseline_rate``). See ``_drift.CusumDesign``."""
-
-    cutoff: float = 0.0
-    shift: float = 4.0
-    h: float = 8.0
-    warning_h: float = 4.0
-    min_rate: float = 0.01
-    window_ns: int = 6 * 3600 * _NS_PER_S
-    max_records: int = 2000
-    baseline_ns: int = 7 * 86400 * _NS_PER_S
-    baseline_rate: float | None = None
-    min_records: int = 20
-    min_baseline: int = 200
-
-
-@dataclass(frozen=True, slots=True)
-class DriftParams:
-    """Distribution of the metric in the recent window against the baseline window just before it."""
-
-    method: DriftMethod = "psi"
-    warning: float | None = None
-    alert: float | None = None
-    window_ns: int = 24 * 3600 * _NS_PER_S
-    baseline_ns: int = 7 * 86400 * _NS_PER_S
-    min_records: int = 50
-    bins: int = 10
-
-
-Params = ThresholdParams | SpikeParams | DriftParams
-
-
-@dataclass(frozen=True, slots=True)
-class Rule:
-    """One alert rule. ``service``/``route`` restrict it to one service or route (None: all);
-    ``group_by`` evaluates it separately per service, route or both; ``sinks`` names the sinks it
-    notifies (None: every sink)."""
-
-    name: str
-    kind: RuleKind
-    metric: str
-    params: Params
-    service: str | None = None
-    route: str | None = None
-    group_by: GroupBy = "service"
-    renotify_ns: int = 4 * 3600 * _NS_PER_S
-    sinks: tuple[str, ...] | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class SinkConfig:
-    """Where notifications go. ``webhook`` POSTs JSON with a Slack-compatible ``text`` field."""
-
-    name: str
-    type: SinkType
-    url: str | None = None
-    timeout: float = 5.0
-    retries: int = 3
-    headers: tuple[tuple[str, str], ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class RuleSet:
-    """Everything a rules file says."""
-
-    rules: tuple[Rule, ...]
-    sinks: tuple[SinkConfig, ...]
-    interval_ns: int = 60 * _NS_PER_S
-    source: str = "<defaults>"
-
-
-_THRESHOLD: Final = ThresholdParams(threshold=0.7)
-_DRIFT: Final = DriftParams()
-DEFAULT_SPIKE: Final = SpikeParams()
-"""The spike rule's default parameters (those of ``default_rules.toml``); the benchmark measures them."""
 
 
 def parse_duration(value: object, *, where: str) -> int:
@@ -208,8 +128,11 @@ class _Table:
 
 
 def _parse_sink(data: object, index: int, source: str) -> SinkConfig:
+    # The sinks' registry is the one list of types (it imports this module, hence the late import).
+    from ragtrace_collector._alerts._sinks import sink_types
+
     table = _Table(data, f"{source}: sinks[{index}]")
-    kind = table.choice("type", None, get_args(SinkType))
+    kind = table.choice("type", None, sink_types())
     name = table.string("name", kind) or kind
     if not _NAME.match(name):
         raise ConfigurationError(f"{table.where}: `name` = {name!r}; use letters, digits, '_', '-', '.' or ':'")

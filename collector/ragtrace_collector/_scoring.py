@@ -7,7 +7,7 @@ writes the scores with ``source = 'collector'``. Every undecided record gets a d
 ``not_sampled``, ``overflow`` (queue full), ``error`` (scoring failed as a whole).
 
 When forwarding is on, the scores also go downstream as a carrier span (OpenInference kind EVALUATOR,
-linked to the RAG span), as the app does for late scores.
+linked to the RAG span), as the app does for late scores (``_carrier.py``).
 """
 
 from __future__ import annotations
@@ -16,24 +16,19 @@ import asyncio
 import functools
 import json
 import logging
-import os
 import queue
 import sqlite3
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
 
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
-from opentelemetry.proto.trace.v1.trace_pb2 import Span
-
-from ragtrace import Chunk, RagRecord, Sampler, _wire, semconv
+from ragtrace import Chunk, RagRecord, Sampler, semconv
 from ragtrace import environment_variables as env
 from ragtrace.environment_variables import ConfigurationError
 from ragtrace.judges import Judge, default_judge
-from ragtrace.metrics import Suite, SuiteResult, build_suite
-from ragtrace_collector._otlp import SOURCE_COLLECTOR, Batch, Row
+from ragtrace.metrics import Suite, build_suite
+from ragtrace_collector._carrier import carrier_export, encode, score_rows
+from ragtrace_collector._otlp import Batch, Row
 from ragtrace_collector._store import Store, StoreError
 
 _log = logging.getLogger("ragtrace_collector")
@@ -219,7 +214,7 @@ class ServerScorer:
                 self._write(Batch(rag_records=[_decided(row, semconv.DECISION_ERROR)]))
                 return
             encoded = encode(result)
-            scores = _score_rows(row, encoded)
+            scores = score_rows(row, encoded)
             scored = dict(
                 row,
                 decision=encoded.decision,
@@ -253,70 +248,3 @@ def _forget(in_flight: set[str], span_id: str, _task: asyncio.Task[None]) -> Non
 
 def _decided(row: Row, decision: str) -> Row:
     return dict(row, decision=decision)
-
-
-def _score_rows(row: Row, encoded: _wire.Encoded) -> list[Row]:
-    # The rows are what the decoder would read back from the carrier: the collector stores what it sends.
-    return [
-        {
-            "span_id": row["span_id"],
-            "metric": name,
-            **{column: fields.get(column) for column in _wire.FIELDS},
-            "trace_id": row["trace_id"],
-            "service": row["service"],
-            "route": row["route"],
-            "time_ns": row["time_ns"],
-            "source": SOURCE_COLLECTOR,
-        }
-        for name, fields in _wire.decode(encoded.attributes, encoded.events).items()
-    ]
-
-
-def encode(result: SuiteResult) -> _wire.Encoded:
-    """The wire form of a server-side result: the in-app processor's decision, attributes and events."""
-    return _wire.encode(list(result.scores.values()), result.cost, result.judge)
-
-
-def _kv(key: str, value: Any) -> KeyValue:
-    if isinstance(value, bool):
-        return KeyValue(key=key, value=AnyValue(bool_value=value))
-    if isinstance(value, int):
-        return KeyValue(key=key, value=AnyValue(int_value=value))
-    if isinstance(value, float):
-        return KeyValue(key=key, value=AnyValue(double_value=value))
-    return KeyValue(key=key, value=AnyValue(string_value=str(value)))
-
-
-def carrier_export(row: Row, result: SuiteResult, encoded: _wire.Encoded | None = None) -> bytes:
-    """A carrier span (kind EVALUATOR, linked to the RAG span) with the collector's scores, as an OTLP export.
-
-    Its attributes and events are the in-app processor's, from the same codec (``ragtrace._wire``).
-    """
-    now = time.time_ns()
-    if encoded is None:
-        encoded = encode(result)
-    attrs: dict[str, Any] = {
-        **_wire.carrier_attributes(row["span_id"], row["trace_id"]),
-        **_wire.finished(encoded.attributes, encoded.decision, result.seconds),
-    }
-    span = Span(
-        trace_id=bytes.fromhex(row["trace_id"]),
-        span_id=os.urandom(8),
-        name=semconv.CARRIER_SPAN_NAME,
-        kind=Span.SpanKind.SPAN_KIND_INTERNAL,
-        start_time_unix_nano=now,
-        end_time_unix_nano=now,
-    )
-    span.links.add(trace_id=bytes.fromhex(row["trace_id"]), span_id=bytes.fromhex(row["span_id"]))
-    for name, event_attrs in encoded.events:
-        event = span.events.add(time_unix_nano=now, name=name)
-        event.attributes.extend(_kv(k, v) for k, v in event_attrs.items())
-    span.attributes.extend(_kv(k, v) for k, v in attrs.items())
-    request = ExportTraceServiceRequest()
-    rs = request.resource_spans.add()
-    if row.get("service"):
-        rs.resource.attributes.append(_kv(semconv.SERVICE_NAME, row["service"]))
-    ss = rs.scope_spans.add()
-    ss.scope.name = semconv.INSTRUMENTATION_SCOPE
-    ss.spans.append(span)
-    return bytes(request.SerializeToString())

@@ -104,16 +104,17 @@ def test_a_span_the_decoder_cannot_convert_is_a_partial_success(
     collector: Collector, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from ragtrace_collector import _otlp
+    from ragtrace_collector._otlp import _rows
 
     assert collector.grpc_port is not None
-    real = _otlp._rag_and_scores
+    real = _rows._rag_and_scores
 
     def failing(batch: _otlp.Batch, attrs: dict, *args: object) -> None:  # type: ignore[type-arg]
         real(batch, attrs, *args)  # type: ignore[arg-type]
         if attrs.get(semconv.INPUT_VALUE) == "doomed":
             raise RuntimeError("unforeseen")
 
-    monkeypatch.setattr(_otlp, "_rag_and_scores", failing)
+    monkeypatch.setattr(_rows, "_rag_and_scores", failing)
     factory = SpanFactory()
     factory.rag(query="doomed")
     factory.rag(query="good")

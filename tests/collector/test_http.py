@@ -329,12 +329,12 @@ def test_a_non_ascii_digit_in_a_document_key_is_stored_not_a_500(collector: Coll
 def test_a_span_the_decoder_cannot_convert_is_a_partial_success(
     collector: Collector, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from ragtrace_collector import _otlp
+    from ragtrace_collector._otlp import _rows
 
     def failing(batch: object, attrs: dict, *args: object) -> None:  # type: ignore[type-arg]
         raise RuntimeError("unforeseen")
 
-    monkeypatch.setattr(_otlp, "_rag_and_scores", failing)
+    monkeypatch.setattr(_rows, "_rag_and_scores", failing)
     factory = SpanFactory()
     factory.rag()
     reply = httpx.post(_url(collector), content=otlp_bytes(factory.all()), headers=PB)

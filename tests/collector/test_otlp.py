@@ -228,19 +228,20 @@ def test_a_non_ascii_digit_in_a_document_key_is_an_ordinary_attribute(digit: str
 
 def test_a_span_that_fails_to_convert_costs_that_span_only(monkeypatch: pytest.MonkeyPatch) -> None:
     from ragtrace_collector import _otlp
+    from ragtrace_collector._otlp import _rows
 
     factory = SpanFactory()
     factory.rag(query="doomed query")
     factory.rag(query="good query")
     body = otlp_bytes(factory.all())
-    real = _otlp._rag_and_scores
+    real = _rows._rag_and_scores
 
     def failing(batch: _otlp.Batch, attrs: dict, *args: object, **kwargs: object) -> None:  # type: ignore[type-arg]
         real(batch, attrs, *args, **kwargs)  # type: ignore[arg-type]
         if attrs.get(semconv.INPUT_VALUE) == "doomed query":
             raise RuntimeError("a bug in the decoder")
 
-    monkeypatch.setattr(_otlp, "_rag_and_scores", failing)
+    monkeypatch.setattr(_rows, "_rag_and_scores", failing)
     for batch in (decode_protobuf(body, 0), decode_json(_otlp_json(factory.all()), 0)):
         assert batch.rejected == 1
         assert "RuntimeError: a bug in the decoder" in batch.error_message

@@ -13,8 +13,8 @@ from opentelemetry import trace as trace_api
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan
+from ragtrace_collector._carrier import carrier_export, encode, score_rows
 from ragtrace_collector._otlp import attributes
-from ragtrace_collector._scoring import _score_rows, carrier_export, encode
 
 from ragtrace import _wire, semconv
 from ragtrace._processor import outcome_of
@@ -96,7 +96,7 @@ def test_all_metrics_failing_is_decision_error_with_the_error_type_on_both_sides
 def test_the_collector_stores_what_it_would_read_back_from_the_wire() -> None:
     encoded = encode(SuiteResult(SCORES, cost=COST, judge="fake"))
     row = {"span_id": "ab" * 8, "trace_id": "cd" * 16, "service": "svc", "route": "/ask", "time_ns": 5}
-    stored = {r["metric"]: {k: r[k] for k in _wire.FIELDS} for r in _score_rows(row, encoded)}
+    stored = {r["metric"]: {k: r[k] for k in _wire.FIELDS} for r in score_rows(row, encoded)}
     decoded = _wire.decode(encoded.attributes, encoded.events)
     assert stored == {metric: {k: fields.get(k) for k in _wire.FIELDS} for metric, fields in decoded.items()}
     assert stored["faithfulness"] == {

@@ -1,0 +1,45 @@
+"""Decode OTLP trace exports (protobuf or JSON) into plain rows for the store. Pure: no I/O.
+
+``decode_protobuf`` and ``decode_json`` return a ``Batch``: the rows of the ``spans``, ``rag_records`` and
+``scores`` tables (see docs/collector.md for the schema) plus how many spans were rejected and why.
+
+Bad input never loses what was good. A body whose wire structure is broken raises ``OtlpDecodeError`` (the
+sender gets a 400 and must not retry). A body whose structure is sound but where one span cannot be parsed
+(invalid UTF-8 in a string field, a wrong id length, a JSON value of the wrong type) keeps every other span
+and counts the bad one in ``Batch.rejected``: the receivers turn that into an OTLP partial-success reply.
+
+The parts: ``_decode.py`` (entry points), ``_salvage.py`` (a partly bad protobuf body), ``_json_ids.py``
+(OTLP/JSON ids), ``_rows.py`` (spans to rows), ``_keys.py`` (which attribute is a document or a score),
+``_values.py`` (OTLP values as Python values), ``_batch.py`` (the result).
+"""
+
+from __future__ import annotations
+
+from ragtrace_collector._otlp._batch import SOURCE_APP, SOURCE_CARRIER, SOURCE_COLLECTOR, Batch, OtlpDecodeError, Row
+from ragtrace_collector._otlp._decode import (
+    decode_json,
+    decode_protobuf,
+    json_request,
+    rows_from_request,
+    salvage_request,
+)
+from ragtrace_collector._otlp._rows import chunks_of, route_of
+from ragtrace_collector._otlp._values import any_value, attributes
+
+__all__ = [
+    "SOURCE_APP",
+    "SOURCE_CARRIER",
+    "SOURCE_COLLECTOR",
+    "Batch",
+    "OtlpDecodeError",
+    "Row",
+    "any_value",
+    "attributes",
+    "chunks_of",
+    "decode_json",
+    "decode_protobuf",
+    "json_request",
+    "route_of",
+    "rows_from_request",
+    "salvage_request",
+]

@@ -1,0 +1,74 @@
+"""What decoding produces: a ``Batch`` of store rows and the spans it rejected, and ``OtlpDecodeError``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from opentelemetry.proto.common.v1.common_pb2 import InstrumentationScope
+from opentelemetry.proto.resource.v1.resource_pb2 import Resource
+from opentelemetry.proto.trace.v1.trace_pb2 import Span
+
+Row = dict[str, Any]
+
+SOURCE_APP = "app"
+"""``scores.source`` of a score the app put on the RAG span itself."""
+SOURCE_CARRIER = "carrier"
+"""``scores.source`` of a late score brought by a carrier (EVALUATOR) span."""
+SOURCE_COLLECTOR = "collector"
+"""``scores.source`` of a score computed by the collector's server-side scoring."""
+
+_MAX_REJECTION_MESSAGES = 5
+
+
+class OtlpDecodeError(ValueError):
+    """The body is not an OTLP trace export at all (broken wire format, not JSON, wrong shape)."""
+
+
+@dataclass(slots=True)
+class Batch:
+    """The rows decoded from one export request, ready for ``Store.write`` (one transaction).
+
+    Mutable on purpose: the decoder builds it up span by span; nothing changes it after ``decode_*`` returns.
+    """
+
+    spans: list[Row] = field(default_factory=list)
+    rag_records: list[Row] = field(default_factory=list)
+    scores: list[Row] = field(default_factory=list)
+    rejected: int = 0
+    """Spans that could not be decoded and were not stored."""
+    errors: list[str] = field(default_factory=list)
+    """Why spans were rejected (the first few reasons), for the partial-success message."""
+
+    @property
+    def error_message(self) -> str:
+        """One line for ``ExportTracePartialSuccess.error_message`` (empty when nothing was rejected)."""
+        if not self.rejected:
+            return ""
+        return f"rejected {self.rejected} span(s): " + "; ".join(self.errors)
+
+    def reject(self, count: int, reason: str) -> None:
+        """Count ``count`` spans as rejected for ``reason``."""
+        self.rejected += count
+        if len(self.errors) < _MAX_REJECTION_MESSAGES:
+            self.errors.append(reason)
+
+    def extend(self, other: Batch) -> None:
+        """Append another batch's rows and rejections to this one."""
+        self.spans.extend(other.spans)
+        self.rag_records.extend(other.rag_records)
+        self.scores.extend(other.scores)
+        for reason in other.errors:
+            if len(self.errors) < _MAX_REJECTION_MESSAGES:
+                self.errors.append(reason)
+        self.rejected += other.rejected
+
+
+Part = tuple[Resource, InstrumentationScope, list[Span]]
+"""One resource's and scope's spans, before they become rows."""
+
+
+def short(exc: BaseException) -> str:
+    """An exception's message, cut for a rejection reason."""
+    text = str(exc)
+    return text if len(text) <= 160 else text[:157] + "..."

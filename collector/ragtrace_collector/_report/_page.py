@@ -1,0 +1,108 @@
+"""``report()`` (markdown or HTML), ``write_report()`` to a file, and the live page's routes."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from starlette.requests import Request
+    from starlette.responses import Response
+    from starlette.routing import BaseRoute
+from ragtrace_collector._report._html import html_page
+from ragtrace_collector._report._markdown import markdown
+from ragtrace_collector._report._model import Format
+from ragtrace_collector._report._queries import (
+    alert_marks,
+    connect,
+    problems,
+    recent_alerts,
+    series,
+    summary,
+    tables_of,
+)
+
+
+def report(
+    source: object,
+    format: Format = "markdown",
+    *,
+    threshold: float = 0.6,
+    limit: int = 20,
+    since_ns: int | None = None,
+    until_ns: int | None = None,
+    refresh_seconds: int | None = None,
+) -> str:
+    """The report as markdown or as a self-contained HTML page with charts.
+
+    ``refresh_seconds`` (HTML only) makes the page reload itself, as the live page does.
+    """
+    if format not in ("markdown", "html"):
+        raise ValueError(f"format must be 'markdown' or 'html', got {format!r}")
+    head = summary(source, since_ns=since_ns, until_ns=until_ns)
+    worst = problems(source, threshold, limit=limit, since_ns=since_ns, until_ns=until_ns)
+    with connect(source) as conn:
+        tables = tables_of(conn)
+        recent = recent_alerts(conn, tables)
+        if format == "markdown":
+            return markdown(head, worst, threshold, recent)
+        scores_over_time = series(conn, tables, since_ns, until_ns)
+        marks = alert_marks(conn, tables)
+    return html_page(head, worst, threshold, scores_over_time, marks, recent, refresh_seconds)
+
+
+def write_report(
+    db_path: str | os.PathLike[str], out_path: str | os.PathLike[str], format: Format | None = None, **options: Any
+) -> Path:
+    """Write the report of the store at ``db_path`` to ``out_path``; the format defaults to markdown
+    for ``.md`` files and HTML otherwise. Returns the path written."""
+    out = Path(out_path)
+    chosen: Format = format or ("markdown" if out.suffix.lower() in (".md", ".markdown") else "html")
+    text = report(db_path, chosen, **options)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text, encoding="utf-8")
+    return out
+
+
+def page_routes(store: object, *, refresh_seconds: int = 60) -> list[BaseRoute]:
+    """Starlette routes serving the live report at ``/`` (HTML; ``?format=markdown`` for text and
+    ``?threshold=`` to change the problem threshold). Each request reads the store on a worker thread
+    through its own read-only connection, so the page never blocks ingestion or the event loop."""
+    from starlette.concurrency import run_in_threadpool
+    from starlette.responses import HTMLResponse, PlainTextResponse
+    from starlette.routing import Route
+
+    source = _page_source(store)
+
+    async def page(request: Request) -> Response:
+        try:
+            threshold = float(request.query_params.get("threshold", "0.6"))
+            if not 0.0 <= threshold <= 1.0:
+                raise ValueError
+        except ValueError:
+            return PlainTextResponse("threshold must be a number in [0, 1]\n", status_code=400)
+        if request.query_params.get("format") == "markdown":
+            text = await run_in_threadpool(report, source, "markdown", threshold=threshold)
+            return PlainTextResponse(text, media_type="text/markdown; charset=utf-8")
+        body = await run_in_threadpool(report, source, "html", threshold=threshold, refresh_seconds=refresh_seconds)
+        return HTMLResponse(body)
+
+    return [Route("/", page, methods=["GET"], name="report")]
+
+
+def _page_source(store: object) -> object:
+    """A source each request can open on its own thread: the store's file path when it has one."""
+    path = getattr(store, "path", None)
+    if isinstance(path, str | os.PathLike):
+        return Path(path)
+    if isinstance(store, str | os.PathLike):
+        return Path(store)
+    database = store if hasattr(store, "conn") else getattr(store, "db", None)
+    conn = getattr(database, "conn", None)
+    if isinstance(conn, sqlite3.Connection):
+        row = conn.execute("PRAGMA database_list").fetchone()
+        if row and row[2]:
+            return Path(row[2])
+    raise TypeError("page_routes needs a Store, a path or a file-backed sqlite_utils.Database")

@@ -1,0 +1,293 @@
+"""The report's SQL over the store: the summary, the problem records, score series and alert marks.
+
+A store whose tables do not exist yet reads as empty. A *source* is a path to the SQLite file, a
+``sqlite_utils.Database``, or an object with ``path`` (the collector's ``Store``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import sqlite3
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from ragtrace.environment_variables import ConfigurationError
+from ragtrace.metrics._registry import LOWER_IS_BETTER
+from ragtrace_collector._drift import metric_direction
+from ragtrace_collector._report._model import ALERTS, NO_DECISION, RAG, SCORES, Issue, MetricSummary, Problem, Summary
+
+
+@contextlib.contextmanager
+def connect(source: object) -> Iterator[sqlite3.Connection]:
+    """A connection for ``source``; one opened here is closed on exit, a given one is left open."""
+    conn: sqlite3.Connection | None = None
+    if isinstance(source, sqlite3.Connection):
+        yield source
+        return
+    database_conn = getattr(source, "conn", None)
+    if isinstance(database_conn, sqlite3.Connection):  # a sqlite_utils.Database
+        yield database_conn
+        return
+    path = getattr(source, "path", source)
+    if not isinstance(path, str | os.PathLike):
+        raise TypeError(f"report source must be a path, a sqlite_utils.Database or a Store, not {type(source)!r}")
+    if not Path(path).exists():
+        raise ConfigurationError(f"store {path} does not exist; pass the --db file the collector writes")
+    # as_uri() percent-encodes the path: a "#", "?" or "%" in a file name would otherwise end the path part of
+    # the URI and open (or create) another file.
+    conn = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True, timeout=30.0)
+    try:
+        yield conn
+    finally:
+        conn.close()
+
+
+def tables_of(conn: sqlite3.Connection) -> set[str]:
+    return {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+
+
+def _time_clause(column: str, since_ns: int | None, until_ns: int | None) -> tuple[str, list[int]]:
+    clauses, args = [], []
+    if since_ns is not None:
+        clauses.append(f"{column} >= ?")
+        args.append(since_ns)
+    if until_ns is not None:
+        clauses.append(f"{column} <= ?")
+        args.append(until_ns)
+    return "".join(f" AND {c}" for c in clauses), args
+
+
+def _overall(scores: dict[str, float]) -> float:
+    values = [1.0 - v if metric_direction(m) == "lower" else v for m, v in scores.items()]
+    return math.fsum(values) / len(values)
+
+
+def summary(source: object, *, since_ns: int | None = None, until_ns: int | None = None) -> Summary:
+    """Count, mean of each metric, min/mean/max of the overall score, first and last time, decision
+    coverage and the rule groups currently in ALERT."""
+    with connect(source) as conn:
+        tables = tables_of(conn)
+        records, first, last, decisions = 0, None, None, []
+        if RAG in tables:
+            where, args = _time_clause("time_ns", since_ns, until_ns)
+            records, first, last = conn.execute(
+                f"SELECT COUNT(*), MIN(time_ns), MAX(time_ns) FROM {RAG} WHERE 1 = 1{where}", args
+            ).fetchone()
+            decisions = [
+                (decision or NO_DECISION, count)
+                for decision, count in conn.execute(
+                    f"SELECT decision, COUNT(*) FROM {RAG} WHERE 1 = 1{where} GROUP BY decision ORDER BY 2 DESC", args
+                )
+            ]
+        metrics: list[MetricSummary] = []
+        scored, o_mean, o_min, o_max = 0, None, None, None
+        if SCORES in tables:
+            where, args = _time_clause("time_ns", since_ns, until_ns)
+            for metric, count, mean in conn.execute(
+                f"SELECT metric, COUNT(value), AVG(value) FROM {SCORES} WHERE value IS NOT NULL{where} "
+                "GROUP BY metric ORDER BY metric",
+                args,
+            ):
+                metrics.append(MetricSummary(metric, metric_direction(metric), int(count), float(mean)))
+            # The overall score per record, aggregated in SQL so a large store is not read into Python.
+            lower = sorted(LOWER_IS_BETTER)
+            marks = ", ".join("?" for _ in lower)
+            scored, o_mean, o_min, o_max = conn.execute(
+                f"SELECT COUNT(*), AVG(o), MIN(o), MAX(o) FROM (SELECT AVG(CASE WHEN metric IN ({marks}) "
+                f"THEN 1.0 - value ELSE value END) AS o FROM {SCORES} WHERE value IS NOT NULL{where} "
+                "GROUP BY span_id)",
+                [*lower, *args],
+            ).fetchone()
+            # Scores can arrive without their records (late carrier scores, score-only exports).
+            s_first, s_last = conn.execute(
+                f"SELECT MIN(time_ns), MAX(time_ns) FROM {SCORES} WHERE 1 = 1{where}", args
+            ).fetchone()
+            first = min((t for t in (first, s_first) if t is not None), default=None)
+            last = max((t for t in (last, s_last) if t is not None), default=None)
+        firing = tuple(a for a in _latest_alerts(conn, tables) if a["state"] == "ALERT")
+    return Summary(
+        records=int(records or 0),
+        scored=int(scored or 0),
+        metrics=tuple(metrics),
+        overall_mean=o_mean,
+        overall_min=o_min,
+        overall_max=o_max,
+        first_ns=first,
+        last_ns=last,
+        decisions=tuple(decisions),
+        firing=firing,
+    )
+
+
+def _latest_alerts(conn: sqlite3.Connection, tables: set[str]) -> list[dict[str, Any]]:
+    if ALERTS not in tables:
+        return []
+    cursor = conn.execute(
+        f"SELECT * FROM {ALERTS} WHERE id IN (SELECT MAX(id) FROM {ALERTS} GROUP BY rule, service, route) "
+        "ORDER BY rule, service, route"
+    )
+    names = [d[0] for d in cursor.description]
+    return [dict(zip(names, row, strict=True)) for row in cursor]
+
+
+def problems(
+    source: object,
+    threshold: float = 0.6,
+    *,
+    limit: int | None = 50,
+    since_ns: int | None = None,
+    until_ns: int | None = None,
+) -> list[Problem]:
+    """Records with any metric on the wrong side of ``threshold`` (direction-aware), worst overall first
+    (ties: newest first), at most ``limit``, each with its issues and its query, answer and chunks."""
+    if not 0.0 <= threshold <= 1.0:
+        raise ValueError(f"threshold must be in [0, 1], got {threshold}")
+    lower = sorted(LOWER_IS_BETTER)
+    with connect(source) as conn:
+        tables = tables_of(conn)
+        if SCORES not in tables:
+            return []
+        where, args = _time_clause("time_ns", since_ns, until_ns)
+        marks = ", ".join("?" for _ in lower)
+        goodness_sql = f"CASE WHEN metric IN ({marks}) THEN 1.0 - value ELSE value END"
+        bad_sql = f"(metric IN ({marks}) AND value > ?) OR (metric NOT IN ({marks}) AND value < ?)"
+        # Rank in SQL (one pass over the range, top `limit` only), then read the chosen records' scores.
+        ranked_ids = [
+            row[0]
+            for row in conn.execute(
+                f"SELECT span_id FROM {SCORES} WHERE value IS NOT NULL{where} GROUP BY span_id "
+                f"HAVING SUM(CASE WHEN {bad_sql} THEN 1 ELSE 0 END) > 0 "
+                f"ORDER BY AVG({goodness_sql}) ASC, MAX(time_ns) DESC, span_id LIMIT ?",
+                [*args, *lower, 1.0 - threshold, *lower, threshold, *lower, -1 if limit is None else limit],
+            )
+        ]
+        found: dict[str, dict[str, Any]] = {
+            span_id: {"scores": {}, "trace_id": None, "service": None, "route": None, "time_ns": None}
+            for span_id in ranked_ids
+        }
+        for start in range(0, len(ranked_ids), 500):
+            part = ranked_ids[start : start + 500]
+            for span_id, metric, value, trace_id, service, route, time_ns in conn.execute(
+                f"SELECT span_id, metric, value, trace_id, service, route, time_ns FROM {SCORES} "
+                f"WHERE value IS NOT NULL AND span_id IN ({', '.join('?' for _ in part)})",
+                part,
+            ):
+                entry = found[span_id]
+                entry["scores"][metric] = float(value)
+                for key, val in (("trace_id", trace_id), ("service", service), ("route", route), ("time_ns", time_ns)):
+                    entry[key] = entry[key] if entry[key] is not None else val
+        ranked = list(found.items())
+        content = _records(conn, tables, [span_id for span_id, _ in ranked])
+    out = []
+    for span_id, entry in ranked:
+        scores: dict[str, float] = entry["scores"]
+        record = content.get(span_id, {})
+        out.append(
+            Problem(
+                span_id=span_id,
+                trace_id=record.get("trace_id") or entry["trace_id"],
+                service=record.get("service") or entry["service"],
+                route=record.get("route") or entry["route"],
+                time_ns=record.get("time_ns") or entry["time_ns"],
+                overall=_overall(scores),
+                issues=_issues(scores, threshold),
+                scores=dict(sorted(scores.items())),
+                query=record.get("query"),
+                answer=record.get("answer"),
+                chunks=_chunks(record.get("chunks")),
+            )
+        )
+    return out
+
+
+def _issues(scores: dict[str, float], threshold: float) -> tuple[Issue, ...]:
+    issues = []
+    for metric, value in sorted(scores.items()):
+        direction = metric_direction(metric)
+        if direction == "higher" and value < threshold:
+            issues.append(Issue(metric, value, direction, threshold))
+        elif direction == "lower" and value > 1.0 - threshold:
+            issues.append(Issue(metric, value, direction, 1.0 - threshold))
+    # Worst first: the furthest past its limit.
+    return tuple(sorted(issues, key=lambda i: -abs(i.value - i.limit)))
+
+
+def _records(conn: sqlite3.Connection, tables: set[str], span_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+    if RAG not in tables or not span_ids:
+        return {}
+    out: dict[str, dict[str, Any]] = {}
+    for start in range(0, len(span_ids), 500):
+        part = list(span_ids[start : start + 500])
+        cursor = conn.execute(
+            f"SELECT span_id, trace_id, service, route, time_ns, query, answer, chunks FROM {RAG} "
+            f"WHERE span_id IN ({', '.join('?' for _ in part)})",
+            part,
+        )
+        names = [d[0] for d in cursor.description]
+        for row in cursor:
+            record = dict(zip(names, row, strict=True))
+            out[record["span_id"]] = record
+    return out
+
+
+def _chunks(raw: object) -> tuple[dict[str, Any], ...]:
+    if not isinstance(raw, str) or not raw:
+        return ()
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        return ({"content": raw},)  # keep what was stored rather than hide it
+    if not isinstance(data, list):
+        return ()
+    return tuple(c if isinstance(c, dict) else {"content": str(c)} for c in data)
+
+
+def series(
+    conn: sqlite3.Connection, tables: set[str], since_ns: int | None, until_ns: int | None, buckets: int = 120
+) -> dict[str, list[tuple[int, float, int]]]:
+    """Per metric: (bucket start ns, mean, count) over at most ``buckets`` equal time buckets."""
+    if SCORES not in tables:
+        return {}
+    where, args = _time_clause("time_ns", since_ns, until_ns)
+    lo, hi = conn.execute(
+        f"SELECT MIN(time_ns), MAX(time_ns) FROM {SCORES} WHERE value IS NOT NULL{where}", args
+    ).fetchone()
+    if lo is None:
+        return {}
+    width = max((hi - lo) // buckets + 1, 1)
+    series: dict[str, list[tuple[int, float, int]]] = {}
+    for metric, bucket, mean, count in conn.execute(
+        f"SELECT metric, (time_ns - ?) / ?, AVG(value), COUNT(*) FROM {SCORES} WHERE value IS NOT NULL{where} "
+        "GROUP BY metric, 2 ORDER BY metric, 2",
+        [lo, width, *args],
+    ):
+        series.setdefault(metric, []).append((lo + int(bucket) * width + width // 2, float(mean), int(count)))
+    return series
+
+
+def alert_marks(conn: sqlite3.Connection, tables: set[str]) -> list[dict[str, Any]]:
+    if ALERTS not in tables:
+        return []
+    cursor = conn.execute(
+        f"SELECT time_ns, rule, metric, service, route, state, previous_state, value, message FROM {ALERTS} "
+        "WHERE state = 'ALERT' OR (state = 'OK' AND previous_state = 'ALERT') ORDER BY time_ns"
+    )
+    names = [d[0] for d in cursor.description]
+    return [dict(zip(names, row, strict=True)) for row in cursor]
+
+
+def recent_alerts(conn: sqlite3.Connection, tables: set[str], limit: int = 20) -> list[dict[str, Any]]:
+    """The latest notified transitions (the first quiet OK/NO_DATA sighting of a group is left out)."""
+    if ALERTS not in tables:
+        return []
+    cursor = conn.execute(
+        f"SELECT time_ns, rule, metric, service, route, previous_state, state, message FROM {ALERTS} "
+        "WHERE previous_state IS NOT NULL OR state IN ('ALERT', 'WARNING') ORDER BY id DESC LIMIT ?",
+        (limit,),
+    )
+    names = [d[0] for d in cursor.description]
+    return [dict(zip(names, row, strict=True)) for row in cursor]
