@@ -11,9 +11,9 @@ from ragtrace import _lazy
 
 # What a decorated app needs at import time: the decorators use the OpenTelemetry API only.
 from ragtrace._decorator import generate, rag, record, retrieve
+from ragtrace._exceptions import ConfigurationError
 from ragtrace._record import Chunk, RagRecord
 from ragtrace._sampling import Price, Rule, Sampler
-from ragtrace.environment_variables import ConfigurationError
 
 if TYPE_CHECKING:
     from ragtrace._config import configure, instrument

@@ -25,11 +25,11 @@ from opentelemetry.sdk.trace import SpanLimits, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExporter
 
 from ragtrace import _capture
+from ragtrace._exceptions import ConfigurationError
 from ragtrace._exporters import meter_provider_for, metrics_enabled, otlp_span_exporter
 from ragtrace._handles import RagtraceHandle, activate, has_open_handle, set_globals
 from ragtrace._processor import ScoringSpanProcessor
 from ragtrace._sampling import Price, Rule, Sampler, SpanPredicate
-from ragtrace.environment_variables import ConfigurationError
 from ragtrace.judges._default import as_judge
 
 if TYPE_CHECKING:

@@ -26,7 +26,7 @@ from ragtrace import semconv
 from ragtrace._capture._spec import QuerySpec, Spec, check_options
 from ragtrace._capture._state import record
 from ragtrace._capture._wrappers import wrap
-from ragtrace.environment_variables import ConfigurationError
+from ragtrace._exceptions import ConfigurationError
 
 __all__ = ["generate", "rag", "record", "retrieve"]
 

@@ -27,8 +27,8 @@ from typing import Any
 from tqdm import tqdm
 
 from ragtrace._evaluation_result import EvaluationResult, MetricSummary, RecordResult, summarise
+from ragtrace._exceptions import ConfigurationError
 from ragtrace._record import RagRecord
-from ragtrace.environment_variables import ConfigurationError
 from ragtrace.judges._base import Judge
 from ragtrace.metrics._base import ZERO_COST, Metric
 from ragtrace.metrics._registry import build_suite

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Final
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace.export import SpanExporter
 
-from ragtrace.environment_variables import ConfigurationError
+from ragtrace._exceptions import ConfigurationError
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.metrics import MeterProvider

@@ -20,20 +20,21 @@ from __future__ import annotations
 import atexit
 import contextlib
 import logging
-import math
 import threading
 import time
 import weakref
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import Event, ReadableSpan, Span, SpanProcessor
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 
+from ragtrace import _settings as settings
 from ragtrace import _wire, semconv
 from ragtrace import environment_variables as env
 from ragtrace._capture import RECORDS, RecordStore
+from ragtrace._exceptions import ConfigurationError
 from ragtrace._exit import before_thread_pools_close, drain_ref, shutdown_ref
 from ragtrace._fork import at_fork_in_child_of
 from ragtrace._jobs import Job, Outcome, wait_seconds
@@ -41,7 +42,6 @@ from ragtrace._sampling import Sampler
 from ragtrace._spans import safe_copy
 from ragtrace._telemetry import Telemetry
 from ragtrace._worker import Worker
-from ragtrace.environment_variables import ConfigurationError
 from ragtrace.metrics import Suite
 
 if TYPE_CHECKING:
@@ -52,6 +52,11 @@ if TYPE_CHECKING:
     from ragtrace.metrics._base import Cost, Metric, Score
 
 _log = logging.getLogger(__name__)
+
+QUEUE_SIZE: Final = settings.whole_number("queue_size", env.RAGTRACE_QUEUE_SIZE, default=2048, minimum=1)
+MAX_CONCURRENCY: Final = settings.whole_number("max_concurrency", env.RAGTRACE_MAX_CONCURRENCY, default=8, minimum=1)
+HOLD_TIMEOUT: Final = settings.seconds("hold_timeout", env.RAGTRACE_HOLD_TIMEOUT, default=30.0)
+SHUTDOWN_TIMEOUT: Final = settings.seconds("shutdown_timeout", env.RAGTRACE_SHUTDOWN_TIMEOUT, default=30.0)
 
 ERROR_NO_RECORD = "no_record"
 """``ragtrace.eval.error.type`` of a picked RAG span whose record never reached the processor."""
@@ -97,14 +102,10 @@ class ScoringSpanProcessor(SpanProcessor):
                 "pass either sampler= or sample_rate=, not both: put the rate in Sampler(rate=...)"
             )
         self.sampler = sampler if sampler is not None else Sampler(sample_rate)
-        self.queue_size = _int_setting("queue_size", queue_size, env.RAGTRACE_QUEUE_SIZE, 2048, minimum=1)
-        self.max_concurrency = _int_setting(
-            "max_concurrency", max_concurrency, env.RAGTRACE_MAX_CONCURRENCY, 8, minimum=1
-        )
-        self.hold_timeout = _seconds_setting("hold_timeout", hold_timeout, env.RAGTRACE_HOLD_TIMEOUT, 30.0)
-        self.shutdown_timeout = _seconds_setting(
-            "shutdown_timeout", shutdown_timeout, env.RAGTRACE_SHUTDOWN_TIMEOUT, 30.0
-        )
+        self.queue_size = QUEUE_SIZE.resolve(queue_size)
+        self.max_concurrency = MAX_CONCURRENCY.resolve(max_concurrency)
+        self.hold_timeout = HOLD_TIMEOUT.resolve(hold_timeout)
+        self.shutdown_timeout = SHUTDOWN_TIMEOUT.resolve(shutdown_timeout)
         suite = _build_suite(metrics)  # fails now, not in the worker, on an unknown metric
         self._metric_names: tuple[str, ...] = suite.names
         self._suites: dict[tuple[str, ...], Suite] = {suite.names: suite}
@@ -330,28 +331,6 @@ def _renew_admission_lock(processor: ScoringSpanProcessor) -> None:
     # Another thread may have held the admission lock at fork time; in the child nobody would release
     # it, and every RAG span ending under a budget would block there.
     processor._admission = threading.Lock()
-
-
-def _int_setting(name: str, value: int | None, variable: str, default: int, *, minimum: int) -> int:
-    if value is None:
-        parsed = env.read_int(variable, default, minimum=minimum)
-        return default if parsed is None else parsed
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ConfigurationError(f"{name}={value!r} is invalid: pass a whole number >= {minimum}")
-    return value
-
-
-def _seconds_setting(name: str, value: float | None, variable: str, default: float) -> float:
-    # Finite only: an infinite hold or shutdown would keep spans, and the app's exit, waiting forever.
-    if value is None:
-        parsed = env.read_float(variable, default, minimum=0)
-        value = default if parsed is None else parsed
-        if not (0 < value < math.inf):
-            raise ConfigurationError(f"{variable}={value!r} is invalid: set it to a finite number of seconds > 0")
-        return value
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (0 < value < math.inf):
-        raise ConfigurationError(f"{name}={value!r} is invalid: pass a finite number of seconds > 0")
-    return float(value)
 
 
 def _build_suite(metrics: Sequence[str | Metric] | None) -> Suite:

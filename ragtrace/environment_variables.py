@@ -14,10 +14,8 @@ from __future__ import annotations
 import os
 from typing import Final
 
-
-class ConfigurationError(ValueError):
-    """A setting is wrong. The message names the setting and how to fix it."""
-
+# Defined in ragtrace._exceptions with every ragtrace exception; importable from here as it always was.
+from ragtrace._exceptions import ConfigurationError as ConfigurationError
 
 # --------------------------------------------------------------------------------------------------
 # Capture

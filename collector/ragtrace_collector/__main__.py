@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ragtrace import environment_variables as env
-from ragtrace.environment_variables import ConfigurationError
+from ragtrace._exceptions import ConfigurationError
 from ragtrace_collector._http import DEFAULT_MAX_BODY_BYTES
 from ragtrace_collector._server import Collector, CollectorConfig
 

@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from ragtrace.environment_variables import ConfigurationError
+from ragtrace._exceptions import ConfigurationError
 
 _log = logging.getLogger("ragtrace_collector")
 

@@ -23,7 +23,7 @@ if sys.version_info >= (3, 11):
 else:  # Python 3.10: the same parser, from PyPI
     import tomli as tomllib
 
-from ragtrace.environment_variables import ConfigurationError
+from ragtrace._exceptions import ConfigurationError
 from ragtrace_collector._rule_types import (
     _DRIFT,
     _THRESHOLD,

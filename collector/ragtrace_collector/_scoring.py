@@ -23,8 +23,8 @@ import time
 from collections.abc import Callable
 
 from ragtrace import Chunk, RagRecord, Sampler, semconv
+from ragtrace import _settings as settings
 from ragtrace import environment_variables as env
-from ragtrace.environment_variables import ConfigurationError
 from ragtrace.judges import Judge, default_judge
 from ragtrace.metrics import Suite, build_suite
 from ragtrace_collector._carrier import carrier_export, encode, score_rows
@@ -35,6 +35,8 @@ _log = logging.getLogger("ragtrace_collector")
 
 DEFAULT_SAMPLE_RATE = 0.1
 """Fraction of undecided traces scored when ``RAGTRACE_SAMPLE_RATE`` is not set (as in the app)."""
+
+SAMPLE_RATE = settings.rate("sample_rate", env.RAGTRACE_SAMPLE_RATE, default=DEFAULT_SAMPLE_RATE)
 
 
 def record_of(row: Row) -> RagRecord | None:
@@ -80,11 +82,7 @@ class ServerScorer:
         queue_size: int = 1024,
         forward: Callable[[bytes], None] | None = None,
     ) -> None:
-        if sample_rate is None:
-            sample_rate = env.read_float(env.RAGTRACE_SAMPLE_RATE, DEFAULT_SAMPLE_RATE, minimum=0.0, maximum=1.0)
-        assert sample_rate is not None
-        if not 0.0 <= sample_rate <= 1.0:
-            raise ConfigurationError(f"sample_rate={sample_rate} is out of range: give a rate between 0 and 1")
+        sample_rate = SAMPLE_RATE.resolve(sample_rate)
         self.store = store
         self.suite = suite if suite is not None else build_suite(env.read_list(env.RAGTRACE_METRICS))
         # Built now, not on the scoring thread: a wrong RAGTRACE_JUDGE* setting must stop the start-up.

@@ -22,7 +22,7 @@ from typing import Any
 import uvicorn
 from starlette.routing import BaseRoute
 
-from ragtrace.environment_variables import ConfigurationError
+from ragtrace._exceptions import ConfigurationError
 from ragtrace_collector._forward import Forwarder, traces_url
 from ragtrace_collector._grpc import create_grpc_server
 from ragtrace_collector._http import DEFAULT_MAX_BODY_BYTES, create_app

@@ -5,9 +5,9 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 
+from ragtrace._exceptions import ConfigurationError
 from ragtrace._fork import at_fork_in_child
 from ragtrace._record import RagRecord
-from ragtrace.environment_variables import ConfigurationError
 
 
 class RecordStore:

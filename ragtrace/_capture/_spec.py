@@ -12,7 +12,7 @@ from opentelemetry import trace
 from opentelemetry.util.types import AttributeValue
 
 from ragtrace import _capture, semconv
-from ragtrace.environment_variables import ConfigurationError
+from ragtrace._exceptions import ConfigurationError
 
 _log = logging.getLogger("ragtrace")
 

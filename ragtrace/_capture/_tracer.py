@@ -11,8 +11,8 @@ import threading
 from opentelemetry import trace
 
 from ragtrace import semconv
+from ragtrace._exceptions import ConfigurationError
 from ragtrace._fork import at_fork_in_child
-from ragtrace.environment_variables import ConfigurationError
 
 
 class _TracerState:

@@ -15,7 +15,7 @@ from opentelemetry import context as otel_context
 
 from ragtrace._capture._call import Call
 from ragtrace._capture._spec import Spec
-from ragtrace.environment_variables import ConfigurationError
+from ragtrace._exceptions import ConfigurationError
 
 
 def _wrap_function(func: Callable[..., Any], spec: Spec) -> Callable[..., Any]:

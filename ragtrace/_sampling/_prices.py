@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from ragtrace import environment_variables as env
-from ragtrace.environment_variables import ConfigurationError
+from ragtrace._exceptions import ConfigurationError
 
 
 def is_number(value: object) -> bool:

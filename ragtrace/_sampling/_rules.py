@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from ragtrace import environment_variables as env
 from ragtrace import semconv
-from ragtrace.environment_variables import ConfigurationError
+from ragtrace._exceptions import ConfigurationError
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import ReadableSpan

@@ -3,20 +3,20 @@
 from __future__ import annotations
 
 import logging
-import math
 import threading
 import time
 import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Final
 
+from ragtrace import _settings as settings
 from ragtrace import environment_variables as env
 from ragtrace import semconv
+from ragtrace._exceptions import ConfigurationError
 from ragtrace._fork import at_fork_in_child
-from ragtrace._sampling._prices import DEFAULT_PRICES, Budget, MeanCost, Price, env_prices, is_number, prices_from
+from ragtrace._sampling._prices import DEFAULT_PRICES, Budget, MeanCost, Price, env_prices, prices_from
 from ragtrace._sampling._rules import Rule, SpanPredicate, rules_from
 from ragtrace._sampling._selection import NOT_SAMPLED, OVER_BUDGET, THROTTLED, Selection, draw
-from ragtrace.environment_variables import ConfigurationError
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import ReadableSpan
@@ -27,6 +27,11 @@ if TYPE_CHECKING:
 _log = logging.getLogger("ragtrace._sampling")
 
 _SECONDS_PER_DAY: Final = 86_400
+
+RATE: Final = settings.rate("rate", env.RAGTRACE_SAMPLE_RATE, default=0.1)
+THROTTLE: Final = settings.limit("throttle_per_minute", env.RAGTRACE_THROTTLE_PER_MINUTE)
+BUDGET_TOKENS: Final = settings.limit("budget_tokens_per_day", env.RAGTRACE_BUDGET_TOKENS_PER_DAY)
+BUDGET_USD: Final = settings.dollars("budget_usd_per_day", env.RAGTRACE_BUDGET_USD_PER_DAY)
 
 
 class Sampler:
@@ -61,36 +66,14 @@ class Sampler:
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], float] = time.time,
     ) -> None:
-        if rate is None:
-            env_rate = env.read_float(env.RAGTRACE_SAMPLE_RATE, 0.1, minimum=0, maximum=1)
-            rate = 0.1 if env_rate is None else env_rate
-        self.rate = _check_rate("rate", rate)
+        self.rate = RATE.resolve(rate)
         rates = dict(metric_rates) if metric_rates is not None else _env_metric_rates()
-        self.metric_rates: Mapping[str, float] = {k: _check_rate(f"metric_rates[{k!r}]", v) for k, v in rates.items()}
+        self.metric_rates: Mapping[str, float] = {k: RATE.check(f"metric_rates[{k!r}]", v) for k, v in rates.items()}
         self.always: tuple[Rule, ...] = rules_from(always, env.RAGTRACE_SAMPLE_ALWAYS)
         self.never: tuple[Rule, ...] = rules_from(never, env.RAGTRACE_SAMPLE_NEVER)
-        self.throttle_per_minute = _check_min(
-            "throttle_per_minute",
-            throttle_per_minute
-            if throttle_per_minute is not None
-            else env.read_int(env.RAGTRACE_THROTTLE_PER_MINUTE, None),
-        )
-        self.budget_tokens_per_day = _check_min(
-            "budget_tokens_per_day",
-            budget_tokens_per_day
-            if budget_tokens_per_day is not None
-            else env.read_int(env.RAGTRACE_BUDGET_TOKENS_PER_DAY, None),
-        )
-        usd = (
-            budget_usd_per_day
-            if budget_usd_per_day is not None
-            else env.read_float(env.RAGTRACE_BUDGET_USD_PER_DAY, None, minimum=0)
-        )
-        if usd is not None and (not is_number(usd) or not math.isfinite(usd) or usd < 0):
-            raise ConfigurationError(
-                f"budget_usd_per_day={usd!r} is invalid: set it to a number of dollars >= 0, or None for no limit"
-            )
-        self.budget_usd_per_day = float(usd) if usd is not None else None
+        self.throttle_per_minute = THROTTLE.resolve(throttle_per_minute)
+        self.budget_tokens_per_day = BUDGET_TOKENS.resolve(budget_tokens_per_day)
+        self.budget_usd_per_day = BUDGET_USD.resolve(budget_usd_per_day)
         table = dict(DEFAULT_PRICES)
         table.update(env_prices())
         table.update(prices_from(prices))
@@ -272,20 +255,6 @@ def _renew_locks_in_child() -> None:
     # released. Counts carry over (the child shares the parent's throttle window and budget so far).
     for sampler in list(_SAMPLERS):
         sampler._lock = threading.Lock()
-
-
-def _check_rate(name: str, value: float) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (0.0 <= value <= 1.0):
-        raise ConfigurationError(f"{name}={value!r} is not a rate: set it to a number between 0 and 1")
-    return float(value)
-
-
-def _check_min(name: str, value: int | None) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ConfigurationError(f"{name}={value!r} is invalid: set it to a whole number >= 0, or None for no limit")
-    return value
 
 
 def _env_metric_rates() -> dict[str, float]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ragtrace.environment_variables import ConfigurationError
+from ragtrace._exceptions import ConfigurationError
 from ragtrace.metrics._base import Metric
 from ragtrace.metrics._suite import Suite
 from ragtrace.metrics.chunks import ContextPrecision, ContextRelevance, ContextRelevanceWeighted

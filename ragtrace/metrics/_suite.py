@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
-from ragtrace.environment_variables import ConfigurationError
+from ragtrace._exceptions import ConfigurationError
 from ragtrace.metrics._base import REASON_JUDGE_ERROR, ZERO_COST, Cost, Metric, Score
 from ragtrace.metrics._memo import MemoJudge
 

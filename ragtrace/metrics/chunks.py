@@ -15,7 +15,7 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from ragtrace.environment_variables import ConfigurationError
+from ragtrace._exceptions import ConfigurationError
 from ragtrace.judges._base import EXTRACT_CLAIMS, RATE_CHUNKS, VERIFY
 from ragtrace.metrics._base import DETAIL_METHOD, REASON_NO_ANSWER, REASON_NO_CLAIMS, Score
 from ragtrace.metrics._metric import NEEDS_CHUNKS, JudgeMetric

@@ -17,7 +17,7 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Literal
 
-from ragtrace.environment_variables import ConfigurationError
+from ragtrace._exceptions import ConfigurationError
 from ragtrace.metrics._base import ZERO_COST, Score
 from ragtrace.metrics._metric import NEEDS_CHUNKS, JudgeMetric
 from ragtrace.metrics.chunks import ContextRelevance

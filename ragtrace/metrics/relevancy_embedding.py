@@ -20,7 +20,7 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Literal
 
-from ragtrace.environment_variables import ConfigurationError
+from ragtrace._exceptions import ConfigurationError
 from ragtrace.judges._base import DETECT_NONCOMMITTAL, EMBED, GENERATE_QUESTIONS, Question
 from ragtrace.metrics._base import DETAIL_METHOD, REASON_JUDGE_LACKS_CAPABILITY, Score
 from ragtrace.metrics._metric import JudgeMetric

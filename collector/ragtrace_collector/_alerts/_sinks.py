@@ -20,7 +20,7 @@ import urllib.request
 from collections.abc import Callable, Sequence
 from typing import TextIO
 
-from ragtrace.environment_variables import ConfigurationError
+from ragtrace._exceptions import ConfigurationError
 from ragtrace_collector import _drift
 from ragtrace_collector._alerts._alert import Alert, Sink, logger
 from ragtrace_collector._rule_types import SinkConfig

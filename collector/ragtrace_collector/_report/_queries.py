@@ -15,7 +15,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from ragtrace.environment_variables import ConfigurationError
+from ragtrace._exceptions import ConfigurationError
 from ragtrace.metrics._registry import LOWER_IS_BETTER
 from ragtrace_collector._drift import metric_direction
 from ragtrace_collector._report._model import ALERTS, NO_DECISION, RAG, SCORES, Issue, MetricSummary, Problem, Summary
