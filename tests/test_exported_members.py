@@ -1,0 +1,49 @@
+"""Each public package's ``__all__`` is exactly what it exposes (as httpx's tests/test_exported_members.py).
+
+A name a package holds but does not list is an accidental export (an import that leaked); a name it lists
+but does not hold is a broken promise. Submodules, ``from __future__`` features and ``TYPE_CHECKING`` are
+plumbing, not API. Lazy names (``ragtrace.configure``) count through the package's ``__dir__``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import types
+
+import pytest
+
+PACKAGES = ("ragtrace", "ragtrace.testing", "ragtrace.metrics", "ragtrace.judges", "ragtrace_collector")
+INCLUDED_PRIVATE_MEMBERS = {"__version__"}
+
+
+def exposed(module: types.ModuleType) -> set[str]:
+    """The public members of ``module``: what ``from module import *`` users and readers of ``dir()`` see."""
+    names = set()
+    for name in dir(module):
+        if name.startswith("_") and name not in INCLUDED_PRIVATE_MEMBERS:
+            continue
+        value = getattr(module, name)
+        if isinstance(value, types.ModuleType) or type(value).__module__ == "__future__" or name == "TYPE_CHECKING":
+            continue
+        names.add(name)
+    return names
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_all_is_exactly_what_the_package_exposes(package: str) -> None:
+    module = importlib.import_module(package)
+    listed = set(module.__all__)
+    assert len(listed) == len(module.__all__), f"{package}.__all__ lists a name twice"
+    assert sorted(exposed(module) - listed) == [], f"{package} exposes names its __all__ does not list"
+    assert sorted(listed - exposed(module)) == [], f"{package}.__all__ lists names it does not expose"
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_every_listed_member_is_public_api_not_a_private_module_object(package: str) -> None:
+    module = importlib.import_module(package)
+    for name in module.__all__:
+        value = getattr(module, name)
+        owner = getattr(value, "__module__", None)
+        # Classes and functions come from the package's own (private) modules, never from a dependency.
+        if owner is not None and isinstance(value, (type, types.FunctionType)):
+            assert owner.split(".")[0] == package.split(".")[0], f"{package}.{name} is {owner}'s"
