@@ -1,19 +1,27 @@
-"""What the worker moves: a ``Job`` (a RAG span held for scoring), the ``Outcome`` of scoring it, the
-``Score`` callable that produces one, and ``wait_seconds`` that makes any time budget safe to wait on."""
+"""What the worker moves: a ``Job`` (a RAG span held for scoring), the ``Outcome`` of scoring it (``outcome_of``
+a suite's scores), the ``Score`` callable that produces one, and ``wait_seconds`` that makes any time budget
+safe to wait on."""
 
 from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from opentelemetry.sdk.trace import Event
+
+from ragtrace import _wire
+
 if TYPE_CHECKING:
-    from opentelemetry.sdk.trace import Event, ReadableSpan
+    from opentelemetry.sdk.trace import ReadableSpan
     from opentelemetry.util.types import AttributeValue
 
+    from ragtrace._cost import Cost
     from ragtrace._record import RagRecord
+    from ragtrace.metrics._base import Score as MetricScore
 
 
 @dataclass(eq=False, slots=True)
@@ -58,3 +66,11 @@ def wait_seconds(seconds: float) -> float:
     if not seconds > 0:
         return 0.0
     return min(float(seconds), threading.TIMEOUT_MAX)
+
+
+def outcome_of(scores: Sequence[MetricScore], cost: Cost, judge_name: str) -> Outcome:
+    """The decision, attributes and events for a scored span, as ``_wire.encode`` writes them."""
+    encoded = _wire.encode(scores, cost, judge_name)
+    now = time.time_ns()
+    events = tuple(Event(name, attributes, timestamp=now) for name, attributes in encoded.events)
+    return Outcome(encoded.decision, encoded.attributes, events)

@@ -27,17 +27,17 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Final
 
 from opentelemetry.context import Context
-from opentelemetry.sdk.trace import Event, ReadableSpan, Span, SpanProcessor
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 
 from ragtrace import _settings as settings
-from ragtrace import _wire, semconv
 from ragtrace import environment_variables as env
+from ragtrace import semconv
 from ragtrace._capture import RECORDS, RecordStore
 from ragtrace._exceptions import ConfigurationError
 from ragtrace._exit import before_thread_pools_close, drain_ref, shutdown_ref
 from ragtrace._fork import at_fork_in_child_of
-from ragtrace._jobs import Job, Outcome, wait_seconds
+from ragtrace._jobs import Job, Outcome, outcome_of, wait_seconds
 from ragtrace._sampling import Sampler
 from ragtrace._spans import safe_copy
 from ragtrace._telemetry import Telemetry
@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from opentelemetry.util.types import AttributeValue
 
     from ragtrace.judges._base import Judge
-    from ragtrace.metrics._base import Cost, Metric, Score
+    from ragtrace.metrics._base import Metric
 
 _log = logging.getLogger(__name__)
 
@@ -313,14 +313,6 @@ class ScoringSpanProcessor(SpanProcessor):
             suite = Suite([m for m in full.metrics if m.name in names])
             self._suites[names] = suite
         return suite
-
-
-def outcome_of(scores: Sequence[Score], cost: Cost, judge_name: str) -> Outcome:
-    """The decision, attributes and events for a scored span, as ``_wire.encode`` writes them."""
-    encoded = _wire.encode(scores, cost, judge_name)
-    now = time.time_ns()
-    events = tuple(Event(name, attributes, timestamp=now) for name, attributes in encoded.events)
-    return Outcome(encoded.decision, encoded.attributes, events)
 
 
 def _reserve(budget: float) -> float:

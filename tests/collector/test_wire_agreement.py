@@ -17,7 +17,7 @@ from ragtrace_collector._carrier import carrier_export, encode, score_rows
 from ragtrace_collector._otlp import attributes
 
 from ragtrace import _wire, semconv
-from ragtrace._processor import outcome_of
+from ragtrace._jobs import outcome_of
 from ragtrace._spans import carrier_span
 from ragtrace.metrics import Cost, Score, SuiteResult
 from ragtrace.metrics._base import DETAIL_METHOD, REASON_JUDGE_ERROR, REASON_NEEDS_REFERENCE
