@@ -66,74 +66,56 @@ class Setting(Generic[T]):
         return self.convert(value)
 
 
-def _is_number(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+def _whole(minimum: int) -> Callable[[object], bool]:
+    return lambda x: isinstance(x, int) and not isinstance(x, bool) and x >= minimum
 
 
-def _is_whole(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+def _number(low: float, high: float, *, open_low: bool = False, open_high: bool = False) -> Callable[[object], bool]:
+    # ``open_low``/``open_high``: the end itself is invalid (a timeout of 0 s, an infinite one).
+    # NaN fails every comparison, so it is never valid.
+    def valid(x: object) -> bool:
+        if not isinstance(x, (int, float)) or isinstance(x, bool):
+            return False
+        return (low < x if open_low else low <= x) and (x < high if open_high else x <= high)
+
+    return valid
+
+
+def _read_int(minimum: int) -> Callable[[str], object]:
+    return lambda variable: env.read_int(variable, None, minimum=minimum)
+
+
+def _read_float(minimum: float, maximum: float | None = None) -> Callable[[str], object]:
+    return lambda variable: env.read_float(variable, None, minimum=minimum, maximum=maximum)
 
 
 def whole_number(name: str, variable: str | None, *, default: int, minimum: int) -> Setting[int]:
     """A whole number >= ``minimum`` (``queue_size``, ``max_concurrency``)."""
-    return Setting(
-        name,
-        variable,
-        default,
-        read=lambda v: env.read_int(v, None, minimum=minimum),
-        valid=lambda x: _is_whole(x) and x >= minimum,  # type: ignore[operator]
-        expect=f"a whole number >= {minimum}",
-        convert=int,  # type: ignore[arg-type]
-    )
+    expect = f"a whole number >= {minimum}"
+    return Setting(name, variable, default, _read_int(minimum), _whole(minimum), expect, int)  # type: ignore[arg-type]
 
 
 def seconds(name: str, variable: str | None, *, default: float) -> Setting[float]:
     """A finite number of seconds > 0: an infinite hold or shutdown would keep spans, and the exit, waiting."""
-    return Setting(
-        name,
-        variable,
-        default,
-        read=lambda v: env.read_float(v, None, minimum=0),
-        valid=lambda x: _is_number(x) and 0 < x < math.inf,  # type: ignore[operator]
-        expect="a finite number of seconds > 0",
-        convert=float,  # type: ignore[arg-type]
-    )
+    valid = _number(0, math.inf, open_low=True, open_high=True)
+    expect = "a finite number of seconds > 0"
+    return Setting(name, variable, default, _read_float(0), valid, expect, float)  # type: ignore[arg-type]
 
 
 def rate(name: str, variable: str | None, *, default: float) -> Setting[float]:
     """A sampling rate: a number between 0 and 1."""
-    return Setting(
-        name,
-        variable,
-        default,
-        read=lambda v: env.read_float(v, None, minimum=0, maximum=1),
-        valid=lambda x: _is_number(x) and 0.0 <= x <= 1.0,  # type: ignore[operator]
-        expect="a number between 0 and 1",
-        convert=float,  # type: ignore[arg-type]
-    )
+    expect = "a number between 0 and 1"
+    return Setting(name, variable, default, _read_float(0, 1), _number(0, 1), expect, float)  # type: ignore[arg-type]
 
 
 def limit(name: str, variable: str | None) -> Setting[int | None]:
     """A whole number >= 0, or ``None`` (the default) for no limit."""
-    return Setting(
-        name,
-        variable,
-        None,
-        read=lambda v: env.read_int(v, None),
-        valid=lambda x: _is_whole(x) and x >= 0,  # type: ignore[operator]
-        expect="a whole number >= 0, or None for no limit",
-        convert=int,  # type: ignore[arg-type]
-    )
+    expect = "a whole number >= 0, or None for no limit"
+    return Setting(name, variable, None, _read_int(0), _whole(0), expect, int)  # type: ignore[arg-type]
 
 
 def dollars(name: str, variable: str | None) -> Setting[float | None]:
     """A finite number of US dollars >= 0, or ``None`` (the default) for no limit."""
-    return Setting(
-        name,
-        variable,
-        None,
-        read=lambda v: env.read_float(v, None, minimum=0),
-        valid=lambda x: _is_number(x) and 0 <= x < math.inf,  # type: ignore[operator]
-        expect="a number of dollars >= 0, or None for no limit",
-        convert=float,  # type: ignore[arg-type]
-    )
+    valid = _number(0, math.inf, open_high=True)
+    expect = "a number of dollars >= 0, or None for no limit"
+    return Setting(name, variable, None, _read_float(0), valid, expect, float)  # type: ignore[arg-type]
