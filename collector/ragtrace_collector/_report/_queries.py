@@ -123,15 +123,22 @@ def summary(source: object, *, since_ns: int | None = None, until_ns: int | None
     )
 
 
-def _latest_alerts(conn: sqlite3.Connection, tables: set[str]) -> list[dict[str, Any]]:
+def _alert_rows(conn: sqlite3.Connection, tables: set[str], sql: str, args: Sequence[Any] = ()) -> list[dict[str, Any]]:
+    """The rows of a query over ``alerts`` as dicts; none while the watcher has not created the table."""
     if ALERTS not in tables:
         return []
-    cursor = conn.execute(
-        f"SELECT * FROM {ALERTS} WHERE id IN (SELECT MAX(id) FROM {ALERTS} GROUP BY rule, service, route) "
-        "ORDER BY rule, service, route"
-    )
+    cursor = conn.execute(sql, args)
     names = [d[0] for d in cursor.description]
     return [dict(zip(names, row, strict=True)) for row in cursor]
+
+
+def _latest_alerts(conn: sqlite3.Connection, tables: set[str]) -> list[dict[str, Any]]:
+    return _alert_rows(
+        conn,
+        tables,
+        f"SELECT * FROM {ALERTS} WHERE id IN (SELECT MAX(id) FROM {ALERTS} GROUP BY rule, service, route) "
+        "ORDER BY rule, service, route",
+    )
 
 
 def problems(
@@ -270,24 +277,21 @@ def series(
 
 
 def alert_marks(conn: sqlite3.Connection, tables: set[str]) -> list[dict[str, Any]]:
-    if ALERTS not in tables:
-        return []
-    cursor = conn.execute(
+    """Where alerts fired and resolved, for the charts."""
+    return _alert_rows(
+        conn,
+        tables,
         f"SELECT time_ns, rule, metric, service, route, state, previous_state, value, message FROM {ALERTS} "
-        "WHERE state = 'ALERT' OR (state = 'OK' AND previous_state = 'ALERT') ORDER BY time_ns"
+        "WHERE state = 'ALERT' OR (state = 'OK' AND previous_state = 'ALERT') ORDER BY time_ns",
     )
-    names = [d[0] for d in cursor.description]
-    return [dict(zip(names, row, strict=True)) for row in cursor]
 
 
 def recent_alerts(conn: sqlite3.Connection, tables: set[str], limit: int = 20) -> list[dict[str, Any]]:
     """The latest notified transitions (the first quiet OK/NO_DATA sighting of a group is left out)."""
-    if ALERTS not in tables:
-        return []
-    cursor = conn.execute(
+    return _alert_rows(
+        conn,
+        tables,
         f"SELECT time_ns, rule, metric, service, route, previous_state, state, message FROM {ALERTS} "
         "WHERE previous_state IS NOT NULL OR state IN ('ALERT', 'WARNING') ORDER BY id DESC LIMIT ?",
         (limit,),
     )
-    names = [d[0] for d in cursor.description]
-    return [dict(zip(names, row, strict=True)) for row in cursor]
