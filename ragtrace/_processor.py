@@ -73,6 +73,9 @@ class ScoringSpanProcessor(SpanProcessor):
     ``queue_size`` / ``max_concurrency`` / ``hold_timeout`` / ``shutdown_timeout``: see
     ``docs/configuration.md``; constructor arguments win over ``RAGTRACE_*`` variables.
     ``meter_provider`` / ``service_name``: where the score histogram and counters go.
+    ``records``: the store the decorators hand each RAG span's record through (default: the process-wide
+    ``ragtrace._capture.RECORDS``, which the decorators fill). Only tests pass one: they put records into
+    a store of their own by hand, so no other processor or decorated call can take them.
     Wrong values raise ``ConfigurationError`` naming the fix.
     """
 
