@@ -99,6 +99,9 @@ def complete_rag(
     streamed: bool,
     failed: bool,
 ) -> bool:
+    """A RAG call's attributes: what ``record()`` set wins over its own values, which win over what its
+    retrievers and generations gathered; the record goes to ``RECORDS`` unless the call failed. Returns
+    whether any text was cut."""
     state = call.state
     assert state is not None
     settings = call.settings
@@ -139,6 +142,7 @@ def complete_rag(
 
 
 def json_text(value: Mapping[str, Any], limit: int) -> tuple[str, bool]:
+    """``value`` as exported JSON text (values it cannot encode as their ``str``) and whether it was cut."""
     try:
         text = json.dumps(dict(value), default=str, ensure_ascii=False)
     except Exception:
@@ -147,6 +151,7 @@ def json_text(value: Mapping[str, Any], limit: int) -> tuple[str, bool]:
 
 
 def record_chunk(chunk: Chunk, limit: int) -> Chunk:
+    """``chunk`` with its text cut to the record bound (the same object when it fits)."""
     if len(chunk.text) <= limit:
         return chunk
     return Chunk(text=chunk.text[:limit], id=chunk.id, score=chunk.score, metadata=chunk.metadata)

@@ -163,6 +163,7 @@ def _is_async(func: Callable[..., Any]) -> bool:
 
 
 def wrap(func: Any, spec_of: Callable[[Callable[..., Any]], Spec]) -> Any:
+    """``func`` wrapped by the wrapper of its kind, with the ``Spec`` ``spec_of`` checks once, now."""
     if isinstance(func, (classmethod, staticmethod)):
         # Decorator written above @classmethod/@staticmethod: wrap the function, keep the descriptor.
         return type(func)(wrap(func.__func__, spec_of))
