@@ -132,13 +132,23 @@ def _alert_rows(conn: sqlite3.Connection, tables: set[str], sql: str, args: Sequ
     return [dict(zip(names, row, strict=True)) for row in cursor]
 
 
+# The three reads of ``alerts``: each group's latest row, the marks on the charts, the recent transitions.
+_LATEST_ALERTS_SQL = (
+    f"SELECT * FROM {ALERTS} WHERE id IN (SELECT MAX(id) FROM {ALERTS} GROUP BY rule, service, route) "
+    "ORDER BY rule, service, route"
+)
+_ALERT_MARKS_SQL = (
+    f"SELECT time_ns, rule, metric, service, route, state, previous_state, value, message FROM {ALERTS} "
+    "WHERE state = 'ALERT' OR (state = 'OK' AND previous_state = 'ALERT') ORDER BY time_ns"
+)
+_RECENT_ALERTS_SQL = (
+    f"SELECT time_ns, rule, metric, service, route, previous_state, state, message FROM {ALERTS} "
+    "WHERE previous_state IS NOT NULL OR state IN ('ALERT', 'WARNING') ORDER BY id DESC LIMIT ?"
+)
+
+
 def _latest_alerts(conn: sqlite3.Connection, tables: set[str]) -> list[dict[str, Any]]:
-    return _alert_rows(
-        conn,
-        tables,
-        f"SELECT * FROM {ALERTS} WHERE id IN (SELECT MAX(id) FROM {ALERTS} GROUP BY rule, service, route) "
-        "ORDER BY rule, service, route",
-    )
+    return _alert_rows(conn, tables, _LATEST_ALERTS_SQL)
 
 
 def problems(
@@ -278,20 +288,9 @@ def series(
 
 def alert_marks(conn: sqlite3.Connection, tables: set[str]) -> list[dict[str, Any]]:
     """Where alerts fired and resolved, for the charts."""
-    return _alert_rows(
-        conn,
-        tables,
-        f"SELECT time_ns, rule, metric, service, route, state, previous_state, value, message FROM {ALERTS} "
-        "WHERE state = 'ALERT' OR (state = 'OK' AND previous_state = 'ALERT') ORDER BY time_ns",
-    )
+    return _alert_rows(conn, tables, _ALERT_MARKS_SQL)
 
 
 def recent_alerts(conn: sqlite3.Connection, tables: set[str], limit: int = 20) -> list[dict[str, Any]]:
     """The latest notified transitions (the first quiet OK/NO_DATA sighting of a group is left out)."""
-    return _alert_rows(
-        conn,
-        tables,
-        f"SELECT time_ns, rule, metric, service, route, previous_state, state, message FROM {ALERTS} "
-        "WHERE previous_state IS NOT NULL OR state IN ('ALERT', 'WARNING') ORDER BY id DESC LIMIT ?",
-        (limit,),
-    )
+    return _alert_rows(conn, tables, _RECENT_ALERTS_SQL, (limit,))
