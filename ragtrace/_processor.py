@@ -43,6 +43,7 @@ from ragtrace._spans import safe_copy
 from ragtrace._telemetry import Telemetry
 from ragtrace._worker import Worker
 from ragtrace.metrics import Suite
+from ragtrace.metrics._registry import configured_suite
 
 if TYPE_CHECKING:
     from opentelemetry.metrics import MeterProvider
@@ -109,7 +110,7 @@ class ScoringSpanProcessor(SpanProcessor):
         self.max_concurrency = MAX_CONCURRENCY.resolve(max_concurrency)
         self.hold_timeout = HOLD_TIMEOUT.resolve(hold_timeout)
         self.shutdown_timeout = SHUTDOWN_TIMEOUT.resolve(shutdown_timeout)
-        suite = _build_suite(metrics)  # fails now, not in the worker, on an unknown metric
+        suite = configured_suite(metrics)  # fails now, not in the worker, on an unknown metric
         self._metric_names: tuple[str, ...] = suite.names
         self._suites: dict[tuple[str, ...], Suite] = {suite.names: suite}
         from ragtrace.judges._default import as_judge
@@ -326,15 +327,3 @@ def _renew_admission_lock(processor: ScoringSpanProcessor) -> None:
     # Another thread may have held the admission lock at fork time; in the child nobody would release
     # it, and every RAG span ending under a budget would block there.
     processor._admission = threading.Lock()
-
-
-def _build_suite(metrics: Sequence[str | Metric] | None) -> Suite:
-    from ragtrace.metrics import PRODUCTION_METRICS, build_suite
-
-    if metrics is None:
-        metrics = env.read_list(env.RAGTRACE_METRICS) or list(PRODUCTION_METRICS)
-    if isinstance(metrics, str):
-        raise ConfigurationError(f"metrics={metrics!r} is a string: pass a list, e.g. metrics=['faithfulness']")
-    if not list(metrics):
-        raise ConfigurationError("metrics=[] scores nothing: pass at least one metric name, or leave it unset")
-    return build_suite(list(metrics))

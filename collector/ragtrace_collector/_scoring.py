@@ -26,7 +26,8 @@ from ragtrace import Chunk, RagRecord, Sampler, semconv
 from ragtrace import _settings as settings
 from ragtrace import environment_variables as env
 from ragtrace.judges import Judge, default_judge
-from ragtrace.metrics import Suite, build_suite
+from ragtrace.metrics import Suite
+from ragtrace.metrics._registry import configured_suite
 from ragtrace_collector._carrier import carrier_export, encode, score_rows
 from ragtrace_collector._otlp import Batch, Row
 from ragtrace_collector._store import Store, StoreError
@@ -84,7 +85,7 @@ class ServerScorer:
     ) -> None:
         sample_rate = SAMPLE_RATE.resolve(sample_rate)
         self.store = store
-        self.suite = suite if suite is not None else build_suite(env.read_list(env.RAGTRACE_METRICS))
+        self.suite = suite if suite is not None else configured_suite()
         # Built now, not on the scoring thread: a wrong RAGTRACE_JUDGE* setting must stop the start-up.
         self._judge: Judge = judge if judge is not None else default_judge()
         self.sample_rate = sample_rate

@@ -5,9 +5,10 @@ Unknown names and bad options raise ``ConfigurationError`` listing what is valid
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from ragtrace import environment_variables as env
 from ragtrace._exceptions import ConfigurationError
 from ragtrace.metrics._base import Metric
 from ragtrace.metrics._suite import Suite
@@ -101,3 +102,19 @@ def build_suite(metrics: str | Iterable[str | Metric] | None = None) -> Suite:
         metrics = [m for m in (part.strip() for part in metrics.split(",")) if m]
     built = [metric_by_name(m) if isinstance(m, str) else m for m in metrics]
     return Suite(built)
+
+
+def configured_suite(metrics: Sequence[str | Metric] | None = None) -> Suite:
+    """The suite a scorer (the in-app processor, the collector) scores with: ``metrics`` (names or ``Metric``
+    objects), else the names in ``RAGTRACE_METRICS``, else the production suite.
+
+    A string (``metrics="faithfulness"``) or an empty list is a ``ConfigurationError`` naming the fix, as is
+    an unknown name: a scorer fails at start, never in its worker.
+    """
+    if metrics is None:
+        metrics = env.read_list(env.RAGTRACE_METRICS) or list(PRODUCTION_METRICS)
+    if isinstance(metrics, str):
+        raise ConfigurationError(f"metrics={metrics!r} is a string: pass a list, e.g. metrics=['faithfulness']")
+    if not list(metrics):
+        raise ConfigurationError("metrics=[] scores nothing: pass at least one metric name, or leave it unset")
+    return build_suite(list(metrics))
