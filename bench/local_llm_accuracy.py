@@ -161,6 +161,24 @@ async def _ragas(metric: Any, usage: _Usage, example: Example, timeout: float) -
     return result
 
 
+async def fill_offline(path: str) -> None:
+    """Compute the offline tier's support for the records of ``path`` that lack it (no LLM involved)."""
+    from ragtrace.judges.offline import OfflineJudge
+
+    judge = OfflineJudge()
+    records = _read(path)
+    examples = {(name, e.row, e.grounded): e for name in {r["set"] for r in records} for e in load(name, "test")}
+    for record in records:
+        if "offline_p" not in record:
+            record.pop("offline_error", None)
+            record.update(await _offline(judge, examples[(record["set"], record["row"], record["grounded"])]))
+    _write_all(path, records)
+
+
+def _write_all(path: str, records: Sequence[dict[str, Any]]) -> None:
+    Path(path).write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+
+
 def _append(path: str, record: dict[str, Any]) -> None:
     with open(path, "a", encoding="utf-8") as out:
         out.write(json.dumps(record) + "\n")
@@ -247,7 +265,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=300.0)
     parser.add_argument("--out", default="bench/results/local_llm.jsonl")
     parser.add_argument("--report", help="print the table of a results file and stop")
+    parser.add_argument("--fill-offline", help="add the offline tier's support to a results file and stop")
     args = parser.parse_args(argv)
+    if args.fill_offline:
+        asyncio.run(fill_offline(args.fill_offline))
+        return 0
     if args.report:
         report(args.report)
         return 0
