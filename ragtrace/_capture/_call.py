@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import codecs
 import logging
+from collections.abc import Callable
 from typing import Any, cast
 
 from opentelemetry import context as otel_context
@@ -94,6 +95,19 @@ class Call:
     def exit(self, token: object) -> None:
         if token is not None:
             otel_context.detach(cast(Any, token))
+
+    def run(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """``fn(*args, **kwargs)`` with this call's span current; an exception ends the span as failed and
+        propagates (what a wrapper does around each piece of the app's code it runs)."""
+        token = self.enter()
+        try:
+            result = fn(*args, **kwargs)
+        except BaseException as exc:
+            self.exit(token)
+            self.fail(exc)
+            raise
+        self.exit(token)
+        return result
 
     # -- streams -----------------------------------------------------------------------------------
 

@@ -62,14 +62,7 @@ def _wrap_generator(func: Callable[..., Any], spec: Spec) -> Callable[..., Any]:
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Generator[Any, Any, Any]:
         call = Call(spec, args, kwargs)
-        token = call.enter()
-        try:
-            inner = func(*args, **kwargs)
-        except BaseException as exc:
-            call.exit(token)
-            call.fail(exc)
-            raise
-        call.exit(token)
+        inner = call.run(func, *args, **kwargs)
         sent: Any = None
         thrown: BaseException | None = None
         while True:
@@ -91,14 +84,7 @@ def _wrap_generator(func: Callable[..., Any], spec: Spec) -> Callable[..., Any]:
             try:
                 sent = yield item
             except GeneratorExit:
-                token = call.enter()
-                try:
-                    inner.close()
-                except BaseException as exc:
-                    call.exit(token)
-                    call.fail(exc)
-                    raise
-                call.exit(token)
+                call.run(inner.close)
                 call.succeed(None, streamed=True)
                 raise
             except BaseException as exc:  # thrown in by the consumer: pass it to the body
@@ -111,14 +97,7 @@ def _wrap_async_generator(func: Callable[..., Any], spec: Spec) -> Callable[...,
     @functools.wraps(func)
     async def wrapper(*args: Any, **kwargs: Any) -> AsyncGenerator[Any, Any]:
         call = Call(spec, args, kwargs)
-        token = call.enter()
-        try:
-            inner = func(*args, **kwargs)
-        except BaseException as exc:
-            call.exit(token)
-            call.fail(exc)
-            raise
-        call.exit(token)
+        inner = call.run(func, *args, **kwargs)
         sent: Any = None
         thrown: BaseException | None = None
         while True:
