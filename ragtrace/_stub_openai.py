@@ -476,6 +476,9 @@ def _statement_support(user: str) -> tuple[float, float, int]:
 
 def _answer_verify_claim(user: str) -> Any:
     share, p_yes, chunk = _statement_support(user)
+    if "Context chunks:" not in user:
+        # One chunk: the judge asks for one word.
+        return "yes" if p_yes >= 0.5 else ("contradicted" if 0.3 <= share < 0.6 else "no")
     reply: dict[str, Any] = {
         "supported": "yes" if p_yes >= 0.5 else "no",
         "contradicted": "yes" if 0.3 <= share < 0.6 else "no",

@@ -35,10 +35,14 @@ class StepPrompt:
     instructions: str
     shape: str
     schema: Mapping[str, Any]
+    word: bool = False
+    """The reply is one word, asked for without a response format (``instructions`` say which words)."""
 
     @property
     def system(self) -> str:
         """The system message: marker, instructions, and the reply's shape for JSON-mode endpoints."""
+        if self.word:
+            return f"{STEP_MARKER} {self.step}\n{self.instructions}"
         return f"{STEP_MARKER} {self.step}\n{self.instructions}\nReply with JSON only, shaped: {self.shape}"
 
     @property
@@ -122,14 +126,29 @@ VERIFY_CLAIM_STEP = "verify_claim"
 """Step name of the one-question-per-claim verification (a part of ``verify``, not a step of its own)."""
 
 # One yes/no question per claim: what a 0.5B-7B model answers best, and the answer's first token
-# carries P(yes) in its logprobs. The answer comes first so that its token sits at a known place.
+# carries P(yes) in its logprobs. With one chunk the reply is one word, asked for in plain text: on
+# HaluEval QA (80 train-split records) a 0.5B model's P(yes) separated right from hallucinated answers
+# with AUROC 0.766 asked this way (0.771 without the "contradicted" word), 0.729 with the same words in
+# a JSON schema and 0.655 with the question in the system prompt. The question comes last.
+VERIFY_CLAIM_WORD = StepPrompt(
+    step=VERIFY_CLAIM_STEP,
+    instructions=(
+        "You check statements against a context. Reply with one word: yes if the context supports the "
+        "statement, no if it does not, contradicted if the context states the opposite."
+    ),
+    shape="yes | no | contradicted",
+    schema=_object(),
+    word=True,
+)
+
+# With several chunks the reply also names the chunk it rests on (an enum of the request's numbers),
+# so it is JSON; the answer comes first so that its token sits at a known place.
 VERIFY_CLAIM = StepPrompt(
     step=VERIFY_CLAIM_STEP,
     instructions=(
-        "Read the context and the statement. Is the statement supported by the context: does the context "
-        "state it or clearly imply it? Answer yes or no. Then say whether the context contradicts the "
-        "statement (states something incompatible with it). Judge by the context only, not by your own "
-        "knowledge."
+        "You check statements against a context. Say whether the context supports the statement (states "
+        "it or clearly implies it), whether it contradicts it (states the opposite), and which chunk your "
+        "answer rests on."
     ),
     shape='{"supported": <"yes" or "no">, "contradicted": <"yes" or "no">}',
     schema=_object(
@@ -220,6 +239,7 @@ ALL_PROMPTS: tuple[StepPrompt, ...] = (
     EXTRACT_CLAIMS,
     VERIFY,
     VERIFY_CLAIM,
+    VERIFY_CLAIM_WORD,
     CLASSIFY_CLAIMS,
     RATE_STATEMENTS,
     GENERATE_QUESTIONS,
@@ -278,9 +298,11 @@ def render_verify(claims: Sequence[str], chunks: Sequence[str]) -> str:
 
 def render_verify_claim(claim: str, chunks: Sequence[str]) -> str:
     if len(chunks) == 1:
-        return f"Context: {chunks[0]}\n\nStatement: {claim}"
-    extra = "\n\nAlso give the number of the chunk your answer rests on."
-    return f"Context chunks:\n{numbered('chunk', chunks)}\n\nStatement: {claim}{extra}"
+        return f"Context: {chunks[0]}\n\nStatement: {claim}\n\nIs the statement supported by the context?"
+    return (
+        f"Context chunks:\n{numbered('chunk', chunks)}\n\nStatement: {claim}\n\n"
+        "Is the statement supported by the context? Which chunk does your answer rest on?"
+    )
 
 
 def render_classify_claims(claims: Sequence[str], reference: str) -> str:

@@ -545,7 +545,9 @@ class OpenAIJudge:
                 "temperature": 0,
                 "timeout": self.timeout,
             }
-            if self._mode == "json_schema":
+            if prompt.word:
+                kwargs["max_tokens"] = 4  # one word; a reply format would only get in its way
+            elif self._mode == "json_schema":
                 kwargs["response_format"] = prompt.response_format(schema)
             elif self._mode == "json_object":
                 kwargs["response_format"] = {"type": "json_object"}
@@ -586,6 +588,8 @@ class OpenAIJudge:
 
         async def attempt() -> T:
             reply = await self._chat(prompt, user, tally, logprobs=logprobs, schema=schema)
+            if prompt.word:
+                return read(reply.content, reply)
             # Every JSON value of the reply, most likely first: the first with the step's shape is read.
             return read_first(json_candidates(reply.content), lambda obj: read(obj, reply))
 
@@ -684,13 +688,16 @@ class OpenAIJudge:
         """One VERIFY_CLAIM call per claim, concurrently; the step fails when any of them fails."""
         count = len(chunks)
         schema = _prompts.verify_claim_schema(count)
+        prompt = _prompts.VERIFY_CLAIM_WORD if count == 1 else _prompts.VERIFY_CLAIM
 
         def read(obj: Any, reply: _ChatReply) -> _ClaimAnswer:
+            if prompt.word:
+                return _read_claim_word(obj, reply)
             return _read_claim_answer(obj, reply, count)
 
         async def one(claim: str) -> JudgeReply[_ClaimAnswer]:
             user = _prompts.render_verify_claim(claim, chunks)
-            return await self._ask(_prompts.VERIFY_CLAIM, user, read, logprobs=True, schema=schema)
+            return await self._ask(prompt, user, read, logprobs=True, schema=schema)
 
         outcomes = await asyncio.gather(*(one(c) for c in claims), return_exceptions=True)
         cost = Cost()
@@ -1013,7 +1020,7 @@ def _weighted_score(reply: _ChatReply, low: int, high: int) -> float | None:
 
 
 _YES_WORDS = ("yes", "true", "supported")
-_NO_WORDS = ("no", "false", "unsupported", "not")
+_NO_WORDS = ("no", "false", "unsupported")
 _ANSWER_VALUE = re.compile(r'"supported"\s*:\s*"?')
 
 
@@ -1070,6 +1077,24 @@ def _read_claim_answer(obj: Any, reply: _ChatReply, count: int) -> _ClaimAnswer:
     return _ClaimAnswer(p_yes, contradicted and p_yes < 0.5, chunk, weighted=True)
 
 
+def _read_claim_word(text: str, reply: _ChatReply) -> _ClaimAnswer:
+    """One word: yes, no or contradicted (any case, punctuation around it); P(yes) from the logprobs."""
+    words = re.findall(r"[a-z]+", text.lower())
+    if not words:
+        raise ReplyParseError(f"the reply is not yes, no or contradicted: {text[:40]!r}")
+    word = words[0]
+    if word.startswith("contradict"):
+        supported, contradicted = False, True
+    elif word in ("yes", "no"):
+        supported, contradicted = word == "yes", False
+    else:
+        raise ReplyParseError(f"the reply is not yes, no or contradicted: {text[:40]!r}")
+    p_yes = _yes_probability(reply)
+    if p_yes is None:
+        return _ClaimAnswer(1.0 if supported else 0.0, contradicted, 0, weighted=False)
+    return _ClaimAnswer(p_yes, contradicted and p_yes < 0.5, 0, weighted=True)
+
+
 def _answer_class(token: str) -> bool | None:
     """True for a token that starts "yes", False for one that starts "no", None otherwise."""
     word = token.strip().strip('"').strip().lower()
@@ -1077,7 +1102,7 @@ def _answer_class(token: str) -> bool | None:
         return None
     if word.startswith("y"):
         return True
-    if word.startswith("n"):
+    if word.startswith("n") and not word.startswith("ne"):  # "neither" is not a no to a yes/no question
         return False
     return None
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from ragtrace import RagRecord
-from ragtrace._stub_openai import StubOpenAIServer
+from ragtrace._stub_openai import StubOpenAIServer, StubReply
 from ragtrace.judges import JudgeError, Verdict
 from ragtrace.judges.openai import OpenAIJudge
 from ragtrace.metrics import Faithfulness
@@ -27,13 +27,14 @@ def _schema(request: Any) -> dict[str, Any]:
 
 
 def _logprob_reply(p_yes: float, answer: str = "yes", chunk: int | None = None) -> dict[str, Any]:
-    """A completion whose answer token carries P(yes) = ``p_yes`` against P(no)."""
+    """A completion whose answer token carries P(yes) = ``p_yes`` against P(no): one word, or JSON
+    naming a chunk."""
     import math
 
     content: dict[str, Any] = {"supported": answer, "contradicted": "no"}
     if chunk is not None:
         content["chunk"] = chunk
-    text = json.dumps(content)
+    text = json.dumps(content) if chunk is not None else answer
     head, tail = text.split(answer, 1)
     alternatives = [
         {"token": "yes", "logprob": math.log(p_yes), "bytes": None},
@@ -75,13 +76,43 @@ async def test_a_self_hosted_endpoint_gets_one_question_per_claim(stub: StubOpen
     assert [r.step for r in requests] == ["verify_claim"] * 3
     assert reply.cost.chat_calls == 3
     for request in requests:
+        # One chunk: one word asked for in plain text (small models answer it best), with logprobs.
         assert request.body["logprobs"] is True
-        assert _schema(request)["properties"]["supported"]["enum"] == ["yes", "no"]
-        assert "chunk" not in _schema(request)["properties"]  # one chunk: nothing to cite
-        assert request.schema_errors == ()
-        # No example values in the prompt that a model could copy.
-        system = request.body["messages"][0]["content"]
-        assert '"yes"' not in system.split("shaped:")[1].replace('<"yes" or "no">', "")
+        assert "response_format" not in request.body
+        assert request.body["max_tokens"] == 4
+        assert "Reply with one word: yes if" in request.body["messages"][0]["content"]
+        assert request.body["messages"][1]["content"].endswith("Is the statement supported by the context?")
+
+
+async def test_a_one_word_reply_is_read_and_anything_else_is_unparseable(
+    stub: StubOpenAIServer, make_judge: MakeJudge
+) -> None:
+    stub.logprobs = False
+    judge = make_judge(verify="per_claim", parse_retries=0)
+    for content, verdict in (
+        ("Yes.", Verdict.SUPPORTED),
+        (" no", Verdict.NEITHER),
+        ("Contradicted", Verdict.CONTRADICTED),
+    ):
+        stub.script(StubReply(content=content))
+        assert (await judge.verify(["a claim"], ["a chunk"])).value == [[verdict]]
+    stub.script(StubReply(content="Perhaps, the context is unclear."))
+    with pytest.raises(JudgeError) as caught:
+        await judge.verify(["a claim"], ["a chunk"])
+    assert caught.value.error_type == "unparseable_reply"
+
+
+async def test_several_chunks_ask_for_json_naming_the_chunk(stub: StubOpenAIServer, make_judge: MakeJudge) -> None:
+    judge = make_judge(verify="per_claim")
+    await judge.verify(["Brasilia is the capital of Brazil."], ["Lima is in Peru.", CHUNK])
+    (request,) = stub.chat_requests
+    schema = _schema(request)
+    assert schema["properties"]["supported"]["enum"] == ["yes", "no"]
+    assert schema["properties"]["chunk"]["enum"] == [1, 2]
+    assert request.schema_errors == ()
+    # No example values in the prompt that a model could copy.
+    shape = request.body["messages"][0]["content"].split("shaped:")[1]
+    assert "[2]" not in shape and '"yes"' not in shape.replace('<"yes" or "no">', "")
 
 
 def test_openai_itself_gets_the_batched_call() -> None:
@@ -129,16 +160,13 @@ async def test_several_chunks_the_claim_is_placed_at_the_chunk_it_rests_on(
 async def test_a_claim_answer_citing_a_chunk_that_does_not_exist_is_invalid(
     stub: StubOpenAIServer, make_judge: MakeJudge
 ) -> None:
-    # The measured failure: chunk 2 of a one-chunk record.
-    stub.responder = lambda step, _body: {"supported": "yes", "contradicted": "no", "chunk": 2}
+    # The measured failure was chunk 2 of a one-chunk record: one chunk now asks for one word (nothing
+    # to cite), and with several chunks a number the request lacks is an invalid reply.
+    stub.responder = lambda step, _body: {"supported": "yes", "contradicted": "no", "chunk": 3}
     judge = make_judge(verify="per_claim")
     with pytest.raises(JudgeError) as caught:
-        await judge.verify(["a claim", "another claim"], ["the only chunk"])
+        await judge.verify(["a claim", "another claim"], ["chunk one", "chunk two"])
     assert caught.value.error_type == "invalid_reply"
-    assert "rests on chunk 2, but the request has chunks 1 to 1" in str(caught.value)
-    stub.responder = lambda step, _body: {"supported": "yes", "contradicted": "no", "chunk": 3}
-    with pytest.raises(JudgeError) as caught:
-        await judge.verify(["a claim"], ["chunk one", "chunk two"])
     assert "rests on chunk 3, but the request has chunks 1 to 2" in str(caught.value)
     # The stub saw the reply break the enum a constrained server would have enforced.
     assert any("is not one of [1, 2]" in e for r in stub.chat_requests for e in r.schema_errors)
@@ -147,9 +175,7 @@ async def test_a_claim_answer_citing_a_chunk_that_does_not_exist_is_invalid(
 async def test_a_failing_claim_fails_the_step_with_the_cost_of_every_call(
     stub: StubOpenAIServer, make_judge: MakeJudge
 ) -> None:
-    stub.responder = lambda step, body: (
-        "not an answer" if "second" in body["messages"][1]["content"] else {"supported": "yes", "contradicted": "no"}
-    )
+    stub.responder = lambda step, body: "not an answer" if "second" in body["messages"][1]["content"] else "yes"
     judge = make_judge(verify="per_claim", parse_retries=0)
     with pytest.raises(JudgeError) as caught:
         await judge.verify(["first claim", "second claim"], ["chunk"])

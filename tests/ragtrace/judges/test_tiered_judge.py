@@ -102,7 +102,7 @@ async def test_an_llm_failure_leaves_the_offline_verdicts_and_says_so(
     stub: StubOpenAIServer, caplog: pytest.LogCaptureFixture
 ) -> None:
     broken = OpenAIJudge(base_url=stub.base_url, max_retries=0, retry_base_delay=0.0)
-    stub.responder = lambda step, _body: {"supported": "maybe"}
+    stub.responder = lambda step, _body: "maybe"
     judge = TieredJudge(SupportingFake(TABLE), broken, threshold=0.5, audit_share=0.0)
     try:
         with caplog.at_level(logging.WARNING, logger="ragtrace"):
