@@ -82,7 +82,12 @@ def _record_key(claims: Sequence[str], chunks: Sequence[str]) -> str:
     return "\x1e".join(claims) + "\x1d" + "\x1e".join(chunks)
 
 
-def _offline_threshold() -> float:
+def _offline_threshold(offline: object = None) -> float:
+    """The offline tier's own ``support_threshold`` when it has one, else the offline judge's calibrated
+    ``SUPPORT_THRESHOLD``, else 0.5."""
+    own = getattr(offline, "support_threshold", None)
+    if isinstance(own, (int, float)) and not isinstance(own, bool):
+        return float(own)
     try:
         from ragtrace.judges import _offline_calibration as cal
 
@@ -96,7 +101,7 @@ class TieredJudge:
 
     ``offline`` defaults to ``OfflineJudge()`` and must offer ``support(claims, chunks)``; ``llm``
     defaults to ``OpenAIJudge()``. ``threshold`` defaults to the offline tier's calibrated support
-    threshold. Wrong settings raise ``ConfigurationError``.
+    threshold (its ``support_threshold`` attribute when it has one). Wrong settings raise ``ConfigurationError``.
     """
 
     def __init__(
@@ -127,7 +132,7 @@ class TieredJudge:
                 raise ConfigurationError(f"TieredJudge({label}={value!r}): give a number from {low} to {high}")
         self.offline = offline
         self.llm = llm
-        self.threshold = _offline_threshold() if threshold is None else float(threshold)
+        self.threshold = _offline_threshold(offline) if threshold is None else float(threshold)
         self.margin = float(margin)
         self.audit_share = float(audit_share)
         self.name = f"tiered:{offline.name}+{llm.name}"
