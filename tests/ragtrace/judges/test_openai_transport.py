@@ -16,7 +16,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from ragtrace._stub_openai import StubOpenAIServer, StubReply
 from ragtrace.judges import JudgeError
-from ragtrace.judges.openai import OpenAIJudge, _retry_after
+from ragtrace.judges._openai_transport import _retry_after
+from ragtrace.judges.openai import OpenAIJudge
 from tests.ragtrace.judges.conftest import MakeJudge
 
 
