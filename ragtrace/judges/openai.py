@@ -33,6 +33,7 @@ from typing import Any, Literal, TypeVar
 
 import openai
 
+from ragtrace import _settings
 from ragtrace import environment_variables as env
 from ragtrace.environment_variables import ConfigurationError
 from ragtrace.judges import _prompts
@@ -86,10 +87,14 @@ DEFAULT_TIMEOUT = 180.0
 """Seconds per call when neither ``timeout=`` nor ``RAGTRACE_JUDGE_TIMEOUT`` is given: long enough for
 a small model on a CPU (first calls of a 0.5B-1.5B model on 2 cores took 43-133 s). The app never
 waits for it: a span held past its deadline is exported unscored and its scores follow on a carrier."""
+_TIMEOUT = _settings.seconds("timeout", env.RAGTRACE_JUDGE_TIMEOUT, default=DEFAULT_TIMEOUT)
+_MAX_RETRIES = _settings.whole_number("max_retries", env.RAGTRACE_JUDGE_MAX_RETRIES, default=3, minimum=0)
+_MAX_CONCURRENCY = _settings.whole_number("max_concurrency", env.RAGTRACE_JUDGE_MAX_CONCURRENCY, default=16, minimum=1)
+
 VerifyMode = Literal["auto", "per_claim", "batched"]
+"""How ``verify`` asks: one yes/no question per claim (small models), or all claims in one call."""
 ExtractMode = Literal["auto", "llm", "sentences"]
 """How ``extract_claims`` splits an answer: by the model (one call), or into its sentences (no call)."""
-"""How ``verify`` asks: one yes/no question per claim (small models), or all claims in one call."""
 _OPENAI_HOST = "api.openai.com"
 _DEFAULT_EMBEDDING_MODEL = "text-embedding-3-small"
 _PLACEHOLDER_KEY = "not-needed"
@@ -157,11 +162,9 @@ class OpenAIJudge(_Transport):
             embedding_model, env.RAGTRACE_JUDGE_EMBEDDING_MODEL, _DEFAULT_EMBEDDING_MODEL, "embedding_model"
         )
         self.name = f"openai:{self.model}"
-        self.timeout = self._positive_float(timeout, env.RAGTRACE_JUDGE_TIMEOUT, DEFAULT_TIMEOUT, "timeout")
-        self.max_retries = self._count(max_retries, env.RAGTRACE_JUDGE_MAX_RETRIES, 3, "max_retries", minimum=0)
-        self.max_concurrency = self._count(
-            max_concurrency, env.RAGTRACE_JUDGE_MAX_CONCURRENCY, 16, "max_concurrency", minimum=1
-        )
+        self.timeout = _TIMEOUT.resolve(timeout)
+        self.max_retries = _MAX_RETRIES.resolve(max_retries)
+        self.max_concurrency = _MAX_CONCURRENCY.resolve(max_concurrency)
         if response_mode != "auto" and response_mode not in _MODES:
             raise ConfigurationError(
                 f"response_mode={response_mode!r} is unknown: use 'auto', 'json_schema', 'json_object' or 'text'"
@@ -241,24 +244,6 @@ class OpenAIJudge(_Transport):
         if not isinstance(chosen, str) or not chosen.strip():
             raise ConfigurationError(f"{label} is empty: pass {label}='...' or set {variable}")
         return chosen.strip()
-
-    @staticmethod
-    def _positive_float(value: float | None, variable: str, default: float, label: str) -> float:
-        if value is None:
-            parsed = env.read_float(variable, default, minimum=0.0)
-            value = default if parsed is None else parsed
-        if not (_is_finite(value) and value > 0):
-            raise ConfigurationError(f"{label}={value!r} is invalid: give a number of seconds > 0 (or set {variable})")
-        return float(value)
-
-    @staticmethod
-    def _count(value: int | None, variable: str, default: int, label: str, *, minimum: int) -> int:
-        if value is None:
-            parsed = env.read_int(variable, default, minimum=minimum)
-            value = default if parsed is None else parsed
-        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-            raise ConfigurationError(f"{label}={value!r} is invalid: give an integer >= {minimum} (or set {variable})")
-        return value
 
     @property
     def response_mode(self) -> ResponseMode:
