@@ -161,16 +161,18 @@ async def _ragas(metric: Any, usage: _Usage, example: Example, timeout: float) -
     return result
 
 
-async def fill_offline(path: str) -> None:
-    """Compute the offline tier's support for the records of ``path`` that lack it (no LLM involved)."""
+async def fill_offline(path: str, *, refill: bool = False) -> None:
+    """Compute the offline tier's support for the records of ``path`` that lack it (all of them with
+    ``refill``: the offline judge of the working tree, matching the threshold the report routes with)."""
     from ragtrace.judges.offline import OfflineJudge
 
     judge = OfflineJudge()
     records = _read(path)
     examples = {(name, e.row, e.grounded): e for name in {r["set"] for r in records} for e in load(name, "test")}
     for record in records:
-        if "offline_p" not in record:
-            record.pop("offline_error", None)
+        if refill or "offline_p" not in record:
+            for key in ("offline_error", "offline_p", "offline_probabilities", "offline_seconds"):
+                record.pop(key, None)
             record.update(await _offline(judge, examples[(record["set"], record["row"], record["grounded"])]))
     _write_all(path, records)
 
@@ -191,7 +193,7 @@ def _read(path: str) -> list[dict[str, Any]]:
 
 
 def report(path: str) -> None:
-    from ragtrace.judges.tiered import _offline_threshold, needs_llm
+    from ragtrace.judges.tiered import DEFAULT_MARGIN, _offline_threshold, needs_llm, rescore
 
     threshold = _offline_threshold()  # as TieredJudge() uses
 
@@ -209,7 +211,9 @@ def report(path: str) -> None:
         ragas = [r.get("ragas", 0.0) for r in rows]
         offline = [r["offline_p"] for r in rows]
         routed = [needs_llm(r["offline_probabilities"], _key(r), threshold=threshold) for r in rows]
-        tiered = [o if not go else p for o, p, go in zip(offline, ours_p, routed, strict=True)]
+        # As TieredJudge.support scores it: the LLM's probability placed in the doubt band.
+        pairs_llm = zip(offline, ours_p, routed, strict=True)
+        tiered = [o if not go else rescore(p, threshold, DEFAULT_MARGIN) for o, p, go in pairs_llm]
         scores = {"ours P(yes)": ours_p, "ours verdicts": ours_v, "ragas": ragas, "offline": offline, "tiered": tiered}
         intervals = bootstrap_intervals([r["row"] for r in rows], labels, scores)
         print(f"\n{name}: {len(rows)} records ({len(pairs)} rows)")
@@ -269,9 +273,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", default="bench/results/local_llm.jsonl")
     parser.add_argument("--report", help="print the table of a results file and stop")
     parser.add_argument("--fill-offline", help="add the offline tier's support to a results file and stop")
+    parser.add_argument("--refill", action="store_true", help="with --fill-offline: recompute it for every record")
     args = parser.parse_args(argv)
     if args.fill_offline:
-        asyncio.run(fill_offline(args.fill_offline))
+        asyncio.run(fill_offline(args.fill_offline, refill=args.refill))
         return 0
     if args.report:
         report(args.report)

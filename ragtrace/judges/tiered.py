@@ -46,7 +46,7 @@ from ragtrace.judges._base import (
     Verdict,
 )
 
-__all__ = ["TieredJudge", "audit_draw", "needs_llm"]
+__all__ = ["TieredJudge", "audit_draw", "needs_llm", "rescore"]
 
 _logger = logging.getLogger("ragtrace")
 _LLM_ONLY = frozenset({GENERATE_QUESTIONS, RATE_ANSWER, GEVAL})
@@ -76,6 +76,13 @@ def needs_llm(
     if any(abs(p - threshold) <= margin for p in probabilities):
         return True
     return audit_draw(key) < audit_share
+
+
+def rescore(p_llm: float, threshold: float, margin: float) -> float:
+    """The LLM tier's probability placed in the offline tier's doubt band, ``threshold +- margin``: on
+    the same side of the threshold as the LLM's verdict (p >= 0.5), ordered as the LLM orders them.
+    Putting the LLM's raw probability among the offline tier's would mix two scales in one ranking."""
+    return min(1.0, max(0.0, threshold + margin * (2.0 * p_llm - 1.0)))
 
 
 def _record_key(claims: Sequence[str], chunks: Sequence[str]) -> str:
@@ -208,8 +215,10 @@ class TieredJudge:
         return JudgeReply(verdicts, probabilities.cost, judge=self.offline.name)
 
     async def support(self, claims: Sequence[str], chunks: Sequence[str]) -> JudgeReply[list[list[float]]]:
-        """Support probabilities ``value[claim][chunk]``: the offline tier's, or the LLM tier's (its
-        ``support``, else its verdicts as 1.0/0.0) for a doubtful or audited record."""
+        """Support scores ``value[claim][chunk]``: the offline tier's probabilities, or, for a doubtful or
+        audited record, the LLM tier's (its ``support``, else its verdicts as 1.0/0.0) re-scored within
+        the doubt band (``rescore``): the LLM orders the records the offline tier could not, and the
+        records the offline tier is sure of keep their places around them."""
         if not claims or not chunks:
             return JudgeReply([[] for _ in claims])
         go, probabilities = await self._route(claims, chunks)
@@ -226,7 +235,8 @@ class TieredJudge:
             except JudgeError as error:
                 self._llm_failed(error)
                 return JudgeReply(probabilities.value, probabilities.cost + error.cost, judge=self.offline.name)
-            return JudgeReply(value, probabilities.cost + reply.cost, judge=self.llm.name)
+            banded = [[rescore(p, self.threshold, self.margin) if p > 0.0 else 0.0 for p in row] for row in value]
+            return JudgeReply(banded, probabilities.cost + reply.cost, judge=self.llm.name)
         return JudgeReply(probabilities.value, probabilities.cost, judge=self.offline.name)
 
     # -- the offline tier's steps --------------------------------------------------------------------

@@ -16,7 +16,7 @@ from ragtrace._stub_openai import StubOpenAIServer
 from ragtrace.judges import JudgeReply, TieredJudge, Verdict
 from ragtrace.judges._default import default_judge
 from ragtrace.judges.openai import OpenAIJudge
-from ragtrace.judges.tiered import audit_draw, needs_llm
+from ragtrace.judges.tiered import audit_draw, needs_llm, rescore
 from ragtrace.metrics import build_suite
 from ragtrace.testing import FakeJudge
 
@@ -82,7 +82,9 @@ async def test_a_doubtful_claim_sends_the_record_to_the_llm(stub: StubOpenAIServ
     assert [r.step for r in stub.chat_requests] == ["verify_claim", "verify_claim"]
     assert reply.cost.chat_calls == 2
     support = await judge.support([DOUBTFUL], [CHUNK])
-    assert support.judge == "openai:small" and 0.0 <= support.value[0][0] <= 1.0
+    # The LLM's P(yes) re-scored within the doubt band (0.5 +- 0.15), on the side of its verdict.
+    assert support.judge == "openai:small" and 0.5 <= support.value[0][0] <= 0.65
+    assert rescore(0.0, 0.5, 0.15) == pytest.approx(0.35) and rescore(1.0, 0.5, 0.15) == pytest.approx(0.65)
     assert (judge.records, judge.llm_records) == (2, 2)
 
 
