@@ -192,10 +192,11 @@ def _read(path: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-def report(path: str) -> None:
+def report(path: str, threshold: float | None = None) -> None:
     from ragtrace.judges.tiered import DEFAULT_MARGIN, _offline_threshold, needs_llm, rescore
 
-    threshold = _offline_threshold()  # as TieredJudge() uses
+    if threshold is None:
+        threshold = _offline_threshold()  # as TieredJudge() uses
 
     records = _read(path)
     print(f"{path}: {len(records)} records")
@@ -273,13 +274,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", default="bench/results/local_llm.jsonl")
     parser.add_argument("--report", help="print the table of a results file and stop")
     parser.add_argument("--fill-offline", help="add the offline tier's support to a results file and stop")
+    parser.add_argument(
+        "--threshold", type=float, help="the offline tier's support threshold (default: the working tree's)"
+    )
     parser.add_argument("--refill", action="store_true", help="with --fill-offline: recompute it for every record")
     args = parser.parse_args(argv)
     if args.fill_offline:
         asyncio.run(fill_offline(args.fill_offline, refill=args.refill))
         return 0
     if args.report:
-        report(args.report)
+        report(args.report, args.threshold)
         return 0
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     asyncio.run(measure(args))
