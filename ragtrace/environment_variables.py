@@ -90,8 +90,9 @@ records still queued before exporting the rest unscored."""
 # --------------------------------------------------------------------------------------------------
 
 RAGTRACE_JUDGE: Final = "RAGTRACE_JUDGE"
-"""``auto`` (default), ``openai`` or ``offline``. ``auto`` picks the OpenAI-compatible judge when
-``OPENAI_API_KEY`` or ``RAGTRACE_JUDGE_BASE_URL`` is set, else the offline judge."""
+"""``auto`` (default), ``openai``, ``offline`` or ``tiered``. ``auto`` picks the OpenAI-compatible judge when
+``OPENAI_API_KEY`` or ``RAGTRACE_JUDGE_BASE_URL`` is set, else the offline judge. ``tiered``: the offline
+judge on every record, the OpenAI-compatible one on the doubtful ones (``ragtrace.judges.TieredJudge``)."""
 
 RAGTRACE_JUDGE_BASE_URL: Final = "RAGTRACE_JUDGE_BASE_URL"
 """Base URL of an OpenAI-compatible endpoint (vLLM, Ollama, LiteLLM, Azure, ...), e.g.
@@ -107,7 +108,7 @@ RAGTRACE_JUDGE_EMBEDDING_MODEL: Final = "RAGTRACE_JUDGE_EMBEDDING_MODEL"
 """Embeddings model of the judge (default ``text-embedding-3-small``)."""
 
 RAGTRACE_JUDGE_TIMEOUT: Final = "RAGTRACE_JUDGE_TIMEOUT"
-"""Float seconds > 0 (default 30): timeout of one judge call."""
+"""Float seconds > 0 (default 180, sized for a small model on a CPU): timeout of one judge call."""
 
 RAGTRACE_JUDGE_MAX_RETRIES: Final = "RAGTRACE_JUDGE_MAX_RETRIES"
 """Integer >= 0 (default 3): retries of a judge call on 408, 409, 429, 5xx, a 200 whose body is not
