@@ -1,9 +1,13 @@
 """Faithfulness with a real local LLM: ragtrace's OpenAI-compatible judge against ragas, same model, same rows.
 
-Needs a server from ``bench/local_llm.py serve`` and runs in its venv (ragas, xllamacpp, ragtrace):
+One command sets everything up (``bench/local_llm.py``: venv, xllamacpp, ragas, the weights), serves the
+model on 127.0.0.1, scores, prints the side-by-side table and stops the server:
 
-    bench/.venv-local-llm/bin/python bench/local_llm_accuracy.py --base-url http://127.0.0.1:8089/v1 \\
-        --rows 40 --sets qa qa_length_controlled --out bench/results/local_llm_0.5b.jsonl
+    python bench/local_llm_accuracy.py --serve 0.5b --rows 50 --out bench/results/local_llm_0.5b.jsonl
+
+Or against a server already running (in the bench venv, which has ragas):
+
+    bench/.venv-local-llm/bin/python bench/local_llm_accuracy.py --base-url http://127.0.0.1:8089/v1 --rows 40
     bench/.venv-local-llm/bin/python bench/local_llm_accuracy.py --report bench/results/local_llm_0.5b.jsonl
 
 For every record (HaluEval QA dev, test split rows 800-999, the right and the hallucinated answer; and
@@ -37,7 +41,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from judge_accuracy import LENGTH_CONTROLLED, Example, auroc, balanced_accuracy, bootstrap_intervals, load
+try:
+    from judge_accuracy import LENGTH_CONTROLLED, Example, auroc, balanced_accuracy, bootstrap_intervals, load
+except ImportError:  # ragtrace is not installed here: only --serve works, which runs this in the bench venv
+    LENGTH_CONTROLLED = "qa_length_controlled"
 
 
 class _Usage:
@@ -264,6 +271,34 @@ def _mean(rows: Sequence[dict[str, Any]], key: str) -> float:
     return sum(float(r.get(key, 0) or 0) for r in rows) / len(rows) if rows else 0.0
 
 
+def serve_and_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
+    """Start ``bench/local_llm.py serve`` (set up on first use), run this script in the bench venv
+    against it, then stop the server."""
+    import subprocess
+
+    import local_llm
+
+    local_llm.ensure_venv()
+    local_llm.ensure_weights(local_llm.WEIGHTS[args.serve])
+    command = [sys.executable, str(local_llm.BENCH / "local_llm.py"), "serve", "--model", args.serve]
+    command += ["--port", str(args.port), "--seconds", "86400"]
+    server = subprocess.Popen(command, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+    try:
+        assert server.stdout is not None
+        for line in server.stdout:
+            if line.startswith("READY"):
+                break
+        else:
+            raise SystemExit("the local LLM server stopped before it was ready")
+        rest = [a for a in argv if a not in ("--serve", args.serve)]
+        model = local_llm.WEIGHTS[args.serve].path.stem
+        run = [str(local_llm.venv_python()), __file__, *rest, "--base-url", f"http://127.0.0.1:{args.port}/v1"]
+        return subprocess.run([*run, "--model", model], check=False).returncode
+    finally:
+        server.terminate()
+        server.wait(30)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--base-url", default="http://127.0.0.1:8089/v1")
@@ -273,12 +308,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=300.0)
     parser.add_argument("--out", default="bench/results/local_llm.jsonl")
     parser.add_argument("--report", help="print the table of a results file and stop")
+    parser.add_argument("--serve", choices=("0.5b", "1.5b"), help="set up and serve this model for the run")
+    parser.add_argument("--port", type=int, default=8089, help="the port --serve binds on 127.0.0.1")
     parser.add_argument("--fill-offline", help="add the offline tier's support to a results file and stop")
     parser.add_argument(
         "--threshold", type=float, help="the offline tier's support threshold (default: the working tree's)"
     )
     parser.add_argument("--refill", action="store_true", help="with --fill-offline: recompute it for every record")
     args = parser.parse_args(argv)
+    if args.serve:
+        return serve_and_run(args, list(sys.argv[1:] if argv is None else argv))
     if args.fill_offline:
         asyncio.run(fill_offline(args.fill_offline, refill=args.refill))
         return 0
