@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: test demo e2e lint typecheck pytest system-deps bench clean
+.PHONY: test demo e2e lint typecheck pytest system-deps bench clean judge-model
 
 $(STAMP): pyproject.toml collector/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -44,5 +44,21 @@ $(PHOENIX_VENV)/.installed-stamp:
 e2e: $(STAMP) $(PHOENIX_VENV)/.installed-stamp
 	$(BIN)/python examples/e2e_phoenix.py --phoenix $(PHOENIX_VENV)/bin/phoenix
 
+# Not part of `make test`: builds the candidate support model for the offline judge from ../shared/data's
+# *_train files (seeded), exports it to int8 ONNX under training/.work/ and measures it on the dev files
+# (training/judge/README.md). torch and transformers live in their own venv; about an hour on 2 CPU cores.
+TRAIN_VENV ?= .venv-train
+$(TRAIN_VENV)/.installed-stamp: training/requirements.txt pyproject.toml
+	$(PYTHON) -m venv $(TRAIN_VENV)
+	$(TRAIN_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(TRAIN_VENV)/bin/python -m pip install --quiet -r training/requirements.txt -e .
+	touch $@
+
+judge-model: $(TRAIN_VENV)/.installed-stamp
+	$(TRAIN_VENV)/bin/python training/judge/build_data.py
+	$(TRAIN_VENV)/bin/python training/judge/train.py
+	$(TRAIN_VENV)/bin/python training/judge/export.py
+	$(TRAIN_VENV)/bin/python training/judge/evaluate.py
+
 clean:
-	rm -rf $(VENV) $(PHOENIX_VENV) .mypy_cache .ruff_cache .pytest_cache .ragtrace
+	rm -rf $(VENV) $(PHOENIX_VENV) $(TRAIN_VENV) .mypy_cache .ruff_cache .pytest_cache .ragtrace training/.work

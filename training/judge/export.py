@@ -1,0 +1,106 @@
+"""Export the trained support model to ONNX, quantize it to int8, and check both against torch.
+
+Writes ``training/.work/support-minilm-l6-int8.onnx`` (what ``evaluate.py`` measures) and prints
+how far each export strays from the torch model on pairs the model never trained on (HaluEval
+QA dev rows of the calibration split, as the judge will see them): the largest logit difference and
+the share of pairs whose decision at p = 0.5 changes.
+
+    python training/judge/export.py --model training/.work/model
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import onnxruntime
+import torch
+from onnxruntime.quantization import QuantType, quantize_dynamic
+from transformers import AutoModelForSequenceClassification
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from judge_accuracy import load  # noqa: E402
+from support import MODEL_FILE, best_windows, chunk_windows, encode_pairs, load_tokenizer  # noqa: E402
+
+from ragtrace.judges import _offline_text as text  # noqa: E402
+
+INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+
+
+class Logits(torch.nn.Module):
+    """The classifier with one output: the support logit of each pair."""
+
+    def __init__(self, model: torch.nn.Module) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor
+    ) -> torch.Tensor:
+        return self.model(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids).logits
+
+
+def check_pairs(limit: int) -> list[tuple[str, str]]:
+    pairs: list[tuple[str, str]] = []
+    for example in load("qa", "train")[:limit]:
+        windows = chunk_windows(example.chunk)
+        for claim in text.extract_claims(example.text, example.question):
+            pairs.append((claim, windows[best_windows(claim, windows, top=1)[0]]))
+    return pairs
+
+
+def run_onnx(path: Path, encoded: tuple[np.ndarray, ...]) -> np.ndarray:
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = 1
+    session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    (logits,) = session.run(None, dict(zip(INPUTS, encoded, strict=True)))
+    return np.asarray(logits).reshape(-1)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", type=Path, default=ROOT / "training" / ".work" / "model")
+    parser.add_argument("--out", type=Path, default=MODEL_FILE)
+    parser.add_argument("--check", type=int, default=200, help="dev calibration records to compare on")
+    args = parser.parse_args()
+    torch.manual_seed(0)
+    model = Logits(AutoModelForSequenceClassification.from_pretrained(str(args.model))).eval()
+    tokenizer = load_tokenizer()
+    example = tuple(torch.from_numpy(a) for a in encode_pairs(tokenizer, [("A claim.", "A context.")] * 2))
+    with tempfile.TemporaryDirectory() as tmp:
+        float_path = Path(tmp) / "float.onnx"
+        torch.onnx.export(
+            model,
+            example,
+            str(float_path),
+            input_names=list(INPUTS),
+            output_names=["logits"],
+            dynamic_axes={name: {0: "batch", 1: "tokens"} for name in INPUTS} | {"logits": {0: "batch"}},
+            opset_version=17,
+            dynamo=False,
+        )
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        quantize_dynamic(str(float_path), str(args.out), weight_type=QuantType.QInt8)
+        pairs = check_pairs(args.check)
+        encoded = encode_pairs(tokenizer, pairs)
+        with torch.no_grad():
+            reference = model(*(torch.from_numpy(a) for a in encoded)).numpy().reshape(-1)
+        for label, path in (("float ONNX", float_path), ("int8 ONNX", args.out)):
+            logits = run_onnx(path, encoded)
+            flipped = np.mean((logits >= 0) != (reference >= 0))
+            gap = np.max(np.abs(logits - reference))
+            print(f"{label}: max |logit - torch| {gap:.4f}; decisions changed {flipped:.3%}")
+    digest = hashlib.sha256(args.out.read_bytes()).hexdigest()
+    print(f"wrote {args.out} ({args.out.stat().st_size / 1e6:.1f} MB, sha256 {digest})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
