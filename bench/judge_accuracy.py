@@ -294,7 +294,7 @@ async def run(args: argparse.Namespace) -> int:
         (judge.offline if args.judge == "tiered" else judge).embedder.load()
         load_seconds = time.perf_counter() - start
     print(f"judge {judge.name}; split {args.split}; {cores}; model load {load_seconds:.2f} s (excluded below)")
-    header = f"{'set':<14}{'n':>6}{'judge AUROC':>13}{'judge BA':>10}{'continuous AUROC':>18}"
+    header = f"{'set':<22}{'n':>6}{'judge AUROC':>13}{'judge BA':>10}{'continuous AUROC':>18}"
     header += f"{'base AUROC':>12}{'base BA':>9}{'AUROC ratio':>13}{'AUROC gain':>12}{'s/record':>10}"
     print(header)
     intervals: list[tuple[str, str]] = []
@@ -317,7 +317,7 @@ async def run(args: argparse.Namespace) -> int:
         per_record = sum(j.seconds for j in judged) / len(judged)
         support_text = f"{support_auc:>18.3f}" if support_auc is not None else f"{'-':>18}"
         print(
-            f"{name:<14}{len(examples):>6}{judge_auc:>13.3f}{judge_ba:>10.3f}{support_text}"
+            f"{name:<22}{len(examples):>6}{judge_auc:>13.3f}{judge_ba:>10.3f}{support_text}"
             f"{base_auc:>12.3f}{base_ba:>9.3f}{judge_auc / base_auc:>13.3f}{judge_auc - base_auc:>+12.3f}"
             f"{per_record:>10.4f}"
         )
