@@ -33,9 +33,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ragtrace import RagRecord
-from ragtrace._stub_openai import LoggedRequest, StubOpenAIServer
 from ragtrace.judges.openai import OpenAIJudge
 from ragtrace.metrics import build_suite
+from ragtrace.testing._stub_openai import LoggedRequest, StubOpenAIServer
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT.parent / "shared" / "data" / "halueval_qa_dev.jsonl"

@@ -36,7 +36,7 @@ BODY = "the capital of brazil is brasilia since 1960 " * 22  # ~1 KB
 # The stub runs in its own process so that its HTTP threads do not share the scorer's GIL.
 STUB = """
 import sys, threading
-from ragtrace._stub_openai import StubOpenAIServer
+from ragtrace.testing._stub_openai import StubOpenAIServer
 server = StubOpenAIServer(latency=float(sys.argv[1])).start()
 print(server.base_url, flush=True)
 sys.stdin.read()

@@ -10,9 +10,9 @@ against what the package really exposes.
 
 from __future__ import annotations
 
-from ragtrace._stub_openai import StubOpenAIServer, StubReply
 from ragtrace.testing._capture import Captured, capture
 from ragtrace.testing._fake_judge import DEFAULT_CHAT_COST, DEFAULT_EMBED_COST, FakeCall, FakeJudge
+from ragtrace.testing._stub_openai import StubOpenAIServer, StubReply
 
 __all__ = [
     "DEFAULT_CHAT_COST",

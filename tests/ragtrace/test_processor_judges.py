@@ -19,9 +19,9 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 import ragtrace
 from ragtrace import semconv
-from ragtrace._stub_openai import StubOpenAIServer
 from ragtrace.judges.openai import OpenAIJudge
 from ragtrace.testing import FakeJudge
+from ragtrace.testing._stub_openai import StubOpenAIServer
 
 CHUNK = "Brasilia has been the capital of Brazil since 1960."
 

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from ragtrace._stub_openai import StubOpenAIServer
 from ragtrace.judges.openai import OpenAIJudge
+from ragtrace.testing._stub_openai import StubOpenAIServer
 
 MakeJudge = Callable[..., OpenAIJudge]
 

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from ragtrace import ConfigurationError
-from ragtrace._stub_openai import StubOpenAIServer, StubReply
 from ragtrace.judges import Judge, JudgeError, Question, Verdict
 from ragtrace.judges.openai import OpenAIJudge
+from ragtrace.testing._stub_openai import StubOpenAIServer, StubReply
 from tests.ragtrace.judges.conftest import MakeJudge
 
 SUPER_BOWL = (

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 from ragtrace._record import RagRecord
-from ragtrace._stub_openai import StubOpenAIServer, StubReply
 from ragtrace.judges import JudgeError
 from ragtrace.judges.openai import OpenAIJudge, _Tally
 from ragtrace.metrics import build_suite
+from ragtrace.testing._stub_openai import StubOpenAIServer, StubReply
 from tests.ragtrace.judges.conftest import MakeJudge
 
 TRUNCATED = StubReply(body='{"id": "chatcmpl-1", "choices": [{"message": {"content": "{\\"noncomm')

@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from ragtrace._stub_openai import StubOpenAIServer, _instance, _schema_of, embed_text
 from ragtrace.judges._parsing import (
     InvalidReply,
     ReplyParseError,
@@ -22,6 +21,7 @@ from ragtrace.judges._parsing import (
     pick_list,
     read_first,
 )
+from ragtrace.testing._stub_openai import StubOpenAIServer, _instance, _schema_of, embed_text
 
 
 @pytest.mark.parametrize(

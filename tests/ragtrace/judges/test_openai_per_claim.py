@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 from ragtrace import RagRecord
-from ragtrace._stub_openai import StubOpenAIServer, StubReply
 from ragtrace.judges import JudgeError, Verdict
 from ragtrace.judges.openai import OpenAIJudge
 from ragtrace.metrics import Faithfulness
+from ragtrace.testing._stub_openai import StubOpenAIServer, StubReply
 from tests.ragtrace.judges.conftest import MakeJudge
 
 CHUNK = "Brasilia is the capital of Brazil. It replaced Rio de Janeiro as the capital in 1960."
@@ -242,6 +242,6 @@ def test_the_default_timeout_suits_a_model_on_a_cpu(monkeypatch: pytest.MonkeyPa
 
 
 def _scripted(body: dict[str, Any]) -> Any:
-    from ragtrace._stub_openai import StubReply
+    from ragtrace.testing._stub_openai import StubReply
 
     return StubReply(body=body)

@@ -7,9 +7,9 @@ from typing import Literal
 import pytest
 
 from ragtrace import RagRecord
-from ragtrace._stub_openai import StubOpenAIServer
 from ragtrace.judges.openai import OpenAIJudge
 from ragtrace.metrics import PRODUCTION_METRICS, build_suite
+from ragtrace.testing._stub_openai import StubOpenAIServer
 
 CHUNK = "Brasilia is the capital of Brazil. It replaced Rio de Janeiro as the capital in 1960."
 ANSWER = "The capital of Brazil is Brasilia. It became the capital in 1960. Brazil is in South America."

@@ -14,10 +14,10 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from ragtrace._stub_openai import StubOpenAIServer, StubReply
 from ragtrace.judges import JudgeError
 from ragtrace.judges._openai_transport import _retry_after
 from ragtrace.judges.openai import OpenAIJudge
+from ragtrace.testing._stub_openai import StubOpenAIServer, StubReply
 from tests.ragtrace.judges.conftest import MakeJudge
 
 

@@ -12,13 +12,13 @@ from typing import Any
 import pytest
 
 from ragtrace import ConfigurationError, RagRecord, _wire, semconv
-from ragtrace._stub_openai import StubOpenAIServer
 from ragtrace.judges import JudgeReply, TieredJudge, Verdict
 from ragtrace.judges._default import default_judge
 from ragtrace.judges.openai import OpenAIJudge
 from ragtrace.judges.tiered import audit_draw, needs_llm, rescore
 from ragtrace.metrics import build_suite
 from ragtrace.testing import FakeJudge
+from ragtrace.testing._stub_openai import StubOpenAIServer
 
 OFFLINE = "offline:fake"
 

@@ -877,7 +877,7 @@ def _make_handler(stub: StubOpenAIServer) -> type[BaseHTTPRequestHandler]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Serve the stub until interrupted: ``python -m ragtrace._stub_openai --port 8765 [--latency 0.2]``."""
+    """Serve the stub until interrupted: ``python -m ragtrace.testing._stub_openai --port 8765 [--latency 0.2]``."""
     import argparse
 
     parser = argparse.ArgumentParser(description="A local OpenAI-compatible stub server for ragtrace demos.")
