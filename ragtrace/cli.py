@@ -3,9 +3,11 @@
 ``ragtrace eval FILE.jsonl [--metrics a,b] [--base-url URL --model M] [--out report.md]`` scores a
 JSONL file of RAG records and prints the markdown summary. Any of ``--base-url``, ``--model``,
 ``--embedding-model`` or ``--api-key`` (or ``--judge openai``) builds the OpenAI-compatible judge from
-those flags (the rest from ``RAGTRACE_JUDGE_*``); with none of them and no ``--judge``, the judge is
-chosen by ``RAGTRACE_JUDGE`` (the OpenAI-compatible judge when a key or base URL is configured, else
-the offline judge). ``--judge offline`` or ``module:factory`` with one of those flags is a usage error.
+those flags (the rest from ``RAGTRACE_JUDGE_*``); ``--judge tiered`` builds the tiered judge: the
+offline judge first, that OpenAI-compatible judge for the doubtful records. With none of them and no
+``--judge``, the judge is chosen by ``RAGTRACE_JUDGE`` (the OpenAI-compatible judge when a key or
+base URL is configured, else the offline judge). ``--judge offline`` or ``module:factory`` with one
+of those flags is a usage error.
 
 ``--out`` is checked for writability before any record is scored, so a typo costs no judge call. The
 report always goes to stdout first; if writing ``--out`` still fails at the end, the error goes to
@@ -54,16 +56,21 @@ _OPENAI_FLAGS = {
 def _judge_from_args(args: argparse.Namespace) -> Judge | None:
     """The judge the flags ask for; None leaves the choice to ``RAGTRACE_JUDGE`` (see the module docstring)."""
     given = [flag for name, flag in _OPENAI_FLAGS.items() if getattr(args, name) is not None]
-    if args.judge not in (None, "auto", "openai") and given:
+    if args.judge not in (None, "auto", "openai", "tiered") and given:
         raise ConfigurationError(
             f"--judge {args.judge} does not use {', '.join(given)}: drop them, or use --judge openai"
         )
-    if given or args.judge == "openai":
+    if given or args.judge in ("openai", "tiered"):
         from ragtrace.judges.openai import OpenAIJudge
 
-        return OpenAIJudge(
+        llm = OpenAIJudge(
             model=args.model, embedding_model=args.embedding_model, base_url=args.base_url, api_key=args.api_key
         )
+        if args.judge != "tiered":
+            return llm
+        from ragtrace.judges.tiered import TieredJudge
+
+        return TieredJudge(llm=llm)
     if args.judge in (None, "auto"):
         return None  # evaluate() picks the default judge and closes it
     if args.judge == "offline":
@@ -72,7 +79,7 @@ def _judge_from_args(args: argparse.Namespace) -> Judge | None:
         return OfflineJudge()
     module, sep, attr = args.judge.partition(":")
     if not sep:
-        raise ConfigurationError(f"--judge {args.judge!r}: use auto, openai, offline or module:factory")
+        raise ConfigurationError(f"--judge {args.judge!r}: use auto, openai, offline, tiered or module:factory")
     try:
         factory = getattr(importlib.import_module(module), attr)
     except (ImportError, AttributeError) as err:
@@ -172,7 +179,7 @@ def _add_eval(commands: Any) -> None:
     )
     p.add_argument("file", help="JSONL file, one record per line")
     p.add_argument("--metrics", help="comma-separated metric names (default: the production suite)")
-    p.add_argument("--judge", help="auto (default), openai, offline, or module:factory returning a Judge")
+    p.add_argument("--judge", help="auto (default), openai, offline, tiered, or module:factory returning a Judge")
     p.add_argument("--base-url", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1")
     p.add_argument("--model", help="judge chat model (default RAGTRACE_JUDGE_MODEL or gpt-4o-mini)")
     p.add_argument("--embedding-model", help="judge embeddings model")

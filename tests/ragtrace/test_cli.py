@@ -136,7 +136,7 @@ def test_eval_with_a_judge_factory_and_chosen_metrics(tmp_path: Path, capsys: py
     [
         (["--metrics", "faithfulnes"], "unknown metric 'faithfulnes': choose from"),
         (["--judge", "nowhere:judge"], "cannot load it"),
-        (["--judge", "sometimes"], "use auto, openai, offline or module:factory"),
+        (["--judge", "sometimes"], "use auto, openai, offline, tiered or module:factory"),
     ],
 )
 def test_configuration_errors_exit_2_with_the_fix(
@@ -315,3 +315,28 @@ def test_some_judge_errors_are_counted_by_type_and_exit_0(tmp_path: Path, capsys
     assert "| context_relevance | higher | 2/3 |" in captured.out
     assert "judge_error: 1 (authentication) |" in captured.out
     assert captured.err == ""
+
+
+def test_judge_tiered_puts_the_openai_flags_on_its_llm_tier() -> None:
+    import argparse
+    import asyncio
+
+    from ragtrace.cli import _judge_from_args
+    from ragtrace.judges import TieredJudge
+
+    flags = {"model": "qwen-0.5b", "embedding_model": None, "base_url": "http://127.0.0.1:9/v1", "api_key": "sk-x"}
+    judge = _judge_from_args(argparse.Namespace(judge="tiered", **flags))
+    assert isinstance(judge, TieredJudge)
+    assert judge.name == "tiered:offline:minilm-int8+openai:qwen-0.5b"
+    asyncio.run(judge.aclose())
+
+
+def test_eval_with_the_tiered_judge_scores_a_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = tmp_path / "r.jsonl"
+    record = {"query": "What is the capital of Brazil?", "chunks": ["Brasilia is the capital of Brazil."]}
+    data.write_text(json.dumps(record | {"answer": "Brasilia is the capital of Brazil."}) + "\n", encoding="utf-8")
+    with StubOpenAIServer() as stub:
+        args = ["eval", str(data), "--judge", "tiered", "--base-url", stub.base_url, "--api-key", "sk-x"]
+        status = main([*args, "--metrics", "faithfulness", "--no-progress"])
+    assert status == 0
+    assert "faithfulness" in capsys.readouterr().out
