@@ -17,7 +17,6 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-import onnxruntime
 import torch
 from onnxruntime.quantization import QuantType, quantize_dynamic
 from transformers import AutoModelForSequenceClassification
@@ -27,11 +26,17 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from judge_accuracy import load  # noqa: E402
-from support import MODEL_FILE, best_windows, chunk_windows, encode_pairs, load_tokenizer  # noqa: E402
+from support import (  # noqa: E402
+    INPUTS,
+    MODEL_FILE,
+    OnnxSupport,
+    best_windows,
+    chunk_windows,
+    encode_pairs,
+    load_tokenizer,
+)
 
 from ragtrace.judges import _offline_text as text  # noqa: E402
-
-INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 
 
 class Logits(torch.nn.Module):
@@ -54,14 +59,6 @@ def check_pairs(limit: int) -> list[tuple[str, str]]:
         for claim in text.extract_claims(example.text, example.question):
             pairs.append((claim, windows[best_windows(claim, windows, top=1)[0]]))
     return pairs
-
-
-def run_onnx(path: Path, encoded: tuple[np.ndarray, ...]) -> np.ndarray:
-    options = onnxruntime.SessionOptions()
-    options.intra_op_num_threads = 1
-    session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-    (logits,) = session.run(None, dict(zip(INPUTS, encoded, strict=True)))
-    return np.asarray(logits).reshape(-1)
 
 
 def main() -> int:
@@ -93,7 +90,7 @@ def main() -> int:
         with torch.no_grad():
             reference = model(*(torch.from_numpy(a) for a in encoded)).numpy().reshape(-1)
         for label, path in (("float ONNX", float_path), ("int8 ONNX", args.out)):
-            logits = run_onnx(path, encoded)
+            logits = OnnxSupport(path).logits(encoded)
             flipped = np.mean((logits >= 0) != (reference >= 0))
             gap = np.max(np.abs(logits - reference))
             print(f"{label}: max |logit - torch| {gap:.4f}; decisions changed {flipped:.3%}")

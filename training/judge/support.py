@@ -39,6 +39,8 @@ WINDOW_WORDS = 150
 TOP_WINDOWS = 3
 """Windows of one chunk a claim is read against at most."""
 MODEL_FILE = ROOT / "training" / ".work" / "support-minilm-l6-int8.onnx"
+INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+"""The model's input names, in the order ``encode_pairs`` returns them."""
 _BATCH = 16
 
 Encoded = tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]
@@ -122,14 +124,19 @@ class OnnxSupport:
         self._session: Any = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
         self._tokenizer = load_tokenizer()
 
+    def logits(self, encoded: Encoded) -> npt.NDArray[np.float64]:
+        """The support logit of each encoded pair (``encode_pairs``)."""
+        (logits,) = self._session.run(None, dict(zip(INPUTS, encoded, strict=True)))
+        return np.asarray(logits).reshape(-1).astype(np.float64)
+
     def probabilities(self, pairs: Sequence[tuple[str, str]]) -> npt.NDArray[np.float64]:
+        """P(context supports claim) for each pair, run in batches of similar length."""
         out = np.empty(len(pairs), dtype=np.float64)
         order = sorted(range(len(pairs)), key=lambda i: len(pairs[i][0]) + len(pairs[i][1]))
         for start in range(0, len(order), _BATCH):
             batch = order[start : start + _BATCH]
-            ids, mask, types = encode_pairs(self._tokenizer, [pairs[i] for i in batch])
-            (logits,) = self._session.run(None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": types})
-            out[batch] = 1.0 / (1.0 + np.exp(-np.asarray(logits).reshape(-1).astype(np.float64)))
+            logits = self.logits(encode_pairs(self._tokenizer, [pairs[i] for i in batch]))
+            out[batch] = 1.0 / (1.0 + np.exp(-logits))
         return out
 
     def support(self, claims: Sequence[str], chunk: str) -> npt.NDArray[np.float64]:
