@@ -17,14 +17,19 @@ QA rows (knowledge, question, right and hallucinated answers):
 - ``sentence`` (1): the knowledge sentence that names the right answer, as a claim;
 - ``swap`` (0): that sentence with the answer replaced by another name or number of the passage;
 - ``negated`` (0): a sentence of the passage with its verb negated;
-- ``number`` (0): a sentence of the passage with one of its numbers changed.
+- ``number`` (0): a sentence of the passage with one of its numbers changed;
+- ``copy`` (1) and ``copy_swap``/``copy_negated``/``copy_number`` (0): a sentence of the passage,
+  unchanged or altered, against a context of that sentence alone (a chunk can be one sentence, and a
+  claim that repeats its chunk word for word is supported: the first model, trained without these,
+  rejected "The Eiffel Tower is in Paris." against that very sentence).
 
 Summarization rows (document, right and hallucinated summaries):
 - ``summary`` (1): each claim of the right summary against its best window of the document;
 - ``summary_unsupported`` (0): a claim of the hallucinated summary that shares no more than half of
   its content words with the document (the hallucinated summary's other claims may be true);
 - ``doc_sentence`` (1) and ``doc_swap``/``doc_negated``/``doc_number`` (0): a sentence of the
-  document, unchanged or altered as above, against the window it came from.
+  document, unchanged or altered as above, against the window it came from;
+- ``copy`` and its alterations, as for QA.
 
     python training/judge/build_data.py --out training/.work/pairs.jsonl
 """
@@ -140,6 +145,16 @@ def perturbations(sentence: str, passage: str, rng: random.Random, prefix: str) 
         yield rng.choice(usable)
 
 
+def copies(passage: str, rng: random.Random, i: int) -> Iterator[Pair]:
+    """A sentence of ``passage`` against itself alone (supported) and one alteration of it (not)."""
+    sentences = long_sentences(passage)
+    if sentences:
+        sentence = rng.choice(sentences)
+        yield Pair(sentence, sentence, 1, "copy", i)
+        for kind, altered in perturbations(sentence, passage, rng, "copy_"):
+            yield Pair(altered, sentence, 0, kind, i)
+
+
 def qa_pairs(rows: list[dict[str, str]]) -> Iterator[Pair]:
     for i, row in enumerate(rows):
         rng = random.Random(f"{SEED}:qa:{i}")
@@ -167,6 +182,7 @@ def qa_pairs(rows: list[dict[str, str]]) -> Iterator[Pair]:
             for kind, altered in perturbations(sentence, knowledge, rng, ""):
                 if kind != "swap" or not naming:
                     yield Pair(altered, window_for(sentence, knowledge), 0, kind, i)
+        yield from copies(knowledge, rng, i)
 
 
 def summarization_pairs(rows: list[dict[str, str]]) -> Iterator[Pair]:
@@ -186,6 +202,7 @@ def summarization_pairs(rows: list[dict[str, str]]) -> Iterator[Pair]:
             yield Pair(sentence, context, 1, "doc_sentence", i)
             for kind, altered in perturbations(sentence, context, rng, "doc_"):
                 yield Pair(altered, context, 0, kind, i)
+        yield from copies(document, rng, i)
 
 
 def main() -> int:

