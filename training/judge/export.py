@@ -1,6 +1,6 @@
 """Export the trained support model to ONNX, quantize it to int8, and check both against torch.
 
-Writes ``training/.work/support-minilm-l6-int8.onnx`` (what ``evaluate.py`` measures) and prints
+Loads what ``train.py`` saved (``model.SupportModel``), writes ``training/.work/support-minilm-l6-int8.onnx`` (what ``evaluate.py`` measures) and prints
 how far each export strays from the torch model on pairs the model never trained on (HaluEval
 QA dev rows of the calibration split, as the judge will see them): the largest logit difference and
 the share of pairs whose decision at p = 0.5 changes.
@@ -19,13 +19,13 @@ from pathlib import Path
 import numpy as np
 import torch
 from onnxruntime.quantization import QuantType, quantize_dynamic
-from transformers import AutoModelForSequenceClassification
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from judge_accuracy import load  # noqa: E402
+from model import SupportModel  # noqa: E402
 from support import (  # noqa: E402
     INPUTS,
     MODEL_FILE,
@@ -37,19 +37,6 @@ from support import (  # noqa: E402
 )
 
 from ragtrace.judges import _offline_text as text  # noqa: E402
-
-
-class Logits(torch.nn.Module):
-    """The classifier with one output: the support logit of each pair."""
-
-    def __init__(self, model: torch.nn.Module) -> None:
-        super().__init__()
-        self.model = model
-
-    def forward(
-        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor
-    ) -> torch.Tensor:
-        return self.model(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids).logits
 
 
 def check_pairs(limit: int) -> list[tuple[str, str]]:
@@ -68,7 +55,7 @@ def main() -> int:
     parser.add_argument("--check", type=int, default=200, help="dev calibration records to compare on")
     args = parser.parse_args()
     torch.manual_seed(0)
-    model = Logits(AutoModelForSequenceClassification.from_pretrained(str(args.model))).eval()
+    model = SupportModel.load(args.model).eval()
     tokenizer = load_tokenizer()
     example = tuple(torch.from_numpy(a) for a in encode_pairs(tokenizer, [("A claim.", "A context.")] * 2))
     with tempfile.TemporaryDirectory() as tmp:
