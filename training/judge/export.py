@@ -1,7 +1,8 @@
 """Export the trained support model to ONNX, quantize it to int8, and check both against torch.
 
-Loads what ``train.py`` saved (``model.SupportModel``), writes ``training/.work/support-minilm-l6-int8.onnx`` (what ``evaluate.py`` measures) and prints
-how far each export strays from the torch model on pairs the model never trained on (HaluEval
+Loads what ``train.py`` saved (``model.SupportModel``), writes
+``training/.work/support-minilm-l6-int8.onnx`` (what ``evaluate.py`` measures) and prints how far each
+export strays from the torch model on pairs the model never trained on (HaluEval
 QA dev rows of the calibration split, as the judge will see them): the largest logit difference and
 the share of pairs whose decision at p = 0.5 changes.
 
