@@ -4,6 +4,8 @@ It wraps the downstream processor (usually ``BatchSpanProcessor`` + an OTLP expo
 in ``on_end``, what happens to each ended span:
 
 * not a RAG span -> downstream at once, untouched;
+* a RAG span whose call raised (status ERROR, no record) -> downstream at once with decision
+  ``not_scored`` and reason ``app_error``, whatever the sampler would say;
 * a RAG span the sampler does not pick (rate, rules, throttle, budget) -> downstream at once, as a
   copy carrying ``ragtrace.eval.decision`` (ended spans are immutable);
 * a picked RAG span -> the background worker's bounded queue with its ``RagRecord``; when the queue
@@ -29,6 +31,7 @@ from typing import TYPE_CHECKING, Final
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
+from opentelemetry.trace import StatusCode
 
 from ragtrace import _settings as settings
 from ragtrace import environment_variables as env
@@ -60,7 +63,8 @@ HOLD_TIMEOUT: Final = settings.seconds("hold_timeout", env.RAGTRACE_HOLD_TIMEOUT
 SHUTDOWN_TIMEOUT: Final = settings.seconds("shutdown_timeout", env.RAGTRACE_SHUTDOWN_TIMEOUT, default=30.0)
 
 ERROR_NO_RECORD = "no_record"
-"""``ragtrace.eval.error.type`` of a picked RAG span whose record never reached the processor."""
+"""``ragtrace.eval.error.type`` of a picked RAG span whose record never reached the processor (and
+whose call did not fail: a failed call is ``not_scored``/``app_error``)."""
 
 
 class ScoringSpanProcessor(SpanProcessor):
@@ -176,6 +180,16 @@ class ScoringSpanProcessor(SpanProcessor):
                 # Not scored, like a span the queue has no room for; every RAG span carries a decision.
                 forwarded = True
                 self._forward(span, semconv.DECISION_OVERFLOW)
+                return
+            if record is None and span.status.status_code is StatusCode.ERROR:
+                # The app's own call raised: nothing to score, and no judge to blame. Decided before
+                # sampling so every failed call is counted apart, whatever the rate.
+                forwarded = True
+                self._forward(
+                    span,
+                    semconv.DECISION_NOT_SCORED,
+                    {semconv.EVAL_NOT_SCORED_REASON: semconv.NOT_SCORED_APP_ERROR},
+                )
                 return
             # Records queued or being scored count against the budget before they are charged. With a
             # budget, deciding and handing over happen under one lock: two threads ending spans at once

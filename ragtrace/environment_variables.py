@@ -70,8 +70,9 @@ RAGTRACE_HOLD_TIMEOUT: Final = "RAGTRACE_HOLD_TIMEOUT"
 unscored (decision ``timeout``); late scores then go out on a carrier span."""
 
 RAGTRACE_SAMPLE_ALWAYS: Final = "RAGTRACE_SAMPLE_ALWAYS"
-"""Comma-separated rules that force scoring whatever the rate: ``empty_answer``, ``name:GLOB``,
-``attr:KEY=VALUE`` (e.g. ``empty_answer,attr:user.feedback=bad``). Throttle and budget still apply."""
+"""Comma-separated rules that force scoring whatever the rate: ``empty_answer``, ``partial_answer``,
+``name:GLOB``, ``attr:KEY=VALUE`` (e.g. ``empty_answer,attr:user.feedback=bad``). Throttle and budget
+still apply."""
 
 RAGTRACE_SAMPLE_NEVER: Final = "RAGTRACE_SAMPLE_NEVER"
 """Comma-separated rules that prevent scoring (decision ``not_sampled``), same syntax as

@@ -165,6 +165,10 @@ RAGTRACE_CONTENT_CAPTURED: Final = "ragtrace.content.captured"
 RAGTRACE_CONTENT_TRUNCATED: Final = "ragtrace.content.truncated"
 """True when some exported text on this span was cut at the capture limit."""
 
+RAGTRACE_ANSWER_PARTIAL: Final = "ragtrace.answer.partial"
+"""``true`` on a RAG span whose answer stream the consumer closed before it ended: the answer is only
+what was yielded until then. Absent on whole answers. ``Rule.partial_answer()`` matches it."""
+
 RAGTRACE_REFERENCE: Final = "ragtrace.reference"
 """The ground-truth answer given with ``ragtrace.record(reference=...)``, when content capture is on."""
 
@@ -225,6 +229,16 @@ DECISION_TIMEOUT: Final = "timeout"
 DECISION_ERROR: Final = "error"
 """Scoring failed as a whole (judge down, ...); ``error.type`` says why."""
 
+DECISION_NOT_SCORED: Final = "not_scored"
+"""Nothing to score, and not the judge's fault: ``ragtrace.eval.not_scored.reason`` says why (e.g.
+``app_error``: the RAG call itself raised). Coverage charts count it apart from ``error``."""
+
+EVAL_NOT_SCORED_REASON: Final = "ragtrace.eval.not_scored.reason"
+"""On a span whose decision is ``not_scored``: one of the ``NOT_SCORED_*`` values."""
+
+NOT_SCORED_APP_ERROR: Final = "app_error"
+"""The RAG call ended with an exception (span status ERROR) and left no answer to score."""
+
 DECISIONS: Final = (
     DECISION_EVALUATED,
     DECISION_NOT_SAMPLED,
@@ -233,6 +247,7 @@ DECISIONS: Final = (
     DECISION_OVERFLOW,
     DECISION_TIMEOUT,
     DECISION_ERROR,
+    DECISION_NOT_SCORED,
 )
 """Every value ``ragtrace.eval.decision`` can take."""
 

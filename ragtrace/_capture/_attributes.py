@@ -26,8 +26,9 @@ EMPTY: Mapping[str, Any] = MappingProxyType({})
 REORDER_ABOVE = 32  # spans with more attributes than this set their kind and role again, last
 
 
-def complete(call: Call, result: object, streamed: bool, failed: bool) -> None:
-    """Put what ``call`` captured on its span (and, for a RAG call, its record into ``RECORDS``)."""
+def complete(call: Call, result: object, streamed: bool, failed: bool, partial: bool = False) -> None:
+    """Put what ``call`` captured on its span (and, for a RAG call, its record into ``RECORDS``).
+    ``partial``: a stream closed early, so a RAG answer is marked ``ragtrace.answer.partial``."""
     settings = call.settings
     attributes: dict[str, AttributeValue] = {}
     query = prepare_value(call.query, settings)
@@ -68,6 +69,8 @@ def complete(call: Call, result: object, streamed: bool, failed: bool) -> None:
                 call.parent.generated = answer
     else:
         truncated = complete_rag(call, attributes, query, result, streamed, failed)
+        if partial:
+            attributes[semconv.RAGTRACE_ANSWER_PARTIAL] = True
     attributes[semconv.RAGTRACE_CONTENT_CAPTURED] = settings.capture_content
     attributes[semconv.RAGTRACE_CONTENT_TRUNCATED] = truncated
     if attribute_count(call) + len(attributes) > REORDER_ABOVE:

@@ -148,11 +148,12 @@ class Call:
 
     # -- ending ------------------------------------------------------------------------------------
 
-    def succeed(self, result: object, streamed: bool = False) -> None:
-        """End the span after a normal return (or a stream exhausted or closed early)."""
+    def succeed(self, result: object, streamed: bool = False, partial: bool = False) -> None:
+        """End the span after a normal return, a stream exhausted, or (``partial``) a stream its
+        consumer closed early."""
         try:
             if self.recording:
-                complete(self, result, streamed, failed=False)
+                complete(self, result, streamed, failed=False, partial=partial)
         except Exception:
             _log.warning("ragtrace: could not capture %r", self.spec.name, exc_info=True)
         finally:

@@ -84,8 +84,9 @@ def _wrap_generator(func: Callable[..., Any], spec: Spec) -> Callable[..., Any]:
             try:
                 sent = yield item
             except GeneratorExit:
+                # The consumer stopped reading: the answer is what was yielded so far.
                 call.run(inner.close)
-                call.succeed(None, streamed=True)
+                call.succeed(None, streamed=True, partial=True)
                 raise
             except BaseException as exc:  # thrown in by the consumer: pass it to the body
                 thrown = exc
@@ -126,7 +127,7 @@ def _wrap_async_generator(func: Callable[..., Any], spec: Spec) -> Callable[...,
                     call.fail(exc)
                     raise
                 call.exit(token)
-                call.succeed(None, streamed=True)
+                call.succeed(None, streamed=True, partial=True)
                 raise
             except BaseException as exc:
                 thrown = exc

@@ -60,6 +60,16 @@ class Rule:
         return cls("empty_answer", _empty)
 
     @classmethod
+    def partial_answer(cls) -> Rule:
+        """Matches a RAG call whose answer stream was closed before it ended
+        (``ragtrace.answer.partial``): e.g. ``never=[Rule.partial_answer()]`` leaves them unscored."""
+
+        def _partial(span: ReadableSpan, _record: RagRecord | None) -> bool:
+            return (span.attributes or {}).get(semconv.RAGTRACE_ANSWER_PARTIAL) is True
+
+        return cls("partial_answer", _partial)
+
+    @classmethod
     def attribute(cls, key: str, value: object) -> Rule:
         """Matches when the span's attribute ``key`` equals ``value`` (compared as strings, so
         ``attr:user.feedback=bad`` and ``attr:http.status_code=500`` both work from a variable)."""
@@ -84,10 +94,12 @@ class Rule:
 
     @classmethod
     def parse(cls, spec: str, *, variable: str = "rule") -> Rule:
-        """Parse one rule spec: ``empty_answer``, ``name:GLOB`` or ``attr:KEY=VALUE``."""
+        """Parse one rule spec: ``empty_answer``, ``partial_answer``, ``name:GLOB`` or ``attr:KEY=VALUE``."""
         spec = spec.strip()
         if spec == "empty_answer":
             return cls.empty_answer()
+        if spec == "partial_answer":
+            return cls.partial_answer()
         kind, sep, rest = spec.partition(":")
         if sep and kind == "name" and rest:
             return cls.name_matches(rest)
@@ -96,7 +108,7 @@ class Rule:
             if eq and key.strip():
                 return cls.attribute(key.strip(), value.strip())
         raise ConfigurationError(
-            f"{variable}: {spec!r} is not a rule: write empty_answer, name:GLOB (e.g. name:*health*) "
+            f"{variable}: {spec!r} is not a rule: write empty_answer, partial_answer, name:GLOB (e.g. name:*health*) "
             "or attr:KEY=VALUE (e.g. attr:user.feedback=bad)"
         )
 

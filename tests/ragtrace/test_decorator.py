@@ -439,6 +439,25 @@ async def test_async_generator_streams_and_closes_early(
     spans = spans_by_role(exporter, semconv.ROLE_RAG)
     assert [attrs(s)[semconv.OUTPUT_VALUE] for s in spans] == ["xyz", "x"]
     assert [getattr(record_of(s, records), "answer", None) for s in spans] == ["xyz", "x"]
+    # Only the stream closed early says its answer is partial.
+    assert [attrs(s).get(semconv.RAGTRACE_ANSWER_PARTIAL) for s in spans] == [None, True]
+
+
+def test_rag_generator_closed_early_marks_its_answer_partial(exporter: InMemorySpanExporter) -> None:
+    @ragtrace.rag
+    def stream(q: str) -> Iterator[str]:
+        yield from ("a", "b", "c")
+
+    assert list(stream("whole")) == ["a", "b", "c"]
+    early = stream("early")
+    assert next(early) == "a"
+    early.close()
+
+    spans = spans_by_role(exporter, semconv.ROLE_RAG)
+    assert [attrs(s)[semconv.OUTPUT_VALUE] for s in spans] == ["abc", "a"]
+    assert [attrs(s).get(semconv.RAGTRACE_ANSWER_PARTIAL) for s in spans] == [None, True]
+    assert [ragtrace.Rule.partial_answer().predicate(s, None) for s in spans] == [False, True]
+    assert ragtrace.Rule.parse("partial_answer").name == "partial_answer"
 
 
 async def test_async_generator_exception_mid_stream(exporter: InMemorySpanExporter) -> None:

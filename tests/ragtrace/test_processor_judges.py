@@ -218,3 +218,34 @@ def test_capture_helper_for_users_tests() -> None:
         answer("What is the capital of Brazil?")
         assert cap.scores() == [{"faithfulness": 1.0}]
         assert len(cap.spans()) == 2
+
+
+def test_an_app_error_is_not_scored_and_counted_apart_from_judge_errors() -> None:
+    from ragtrace.testing import capture
+
+    @ragtrace.rag
+    def failing(query: str) -> str:
+        search(query)
+        raise RuntimeError("the vector store is down")
+
+    with capture(fake_judge(), metrics=["faithfulness"]) as cap:
+        answer("What is the capital of Brazil?")
+        with pytest.raises(RuntimeError):
+            failing("What is the capital of Brazil?")
+        spans = cap.rag_spans()
+        data = cap.metric_reader.get_metrics_data()
+    by_decision = {(s.attributes or {})[semconv.EVAL_DECISION]: s for s in spans}
+    assert set(by_decision) == {semconv.DECISION_EVALUATED, semconv.DECISION_NOT_SCORED}
+    failed = by_decision[semconv.DECISION_NOT_SCORED].attributes or {}
+    assert failed[semconv.EVAL_NOT_SCORED_REASON] == semconv.NOT_SCORED_APP_ERROR
+    assert semconv.EVAL_ERROR_TYPE not in failed
+    assert data is not None
+    counted = {
+        p.attributes[semconv.EVAL_DECISION]: p.value
+        for rm in data.resource_metrics
+        for sm in rm.scope_metrics
+        for m in sm.metrics
+        if m.name == semconv.METRIC_EVAL_DECISIONS
+        for p in m.data.data_points
+    }
+    assert counted == {semconv.DECISION_EVALUATED: 1, semconv.DECISION_NOT_SCORED: 1}

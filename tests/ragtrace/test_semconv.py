@@ -50,4 +50,5 @@ def test_flat_score_names_match_the_design() -> None:
         "overflow",
         "timeout",
         "error",
+        "not_scored",
     }
