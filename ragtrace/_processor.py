@@ -41,6 +41,7 @@ from ragtrace._exceptions import ConfigurationError
 from ragtrace._exit import before_thread_pools_close, drain_ref, shutdown_ref
 from ragtrace._fork import at_fork_in_child_of
 from ragtrace._jobs import Job, Outcome, outcome_of, wait_seconds
+from ragtrace._judge_errors import JudgeErrorLog
 from ragtrace._sampling import Sampler
 from ragtrace._spans import safe_copy
 from ragtrace._telemetry import Telemetry
@@ -123,6 +124,7 @@ class ScoringSpanProcessor(SpanProcessor):
         self.sampler.check_judge(judge.name)
         self.judge: Judge = judge
         self.telemetry = Telemetry(meter_provider, service_name=service_name)
+        self._judge_errors = JudgeErrorLog(judge.name)
         # Wrapped only after everything that can raise (settings, the judge, the meter): a
         # BatchSpanProcessor starts a thread that nobody would stop.
         self.downstream: SpanProcessor = (
@@ -315,6 +317,8 @@ class ScoringSpanProcessor(SpanProcessor):
             ("charging the budget", lambda: self.sampler.charge(self.judge.name, cost)),
             ("recording score metrics", lambda: self.telemetry.scores(scores)),
             ("recording judge cost metrics", lambda: self.telemetry.cost(cost, judge=self.judge.name)),
+            ("recording judge errors", lambda: self.telemetry.judge_errors(scores, judge=self.judge.name)),
+            ("logging judge errors", lambda: self._judge_errors.report(scores)),
         ]
         for what, step in steps:
             try:

@@ -2,8 +2,8 @@
 
 Scores go out as metrics too, so Prometheus/Grafana/Datadog users can chart drift and alert on it
 without the ragtrace collector: histogram ``gen_ai.evaluation.score`` (attributes
-``gen_ai.evaluation.name`` and ``service.name``), and counters of decisions, judge calls and judge
-tokens. With no MeterProvider configured the API's no-op meter makes all of this free.
+``gen_ai.evaluation.name`` and ``service.name``), and counters of decisions, judge calls, judge
+tokens and judge errors. With no MeterProvider configured the API's no-op meter makes all of this free.
 """
 
 from __future__ import annotations
@@ -57,6 +57,11 @@ class Telemetry:
             unit="{token}",
             description="Judge tokens spent by the background scorer",
         )
+        self._errors = meter.create_counter(
+            semconv.METRIC_JUDGE_ERRORS,
+            unit="{score}",
+            description="Metric scores the judge failed to give, by error type",
+        )
         # Precomputed attribute sets: the decision counter runs on the request path.
         self._decision_attrs = {d: {**self._base, semconv.EVAL_DECISION: d} for d in semconv.DECISIONS}
         self._input_attrs = {**self._base, semconv.GEN_AI_TOKEN_TYPE: "input"}
@@ -72,6 +77,13 @@ class Telemetry:
         for score in scores:
             if score.value is not None:
                 self._scores.record(score.value, {**self._base, semconv.GEN_AI_EVALUATION_NAME: score.name})
+
+    def judge_errors(self, scores: Iterable[Score], *, judge: str | None = None) -> None:
+        """Count the scores that failed with a judge error, by error type."""
+        extra = {semconv.EVAL_JUDGE: judge} if judge else {}
+        for score in scores:
+            if score.status == "error":
+                self._errors.add(1, {**self._base, **extra, semconv.ERROR_TYPE: score.error_type or "judge_error"})
 
     def cost(self, cost: Cost, *, judge: str | None = None) -> None:
         """Count the judge calls and tokens of one scored record."""

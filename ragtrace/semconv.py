@@ -294,6 +294,10 @@ METRIC_JUDGE_CALLS: Final = "ragtrace.judge.calls"
 METRIC_JUDGE_TOKENS: Final = "ragtrace.judge.tokens"
 """Counter of judge tokens, attribute ``gen_ai.token.type`` = ``input`` | ``output``."""
 
+METRIC_JUDGE_ERRORS: Final = "ragtrace.judge.errors"
+"""Counter of metric scores the judge failed to give (dead endpoint, timeout, unparseable reply, ...),
+attributes ``error.type`` and ``ragtrace.eval.judge``."""
+
 METRIC_JUDGE_DEGENERATE: Final = "ragtrace.judge.degenerate"
 """Counter of windows in which a judge step's results did not vary (every record got the same value),
 attributes ``ragtrace.eval.judge`` and ``ragtrace.judge.step``."""

@@ -249,3 +249,39 @@ def test_an_app_error_is_not_scored_and_counted_apart_from_judge_errors() -> Non
         for p in m.data.data_points
     }
     assert counted == {semconv.DECISION_EVALUATED: 1, semconv.DECISION_NOT_SCORED: 1}
+
+
+def test_a_dead_judge_endpoint_is_logged_once_by_url_and_counted(caplog: pytest.LogCaptureFixture) -> None:
+    base_url = f"http://127.0.0.1:{_closed_port()}/v1"
+    judge = OpenAIJudge("gpt-4o-mini", base_url=base_url, api_key="k", max_retries=0)
+    reader = InMemoryMetricReader()
+    handle = ragtrace.configure(
+        exporter=InMemorySpanExporter(),
+        judge=judge,
+        metrics=["faithfulness", "context_relevance"],
+        sample_rate=1.0,
+        metric_readers=[reader],
+        set_global=False,
+    )
+    try:
+        with caplog.at_level("WARNING", logger="ragtrace"):
+            for i in range(3):
+                answer(f"q{i}")
+            assert handle.force_flush(20_000)
+        data = reader.get_metrics_data()
+    finally:
+        handle.shutdown(timeout_millis=5_000)
+    lines = [r.getMessage() for r in caplog.records if "judge" in r.getMessage() and "failed" in r.getMessage()]
+    # Three records, two metrics each: six failures, one line (the rest within the minute are counted).
+    assert len(lines) == 1, lines
+    assert "(connection)" in lines[0] and base_url in lines[0]
+    assert data is not None
+    errors = [
+        p
+        for rm in data.resource_metrics
+        for sm in rm.scope_metrics
+        for m in sm.metrics
+        if m.name == semconv.METRIC_JUDGE_ERRORS
+        for p in m.data.data_points
+    ]
+    assert {p.attributes[semconv.ERROR_TYPE]: p.value for p in errors} == {"connection": 6}
