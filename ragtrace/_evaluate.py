@@ -8,24 +8,24 @@ already inside an event loop.
 
 Records are ``RagRecord`` values, dicts in the shape ``RagRecord.from_dict`` reads, or a path to a
 JSONL file of such dicts. ``fields`` renames keys first, e.g. ``{"answer": "hallucinated_answer",
-"chunks": "knowledge"}`` for a data set with its own names. A bad line is a ``ValueError`` naming the
-file and line number; nothing is skipped silently.
+"chunks": "knowledge"}`` for a data set with its own names. Reading a file is ``_eval_input``'s job: a
+bad line is a ``ValueError`` reading ``FILE:LINE:COLUMN: what is wrong``, or with ``strict=False`` it
+is skipped and listed in the result's ``skipped`` and in the report; nothing is skipped silently.
 """
 
 from __future__ import annotations
 
 import asyncio
 import inspect
-import json
 import os
 import time
 from collections.abc import Iterable, Mapping
-from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
 from tqdm import tqdm
 
+from ragtrace._eval_input import BadLine, JsonlRecords, read_jsonl, renamed
 from ragtrace._evaluation_result import EvaluationResult, MetricSummary, RecordResult, summarise
 from ragtrace._exceptions import ConfigurationError
 from ragtrace._record import RagRecord
@@ -43,7 +43,7 @@ __all__ = [
     "load_records",
 ]
 
-Records = str | os.PathLike[str] | Iterable[RagRecord | Mapping[str, Any]]
+Records = str | os.PathLike[str] | JsonlRecords | Iterable[RagRecord | Mapping[str, Any]]
 Metrics = str | Suite | Iterable[str | Metric] | None
 
 
@@ -52,68 +52,41 @@ Metrics = str | Suite | Iterable[str | Metric] | None
 # --------------------------------------------------------------------------------------------------
 
 
-def _renamed(data: Mapping[str, Any], fields: Mapping[str, str] | None) -> Mapping[str, Any]:
-    if not fields:
-        return data
-    out = dict(data)
-    for target, source in fields.items():
-        if source in data:
-            out[target] = data[source]
-    return out
+def load_records(
+    path: str | os.PathLike[str], fields: Mapping[str, str] | None = None, *, strict: bool = True
+) -> list[RagRecord]:
+    """Read a JSONL file of records (``read_jsonl`` in ``_eval_input`` has the rules); blank lines are skipped.
 
-
-def load_records(path: str | os.PathLike[str], fields: Mapping[str, str] | None = None) -> list[RagRecord]:
-    """Read a JSONL file of records; blank lines are skipped, a bad line raises naming its number.
-
-    The file is UTF-8 (a byte-order mark at its start is allowed); a line that is not UTF-8, not a
-    JSON object or not a record in the shape ``RagRecord.from_dict`` reads raises ``ValueError``
-    naming the file and the line.
+    The file is UTF-8 (a byte-order mark at its start is allowed). With ``strict`` (the default) a line
+    that is not UTF-8, not a JSON object or not a record raises ``ValueError`` reading
+    ``FILE:LINE:COLUMN: what is wrong``; with ``strict=False`` such lines are left out (``read_jsonl``
+    says which).
     """
-    file = Path(path)
-    if file.is_dir():
-        raise IsADirectoryError(f"records file {file} is a directory: give a JSONL file")
-    if not file.is_file():
-        raise FileNotFoundError(f"no such records file: {file}")
-    records: list[RagRecord] = []
-    with file.open("rb") as handle:
-        for number, raw in enumerate(handle, start=1):
-            try:
-                line = raw.decode("utf-8-sig" if number == 1 else "utf-8")
-            except UnicodeDecodeError as err:
-                raise ValueError(
-                    f"{file}, line {number}: not UTF-8 (byte {raw[err.start]:#04x} at byte {err.start + 1}); "
-                    "save the file as UTF-8"
-                ) from None
-            if not line.strip():
-                continue
-            try:
-                data = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise ValueError(f"{file}, line {number}: not valid JSON ({err.msg} at column {err.colno})") from None
-            if not isinstance(data, dict):
-                raise ValueError(f"{file}, line {number}: expected a JSON object, got {type(data).__name__}")
-            try:
-                records.append(RagRecord.from_dict(_renamed(data, fields)))
-            except (ValueError, TypeError) as err:
-                raise ValueError(f"{file}, line {number}: {err}") from None
-    return records
+    return list(read_jsonl(path, fields, strict=strict).records)
 
 
-def _as_records(records: Records, fields: Mapping[str, str] | None) -> list[RagRecord]:
+def _as_records(
+    records: Records, fields: Mapping[str, str] | None, strict: bool
+) -> tuple[list[RagRecord], list[int | None], tuple[BadLine, ...]]:
+    """The records, the file line of each (None when not read from a file), and the lines skipped."""
     if isinstance(records, (str, os.PathLike)):
-        return load_records(records, fields)
+        records = read_jsonl(records, fields, strict=strict)
+    elif isinstance(records, JsonlRecords) and fields:
+        raise ConfigurationError("fields= is applied when the file is read: pass it to read_jsonl, not here")
+    if isinstance(records, JsonlRecords):
+        return list(records.records), list(records.lines), records.skipped
     out: list[RagRecord] = []
     for index, item in enumerate(records):
         if isinstance(item, RagRecord):
             out.append(item)
         elif isinstance(item, Mapping):
             try:
-                out.append(RagRecord.from_dict(_renamed(item, fields)))
+                out.append(RagRecord.from_dict(renamed(item, fields)))
             except (ValueError, TypeError) as err:
                 raise ValueError(f"record {index}: {err}") from None
         else:
             raise TypeError(f"record {index}: expected a RagRecord or a dict, got {type(item).__name__}")
-    return out
+    return out, [None] * len(out), ()
 
 
 # --------------------------------------------------------------------------------------------------
@@ -141,12 +114,14 @@ async def aevaluate(
     concurrency: int = 8,
     progress: bool = True,
     fields: Mapping[str, str] | None = None,
+    *,
+    strict: bool = True,
 ) -> EvaluationResult:
     """Score every record; see ``evaluate``."""
     if not isinstance(concurrency, int) or concurrency < 1:
         raise ConfigurationError(f"concurrency={concurrency!r}: give a whole number >= 1 (default 8)")
     suite = metrics if isinstance(metrics, Suite) else build_suite(metrics)
-    items = _as_records(records, fields)
+    items, lines, skipped = _as_records(records, fields, strict)
     own_judge = judge is None
     active = await _default_judge() if judge is None else judge
     started = time.perf_counter()
@@ -157,7 +132,7 @@ async def aevaluate(
         async with limit:
             result = await suite.score(record, active)
         bar.update(1)
-        return RecordResult(index=index, record=record, result=result)
+        return RecordResult(index=index, record=record, result=result, line=lines[index])
 
     try:
         results = await asyncio.gather(*(one(i, r) for i, r in enumerate(items)))
@@ -175,6 +150,7 @@ async def aevaluate(
         cost=sum((r.result.cost for r in results), ZERO_COST),
         judge=active.name,
         seconds=time.perf_counter() - started,
+        skipped=skipped,
     )
 
 
@@ -185,6 +161,8 @@ def evaluate(
     concurrency: int = 8,
     progress: bool = True,
     fields: Mapping[str, str] | None = None,
+    *,
+    strict: bool = True,
 ) -> EvaluationResult:
     """Score RAG records offline with a suite of metrics and aggregate the results.
 
@@ -193,6 +171,11 @@ def evaluate(
     ``ragtrace.judges._default.default_judge()`` (chosen by ``RAGTRACE_JUDGE``), closed afterwards;
     a judge you pass stays open. At most ``concurrency`` records are scored at once; ``progress``
     shows a progress bar on stderr. Call ``aevaluate`` from inside an event loop.
+
+    A JSONL path is read with ``strict`` (the default): a bad line raises ``ValueError`` reading
+    ``FILE:LINE:COLUMN: what is wrong``. With ``strict=False`` bad lines are skipped and listed in
+    ``result.skipped`` (and in the report). ``records`` may also be what ``_eval_input.read_jsonl``
+    returned. Each ``RecordResult.line`` is the record's line in the file (blank lines counted).
     """
     try:
         asyncio.get_running_loop()
@@ -202,4 +185,4 @@ def evaluate(
         raise RuntimeError("evaluate() was called inside a running event loop: use 'await ragtrace.aevaluate(...)'")
     # Outside the except block, so that an error of the run (a missing file, an unknown metric) shows
     # alone, not as "during handling of RuntimeError: no running event loop".
-    return asyncio.run(aevaluate(records, metrics, judge, concurrency, progress, fields))
+    return asyncio.run(aevaluate(records, metrics, judge, concurrency, progress, fields, strict=strict))

@@ -13,11 +13,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from ragtrace._eval_input import BadLine
 from ragtrace._record import RagRecord
 from ragtrace.metrics._base import REASON_JUDGE_ERROR, Cost, Direction, Score
 from ragtrace.metrics._suite import SuiteResult
 
 __all__ = ["DEFAULT_THRESHOLD", "EvaluationResult", "MetricSummary", "RecordResult", "goodness", "summarise"]
+
+SKIPPED_SHOWN = 20
+"""The report lists at most this many skipped lines, then counts the rest."""
 
 DEFAULT_THRESHOLD = 0.6
 """A record has a problem when some metric's goodness (value, or 1 - value when lower is better) is below this."""
@@ -33,11 +37,17 @@ def goodness(score: Score) -> float | None:
 
 @dataclass(frozen=True, slots=True)
 class RecordResult:
-    """One record, where it was in the input, and its scores."""
+    """One record, where it was in the input, and its scores.
+
+    ``index`` is the record's 0-based position among the records scored; ``line`` is its 1-based line
+    in the JSONL file it was read from (blank and skipped lines counted), None when it was not read
+    from a file.
+    """
 
     index: int
     record: RagRecord
     result: SuiteResult
+    line: int | None = None
 
     @property
     def overall(self) -> float | None:
@@ -72,7 +82,10 @@ class MetricSummary:
 
 @dataclass(frozen=True, slots=True)
 class EvaluationResult:
-    """Scores of many records with their aggregate; ``to_markdown()`` renders the report."""
+    """Scores of many records with their aggregate; ``to_markdown()`` renders the report.
+
+    ``skipped`` lists the lines of the input file that were not records (read with ``strict=False``).
+    """
 
     records: tuple[RecordResult, ...]
     metrics: tuple[str, ...]
@@ -80,6 +93,7 @@ class EvaluationResult:
     cost: Cost
     judge: str
     seconds: float
+    skipped: tuple[BadLine, ...] = ()
 
     @property
     def count(self) -> int:
@@ -119,7 +133,7 @@ class EvaluationResult:
         return problems[:n]
 
     def to_markdown(self, worst: int = 10, threshold: float = DEFAULT_THRESHOLD) -> str:
-        """A markdown report: totals, one row per metric, then the worst records and their issues."""
+        """A markdown report: totals, one row per metric, the worst records and their issues, the skipped lines."""
         cost = self.cost
         lines = [
             "# ragtrace evaluation",
@@ -131,6 +145,10 @@ class EvaluationResult:
             f"- tokens: {cost.prompt_tokens} prompt, {cost.completion_tokens} completion",
             f"- wall time: {self.seconds:.1f} s",
             f"- overall (mean goodness per record): {_spread([r.overall for r in self.records])}",
+        ]
+        if self.skipped:
+            lines.append(f"- skipped lines (not records, not scored): {len(self.skipped)}, listed at the end")
+        lines += [
             "",
             "| metric | better | measured | mean | min | max | absent (reason: count) |",
             "|---|---|---|---|---|---|---|",
@@ -150,6 +168,11 @@ class EvaluationResult:
             for r in bad:
                 issues = ", ".join(f"{s.name} {_num(s.value)}" for s in r.issues(threshold))
                 lines.append(f"| {r.index} | {_cell(r.record.query)} | {_num(r.overall)} | {issues} |")
+        if self.skipped:
+            lines += ["", f"## Skipped lines ({len(self.skipped)})", ""]
+            lines += [f"- {_cell(str(bad), 200)}" for bad in self.skipped[:SKIPPED_SHOWN]]
+            if len(self.skipped) > SKIPPED_SHOWN:
+                lines.append(f"- and {len(self.skipped) - SKIPPED_SHOWN} more")
         return "\n".join(lines) + "\n"
 
 

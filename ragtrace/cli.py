@@ -30,10 +30,13 @@ import inspect
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ragtrace._exceptions import ConfigurationError
 from ragtrace.judges._base import Judge
+
+if TYPE_CHECKING:
+    from ragtrace._eval_input import JsonlRecords
 
 __all__ = ["COMMANDS", "build_parser", "main"]
 
@@ -120,24 +123,40 @@ def _check_writable(path: Path) -> None:
         path.unlink(missing_ok=True)
 
 
+def _read_input(args: argparse.Namespace) -> JsonlRecords:
+    """The records file, read before any judge is built; each skipped line is named on stderr at once."""
+    from ragtrace._eval_input import read_jsonl
+    from ragtrace._evaluation_result import SKIPPED_SHOWN
+
+    loaded = read_jsonl(args.file, dict(args.field or []), strict=args.strict)
+    for bad in loaded.skipped[:SKIPPED_SHOWN]:
+        print(f"ragtrace: warning: {bad}; line skipped (--strict makes this an error)", file=sys.stderr)
+    if len(loaded.skipped) > SKIPPED_SHOWN:
+        print(f"ragtrace: warning: {len(loaded.skipped) - SKIPPED_SHOWN} more lines skipped", file=sys.stderr)
+    if loaded.skipped and not loaded.records:
+        # Nothing to score: most likely the wrong file or the wrong --field names, not a bad line or two.
+        raise ValueError(f"{loaded.path}: no line is a record ({len(loaded.skipped)} skipped); is it the right file?")
+    return loaded
+
+
 def _run_eval(args: argparse.Namespace) -> int:
     from ragtrace._evaluate import EvaluationResult, aevaluate
 
     out = Path(args.out) if args.out else None
     if out is not None:
         _check_writable(out)  # before any judge call: a typo must not waste the run
+    loaded = _read_input(args)
     judge = _judge_from_args(args)
 
     async def run() -> EvaluationResult:
         # One event loop for scoring and closing: the judge's HTTP client belongs to it.
         try:
             return await aevaluate(
-                args.file,
+                loaded,
                 metrics=args.metrics,
                 judge=judge,
                 concurrency=args.concurrency,
                 progress=not args.no_progress,
-                fields=dict(args.field or []),
             )
         finally:
             if judge is not None:
@@ -195,6 +214,12 @@ def _add_eval(commands: Any) -> None:
     p.add_argument("--threshold", type=float, default=0.6, help="a metric below this is a problem (default 0.6)")
     p.add_argument("--worst", type=int, default=10, help="worst records listed (default 10)")
     p.add_argument("--out", help="also write the report to this file (checked before scoring)")
+    p.add_argument(
+        "--strict",
+        action="store_true",
+        help="stop at the first line that is not a record (exit 2, naming FILE:LINE:COLUMN); "
+        "by default such lines are skipped, named on stderr and listed in the report",
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(run=_run_eval)
 

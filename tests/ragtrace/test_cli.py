@@ -148,11 +148,55 @@ def test_configuration_errors_exit_2_with_the_fix(
     assert message in capsys.readouterr().err
 
 
-def test_a_bad_line_exits_2_naming_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def _with_bad_lines(tmp_path: Path) -> Path:
+    """Line 1 a record, line 2 cut short, line 3 blank, line 4 a record, line 5 not an object."""
+    record = {"query": "q", "chunks": ["c1"], "answer": "a"}
     data = tmp_path / "r.jsonl"
-    data.write_text('{"query": "q"}\nnot json\n', encoding="utf-8")
-    assert main(["eval", str(data), "--judge", "tests.ragtrace.test_cli:scripted_judge", "--no-progress"]) == 2
-    assert "line 2: not valid JSON" in capsys.readouterr().err
+    lines = [json.dumps(record), '{"query": "q", "answer": ', "", json.dumps(record), "[1, 2]"]
+    data.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return data
+
+
+def test_bad_lines_are_skipped_and_named_on_stderr_and_in_the_report(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = _with_bad_lines(tmp_path)
+    args = ["--judge", "tests.ragtrace.test_cli:scripted_judge", "--metrics", "faithfulness", "--no-progress"]
+    status = main(["eval", str(data), *args])
+    captured = capsys.readouterr()
+    assert status == 0
+    skipped = "line skipped (--strict makes this an error)"
+    assert captured.err.splitlines() == [
+        f"ragtrace: warning: {data}:2:26: not valid JSON (Expecting value); {skipped}",
+        f"ragtrace: warning: {data}:5:1: expected a JSON object, got list; {skipped}",
+    ]
+    assert "- records: 2" in captured.out
+    assert "| faithfulness | higher | 2/2 | 1.000 |" in captured.out
+    assert "- skipped lines (not records, not scored): 2, listed at the end" in captured.out
+    assert f"- {data}:2:26: not valid JSON (Expecting value)\n" in captured.out
+
+
+def test_strict_stops_at_the_first_bad_line_before_any_judge_call(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = _with_bad_lines(tmp_path)
+    with StubOpenAIServer() as stub:
+        status = main(["eval", str(data), "--base-url", stub.base_url, "--strict", "--no-progress"])
+        assert stub.requests == []
+    captured = capsys.readouterr()
+    assert status == 2
+    assert captured.err == f"ragtrace: error: {data}:2:26: not valid JSON (Expecting value)\n"
+    assert captured.out == ""
+
+
+def test_a_file_without_a_single_record_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = tmp_path / "r.jsonl"
+    data.write_text('{"prompt": "q"}\n{"prompt": "r"}\n', encoding="utf-8")  # forgot --field query=prompt
+    with StubOpenAIServer() as stub:
+        status = main(["eval", str(data), "--base-url", stub.base_url, "--no-progress"])
+        assert stub.requests == []
+    assert status == 2
+    assert f"ragtrace: error: {data}: no line is a record (2 skipped); is it the right file?" in capsys.readouterr().err
 
 
 def test_bad_field_option_is_a_usage_error(tmp_path: Path) -> None:

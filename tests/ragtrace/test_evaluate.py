@@ -98,15 +98,45 @@ def test_jsonl_file_with_renamed_fields(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("bad_line", "message"),
     [
-        ('{"query": "q", "answer": ', "line 3: not valid JSON"),
-        ("[1, 2]", "line 3: expected a JSON object, got list"),
-        ('{"answer": "no query"}', "line 3: a record needs a string 'query'"),
+        # Cut short at the end of the line: the value is missing at column 26, just past the last
+        # character, not at "column 1" of the line after it.
+        ('{"query": "q", "answer": ', "3:26: not valid JSON (Expecting value)"),
+        ('{"query": "q",, "answer": "a"}', "3:15: not valid JSON (Expecting property name"),
+        ("  [1, 2]", "3:3: expected a JSON object, got list"),
+        ('{"answer": "no query"}', "3:1: a record needs a string 'query'"),
     ],
 )
-def test_a_bad_line_is_named(tmp_path: Path, bad_line: str, message: str) -> None:
+def test_a_bad_line_is_named_by_file_line_and_column(tmp_path: Path, bad_line: str, message: str) -> None:
     file = write_jsonl(tmp_path / "r.jsonl", [json.dumps(GOOD), json.dumps(GOOD), bad_line])
-    with pytest.raises(ValueError, match=message.replace("[", r"\[").replace("]", r"\]")):
+    with pytest.raises(ValueError) as bad:
         ragtrace.evaluate(file, judge=judge(), progress=False)
+    assert str(bad.value).startswith(f"{file}:{message}")
+
+
+def test_a_bad_line_after_a_byte_order_mark_and_crlf_line_ends_has_the_editors_column(tmp_path: Path) -> None:
+    file = tmp_path / "r.jsonl"
+    file.write_bytes(b'\xef\xbb\xbf{"query": "q", "answer": }\r\n')
+    with pytest.raises(ValueError, match=r"r\.jsonl:1:26: not valid JSON \(Expecting value\)$"):
+        load_records(file)
+
+
+def test_bad_lines_can_be_skipped_and_are_listed_in_the_result_and_report(tmp_path: Path) -> None:
+    file = write_jsonl(
+        tmp_path / "r.jsonl", [json.dumps(GOOD), "", '{"query": "q", "answer": ', json.dumps(BAD), "[1]"]
+    )
+    result = ragtrace.evaluate(file, metrics=["faithfulness"], judge=judge(), progress=False, strict=False)
+    assert [r.record.query for r in result.records] == [GOOD["query"], BAD["question"]]
+    assert [r.line for r in result.records] == [1, 4]  # blank and skipped lines counted
+    assert [str(b) for b in result.skipped] == [
+        f"{file}:3:26: not valid JSON (Expecting value)",
+        f"{file}:5:1: expected a JSON object, got list",
+    ]
+    markdown = result.to_markdown()
+    assert "- skipped lines (not records, not scored): 2, listed at the end" in markdown
+    assert markdown.endswith(
+        f"## Skipped lines (2)\n\n- {file}:3:26: not valid JSON (Expecting value)\n"
+        f"- {file}:5:1: expected a JSON object, got list\n"
+    )
 
 
 def test_missing_file_and_bad_arguments(tmp_path: Path) -> None:
@@ -205,7 +235,7 @@ def test_a_record_of_the_wrong_shape_is_named_by_file_and_line(
     tmp_path: Path, fields: dict[str, object], message: str
 ) -> None:
     file = write_jsonl(tmp_path / "r.jsonl", [json.dumps(GOOD), json.dumps({**GOOD, **fields})])
-    with pytest.raises(ValueError, match=rf"r\.jsonl, line 2: {message}"):
+    with pytest.raises(ValueError, match=rf"r\.jsonl:2:1: {message}"):
         load_records(file)
 
 
@@ -228,7 +258,8 @@ def test_chunk_text_comes_from_the_first_field_that_is_not_null() -> None:
 def test_a_file_that_is_not_utf8_names_the_line(tmp_path: Path) -> None:
     file = tmp_path / "latin1.jsonl"
     file.write_bytes(json.dumps(GOOD).encode() + b"\n" + '{"query": "café"}\n'.encode("latin-1"))
-    with pytest.raises(ValueError, match=r"latin1\.jsonl, line 2: not UTF-8 \(byte 0xe9"):
+    # Column 15 is the character "é" (bytes 1 to 14 are '{"query": "caf').
+    with pytest.raises(ValueError, match=r"latin1\.jsonl:2:15: not UTF-8 \(byte 0xe9\)"):
         load_records(file)
 
 
