@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import sqlite3
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from google.protobuf import json_format
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -118,6 +120,46 @@ class SpanFactory:
 def otlp_bytes(spans: Sequence[ReadableSpan]) -> bytes:
     """The spans as the OTLP/HTTP protobuf exporter sends them."""
     return bytes(encode_spans(spans).SerializeToString())
+
+
+def otlp_json(spans: Sequence[ReadableSpan]) -> str:
+    """The spans as OTLP/JSON: proto3 JSON of the real encoder's message, with hex ids as the spec writes them."""
+    document = json_format.MessageToDict(encode_spans(spans))
+    for resource_spans in document["resourceSpans"]:
+        for scope_spans in resource_spans["scopeSpans"]:
+            for span in scope_spans["spans"]:
+                for key in ("traceId", "spanId", "parentSpanId"):
+                    if key in span:
+                        span[key] = base64.b64decode(span[key]).hex()
+    return json.dumps(document)
+
+
+def nested_value_json(kind: str, levels: int) -> str:
+    """An OTLP/JSON ``AnyValue`` that is a ``kvlistValue`` or an ``arrayValue`` nested ``levels`` times.
+
+    Written as text: ``json.dumps`` itself gives up on a few hundred levels of dicts.
+    """
+    if kind == "kvlistValue":
+        opening, closing = '{"kvlistValue": {"values": [{"key": "k", "value": ', "}]}}"
+    else:
+        opening, closing = '{"arrayValue": {"values": [', "]}}"
+    return opening * levels + '{"stringValue": "leaf"}' + closing * levels
+
+
+def deep_protobuf_export(spans: Sequence[ReadableSpan], levels: int) -> bytes:
+    """The spans as protobuf, the value of every attribute ``deep`` swapped for a ``kvlistValue`` nested
+    ``levels`` times (protobuf writes such a message; its parser refuses it past 100 nested messages)."""
+    request = encode_spans(spans)
+    for resource_spans in request.resource_spans:
+        for scope_spans in resource_spans.scope_spans:
+            for span in scope_spans.spans:
+                for attribute in span.attributes:
+                    if attribute.key == "deep":
+                        value = attribute.value
+                        for _ in range(levels):
+                            value = value.kvlist_value.values.add(key="k").value
+                        value.string_value = "leaf"
+    return bytes(request.SerializeToString())
 
 
 def hex_span_id(span: ReadableSpan) -> str:

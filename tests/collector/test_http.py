@@ -10,6 +10,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from google.protobuf import json_format
 from google.rpc import status_pb2
 from opentelemetry.exporter.otlp.proto.http import Compression
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
@@ -19,7 +20,15 @@ from ragtrace_collector._server import Collector, CollectorConfig
 from ragtrace_collector._store import StoreError
 
 from ragtrace.environment_variables import ConfigurationError
-from tests.collector._spans import SpanFactory, count, otlp_bytes, start_collector
+from tests.collector._spans import (
+    SpanFactory,
+    count,
+    deep_protobuf_export,
+    nested_value_json,
+    otlp_bytes,
+    otlp_json,
+    start_collector,
+)
 
 PB = {"content-type": "application/x-protobuf"}
 
@@ -472,3 +481,28 @@ def test_a_large_gzip_body_is_inflated_off_the_event_loop(
     assert count(collector.config.db, "rag_records") == 301
     inline, off_loop = threads
     assert inline != off_loop  # the small body on the loop's thread, the large one in a worker thread
+
+
+@pytest.mark.parametrize("encoding", ["json", "protobuf"])
+def test_a_span_nested_250_levels_deep_costs_that_span_not_the_request(collector: Collector, encoding: str) -> None:
+    factory = SpanFactory()
+    factory.rag(query="kept beside the deep span")
+    with factory.tracer.start_as_current_span("deep", attributes={"deep": "PLACEHOLDER"}):
+        pass
+    if encoding == "json":
+        deep = nested_value_json("kvlistValue", 250)
+        body = otlp_json(factory.all()).replace('{"stringValue": "PLACEHOLDER"}', deep).encode()
+        headers = {"content-type": "application/json"}
+    else:
+        body, headers = deep_protobuf_export(factory.all(), levels=250), PB
+    reply = httpx.post(_url(collector), content=body, headers=headers)
+    assert reply.status_code == 200, reply.text
+    parsed = ExportTraceServiceResponse()
+    if encoding == "json":
+        json_format.Parse(reply.content, parsed)
+    else:
+        parsed.ParseFromString(reply.content)
+    assert parsed.partial_success.rejected_spans == 1
+    with sqlite3.connect(collector.config.db) as conn:
+        assert sorted(name for (name,) in conn.execute("SELECT name FROM spans")) == ["answer", "retrieve"]
+    assert count(collector.config.db, "rag_records") == 1

@@ -17,9 +17,17 @@ from ragtrace_collector._otlp import (
     json_request,
     salvage_request,
 )
+from ragtrace_collector._otlp._json_depth import TOO_DEEP, cut_deep, holds
 
 from ragtrace import semconv
-from tests.collector._spans import SpanFactory, hex_span_id, otlp_bytes
+from tests.collector._spans import (
+    SpanFactory,
+    deep_protobuf_export,
+    hex_span_id,
+    nested_value_json,
+    otlp_bytes,
+    otlp_json,
+)
 
 
 def _otlp_json(spans: list) -> bytes:  # type: ignore[type-arg]
@@ -272,3 +280,48 @@ def test_spans_with_bad_ids_or_times_are_not_forwarded_from_a_body_that_parses()
     assert decode_protobuf(body, 0).rejected == 3
     forwarded = salvage_request(body).resource_spans[0].scope_spans[0].spans
     assert list(forwarded) == list(spans[:2])
+
+
+def _with_a_deep_span(factory: SpanFactory) -> None:
+    """Add a span whose attribute ``deep`` is a placeholder string, to be swapped for a deeply nested value."""
+    with factory.tracer.start_as_current_span("deep", attributes={"deep": "PLACEHOLDER"}):
+        pass
+
+
+@pytest.mark.parametrize(("kind", "levels"), [("kvlistValue", 250), ("arrayValue", 250), ("arrayValue", 1000)])
+def test_a_json_span_nested_hundreds_of_levels_deep_is_rejected_alone(kind: str, levels: int) -> None:
+    # kvlistValue 250 and arrayValue 1000 are past json's recursion limit (the whole body used to be refused);
+    # arrayValue 250 parses as JSON and is refused by protobuf's JSON parser for its depth.
+    factory = SpanFactory()
+    factory.rag(query="kept beside the deep span")
+    _with_a_deep_span(factory)
+    body = otlp_json(factory.all()).replace('{"stringValue": "PLACEHOLDER"}', nested_value_json(kind, levels))
+    batch = decode_json(body.encode(), 0)
+    assert batch.rejected == 1
+    assert batch.error_message == f"rejected 1 span(s): {TOO_DEEP}"
+    assert sorted(row["name"] for row in batch.spans) == ["answer", "retrieve"]
+    assert [r["query"] for r in batch.rag_records] == ["kept beside the deep span"]
+    forwarded = json_request(body.encode()).resource_spans[0].scope_spans[0].spans
+    assert sorted(span.name for span in forwarded) == ["answer", "retrieve"]
+
+
+def test_a_protobuf_span_nested_hundreds_of_levels_deep_is_rejected_alone() -> None:
+    # The behaviour the JSON decoder matches: protobuf's depth limit refuses the deep span, the salvage the rest.
+    factory = SpanFactory()
+    factory.rag(query="kept beside the deep span")
+    _with_a_deep_span(factory)
+    batch = decode_protobuf(deep_protobuf_export(factory.all(), levels=250), 0)
+    assert batch.rejected == 1
+    assert sorted(row["name"] for row in batch.spans) == ["answer", "retrieve"]
+
+
+def test_cut_deep_counts_brackets_outside_strings_only() -> None:
+    # Level 4 is the deepest kept; "[[" and an escaped quote inside strings do not count.
+    text = '{"a": [{"s": "[[\\"{{", "t": [1, [2]]}], "b": "]]"}'
+    cut, marker = cut_deep(text, limit=4)
+    assert json.loads(cut) == {"a": [{"s": '[["{{', "t": [1, marker]}], "b": "]]"}
+    assert holds(json.loads(cut), marker) and not holds(json.loads(text), marker)
+    assert cut_deep(text, limit=5)[0] == text
+    unclosed, _ = cut_deep('{"a": [[[[', limit=2)
+    with pytest.raises(ValueError):
+        json.loads(unclosed)  # still broken JSON: a 400, as before

@@ -5,12 +5,14 @@
 
 Bad input never loses what was good. A body whose wire structure is broken raises ``OtlpDecodeError`` (the
 sender gets a 400 and must not retry). A body whose structure is sound but where one span cannot be parsed
-(invalid UTF-8 in a string field, a wrong id length, a JSON value of the wrong type) keeps every other span
-and counts the bad one in ``Batch.rejected``: the receivers turn that into an OTLP partial-success reply.
+(invalid UTF-8 in a string field, a wrong id length, a JSON value of the wrong type, a value nested hundreds of
+levels deep) keeps every other span and counts the bad one in ``Batch.rejected``: the receivers turn that into
+an OTLP partial-success reply.
 
 The parts: ``_decode.py`` (entry points), ``_salvage.py`` (a partly bad protobuf body), ``_json_ids.py``
-(OTLP/JSON ids), ``_rows.py`` (spans to rows), ``_keys.py`` (which attribute is a document or a score),
-``_values.py`` (OTLP values as Python values), ``_batch.py`` (the result).
+(OTLP/JSON ids), ``_json_depth.py`` (OTLP/JSON nested too deeply for the json parser), ``_rows.py`` (spans to
+rows), ``_keys.py`` (which attribute is a document or a score), ``_values.py`` (OTLP values as Python values),
+``_batch.py`` (the result).
 """
 
 from __future__ import annotations

@@ -13,6 +13,7 @@ from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from ragtrace_collector._otlp._batch import Batch, OtlpDecodeError, Part, short
+from ragtrace_collector._otlp._json_depth import TOO_DEEP, cut_deep, holds, too_deep
 from ragtrace_collector._otlp._json_ids import json_list, json_message, json_span
 from ragtrace_collector._otlp._rows import rows_from_parts, scope_rows
 from ragtrace_collector._otlp._salvage import salvage_parts, salvage_protobuf
@@ -31,7 +32,7 @@ def decode_json(body: bytes, received_ns: int) -> Batch:
     """Decode an OTLP/JSON ``ExportTraceServiceRequest`` (hex ids, lowerCamelCase or snake_case keys).
 
     Invalid UTF-8 is replaced (U+FFFD) rather than failing the whole request; a span whose fields have the
-    wrong JSON types is rejected on its own.
+    wrong JSON types, or that is nested deeper than ``MAX_JSON_DEPTH`` levels, is rejected on its own.
     """
     batch = Batch()
     return rows_from_parts(_json_parts(body, batch), batch, received_ns)
@@ -70,11 +71,22 @@ def _request_from_parts(parts: list[Part]) -> ExportTraceServiceRequest:
     return request
 
 
-def _json_parts(body: bytes, batch: Batch) -> list[Part]:
+def _load_json(body: bytes) -> tuple[object, str | None]:
+    """The parsed body, and the marker of the values cut for their depth (None when nothing was cut)."""
+    text = body.decode("utf-8", errors="replace")
     try:
-        document = json.loads(body.decode("utf-8", errors="replace"))
+        try:
+            return json.loads(text), None
+        except RecursionError:
+            # Too deep for json's recursion: cut the deep values out, so only their spans are lost.
+            text, marker = cut_deep(text)
+            return json.loads(text), marker
     except (ValueError, RecursionError) as exc:
         raise OtlpDecodeError(f"body is not JSON: {short(exc)}") from None
+
+
+def _json_parts(body: bytes, batch: Batch) -> list[Part]:
+    document, marker = _load_json(body)
     if not isinstance(document, dict):
         raise OtlpDecodeError("an OTLP/JSON export is a JSON object with a 'resourceSpans' array")
     resource_spans = json_list(document, "resourceSpans", "resource_spans")
@@ -93,10 +105,13 @@ def _json_parts(body: bytes, batch: Batch) -> list[Part]:
             scope = json_message(ss.get("scope"), InstrumentationScope)
             good: list[Span] = []
             for raw in json_list(ss, "spans", "spans") or []:
+                if marker is not None and holds(raw, marker):
+                    batch.reject(1, TOO_DEEP)
+                    continue
                 try:
                     good.append(json_span(raw))
                 except (json_format.ParseError, ValueError, TypeError, RecursionError, binascii.Error) as exc:
-                    batch.reject(1, f"span not decodable: {short(exc)}")
+                    batch.reject(1, TOO_DEEP if too_deep(exc) else f"span not decodable: {short(exc)}")
             parts.append((resource or Resource(), scope or InstrumentationScope(), good))
     return parts
 

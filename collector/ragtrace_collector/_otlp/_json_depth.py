@@ -1,0 +1,79 @@
+"""OTLP/JSON nested too deeply for Python's json parser: cut the deep values out so the rest still parses.
+
+``json.loads`` recurses once per level and gives up on the whole document past its recursion limit (about a
+thousand levels), so a single span holding a ``kvlistValue``/``arrayValue`` nested a few hundred times would
+cost every span of its request. A protobuf body does not: the protobuf parser refuses that one span (its
+depth limit), and the salvage keeps the others. ``cut_deep`` gives OTLP/JSON the same outcome: every value
+that begins deeper than ``MAX_JSON_DEPTH`` levels is replaced, unread, by a marker string; the body then
+parses, and the decoder rejects each span that ``holds`` the marker, alone, with ``TOO_DEEP``.
+
+Only a body that ``json.loads`` refused for its depth goes through here; any other body is parsed as it is.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+from typing import Any
+
+MAX_JSON_DEPTH = 128
+"""Deepest JSON nesting kept (the export object is level 1; a span is level 7). Deeper than protobuf allows
+a span anyway (100 nested messages: an attribute value nested about 30 times), and far below json's limit."""
+
+TOO_DEEP = f"span nested too deeply to decode (past {MAX_JSON_DEPTH} JSON levels or 100 nested messages)"
+"""The rejection reason of a span that held a cut value, or that protobuf's JSON parser found too deep."""
+
+# A string (escapes included) is one token, so that brackets inside strings are not counted.
+_TOKENS = re.compile(r'(?P<string>"[^"\\]*(?:\\.[^"\\]*)*")|(?P<open>[\[{])|(?P<close>[\]}])', re.DOTALL)
+
+
+def cut_deep(text: str, limit: int = MAX_JSON_DEPTH) -> tuple[str, str]:
+    """Return ``text`` with every value starting below ``limit`` levels replaced, and the marker used.
+
+    The marker is a string no sender can predict (it holds a random part), so a span is rejected only for a
+    value that was really cut. Broken JSON stays broken (``json.loads`` then refuses it as before), except
+    inside a cut value, which is never read.
+    """
+    marker = f"\x00ragtrace-cut-{secrets.token_hex(8)}"
+    replacement = json.dumps(marker)
+    pieces: list[str] = []
+    kept_from = 0
+    cut_from = -1
+    depth = 0
+    for token in _TOKENS.finditer(text):
+        kind = token.lastgroup
+        if kind == "open":
+            depth += 1
+            if depth == limit + 1:
+                cut_from = token.start()
+        elif kind == "close":
+            if depth == limit + 1:
+                pieces += (text[kept_from:cut_from], replacement)
+                kept_from = token.end()
+            depth -= 1
+    if depth > limit:
+        # A deep value that never closes: keep up to it; json.loads reports the truncated document.
+        pieces.append(text[kept_from:cut_from])
+    else:
+        pieces.append(text[kept_from:])
+    return "".join(pieces), marker
+
+
+def too_deep(exc: BaseException) -> bool:
+    """Whether protobuf's JSON parser refused a span for its nesting (its message ends with the cause)."""
+    return "Message too deep" in str(exc)
+
+
+def holds(value: Any, marker: str) -> bool:
+    """Whether the parsed JSON ``value`` contains ``marker`` anywhere (walked with a stack, not recursion)."""
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, dict):
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
+        elif item == marker:
+            return True
+    return False
