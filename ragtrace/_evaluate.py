@@ -32,7 +32,7 @@ from ragtrace._record import RagRecord
 from ragtrace.judges._base import Judge
 from ragtrace.metrics._base import ZERO_COST, Metric
 from ragtrace.metrics._registry import build_suite
-from ragtrace.metrics._suite import Suite
+from ragtrace.metrics._suite import Suite, SuiteResult
 
 __all__ = [
     "EvaluationResult",
@@ -94,6 +94,46 @@ def _as_records(
 # --------------------------------------------------------------------------------------------------
 
 
+CONNECTION_ERROR = "connection"
+"""The ``error_type`` of a judge step that could not reach the judge at all (``OpenAIJudge`` gives it
+when its endpoint refuses or drops the connection, after its retries)."""
+
+
+class _Breaker:
+    """Trips when ``limit`` records in a row could not reach the judge; None never trips.
+
+    A record counts when some score failed with ``CONNECTION_ERROR`` and no score was measured; any
+    other record (scored, or failed for another reason) starts the count again.
+    """
+
+    def __init__(self, limit: int | None) -> None:
+        if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
+            raise ConfigurationError(
+                f"max_connection_errors={limit!r}: give a whole number >= 1, or None to never stop"
+            )
+        self.limit = limit
+        self.streak = 0
+        self.reason: str | None = None
+
+    def trips(self, result: SuiteResult) -> bool:
+        """Count one scored record; True only for the record that trips the breaker."""
+        if self.limit is None or self.reason is not None:
+            return False
+        scores = result.scores.values()
+        unreachable = [s for s in scores if s.error_type == CONNECTION_ERROR]
+        if not unreachable or any(s.ok for s in scores):
+            self.streak = 0
+            return False
+        self.streak += 1
+        if self.streak < self.limit:
+            return False
+        self.reason = (
+            f"{self.streak} records in a row could not reach the judge "
+            f"({unreachable[0].explanation or CONNECTION_ERROR})"
+        )
+        return True
+
+
 async def _default_judge() -> Judge:
     try:
         from ragtrace.judges._default import default_judge
@@ -116,10 +156,12 @@ async def aevaluate(
     fields: Mapping[str, str] | None = None,
     *,
     strict: bool = True,
+    max_connection_errors: int | None = None,
 ) -> EvaluationResult:
     """Score every record; see ``evaluate``."""
     if not isinstance(concurrency, int) or concurrency < 1:
         raise ConfigurationError(f"concurrency={concurrency!r}: give a whole number >= 1 (default 8)")
+    breaker = _Breaker(max_connection_errors)
     suite = metrics if isinstance(metrics, Suite) else build_suite(metrics)
     items, lines, skipped = _as_records(records, fields, strict)
     own_judge = judge is None
@@ -128,18 +170,34 @@ async def aevaluate(
     limit = asyncio.Semaphore(concurrency)
     bar = tqdm(total=len(items), disable=not progress, desc="ragtrace eval", unit="record", leave=False)
 
+    tasks: list[asyncio.Future[RecordResult]] = []
+
     async def one(index: int, record: RagRecord) -> RecordResult:
         async with limit:
             result = await suite.score(record, active)
         bar.update(1)
+        if breaker.trips(result):
+            # The judge is unreachable: every record still waiting or in flight would spend its
+            # retries and backoff learning the same thing.
+            current = asyncio.current_task()
+            for task in tasks:
+                if task is not current:
+                    task.cancel()
         return RecordResult(index=index, record=record, result=result, line=lines[index])
 
     try:
-        results = await asyncio.gather(*(one(i, r) for i, r in enumerate(items)))
+        tasks.extend(asyncio.ensure_future(one(i, r)) for i, r in enumerate(items))
+        outcomes = await asyncio.gather(*tasks, return_exceptions=True)
     finally:
         bar.close()
         if own_judge:
             await active.aclose()
+    results: list[RecordResult] = []
+    for outcome in outcomes:
+        if isinstance(outcome, RecordResult):
+            results.append(outcome)
+        elif not (isinstance(outcome, asyncio.CancelledError) and breaker.reason):
+            raise outcome  # not ours to hide (the breaker's cancellations are the only expected ones)
     summary = {
         m.name: summarise(m.name, m.direction, [r.result.scores[m.name] for r in results]) for m in suite.metrics
     }
@@ -151,6 +209,8 @@ async def aevaluate(
         judge=active.name,
         seconds=time.perf_counter() - started,
         skipped=skipped,
+        not_scored=len(items) - len(results),
+        stopped=breaker.reason,
     )
 
 
@@ -163,6 +223,7 @@ def evaluate(
     fields: Mapping[str, str] | None = None,
     *,
     strict: bool = True,
+    max_connection_errors: int | None = None,
 ) -> EvaluationResult:
     """Score RAG records offline with a suite of metrics and aggregate the results.
 
@@ -176,6 +237,11 @@ def evaluate(
     ``FILE:LINE:COLUMN: what is wrong``. With ``strict=False`` bad lines are skipped and listed in
     ``result.skipped`` (and in the report). ``records`` may also be what ``_eval_input.read_jsonl``
     returned. Each ``RecordResult.line`` is the record's line in the file (blank lines counted).
+
+    ``max_connection_errors``: stop after that many records in a row could not reach the judge (every
+    failed score a ``connection`` error, none measured): the records not scored yet are cancelled,
+    ``result.stopped`` says why (with the judge's message, which names its URL) and
+    ``result.not_scored`` how many were left. None (the default) scores every record whatever happens.
     """
     try:
         asyncio.get_running_loop()
@@ -185,4 +251,15 @@ def evaluate(
         raise RuntimeError("evaluate() was called inside a running event loop: use 'await ragtrace.aevaluate(...)'")
     # Outside the except block, so that an error of the run (a missing file, an unknown metric) shows
     # alone, not as "during handling of RuntimeError: no running event loop".
-    return asyncio.run(aevaluate(records, metrics, judge, concurrency, progress, fields, strict=strict))
+    return asyncio.run(
+        aevaluate(
+            records,
+            metrics,
+            judge,
+            concurrency,
+            progress,
+            fields,
+            strict=strict,
+            max_connection_errors=max_connection_errors,
+        )
+    )

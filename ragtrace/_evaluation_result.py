@@ -85,6 +85,8 @@ class EvaluationResult:
     """Scores of many records with their aggregate; ``to_markdown()`` renders the report.
 
     ``skipped`` lists the lines of the input file that were not records (read with ``strict=False``).
+    ``stopped`` says why the run stopped early (the judge could not be reached), in which case
+    ``not_scored`` records were never scored and are not in ``records``.
     """
 
     records: tuple[RecordResult, ...]
@@ -94,6 +96,8 @@ class EvaluationResult:
     judge: str
     seconds: float
     skipped: tuple[BadLine, ...] = ()
+    not_scored: int = 0
+    stopped: str | None = None
 
     @property
     def count(self) -> int:
@@ -138,7 +142,8 @@ class EvaluationResult:
         lines = [
             "# ragtrace evaluation",
             "",
-            f"- records: {self.count}",
+            f"- records: {self.count}"
+            + (f" of {self.count + self.not_scored}, stopped early: {self.stopped}" if self.stopped else ""),
             f"- judge: `{self.judge}`",
             f"- judge calls: {cost.calls} ({cost.chat_calls} chat, {cost.embedding_calls} embeddings)"
             + (f", {cost.calls / self.count:.2f} per record" if self.count else ""),

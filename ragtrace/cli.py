@@ -48,6 +48,16 @@ def _fields(text: str) -> tuple[str, str]:
     return target.strip(), source.strip()
 
 
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a whole number >= 0")
+    return value
+
+
 _OPENAI_FLAGS = {
     "base_url": "--base-url",
     "model": "--model",
@@ -157,6 +167,7 @@ def _run_eval(args: argparse.Namespace) -> int:
                 judge=judge,
                 concurrency=args.concurrency,
                 progress=not args.no_progress,
+                max_connection_errors=args.max_connection_errors or None,
             )
         finally:
             if judge is not None:
@@ -176,7 +187,15 @@ def _run_eval(args: argparse.Namespace) -> int:
                 f"ragtrace: error: the report is on stdout but --out {out} could not be written: {err}", file=sys.stderr
             )
             status = 1
-    if result.judge_failed:
+    if result.stopped:
+        print(
+            f"ragtrace: error: stopped early: {result.stopped}; {result.not_scored} of "
+            f"{result.count + result.not_scored} records were not scored. Is the judge running, and are "
+            "--base-url and --api-key right? (--max-connection-errors 0 never stops)",
+            file=sys.stderr,
+        )
+        status = 1
+    elif result.judge_failed:
         # Every score is absent because the judge failed (a dead endpoint, a wrong key or model): this
         # must not pass for a run in a script or CI. A partial failure stays 0; the report counts it.
         kinds = ", ".join(f"{kind}: {n}" for kind, n in result.errors.items())
@@ -211,6 +230,13 @@ def _add_eval(commands: Any) -> None:
         help="read a record field from another key, e.g. --field chunks=knowledge (repeatable)",
     )
     p.add_argument("--concurrency", type=int, default=8, help="records scored at once (default 8)")
+    p.add_argument(
+        "--max-connection-errors",
+        type=_count,
+        default=5,
+        metavar="N",
+        help="stop (exit 1) after N records in a row could not reach the judge (default 5; 0: never stop)",
+    )
     p.add_argument("--threshold", type=float, default=0.6, help="a metric below this is a problem (default 0.6)")
     p.add_argument("--worst", type=int, default=10, help="worst records listed (default 10)")
     p.add_argument("--out", help="also write the report to this file (checked before scoring)")

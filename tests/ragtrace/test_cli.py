@@ -336,6 +336,46 @@ def test_a_dead_endpoint_exits_1_naming_the_error_type(
     assert "no record could be scored (judge errors: connection: 12)" in captured.err
 
 
+@pytest.mark.parametrize("concurrency", ["1", "8"])
+def test_a_dead_judge_stops_the_run_after_5_records_in_a_row_naming_its_url(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, concurrency: str
+) -> None:
+    monkeypatch.setenv("RAGTRACE_JUDGE_MAX_RETRIES", "0")  # the outcome is the same, without the backoff waits
+    data = halueval_like(tmp_path / "golden.jsonl", n=19)
+    fields = ["--field", "chunks=knowledge", "--field", "answer=hallucinated_answer"]
+    with socket.socket() as dead:
+        dead.bind(("127.0.0.1", 0))
+        base_url = f"http://127.0.0.1:{dead.getsockname()[1]}/v1"
+        args = ["--base-url", base_url, "--api-key", "sk-test", "--concurrency", concurrency, "--no-progress"]
+        status = main(["eval", str(data), *fields, *args])
+    captured = capsys.readouterr()
+    assert status == 1
+    # Only the 5 records that failed in a row are in the report; the other 14 were never scored.
+    assert "- records: 5 of 19, stopped early: 5 records in a row could not reach the judge" in captured.out
+    assert "| faithfulness | higher | 0/5 | - | - | - | judge_error: 5 (connection) |" in captured.out
+    assert captured.err.startswith(
+        "ragtrace: error: stopped early: 5 records in a row could not reach the judge "
+        f"(connection: cannot reach {base_url}/"
+    )
+    assert "; 14 of 19 records were not scored. Is the judge running" in captured.err
+
+
+def test_max_connection_errors_0_tries_every_record(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RAGTRACE_JUDGE_MAX_RETRIES", "0")
+    data = halueval_like(tmp_path / "golden.jsonl", n=7)
+    args = ["--field", "chunks=knowledge", "--metrics", "context_relevance", "--max-connection-errors", "0"]
+    with socket.socket() as dead:
+        dead.bind(("127.0.0.1", 0))
+        base_url = f"http://127.0.0.1:{dead.getsockname()[1]}/v1"
+        status = main(["eval", str(data), "--base-url", base_url, "--api-key", "sk-test", *args, "--no-progress"])
+    captured = capsys.readouterr()
+    assert status == 1
+    assert "| context_relevance | higher | 0/7 | - | - | - | judge_error: 7 (connection) |" in captured.out
+    assert "no record could be scored (judge errors: connection: 7)" in captured.err
+
+
 def test_a_judge_that_refuses_every_call_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     data = halueval_like(tmp_path / "golden.jsonl", n=3)
     args = ["--field", "chunks=knowledge", "--metrics", "context_relevance", "--no-progress"]

@@ -12,7 +12,7 @@ import pytest
 import ragtrace
 from ragtrace import ConfigurationError, RagRecord
 from ragtrace._evaluate import load_records
-from ragtrace.judges import Verdict
+from ragtrace.judges import JudgeError, Verdict
 from ragtrace.testing import FakeJudge
 
 S, N = Verdict.SUPPORTED, Verdict.NEITHER
@@ -284,3 +284,68 @@ def test_judge_errors_are_counted_by_type_and_a_run_with_no_score_is_a_judge_fai
     unmeasured = ragtrace.evaluate([{**GOOD, "chunks": []}], metrics=["faithfulness"], judge=judge(), progress=False)
     assert (unmeasured.scored, unmeasured.errors, unmeasured.judge_failed) == (0, {}, False)
     assert ragtrace.evaluate([], metrics=["faithfulness"], judge=judge(), progress=False).judge_failed is False
+
+
+def _rate_unless_down(query: str, chunks: list[str]) -> list[float]:
+    if query.startswith("down"):
+        raise JudgeError(f"cannot reach http://127.0.0.1:9/v1 for {query}", error_type="connection")
+    return [1.0] * len(chunks)
+
+
+def test_the_run_stops_after_records_in_a_row_could_not_reach_the_judge() -> None:
+    fake = FakeJudge(rate_chunks=_rate_unless_down)
+    # A scored record starts the count again: up, down, down, up, down, down, down -> stop; 3 left.
+    queries = ["up0", "down1", "down2", "up3", "down4", "down5", "down6", "up7", "down8", "up9"]
+    records = [RagRecord.of(q, ["c"], "a") for q in queries]
+    result = ragtrace.evaluate(
+        records, metrics=["context_relevance"], judge=fake, concurrency=1, progress=False, max_connection_errors=3
+    )
+    assert fake.count("rate_chunks") == 7
+    assert [r.index for r in result.records] == [0, 1, 2, 3, 4, 5, 6]
+    assert (result.count, result.not_scored) == (7, 3)
+    assert result.stopped == (
+        "3 records in a row could not reach the judge (connection: cannot reach http://127.0.0.1:9/v1 for down6)"
+    )
+    assert "- records: 7 of 10, stopped early: 3 records in a row could not reach the judge" in result.to_markdown()
+
+
+def test_records_in_flight_when_the_judge_is_found_unreachable_are_cancelled() -> None:
+    import asyncio
+
+    started: list[str] = []
+
+    async def rate(query: str, chunks: list[str]) -> list[float]:
+        started.append(query)
+        if query == "down0":
+            await asyncio.sleep(0)  # the others are in flight by now
+            raise JudgeError("cannot reach it", error_type="connection")
+        await asyncio.Event().wait()  # a record that would hang on a dead endpoint
+        return [1.0]
+
+    records = [RagRecord.of(q, ["c"], "a") for q in ("down0", "hang1", "hang2", "hang3", "hang4")]
+    result = ragtrace.evaluate(
+        records,
+        metrics=["context_relevance"],
+        judge=FakeJudge(rate_chunks=rate),
+        concurrency=3,
+        progress=False,
+        max_connection_errors=1,
+    )
+    assert started == ["down0", "hang1", "hang2"]  # hang3 and hang4 never started
+    assert ([r.index for r in result.records], result.not_scored) == ([0], 4)
+
+
+def test_other_judge_errors_do_not_stop_the_run_and_none_scores_everything() -> None:
+    timeouts = ragtrace.evaluate(
+        [GOOD] * 6,
+        metrics=["faithfulness"],
+        judge=FakeJudge(fail={"extract_claims": "timeout"}),
+        progress=False,
+        max_connection_errors=2,
+    )
+    assert (timeouts.count, timeouts.not_scored, timeouts.stopped) == (6, 0, None)
+    down = FakeJudge(fail={"extract_claims": "connection"})
+    everything = ragtrace.evaluate([GOOD] * 6, metrics=["faithfulness"], judge=down, progress=False)
+    assert (everything.count, everything.stopped, down.count("extract_claims")) == (6, None, 6)
+    with pytest.raises(ConfigurationError, match="max_connection_errors=0"):
+        ragtrace.evaluate([GOOD], judge=judge(), progress=False, max_connection_errors=0)
