@@ -137,7 +137,11 @@ class EvaluationResult:
         return problems[:n]
 
     def to_markdown(self, worst: int = 10, threshold: float = DEFAULT_THRESHOLD) -> str:
-        """A markdown report: totals, one row per metric, the worst records and their issues, the skipped lines."""
+        """A markdown report: totals, one row per metric, the worst records and their issues, the skipped lines.
+
+        A worst record is shown with its query and answer, and numbered by its line in the file it was
+        read from (``line``), or by its 0-based position (``#``) when it was not read from a file.
+        """
         cost = self.cost
         lines = [
             "# ragtrace evaluation",
@@ -169,10 +173,15 @@ class EvaluationResult:
         if not bad:
             lines.append("None.")
         else:
-            lines += ["| # | query | overall | issues |", "|---|---|---|---|"]
+            # Records read from a file are named by their line, the number an editor jumps to.
+            by_line = all(r.line is not None for r in bad)
+            lines += [f"| {'line' if by_line else '#'} | query | answer | overall | issues |", "|---|---|---|---|---|"]
             for r in bad:
+                number = r.line if by_line else r.index
                 issues = ", ".join(f"{s.name} {_num(s.value)}" for s in r.issues(threshold))
-                lines.append(f"| {r.index} | {_cell(r.record.query)} | {_num(r.overall)} | {issues} |")
+                lines.append(
+                    f"| {number} | {_cell(r.record.query)} | {_cell(r.record.answer)} | {_num(r.overall)} | {issues} |"
+                )
         if self.skipped:
             lines += ["", f"## Skipped lines ({len(self.skipped)})", ""]
             lines += [f"- {_cell(str(bad), 200)}" for bad in self.skipped[:SKIPPED_SHOWN]]

@@ -28,6 +28,17 @@ def scripted_judge() -> FakeJudge:
     )
 
 
+def grading_judge() -> FakeJudge:
+    """Loaded by ``--judge tests.ragtrace.test_cli:grading_judge``: the answer is one claim, supported if "right"."""
+    return FakeJudge(
+        name="grading",
+        extract_claims=lambda text, question=None: [text],
+        verify=lambda claims, chunks: [
+            [Verdict.SUPPORTED if "right" in c else Verdict.NEITHER] * len(chunks) for c in claims
+        ],
+    )
+
+
 VANISHING_DIRS: list[Path] = []
 """Directories ``vanishing_out_judge`` removes while it scores (a disk that goes away mid-run)."""
 
@@ -197,6 +208,31 @@ def test_a_file_without_a_single_record_exits_2(tmp_path: Path, capsys: pytest.C
         assert stub.requests == []
     assert status == 2
     assert f"ragtrace: error: {data}: no line is a record (2 skipped); is it the right file?" in capsys.readouterr().err
+
+
+def _graded_file(tmp_path: Path) -> Path:
+    """Line 1 right, 2 blank, 3 wrong, 4 not JSON, 5 wrong, 6 right."""
+    data = tmp_path / "graded.jsonl"
+    lines = [
+        json.dumps({"query": "q1", "chunks": ["c"], "answer": "the right answer"}),
+        "",
+        json.dumps({"query": "q3", "chunks": ["c"], "answer": "a wrong answer"}),
+        "{not json",
+        json.dumps({"query": "q5", "chunks": ["c"], "answer": "another wrong | answer"}),
+        json.dumps({"query": "q6", "chunks": ["c"], "answer": "right again"}),
+    ]
+    data.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return data
+
+
+def test_the_worst_records_show_their_file_line_and_answer(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = _graded_file(tmp_path)
+    args = ["--judge", "tests.ragtrace.test_cli:grading_judge", "--metrics", "faithfulness", "--no-progress"]
+    assert main(["eval", str(data), *args]) == 0
+    printed = capsys.readouterr().out
+    assert "| line | query | answer | overall | issues |" in printed
+    assert "| 3 | q3 | a wrong answer | 0.000 | faithfulness 0.000 |" in printed
+    assert "| 5 | q5 | another wrong \\| answer | 0.000 | faithfulness 0.000 |" in printed
 
 
 def test_bad_field_option_is_a_usage_error(tmp_path: Path) -> None:

@@ -58,7 +58,8 @@ def test_evaluate_aggregates_and_reports_the_worst_records() -> None:
     assert [s.name for s in worst[0].issues()] == ["faithfulness", "hallucination", "context_relevance"]
     markdown = result.to_markdown()
     assert "| faithfulness | higher | 2/3 | 0.500 | 0.000 | 1.000 | no_answer: 1 |" in markdown
-    assert "| 1 | Who wrote Hamlet? | 0.167 |" in markdown
+    assert "| # | query | answer | overall | issues |" in markdown
+    assert "| 1 | Who wrote Hamlet? | Marlowe wrote Hamlet. | 0.167 |" in markdown
     assert f"judge calls: {fake.count()}" in markdown
     assert "- overall (mean goodness per record): mean 0.583, min 0.167, max 1.000" in markdown
 
