@@ -37,6 +37,7 @@ from ragtrace.judges._base import Judge
 
 if TYPE_CHECKING:
     from ragtrace._eval_input import JsonlRecords
+    from ragtrace._evaluation_result import EvaluationResult
 
 __all__ = ["COMMANDS", "build_parser", "main"]
 
@@ -149,11 +150,29 @@ def _read_input(args: argparse.Namespace) -> JsonlRecords:
     return loaded
 
 
-def _run_eval(args: argparse.Namespace) -> int:
-    from ragtrace._evaluate import EvaluationResult, aevaluate
+def _write_outs(result: EvaluationResult, outs: list[Path], args: argparse.Namespace) -> bool:
+    """Write each ``--out`` file in the format its extension names; False (said on stderr) if one failed."""
+    from ragtrace._eval_output import output_format, render
 
-    out = Path(args.out) if args.out else None
-    if out is not None:
+    written = True
+    for out in outs:
+        kind = output_format(out)
+        try:
+            # newline="": the csv module writes the CSV line ends itself; text files get "\n" as written.
+            out.write_text(render(result, kind, args.worst, args.threshold), encoding="utf-8", newline="")
+        except OSError as err:
+            print(
+                f"ragtrace: error: the report is on stdout but --out {out} could not be written: {err}", file=sys.stderr
+            )
+            written = False
+    return written
+
+
+def _run_eval(args: argparse.Namespace) -> int:
+    from ragtrace._evaluate import aevaluate
+
+    outs = [Path(out) for out in args.out or []]
+    for out in outs:
         _check_writable(out)  # before any judge call: a typo must not waste the run
     loaded = _read_input(args)
     judge = _judge_from_args(args)
@@ -178,15 +197,7 @@ def _run_eval(args: argparse.Namespace) -> int:
     # stdout first: the paid-for report is never lost to a file that could not be written.
     sys.stdout.write(report)
     sys.stdout.flush()
-    status = 0
-    if out is not None:
-        try:
-            out.write_text(report, encoding="utf-8")
-        except OSError as err:
-            print(
-                f"ragtrace: error: the report is on stdout but --out {out} could not be written: {err}", file=sys.stderr
-            )
-            status = 1
+    status = 0 if _write_outs(result, outs, args) else 1
     if result.stopped:
         print(
             f"ragtrace: error: stopped early: {result.stopped}; {result.not_scored} of "
@@ -239,7 +250,13 @@ def _add_eval(commands: Any) -> None:
     )
     p.add_argument("--threshold", type=float, default=0.6, help="a metric below this is a problem (default 0.6)")
     p.add_argument("--worst", type=int, default=10, help="worst records listed (default 10)")
-    p.add_argument("--out", help="also write the report to this file (checked before scoring)")
+    p.add_argument(
+        "--out",
+        action="append",
+        metavar="FILE",
+        help="also write to FILE (repeatable; checked before scoring): every record's scores, labels, reasons "
+        "and explanations, with its line in the input, when FILE ends in .jsonl or .csv; else the report",
+    )
     p.add_argument(
         "--strict",
         action="store_true",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 import shutil
 import socket
@@ -233,6 +234,61 @@ def test_the_worst_records_show_their_file_line_and_answer(tmp_path: Path, capsy
     assert "| line | query | answer | overall | issues |" in printed
     assert "| 3 | q3 | a wrong answer | 0.000 | faithfulness 0.000 |" in printed
     assert "| 5 | q5 | another wrong \\| answer | 0.000 | faithfulness 0.000 |" in printed
+
+
+def test_out_writes_every_records_scores_as_jsonl_and_csv_with_its_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = _graded_file(tmp_path)
+    jsonl, table, report = tmp_path / "results.jsonl", tmp_path / "results.CSV", tmp_path / "report.md"
+    args = [
+        "--judge",
+        "tests.ragtrace.test_cli:grading_judge",
+        "--metrics",
+        "faithfulness,hallucination,context_relevance",
+    ]
+    outs = ["--out", str(jsonl), "--out", str(table), "--out", str(report)]
+    assert main(["eval", str(data), *args, *outs, "--no-progress"]) == 0
+    assert report.read_text(encoding="utf-8") == capsys.readouterr().out
+    rows = [json.loads(line) for line in jsonl.read_text(encoding="utf-8").splitlines()]
+    assert [(r["line"], r["index"], r["query"]) for r in rows] == [
+        (1, 0, "q1"),
+        (3, 1, "q3"),
+        (5, 2, "q5"),
+        (6, 3, "q6"),
+    ]
+    wrong = rows[1]
+    assert (wrong["answer"], wrong["overall"]) == ("a wrong answer", 0.0)
+    assert wrong["scores"]["faithfulness"] == {
+        "direction": "higher",
+        "value": 0.0,
+        "label": "unfaithful",
+        "status": "ok",
+        "reason": None,
+        "error_type": None,
+        "explanation": "0 of 1 claims supported by the chunks",
+    }
+    assert wrong["scores"]["hallucination"]["direction"] == "lower"
+    assert wrong["scores"]["hallucination"]["value"] == 1.0
+    absent = wrong["scores"]["context_relevance"]  # the grading judge cannot rate chunks
+    assert (absent["value"], absent["status"], absent["reason"], absent["error_type"]) == (
+        None,
+        "error",
+        "judge_error",
+        "unscripted",
+    )
+    assert absent["explanation"].startswith("unscripted: ")
+    with table.open(encoding="utf-8", newline="") as handle:
+        cells = list(csv.DictReader(handle))
+    assert [c["line"] for c in cells] == ["1", "3", "5", "6"]
+    assert cells[2]["answer"] == "another wrong | answer"
+    assert (cells[2]["faithfulness"], cells[2]["faithfulness.label"], cells[2]["hallucination"]) == (
+        "0.0",
+        "unfaithful",
+        "1.0",
+    )
+    assert (cells[2]["context_relevance"], cells[2]["context_relevance.reason"]) == ("", "judge_error")
+    assert cells[2]["context_relevance.error_type"] == "unscripted"
 
 
 def test_bad_field_option_is_a_usage_error(tmp_path: Path) -> None:
