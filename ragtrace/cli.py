@@ -36,6 +36,7 @@ from ragtrace._exceptions import ConfigurationError
 from ragtrace.judges._base import Judge
 
 if TYPE_CHECKING:
+    from ragtrace._eval_gates import Gate
     from ragtrace._eval_input import JsonlRecords
     from ragtrace._evaluation_result import EvaluationResult
 
@@ -57,6 +58,15 @@ def _count(text: str) -> int:
     if value < 0:
         raise argparse.ArgumentTypeError(f"{text!r}: give a whole number >= 0")
     return value
+
+
+def _gate(text: str) -> Gate:
+    from ragtrace._eval_gates import parse_gate
+
+    try:
+        return parse_gate(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 _OPENAI_FLAGS = {
@@ -169,11 +179,16 @@ def _write_outs(result: EvaluationResult, outs: list[Path], args: argparse.Names
 
 
 def _run_eval(args: argparse.Namespace) -> int:
+    from ragtrace._eval_gates import check_metrics, failures
     from ragtrace._evaluate import aevaluate
+    from ragtrace.metrics._registry import build_suite
 
     outs = [Path(out) for out in args.out or []]
     for out in outs:
         _check_writable(out)  # before any judge call: a typo must not waste the run
+    suite = build_suite(args.metrics)
+    gates = args.fail_under or []
+    check_metrics(gates, suite.names)
     loaded = _read_input(args)
     judge = _judge_from_args(args)
 
@@ -182,7 +197,7 @@ def _run_eval(args: argparse.Namespace) -> int:
         try:
             return await aevaluate(
                 loaded,
-                metrics=args.metrics,
+                metrics=suite,
                 judge=judge,
                 concurrency=args.concurrency,
                 progress=not args.no_progress,
@@ -216,6 +231,12 @@ def _run_eval(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         status = 1
+    # A gate is about quality; with no score at all (above) the run failed, which says more.
+    failed = [] if result.stopped or result.judge_failed else failures(gates, result)
+    for why in failed:
+        print(f"ragtrace: error: quality gate failed: {why}", file=sys.stderr)
+    if failed and status == 0:
+        status = 3
     return status
 
 
@@ -262,6 +283,14 @@ def _add_eval(commands: Any) -> None:
         action="store_true",
         help="stop at the first line that is not a record (exit 2, naming FILE:LINE:COLUMN); "
         "by default such lines are skipped, named on stderr and listed in the report",
+    )
+    p.add_argument(
+        "--fail-under",
+        action="append",
+        type=_gate,
+        metavar="METRIC=VALUE",
+        help="exit 3 when METRIC's mean is worse than VALUE: below it, or above it for a lower-is-better "
+        "metric such as hallucination (repeatable)",
     )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(run=_run_eval)

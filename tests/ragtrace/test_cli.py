@@ -291,6 +291,70 @@ def test_out_writes_every_records_scores_as_jsonl_and_csv_with_its_line(
     assert cells[2]["context_relevance.error_type"] == "unscripted"
 
 
+@pytest.mark.parametrize(
+    ("gates", "status", "failed"),
+    [
+        # The graded file scores faithfulness 1, 0, 0, 1 (mean 0.5) and hallucination 0, 1, 1, 0 (mean 0.5).
+        (["faithfulness=0.5", "hallucination=0.5"], 0, []),
+        (["faithfulness=0.6"], 3, ["faithfulness mean 0.5 is below 0.6 (--fail-under faithfulness=0.6)"]),
+        # Lower is better for hallucination (its class's direction): 0.6 is a bound it stays under.
+        (["hallucination=0.6"], 0, []),
+        (
+            ["hallucination=0.4", "faithfulness=0.9"],
+            3,
+            [
+                "hallucination mean 0.5 is above 0.4, lower is better (--fail-under hallucination=0.4)",
+                "faithfulness mean 0.5 is below 0.9 (--fail-under faithfulness=0.9)",
+            ],
+        ),
+        (
+            ["context_relevance=0"],
+            3,
+            ["context_relevance was measured on no record (judge_error: 4) (--fail-under context_relevance=0)"],
+        ),
+    ],
+)
+def test_fail_under_gates_the_exit_status_along_each_metrics_direction(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], gates: list[str], status: int, failed: list[str]
+) -> None:
+    data = _graded_file(tmp_path)
+    args = [
+        "--judge",
+        "tests.ragtrace.test_cli:grading_judge",
+        "--metrics",
+        "faithfulness,hallucination,context_relevance",
+    ]
+    for gate in gates:
+        args += ["--fail-under", gate]
+    assert main(["eval", str(data), *args, "--no-progress"]) == status
+    captured = capsys.readouterr()
+    assert "| faithfulness | higher | 4/4 | 0.500 |" in captured.out  # the report is printed either way
+    messages = [line for line in captured.err.splitlines() if "warning: " not in line]  # line 4 is skipped
+    assert messages == [f"ragtrace: error: quality gate failed: {why}" for why in failed]
+
+
+def test_a_gate_on_a_metric_not_scored_is_a_usage_error_before_any_judge_call(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = _one_record(tmp_path)
+    with StubOpenAIServer() as stub:
+        args = ["--base-url", stub.base_url, "--metrics", "faithfulness", "--fail-under", "context_recall=0.5"]
+        status = main(["eval", str(data), *args, "--no-progress"])
+        assert stub.requests == []
+    assert status == 2
+    assert "--fail-under context_recall=0.5: 'context_recall' is not scored in this run; scored: faithfulness" in (
+        capsys.readouterr().err
+    )
+
+
+@pytest.mark.parametrize("gate", ["faithfulness", "faithfulness=high", "=0.5", "faithfulness=nan"])
+def test_a_malformed_gate_is_a_usage_error(capsys: pytest.CaptureFixture[str], gate: str) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["eval", "x.jsonl", "--fail-under", gate])
+    assert exit_info.value.code == 2
+    assert "write METRIC=VALUE, e.g. faithfulness=0.8" in capsys.readouterr().err
+
+
 def test_bad_field_option_is_a_usage_error(tmp_path: Path) -> None:
     with pytest.raises(SystemExit) as exit_info:
         main(["eval", "x.jsonl", "--field", "answer"])
