@@ -18,6 +18,7 @@ from pathlib import Path
 
 from ragtrace import environment_variables as env
 from ragtrace._exceptions import ConfigurationError
+from ragtrace_collector._budget import DEFAULT_MAX_INFLIGHT_BYTES
 from ragtrace_collector._http import DEFAULT_MAX_BODY_BYTES
 from ragtrace_collector._server import Collector, CollectorConfig
 
@@ -44,6 +45,15 @@ def _parser() -> argparse.ArgumentParser:
         type=int,
         default=DEFAULT_MAX_BODY_BYTES,
         help=f"largest request, after decompression (default {DEFAULT_MAX_BODY_BYTES}); larger gets 413",
+    )
+    serve.add_argument(
+        "--max-inflight-bytes",
+        type=int,
+        default=DEFAULT_MAX_INFLIGHT_BYTES,
+        help=(
+            f"request bytes held at once, all requests together (default {DEFAULT_MAX_INFLIGHT_BYTES}); past it "
+            "a request gets 429 with Retry-After (gRPC: RESOURCE_EXHAUSTED with a retry delay)"
+        ),
     )
     serve.add_argument(
         "--score",
@@ -84,6 +94,7 @@ def _serve(args: argparse.Namespace) -> int:
         retention_days=args.retention_days,
         forward=args.forward,
         max_body_bytes=args.max_body_bytes,
+        max_inflight_bytes=args.max_inflight_bytes,
         score=args.score,
         decode_processes=args.decode_processes,
     )

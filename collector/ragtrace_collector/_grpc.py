@@ -8,7 +8,9 @@ The request is taken as raw bytes and decoded by ``ragtrace_collector._otlp`` (n
 with invalid UTF-8 costs that span, not the whole export: the reply's ``partial_success`` counts it.
 Status codes follow the OTLP specification: ``INVALID_ARGUMENT`` for a malformed body (not retryable),
 ``UNAUTHENTICATED`` for a missing or wrong bearer token, ``UNAVAILABLE`` when the store could not commit
-(retryable: nothing was acknowledged), ``RESOURCE_EXHAUSTED`` from grpcio for a message over the limit.
+(retryable: nothing was acknowledged), ``RESOURCE_EXHAUSTED`` from grpcio for a message over the limit, and
+``RESOURCE_EXHAUSTED`` with a ``google.rpc.RetryInfo`` (retryable: the spec makes it so only with one) when the
+message would pass the in-flight byte budget shared with the HTTP receiver (``_budget.ByteBudget``).
 """
 
 from __future__ import annotations
@@ -17,11 +19,14 @@ import logging
 from collections.abc import Awaitable, Callable
 
 import grpc
+from google.protobuf.duration_pb2 import Duration
 from google.protobuf.message import Message
+from google.rpc.error_details_pb2 import RetryInfo
 from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
+from ragtrace_collector._budget import RETRY_AFTER_SECONDS, ByteBudget, Hold, OverBudget
 from ragtrace_collector._http import bearer_matches, metrics_not_stored
 from ragtrace_collector._otlp import OtlpDecodeError
 from ragtrace_collector._pipeline import Pipeline
@@ -35,6 +40,11 @@ SERVICE_NAME = trace_service_pb2.DESCRIPTOR.services_by_name["TraceService"].ful
 METRICS_SERVICE_NAME = metrics_service_pb2.DESCRIPTOR.services_by_name["MetricsService"].full_name
 """``opentelemetry.proto.collector.metrics.v1.MetricsService``, from the proto's own descriptor."""
 
+
+RETRY_INFO_KEY = "google.rpc.retryinfo-bin"
+"""Trailing metadata key of a serialised ``google.rpc.RetryInfo``: how long the sender should wait."""
+
+_RETRY_LATER = ((RETRY_INFO_KEY, RetryInfo(retry_delay=Duration(seconds=RETRY_AFTER_SECONDS)).SerializeToString()),)
 
 _Export = Callable[[bytes, "grpc.aio.ServicerContext[bytes, Message]"], Awaitable[object]]
 
@@ -53,11 +63,15 @@ def create_grpc_server(
     *,
     token: str | None = None,
     max_message_bytes: int = 64 * 1024 * 1024,
+    budget: ByteBudget | None = None,
 ) -> tuple[grpc.aio.Server, int]:
     """A grpc.aio server bound to ``address`` (``host:port``, port 0 picks one); return it and the port.
 
+    ``budget``: the in-flight byte budget each message is held against while it is handled (shared with the
+    HTTP receiver); a budget of its own with the default limit when not given.
     Call inside the running event loop; ``await server.start()`` to serve, ``await server.stop(grace)`` to stop.
     """
+    budget = budget if budget is not None else ByteBudget()
 
     async def check_token(context: grpc.aio.ServicerContext[bytes, Message]) -> None:
         """Abort with ``UNAUTHENTICATED`` unless the metadata carries ``authorization: Bearer <token>``."""
@@ -66,15 +80,24 @@ def create_grpc_server(
             if not isinstance(given, str) or not bearer_matches(given, token):
                 await context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong bearer token")
 
+    async def take(hold: Hold, size: int, context: grpc.aio.ServicerContext[bytes, Message]) -> None:
+        """Hold ``size`` bytes of the budget, or abort with a retryable ``RESOURCE_EXHAUSTED``."""
+        try:
+            hold.take(size)
+        except OverBudget as exc:
+            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc), trailing_metadata=_RETRY_LATER)
+
     async def export(request: bytes, context: grpc.aio.ServicerContext[bytes, Message]) -> object:
         await check_token(context)
-        try:
-            batch = await pipeline.accept_protobuf(request)
-        except OtlpDecodeError as exc:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"malformed OTLP body: {exc}")
-        except StoreError as exc:
-            _log.error("store write failed, export not acknowledged: %s", exc)
-            await context.abort(grpc.StatusCode.UNAVAILABLE, "store unavailable, retry later")
+        with budget.hold() as hold:
+            await take(hold, len(request), context)
+            try:
+                batch = await pipeline.accept_protobuf(request)
+            except OtlpDecodeError as exc:
+                await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"malformed OTLP body: {exc}")
+            except StoreError as exc:
+                _log.error("store write failed, export not acknowledged: %s", exc)
+                await context.abort(grpc.StatusCode.UNAVAILABLE, "store unavailable, retry later")
         reply = ExportTraceServiceResponse()
         if batch.rejected or batch.errors:
             _log.warning("partial success: %s", batch.error_message)
@@ -84,10 +107,12 @@ def create_grpc_server(
 
     async def export_metrics(request: bytes, context: grpc.aio.ServicerContext[bytes, Message]) -> object:
         await check_token(context)
-        try:
-            reply = metrics_not_stored(request)
-        except OtlpDecodeError as exc:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"malformed OTLP body: {exc}")
+        with budget.hold() as hold:
+            await take(hold, len(request), context)
+            try:
+                reply = metrics_not_stored(request)
+            except OtlpDecodeError as exc:
+                await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"malformed OTLP body: {exc}")
         return reply
 
     def export_handler(service: str, behaviour: _Export) -> grpc.GenericRpcHandler:

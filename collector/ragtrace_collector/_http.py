@@ -7,6 +7,8 @@ Replies follow the OTLP/HTTP specification:
 * 400 malformed body (not protobuf / not JSON / broken gzip): the sender must not retry.
 * 401 missing or wrong bearer token, 413 body (or its decompressed size) over the limit, 415 unsupported
   content type or encoding.
+* 429 with ``Retry-After`` when the bytes of every request in flight would pass the in-flight budget
+  (``_budget.ByteBudget``): nothing was read into the store, the sender retries.
 * 503 with ``Retry-After`` when the store could not commit: nothing was acknowledged, the sender retries.
 
 Error bodies are a ``google.rpc.Status`` in the request's encoding.
@@ -34,6 +36,7 @@ from starlette.responses import PlainTextResponse, Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from ragtrace_collector._budget import RETRY_AFTER_SECONDS, ByteBudget, Hold, OverBudget
 from ragtrace_collector._otlp import Batch, OtlpDecodeError
 from ragtrace_collector._pipeline import Pipeline
 from ragtrace_collector._store import StoreError
@@ -58,15 +61,16 @@ DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024
 PROTOBUF = "application/x-protobuf"
 _PROTOBUF_ALIASES = frozenset({PROTOBUF, "application/protobuf"})  # some senders use the unregistered name
 JSON = "application/json"
-_RETRY_AFTER_SECONDS = "5"
+_STORE_RETRY_AFTER_SECONDS = 5
 
 
 class _Reject(Exception):
-    def __init__(self, status: int, code: int, message: str) -> None:
+    def __init__(self, status: int, code: int, message: str, *, retry_after: int | None = None) -> None:
         super().__init__(message)
         self.status = status
         self.code = code
         self.message = message
+        self.retry_after = retry_after
 
 
 def bearer_matches(authorization: str, token: str) -> bool:
@@ -85,16 +89,32 @@ def _media_type(request: Request) -> str:
     return request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
 
 
-async def _read_body(request: Request, limit: int) -> bytes:
+def _take(hold: Hold, size: int) -> None:
+    """Hold ``size`` more bytes of the in-flight budget, or refuse the request with a retryable 429."""
+    try:
+        hold.take(size)
+    except OverBudget as exc:
+        raise _Reject(429, code_pb2.RESOURCE_EXHAUSTED, str(exc), retry_after=RETRY_AFTER_SECONDS) from None
+
+
+async def _read_body(request: Request, limit: int, hold: Hold) -> bytes:
     declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise _Reject(413, code_pb2.RESOURCE_EXHAUSTED, f"body of {declared} bytes is over the {limit}-byte limit")
+    held = 0
+    if declared is not None and declared.isdigit():
+        if int(declared) > limit:
+            raise _Reject(413, code_pb2.RESOURCE_EXHAUSTED, f"body of {declared} bytes is over the {limit}-byte limit")
+        # Taken before a byte of the body is read: a refused sender that waits for "100 Continue" sends none.
+        held = int(declared)
+        _take(hold, held)
     parts: list[bytes] = []
     size = 0
     async for chunk in request.stream():
         size += len(chunk)
         if size > limit:
             raise _Reject(413, code_pb2.RESOURCE_EXHAUSTED, f"body is over the {limit}-byte limit")
+        if size > held:  # a chunked body, which declares no length, takes its bytes as they come
+            _take(hold, size - held)
+            held = size
         parts.append(chunk)
     return b"".join(parts)
 
@@ -148,12 +168,12 @@ def _encode(message: object, media_type: str) -> bytes:
     return bytes(message.SerializeToString())  # type: ignore[attr-defined]
 
 
-def _status_response(status: int, code: int, message: str, media_type: str) -> Response:
-    body = _encode(status_pb2.Status(code=code, message=message), media_type)
-    headers = {"Retry-After": _RETRY_AFTER_SECONDS} if status == 503 else None
-    if status == 401:
+def _status_response(reject: _Reject, media_type: str) -> Response:
+    body = _encode(status_pb2.Status(code=reject.code, message=reject.message), media_type)
+    headers = {"Retry-After": str(reject.retry_after)} if reject.retry_after is not None else None
+    if reject.status == 401:
         headers = {"WWW-Authenticate": "Bearer"}
-    return Response(body, status_code=status, media_type=media_type, headers=headers)
+    return Response(body, status_code=reject.status, media_type=media_type, headers=headers)
 
 
 def _success(batch: Batch, media_type: str) -> Response:
@@ -198,16 +218,23 @@ def create_app(
     *,
     token: str | None = None,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    budget: ByteBudget | None = None,
     extra_routes: Sequence[BaseRoute] = (),
 ) -> Starlette:
     """The collector's HTTP app: ``POST /v1/traces``, ``GET /healthz`` and ``extra_routes`` (the page).
 
     ``token``: when set, ``/v1/traces`` and ``/v1/metrics`` require ``Authorization: Bearer <token>`` (the scheme in
     any case) and answer without it in OTLP terms; every other path but ``/healthz`` requires it too.
+    ``budget``: the in-flight byte budget the request bodies are held against (shared with the gRPC receiver);
+    a budget of its own with the default limit when not given.
     """
+    budget = budget if budget is not None else ByteBudget()
 
-    async def read_otlp(request: Request) -> tuple[str, bytes]:
-        """Check the token, content type and encoding; return the media type and the (gunzipped) body."""
+    async def read_otlp(request: Request, hold: Hold) -> tuple[str, bytes]:
+        """Check the token, content type and encoding; return the media type and the (gunzipped) body.
+
+        The body's bytes, as received and as inflated, are taken from the in-flight budget through ``hold``.
+        """
         media_type = _media_type(request)
         if token and not bearer_matches(request.headers.get("authorization", ""), token):
             raise _Reject(401, code_pb2.UNAUTHENTICATED, "missing or wrong bearer token")
@@ -220,31 +247,39 @@ def create_app(
         encoding = request.headers.get("content-encoding", "identity").strip().lower()
         if encoding not in ("identity", "gzip", ""):
             raise _Reject(415, code_pb2.INVALID_ARGUMENT, f"content encoding {encoding!r} is not supported")
-        body = await _read_body(request, max_body_bytes)
+        body = await _read_body(request, max_body_bytes, hold)
         if encoding == "gzip":
             if len(body) <= _GZIP_INLINE_BYTES:
                 body = _gunzip(body, max_body_bytes)
             else:
                 # zlib releases the GIL while it inflates: the loop serves other requests meanwhile.
                 body = await asyncio.to_thread(_gunzip, body, max_body_bytes)
+            _take(hold, len(body))
         return media_type, body
 
     async def traces(request: Request) -> Response:
         reply_type = JSON if _media_type(request) == JSON else PROTOBUF
-        try:
-            media_type, body = await read_otlp(request)
+        # Held until the rows are committed: the body, and the rows decoded from it, live until then.
+        with budget.hold() as hold:
             try:
-                if media_type == JSON:
-                    batch = await pipeline.accept_json(body)
-                else:
-                    batch = await pipeline.accept_protobuf(body)
-            except OtlpDecodeError as exc:
-                raise _Reject(400, code_pb2.INVALID_ARGUMENT, f"malformed OTLP body: {exc}") from None
-            except StoreError as exc:
-                _log.error("store write failed, export not acknowledged: %s", exc)
-                raise _Reject(503, code_pb2.UNAVAILABLE, "store unavailable, retry later") from None
-        except _Reject as reject:
-            return _status_response(reject.status, reject.code, reject.message, reply_type)
+                media_type, body = await read_otlp(request, hold)
+                try:
+                    if media_type == JSON:
+                        batch = await pipeline.accept_json(body)
+                    else:
+                        batch = await pipeline.accept_protobuf(body)
+                except OtlpDecodeError as exc:
+                    raise _Reject(400, code_pb2.INVALID_ARGUMENT, f"malformed OTLP body: {exc}") from None
+                except StoreError as exc:
+                    _log.error("store write failed, export not acknowledged: %s", exc)
+                    raise _Reject(
+                        503,
+                        code_pb2.UNAVAILABLE,
+                        "store unavailable, retry later",
+                        retry_after=_STORE_RETRY_AFTER_SECONDS,
+                    ) from None
+            except _Reject as reject:
+                return _status_response(reject, reply_type)
         if batch.rejected:
             _log.warning("partial success: %s", batch.error_message)
         return _success(batch, reply_type)
@@ -255,14 +290,15 @@ def create_app(
         # with the spec's partial success (every data point rejected, do not retry) instead of a 404 the
         # exporter would log every minute.
         reply_type = JSON if _media_type(request) == JSON else PROTOBUF
-        try:
-            media_type, body = await read_otlp(request)
+        with budget.hold() as hold:
             try:
-                reply = metrics_not_stored(body, json_body=media_type == JSON)
-            except OtlpDecodeError as exc:
-                raise _Reject(400, code_pb2.INVALID_ARGUMENT, f"malformed OTLP body: {exc}") from None
-        except _Reject as reject:
-            return _status_response(reject.status, reject.code, reject.message, reply_type)
+                media_type, body = await read_otlp(request, hold)
+                try:
+                    reply = metrics_not_stored(body, json_body=media_type == JSON)
+                except OtlpDecodeError as exc:
+                    raise _Reject(400, code_pb2.INVALID_ARGUMENT, f"malformed OTLP body: {exc}") from None
+            except _Reject as reject:
+                return _status_response(reject, reply_type)
         return Response(_encode(reply, reply_type), status_code=200, media_type=reply_type)
 
     async def healthz(request: Request) -> Response:

@@ -23,6 +23,7 @@ import uvicorn
 from starlette.routing import BaseRoute
 
 from ragtrace._exceptions import ConfigurationError
+from ragtrace_collector._budget import DEFAULT_MAX_INFLIGHT_BYTES, ByteBudget
 from ragtrace_collector._forward import Forwarder, traces_url
 from ragtrace_collector._grpc import create_grpc_server
 from ragtrace_collector._http import DEFAULT_MAX_BODY_BYTES, create_app
@@ -51,6 +52,9 @@ class CollectorConfig:
     retention_days: float | None = None
     forward: str | None = None
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    max_inflight_bytes: int = DEFAULT_MAX_INFLIGHT_BYTES
+    """Request bytes held at once by both receivers together (``_budget.ByteBudget``); past it, a retryable
+    refusal."""
     score: bool = True
     decode_processes: int = 0
     """Processes that decode OTLP (0: threads of this process). The command defaults to one per CPU."""
@@ -73,6 +77,12 @@ class CollectorConfig:
             raise ConfigurationError(f"--decode-processes {self.decode_processes} must be 0 (threads) or more")
         if self.max_body_bytes < 1024:
             raise ConfigurationError(f"--max-body-bytes {self.max_body_bytes} is too small: give at least 1024")
+        if self.max_inflight_bytes < self.max_body_bytes:
+            raise ConfigurationError(
+                f"--max-inflight-bytes {self.max_inflight_bytes} is below --max-body-bytes {self.max_body_bytes}: "
+                f"the budget of all requests in flight must hold at least one request; give at least "
+                f"{self.max_body_bytes}"
+            )
         if self.retention_days is not None and not 0 < self.retention_days <= _MAX_RETENTION_DAYS:
             # "not 0 < x <= max" also refuses nan; inf and beyond-max days are no time SQLite can compare.
             raise ConfigurationError(
@@ -129,6 +139,8 @@ class Collector:
         self.pipeline: Pipeline | None = None
         self.scorer: Any = None
         self.forwarder: Forwarder | None = None
+        self.budget = ByteBudget(config.max_inflight_bytes)
+        """The in-flight byte budget both receivers hold request bytes against."""
         self._uvicorn: uvicorn.Server | None = None
         self._ready = threading.Event()
         self._stopped = threading.Event()
@@ -189,7 +201,13 @@ class Collector:
                 page_routes = _optional("_report", "page_routes")
                 if page_routes is not None:
                     routes.extend(page_routes(store))
-            app = create_app(pipeline, token=config.token, max_body_bytes=config.max_body_bytes, extra_routes=routes)
+            app = create_app(
+                pipeline,
+                token=config.token,
+                max_body_bytes=config.max_body_bytes,
+                budget=self.budget,
+                extra_routes=routes,
+            )
             if watcher is not None:
                 watcher.start()
                 stack.push_async_callback(asyncio.to_thread, watcher.stop)
@@ -202,6 +220,7 @@ class Collector:
                     f"{config.host}:{config.grpc_port}",
                     token=config.token,
                     max_message_bytes=config.max_body_bytes,
+                    budget=self.budget,
                 )
                 await grpc_server.start()
                 stack.push_async_callback(grpc_server.stop, 5)
