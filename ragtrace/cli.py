@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from ragtrace._eval_gates import Gate
     from ragtrace._eval_input import JsonlRecords
     from ragtrace._evaluation_result import EvaluationResult
+    from ragtrace.metrics._suite import Suite
 
 __all__ = ["COMMANDS", "build_parser", "main"]
 
@@ -144,6 +145,33 @@ def _check_writable(path: Path) -> None:
         path.unlink(missing_ok=True)
 
 
+CRITERIA_METRIC = "geval"
+"""The name of the G-Eval metric ``--criteria`` adds: its column in the report, ``--fail-under geval=...``."""
+
+
+def _suite_from_args(args: argparse.Namespace) -> Suite:
+    """``--metrics`` (default: the production suite), with ``--criteria`` as the G-Eval metric ``geval``.
+
+    With ``--criteria`` and no ``--metrics`` only the criteria is scored: choosing what to measure
+    replaces the default suite, as ``--metrics`` does. ``geval`` may be named in ``--metrics`` to place
+    it; it then needs ``--criteria``.
+    """
+    from ragtrace.metrics import GEval
+    from ragtrace.metrics._registry import build_suite
+
+    names = [m for m in (part.strip() for part in (args.metrics or "").split(",")) if m]
+    if args.criteria is None:
+        if CRITERIA_METRIC in names:
+            raise ConfigurationError(f'--metrics {CRITERIA_METRIC} needs its criteria: add --criteria "..."')
+        return build_suite(args.metrics)
+    if not args.criteria.strip():
+        raise ConfigurationError('--criteria is empty: say what a good answer does, e.g. --criteria "polite"')
+    if CRITERIA_METRIC not in names:
+        names.append(CRITERIA_METRIC)
+    geval = GEval(name=CRITERIA_METRIC, criteria=args.criteria)
+    return build_suite([geval if name == CRITERIA_METRIC else name for name in names])
+
+
 def _read_input(args: argparse.Namespace) -> JsonlRecords:
     """The records file, read before any judge is built; each skipped line is named on stderr at once."""
     from ragtrace._eval_input import read_jsonl
@@ -181,12 +209,11 @@ def _write_outs(result: EvaluationResult, outs: list[Path], args: argparse.Names
 def _run_eval(args: argparse.Namespace) -> int:
     from ragtrace._eval_gates import check_metrics, failures
     from ragtrace._evaluate import aevaluate
-    from ragtrace.metrics._registry import build_suite
 
     outs = [Path(out) for out in args.out or []]
     for out in outs:
         _check_writable(out)  # before any judge call: a typo must not waste the run
-    suite = build_suite(args.metrics)
+    suite = _suite_from_args(args)
     gates = args.fail_under or []
     check_metrics(gates, suite.names)
     loaded = _read_input(args)
@@ -268,6 +295,11 @@ def _add_eval(commands: Any) -> None:
         default=5,
         metavar="N",
         help="stop (exit 1) after N records in a row could not reach the judge (default 5; 0: never stop)",
+    )
+    p.add_argument(
+        "--criteria",
+        help='score G-Eval with this criterion as the metric geval, e.g. --criteria "The answer is polite" '
+        "(with no --metrics, it is the only metric; the judge must answer G-Eval, the offline judge cannot)",
     )
     p.add_argument("--threshold", type=float, default=0.6, help="a metric below this is a problem (default 0.6)")
     p.add_argument("--worst", type=int, default=10, help="worst records listed (default 10)")

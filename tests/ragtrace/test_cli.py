@@ -355,6 +355,36 @@ def test_a_malformed_gate_is_a_usage_error(capsys: pytest.CaptureFixture[str], g
     assert "write METRIC=VALUE, e.g. faithfulness=0.8" in capsys.readouterr().err
 
 
+def test_criteria_scores_g_eval_from_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = halueval_like(tmp_path / "dev.jsonl", n=3)
+    criteria = "The answer says which way the Nile flows."
+    fields = ["--field", "chunks=knowledge", "--field", "answer=hallucinated_answer"]
+    with StubOpenAIServer() as stub:
+        args = ["--base-url", stub.base_url, "--criteria", criteria, "--fail-under", "geval=0.1", "--no-progress"]
+        status = main(["eval", str(data), *fields, *args])
+        steps = Counter(r.step for r in stub.requests)
+        asked = [r for r in stub.requests if criteria in json.dumps(r.body)]
+    printed = capsys.readouterr().out
+    assert status == 0
+    assert "| geval | higher | 3/3 |" in printed
+    assert "| faithfulness |" not in printed  # choosing what to measure replaces the default suite
+    assert steps == {"geval": 1, "geval_score": 3}  # the steps are generated once for the criteria
+    assert len(asked) == 4
+
+
+def test_criteria_beside_metrics_and_geval_without_criteria(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = _one_record(tmp_path)
+    with StubOpenAIServer() as stub:
+        both = ["--metrics", "geval,faithfulness", "--criteria", "The answer is short."]
+        assert main(["eval", str(data), "--base-url", stub.base_url, *both, "--no-progress"]) == 0
+        printed = capsys.readouterr().out
+        assert printed.index("| geval | higher | 1/1 |") < printed.index("| faithfulness | higher | 1/1 |")
+        requests = len(stub.requests)
+        assert main(["eval", str(data), "--base-url", stub.base_url, "--metrics", "geval", "--no-progress"]) == 2
+        assert len(stub.requests) == requests
+    assert '--metrics geval needs its criteria: add --criteria "..."' in capsys.readouterr().err
+
+
 def test_bad_field_option_is_a_usage_error(tmp_path: Path) -> None:
     with pytest.raises(SystemExit) as exit_info:
         main(["eval", "x.jsonl", "--field", "answer"])
