@@ -11,7 +11,9 @@ Replies follow the OTLP/HTTP specification:
   (``_budget.ByteBudget``): nothing was read into the store, the sender retries.
 * 503 with ``Retry-After`` when the store could not commit: nothing was acknowledged, the sender retries.
 
-Error bodies are a ``google.rpc.Status`` in the request's encoding.
+Error bodies are a ``google.rpc.Status`` in the request's encoding. A sender that closes the connection before
+its whole body arrived (an exporter's timeout, a crash) costs one WARNING line and nothing else: nothing of the
+export is stored and there is no one to reply to.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
 )
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 from starlette.applications import Starlette
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -108,14 +110,27 @@ async def _read_body(request: Request, limit: int, hold: Hold) -> bytes:
         _take(hold, held)
     parts: list[bytes] = []
     size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise _Reject(413, code_pb2.RESOURCE_EXHAUSTED, f"body is over the {limit}-byte limit")
-        if size > held:  # a chunked body, which declares no length, takes its bytes as they come
-            _take(hold, size - held)
-            held = size
-        parts.append(chunk)
+    try:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise _Reject(413, code_pb2.RESOURCE_EXHAUSTED, f"body is over the {limit}-byte limit")
+            if size > held:  # a chunked body, which declares no length, takes its bytes as they come
+                _take(hold, size - held)
+                held = size
+            parts.append(chunk)
+    except ClientDisconnect:
+        # An ordinary event (a sender's timeout, a restart), not a bug: one line, not the traceback the server
+        # would log for an exception out of the app.
+        peer = f"{request.client.host}:{request.client.port}" if request.client else "a sender"
+        _log.warning(
+            "%s closed the connection after %d of %s bytes of its %s body: nothing stored",
+            peer,
+            size,
+            declared if declared is not None else "?",
+            request.url.path,
+        )
+        raise _Reject(400, code_pb2.CANCELLED, "the sender closed the connection before its body arrived") from None
     return b"".join(parts)
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import gzip
 import json
+import logging
+import socket
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -506,3 +508,37 @@ def test_a_span_nested_250_levels_deep_costs_that_span_not_the_request(collector
     with sqlite3.connect(collector.config.db) as conn:
         assert sorted(name for (name,) in conn.execute("SELECT name FROM spans")) == ["answer", "retrieve"]
     assert count(collector.config.db, "rag_records") == 1
+
+
+def test_a_sender_gone_mid_body_is_one_log_line_not_a_traceback(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, capfd: pytest.CaptureFixture[str]
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    running = start_collector(tmp_path / "c.db")
+    factory = SpanFactory()
+    factory.rag()
+    body = otlp_bytes(factory.all())
+    try:
+        with socket.create_connection(("127.0.0.1", running.http_port), timeout=30) as sender:
+            sender.sendall(
+                b"POST /v1/traces HTTP/1.1\r\nHost: collector\r\nContent-Type: application/x-protobuf\r\n"
+                + f"Content-Length: {len(body)}\r\nExpect: 100-continue\r\n\r\n".encode()
+            )
+            # "100 Continue" comes once the handler reads the body: the request is being served from here on.
+            head = b""
+            while b"\r\n\r\n" not in head:
+                data = sender.recv(1)
+                assert data, head
+                head += data
+            assert head.startswith(b"HTTP/1.1 100 ")
+            sender.sendall(body[: len(body) // 2])
+    finally:
+        running.stop()  # waits for the request in flight: whatever it logs is logged by then
+    gone = [record for record in caplog.records if "closed the connection" in record.getMessage()]
+    assert len(gone) == 1, [record.getMessage() for record in caplog.records]
+    assert gone[0].levelno == logging.WARNING
+    assert f"after {len(body) // 2} of {len(body)} bytes of its /v1/traces body" in gone[0].getMessage()
+    assert [record for record in caplog.records if record.exc_info] == []
+    assert "Traceback" not in capfd.readouterr().err
+    assert running.budget.in_flight == 0
+    assert count(running.config.db, "spans") == 0
