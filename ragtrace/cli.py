@@ -26,7 +26,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib
+import importlib.metadata
 import inspect
+import re
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -267,12 +269,32 @@ def _run_eval(args: argparse.Namespace) -> int:
     return status
 
 
+_EVAL_EPILOG = """\
+--out FILE, by the extension of FILE:
+  .jsonl, .ndjson  one JSON object per record scored: line, index, query,
+                   answer, overall, scores (value, label, status, reason,
+                   error_type, explanation of each metric)
+  .csv             the same, one row per record, a column per metric and field
+  anything else    the markdown report printed on stdout
+
+exit status:
+  0  the report was printed and every --fail-under gate passed
+  1  the run failed: the judge could not be reached (stopped early), no record
+     could be scored, or an --out file could not be written
+  2  usage, configuration or data error; the message names the fix
+  3  a --fail-under gate failed
+"""
+
+
 def _add_eval(commands: Any) -> None:
     p = commands.add_parser(
         "eval",
         help="score a JSONL file of RAG records and print a markdown report",
-        description="Score a JSONL file of RAG records (query, chunks, answer, optional reference) with a metric "
-        "suite and print a markdown summary.",
+        description="Score a JSONL file of RAG records (query, chunks, answer, optional reference)\n"
+        "with a metric suite and print a markdown report. Lines that are not records\n"
+        "are skipped and named (--strict stops at the first one).",
+        epilog=_EVAL_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,  # the epilog's lists keep their lines
     )
     p.add_argument("file", help="JSONL file, one record per line")
     p.add_argument("--metrics", help="comma-separated metric names (default: the production suite)")
@@ -332,12 +354,58 @@ COMMANDS: list[Callable[[Any], None]] = [_add_eval]
 """Each entry adds one subcommand to the subparsers it is given and sets ``run`` (args -> exit status)."""
 
 
+_RST_ROLE = re.compile(r":[\w:-]+:`([^`]+)`")
+_RST_LITERAL = re.compile(r"``([^`]+)``|`([^`]+)`")
+
+
+def plain(text: str) -> str:
+    """``text`` without reStructuredText markup: ``x`` and `x` become x, :role:`x` becomes x."""
+    text = _RST_ROLE.sub(r"\1", text)
+    return _RST_LITERAL.sub(lambda m: m.group(1) or m.group(2), text)
+
+
+class _PlainHelp(argparse.HelpFormatter):
+    """Mixed into a subcommand's formatter: help as a terminal shows it, without RST markup (help may be
+    written like the docstrings it sits beside)."""
+
+    def _format_text(self, text: str) -> str:
+        return super()._format_text(plain(text))
+
+    def _expand_help(self, action: argparse.Action) -> str:
+        return plain(super()._expand_help(action))
+
+
+def _plain_help(formatter: type[argparse.HelpFormatter]) -> type[argparse.HelpFormatter]:
+    """``formatter`` (the one a parser chose, e.g. to keep its epilog's line breaks) printing plain help."""
+    if issubclass(formatter, _PlainHelp):
+        return formatter
+    return type(f"Plain{formatter.__name__}", (_PlainHelp, formatter), {})
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("ragtrace")
+    except importlib.metadata.PackageNotFoundError:  # run from a checkout that is not installed
+        from ragtrace import __version__
+
+        return __version__
+
+
 def build_parser() -> argparse.ArgumentParser:
-    """The ``ragtrace`` argument parser with every registered subcommand."""
-    parser = argparse.ArgumentParser(prog="ragtrace", description="Score RAG traces with LLM-judge metrics.")
+    """The ``ragtrace`` argument parser with every registered subcommand; its help is plain text."""
+    parser = argparse.ArgumentParser(
+        prog="ragtrace",
+        description="Score RAG traces with LLM-judge metrics.",
+        formatter_class=_plain_help(argparse.HelpFormatter),
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for add in COMMANDS:
         add(commands)
+    for command in commands.choices.values():
+        chosen = command.formatter_class
+        if isinstance(chosen, type) and issubclass(chosen, argparse.HelpFormatter):  # not a factory function
+            command.formatter_class = _plain_help(chosen)
     return parser
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import importlib.metadata
 import json
 import shutil
 import socket
@@ -10,9 +11,12 @@ import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+import ragtrace
+from ragtrace import cli
 from ragtrace.cli import main
 from ragtrace.judges import Verdict
 from ragtrace.testing import FakeJudge, StubOpenAIServer, StubReply
@@ -396,6 +400,47 @@ def test_the_module_runs_as_a_command() -> None:
         [sys.executable, "-m", "ragtrace.cli", "eval", "--help"], capture_output=True, text=True, check=True
     )
     assert "--metrics" in done.stdout and "--base-url" in done.stdout
+
+
+def test_version_prints_the_package_version(capsys: pytest.CaptureFixture[str]) -> None:
+    version = importlib.metadata.version("ragtrace")
+    assert version == ragtrace.__version__
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--version"])
+    assert exit_info.value.code == 0
+    assert capsys.readouterr().out == f"ragtrace {version}\n"
+    done = subprocess.run(
+        [sys.executable, "-m", "ragtrace.cli", "--version"], capture_output=True, text=True, check=True
+    )
+    assert done.stdout == f"ragtrace {version}\n"
+
+
+def _add_documented(commands: Any) -> None:
+    """A subcommand whose help is written like a docstring, as a registered command's may be."""
+    p = commands.add_parser(
+        "documented",
+        help="print ``RagRecord`` values as JSON",
+        description="Reads ``FILE`` and prints each :class:`RagRecord` of it.",
+    )
+    p.add_argument("--limit", type=int, help="at most ``N`` records (`0` prints none)")
+
+
+def test_help_is_plain_text_without_rst_markup(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(cli, "COMMANDS", [*cli.COMMANDS, _add_documented])
+    monkeypatch.setenv("COLUMNS", "120")  # argparse wraps help to the terminal's width
+    helps = {}
+    for argv in (["--help"], ["eval", "--help"], ["documented", "--help"]):
+        with pytest.raises(SystemExit) as exit_info:
+            main(argv)
+        assert exit_info.value.code == 0
+        helps[argv[0]] = capsys.readouterr().out
+    assert all("`" not in text for text in helps.values()), helps
+    assert "print RagRecord values as JSON" in helps["--help"]
+    assert "Reads FILE and prints each RagRecord of it." in helps["documented"]
+    assert "at most N records (0 prints none)" in helps["documented"]
+    assert "  3  a --fail-under gate failed\n" in helps["eval"]  # the epilog keeps its lines
 
 
 def test_eval_on_the_halueval_dev_data(capsys: pytest.CaptureFixture[str]) -> None:
