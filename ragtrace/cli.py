@@ -1,24 +1,38 @@
-"""The ``ragtrace`` command. Subcommands register themselves in ``COMMANDS``.
+"""The ``ragtrace`` command. Subcommands register themselves in ``COMMANDS``; ``--version`` prints the
+package version, and every help text is printed plain (RST markup stripped, see ``plain``).
 
-``ragtrace eval FILE.jsonl [--metrics a,b] [--base-url URL --model M] [--out report.md]`` scores a
-JSONL file of RAG records and prints the markdown summary. Any of ``--base-url``, ``--model``,
-``--embedding-model`` or ``--api-key`` (or ``--judge openai``) builds the OpenAI-compatible judge from
-those flags (the rest from ``RAGTRACE_JUDGE_*``); ``--judge tiered`` builds the tiered judge: the
-offline judge first, that OpenAI-compatible judge for the doubtful records. With none of them and no
-``--judge``, the judge is chosen by ``RAGTRACE_JUDGE`` (the OpenAI-compatible judge when a key or
-base URL is configured, else the offline judge). ``--judge offline`` or ``module:factory`` with one
-of those flags is a usage error.
+``ragtrace eval FILE.jsonl [--metrics a,b] [--criteria TEXT] [--base-url URL --model M] [--out F ...]
+[--fail-under METRIC=VALUE ...]`` scores a JSONL file of RAG records and prints the markdown report.
 
-``--out`` is checked for writability before any record is scored, so a typo costs no judge call. The
-report always goes to stdout first; if writing ``--out`` still fails at the end, the error goes to
-stderr and the exit status is 1.
+The judge: any of ``--base-url``, ``--model``, ``--embedding-model`` or ``--api-key`` (or ``--judge
+openai``) builds the OpenAI-compatible judge from those flags (the rest from ``RAGTRACE_JUDGE_*``);
+``--judge tiered`` builds the tiered judge: the offline judge first, that OpenAI-compatible judge for
+the doubtful records. With none of them and no ``--judge``, the judge is chosen by ``RAGTRACE_JUDGE``
+(the OpenAI-compatible judge when a key or base URL is configured, else the offline judge). ``--judge
+offline`` or ``module:factory`` with one of those flags is a usage error.
 
-The report's "absent" column names why each judge error happened, e.g. ``judge_error: 3 (connection)``.
+The metrics: ``--metrics`` (default: the production suite); ``--criteria TEXT`` adds the G-Eval metric
+``geval`` with that criterion, alone when ``--metrics`` is not given.
 
-Exit status: 0 on success (also when some scores are absent); 1 when the report was printed but no
-record could be scored because every metric failed with a judge error (stderr names the error types,
-e.g. ``connection: 12``), or ``--out`` could not be written; 2 on a usage, configuration or data error
-(the message names the fix).
+The input (``_eval_input``): a line that is not a record is skipped, named as ``FILE:LINE:COLUMN:
+why`` on stderr before scoring and listed in the report; ``--strict`` makes the first one an error.
+Records keep their line in the file (blank lines counted): the report's worst records and the
+``--out`` rows are numbered by it.
+
+Before any judge call: every ``--out`` is checked for writability, ``--fail-under`` names are checked
+against the suite, and the file is read, so a typo costs nothing. The report always goes to stdout
+first; each ``--out`` is then written by its extension (``_eval_output``: ``.jsonl``/``.csv`` every
+record's scores, else the report); if one still fails, the error goes to stderr.
+
+A dead judge: after ``--max-connection-errors`` (default 5) records in a row could not reach the
+judge, the records left are not scored and stderr says so with the judge's message, naming its URL.
+
+Exit status: 0 when the report was printed and every ``--fail-under`` gate passed (also when some
+scores are absent: the report's "absent" column names why, e.g. ``judge_error: 3 (connection)``); 1
+when the run failed: it stopped early on a dead judge, no record could be scored because every
+metric failed with a judge error (stderr names the error types, e.g. ``connection: 12``), or an
+``--out`` file could not be written; 2 on a usage, configuration or data error (the message names the
+fix); 3 when a ``--fail-under`` gate failed (``_eval_gates``; stderr says which and by how much).
 """
 
 from __future__ import annotations
