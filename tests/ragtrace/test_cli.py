@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import importlib.metadata
 import json
@@ -10,6 +11,7 @@ import socket
 import subprocess
 import sys
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +71,15 @@ def not_a_judge() -> str:
 
 def broken_factory() -> FakeJudge:
     raise RuntimeError("no GPU here")
+
+
+@contextlib.contextmanager
+def dead_judge() -> Iterator[str]:
+    """The base URL of a judge that is down: a port bound but not listening refuses connections, and
+    stays ours while the test runs."""
+    with socket.socket() as dead:
+        dead.bind(("127.0.0.1", 0))
+        yield f"http://127.0.0.1:{dead.getsockname()[1]}/v1"
 
 
 def halueval_like(path: Path, n: int = 3) -> Path:
@@ -556,10 +567,7 @@ def test_a_dead_endpoint_exits_1_naming_the_error_type(
     monkeypatch.setenv("RAGTRACE_JUDGE_MAX_RETRIES", "0")  # the outcome is the same, without the backoff waits
     data = halueval_like(tmp_path / "golden.jsonl", n=3)
     fields = ["--field", "chunks=knowledge", "--field", "answer=hallucinated_answer"]
-    # A port bound but not listening refuses connections, and stays ours while the test runs.
-    with socket.socket() as dead:
-        dead.bind(("127.0.0.1", 0))
-        base_url = f"http://127.0.0.1:{dead.getsockname()[1]}/v1"
+    with dead_judge() as base_url:
         status = main(["eval", str(data), "--base-url", base_url, "--api-key", "sk-test", *fields, "--no-progress"])
     captured = capsys.readouterr()
     assert status == 1
@@ -574,9 +582,7 @@ def test_a_dead_judge_stops_the_run_after_5_records_in_a_row_naming_its_url(
     monkeypatch.setenv("RAGTRACE_JUDGE_MAX_RETRIES", "0")  # the outcome is the same, without the backoff waits
     data = halueval_like(tmp_path / "golden.jsonl", n=19)
     fields = ["--field", "chunks=knowledge", "--field", "answer=hallucinated_answer"]
-    with socket.socket() as dead:
-        dead.bind(("127.0.0.1", 0))
-        base_url = f"http://127.0.0.1:{dead.getsockname()[1]}/v1"
+    with dead_judge() as base_url:
         args = ["--base-url", base_url, "--api-key", "sk-test", "--concurrency", concurrency, "--no-progress"]
         status = main(["eval", str(data), *fields, *args])
     captured = capsys.readouterr()
@@ -597,9 +603,7 @@ def test_max_connection_errors_0_tries_every_record(
     monkeypatch.setenv("RAGTRACE_JUDGE_MAX_RETRIES", "0")
     data = halueval_like(tmp_path / "golden.jsonl", n=7)
     args = ["--field", "chunks=knowledge", "--metrics", "context_relevance", "--max-connection-errors", "0"]
-    with socket.socket() as dead:
-        dead.bind(("127.0.0.1", 0))
-        base_url = f"http://127.0.0.1:{dead.getsockname()[1]}/v1"
+    with dead_judge() as base_url:
         status = main(["eval", str(data), "--base-url", base_url, "--api-key", "sk-test", *args, "--no-progress"])
     captured = capsys.readouterr()
     assert status == 1
