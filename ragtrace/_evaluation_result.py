@@ -39,7 +39,7 @@ def goodness(score: Score) -> float | None:
 class RecordResult:
     """One record, where it was in the input, and its scores.
 
-    ``index`` is the record's 0-based position among the records scored; ``line`` is its 1-based line
+    ``index`` is the record's 0-based position among the records given; ``line`` is its 1-based line
     in the JSONL file it was read from (blank and skipped lines counted), None when it was not read
     from a file.
     """
@@ -184,7 +184,7 @@ class EvaluationResult:
                 )
         if self.skipped:
             lines += ["", f"## Skipped lines ({len(self.skipped)})", ""]
-            lines += [f"- {_cell(str(bad), 200)}" for bad in self.skipped[:SKIPPED_SHOWN]]
+            lines += [f"- {_cell(str(skip), 200)}" for skip in self.skipped[:SKIPPED_SHOWN]]
             if len(self.skipped) > SKIPPED_SHOWN:
                 lines.append(f"- and {len(self.skipped) - SKIPPED_SHOWN} more")
         return "\n".join(lines) + "\n"

@@ -1,5 +1,5 @@
 """The ``ragtrace`` command. Subcommands register themselves in ``COMMANDS``; ``--version`` prints the
-package version, and every help text is printed plain (RST markup stripped, see ``plain``).
+package version, and every help text is printed plain (RST markup stripped, see ``_plain``).
 
 ``ragtrace eval FILE.jsonl [--metrics a,b] [--criteria TEXT] [--base-url URL --model M] [--out F ...]
 [--fail-under METRIC=VALUE ...]`` scores a JSONL file of RAG records and prints the markdown report.
@@ -372,7 +372,7 @@ _RST_ROLE = re.compile(r":[\w:-]+:`([^`]+)`")
 _RST_LITERAL = re.compile(r"``([^`]+)``|`([^`]+)`")
 
 
-def plain(text: str) -> str:
+def _plain(text: str) -> str:
     """``text`` without reStructuredText markup: ``x`` and `x` become x, :role:`x` becomes x."""
     text = _RST_ROLE.sub(r"\1", text)
     return _RST_LITERAL.sub(lambda m: m.group(1) or m.group(2), text)
@@ -383,10 +383,10 @@ class _PlainHelp(argparse.HelpFormatter):
     written like the docstrings it sits beside)."""
 
     def _format_text(self, text: str) -> str:
-        return super()._format_text(plain(text))
+        return super()._format_text(_plain(text))
 
     def _expand_help(self, action: argparse.Action) -> str:
-        return plain(super()._expand_help(action))
+        return _plain(super()._expand_help(action))
 
 
 def _plain_help(formatter: type[argparse.HelpFormatter]) -> type[argparse.HelpFormatter]:
