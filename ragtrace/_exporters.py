@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Final
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace.export import SpanExporter
 
+from ragtrace import environment_variables as env
 from ragtrace._exceptions import ConfigurationError
 
 if TYPE_CHECKING:
@@ -27,18 +28,17 @@ _METRICS_PATH: Final = "/v1/metrics"
 
 
 def _protocol(protocol: str | None, signal: str) -> str:
-    chosen = (
-        protocol
-        or os.environ.get(f"OTEL_EXPORTER_OTLP_{signal}_PROTOCOL")
-        or os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL")
-        or "http/protobuf"
-    ).strip()
-    if chosen not in PROTOCOLS:
-        raise ConfigurationError(
-            f"OTLP protocol {chosen!r} is not supported: use 'http/protobuf' or 'grpc' "
-            "(configure(protocol=...) or OTEL_EXPORTER_OTLP_PROTOCOL)"
-        )
-    return chosen
+    if protocol:
+        if protocol.strip() not in PROTOCOLS:
+            raise ConfigurationError(f"protocol={protocol!r} is not supported: pass 'http/protobuf' or 'grpc'")
+        return protocol.strip()
+    for variable in (f"OTEL_EXPORTER_OTLP_{signal}_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"):
+        value = (os.environ.get(variable) or "").strip()
+        if value in PROTOCOLS:
+            return value
+        if value:
+            return env.invalid(variable, value, "use 'http/protobuf' or 'grpc'", "http/protobuf")
+    return "http/protobuf"
 
 
 def _http_url(endpoint: str, path: str) -> str:

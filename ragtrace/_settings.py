@@ -6,11 +6,12 @@ they agree on precedence and on how a mistake reads. A ``Setting`` describes one
     QUEUE_SIZE = whole_number("queue_size", env.RAGTRACE_QUEUE_SIZE, default=2048, minimum=1)
     self.queue_size = QUEUE_SIZE.resolve(queue_size)   # the argument, or None when not given
 
-``resolve(value)``: a given argument is checked and returned; ``None`` reads the variable (a malformed
-one raises from its ``environment_variables.read_*`` parser), then checks what it read, else returns the
-default. A value that fails the check raises ``ConfigurationError`` naming the fix: ``queue_size=0 is
-invalid: pass a whole number >= 1`` for an argument, ``RAGTRACE_HOLD_TIMEOUT='inf' is invalid: set it to
-a finite number of seconds > 0`` for a variable. ``check(name, value)`` applies the same check to a value
+``resolve(value)``: a given argument is checked and returned; ``None`` reads the variable, then checks
+what it read, else returns the default. An argument that fails the check raises ``ConfigurationError``
+naming the fix (``queue_size=0 is invalid: pass a whole number >= 1``); a variable that fails it (or that
+does not parse) is reported once as a WARNING naming the fix (``RAGTRACE_HOLD_TIMEOUT='inf' is invalid:
+set it to a finite number of seconds > 0; using the default (30.0)``) and the default is used, as
+OpenTelemetry does with its own variables. ``check(name, value)`` applies the same check to a value
 that has no variable of its own (``metric_rates['faithfulness']``).
 
 The constructors cover the kinds in use: ``whole_number``, ``seconds``, ``rate``, ``limit`` (a whole
@@ -56,7 +57,7 @@ class Setting(Generic[T]):
         if read is None:
             return self.default
         if not self.valid(read):
-            raise ConfigurationError(f"{self.variable}={read!r} is invalid: set it to {self.expect}")
+            return env.invalid(self.variable, read, f"set it to {self.expect}", self.default)
         return self.convert(read)
 
     def check(self, name: str, value: object) -> T:

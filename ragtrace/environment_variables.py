@@ -1,9 +1,10 @@
 """Every ``RAGTRACE_*`` environment variable, documented and parsed in one place.
 
 Each variable has a constant here whose docstring says its meaning, type and default; constructor
-arguments win over variables, variables win over defaults. The ``read_*`` helpers parse a variable
-and raise ``ConfigurationError`` naming the variable and the fix when the value is wrong: a
-configuration mistake surfaces at start-up, never as a silent default.
+arguments win over variables, variables win over defaults. The ``read_*`` helpers parse a variable;
+a wrong value follows OpenTelemetry's convention for environment variables: one WARNING on the
+``ragtrace`` logger naming the variable and the fix, then the default (``invalid``), so a typo in a
+deployment never stops the app. A wrong *argument* in code raises ``ConfigurationError`` at once.
 
 Standard OpenTelemetry variables (``OTEL_SERVICE_NAME``, ``OTEL_RESOURCE_ATTRIBUTES``,
 ``OTEL_EXPORTER_OTLP_*``) are honoured by the OpenTelemetry SDK itself and are not repeated here.
@@ -11,11 +12,15 @@ Standard OpenTelemetry variables (``OTEL_SERVICE_NAME``, ``OTEL_RESOURCE_ATTRIBU
 
 from __future__ import annotations
 
+import logging
 import os
-from typing import Final
+import threading
+from typing import Final, TypeVar
 
 # Defined in ragtrace._exceptions with every ragtrace exception; importable from here as it always was.
 from ragtrace._exceptions import ConfigurationError as ConfigurationError
+
+_T = TypeVar("_T")
 
 # --------------------------------------------------------------------------------------------------
 # Capture
@@ -130,6 +135,10 @@ which is only allowed on a loopback address unless ``--insecure`` is given."""
 # Parsing
 # --------------------------------------------------------------------------------------------------
 
+_log = logging.getLogger("ragtrace")
+_warned: set[tuple[str, str]] = set()
+_warned_lock = threading.Lock()
+
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
 
@@ -141,6 +150,21 @@ def _raw(name: str) -> str | None:
     return value.strip()
 
 
+def invalid(name: str, value: object, problem: str, default: _T) -> _T:
+    """``default``, after one WARNING that ``name=value`` is invalid (``problem`` says why and how to fix it).
+
+    OpenTelemetry's convention for environment variables: a bad value is reported and the default used,
+    so a typo in a deployment's environment never stops the app. (A bad *argument* in code still raises
+    ``ConfigurationError``.) Each variable and value is reported once per process.
+    """
+    with _warned_lock:
+        first = (name, str(value)) not in _warned
+        _warned.add((name, str(value)))
+    if first:
+        _log.warning("ragtrace: %s=%r is invalid: %s; using the default (%s)", name, value, problem, default)
+    return default
+
+
 def read_str(name: str, default: str | None = None) -> str | None:
     """The variable's value, stripped, or ``default`` when unset or empty."""
     value = _raw(name)
@@ -148,7 +172,7 @@ def read_str(name: str, default: str | None = None) -> str | None:
 
 
 def read_bool(name: str, default: bool) -> bool:
-    """Parse ``true/false/1/0/yes/no/on/off`` (any case); raise ``ConfigurationError`` otherwise."""
+    """Parse ``true/false/1/0/yes/no/on/off`` (any case); otherwise warn and return ``default``."""
     value = _raw(name)
     if value is None:
         return default
@@ -157,20 +181,20 @@ def read_bool(name: str, default: bool) -> bool:
         return True
     if lowered in _FALSE:
         return False
-    raise ConfigurationError(f"{name}={value!r} is not a boolean: set it to 'true' or 'false'")
+    return invalid(name, value, "not a boolean: set it to 'true' or 'false'", default)
 
 
 def read_int(name: str, default: int | None, *, minimum: int = 0) -> int | None:
-    """Parse an integer >= ``minimum``; raise ``ConfigurationError`` naming the fix otherwise."""
+    """Parse an integer >= ``minimum``; otherwise warn (naming the fix) and return ``default``."""
     value = _raw(name)
     if value is None:
         return default
     try:
         parsed = int(value)
     except ValueError:
-        raise ConfigurationError(f"{name}={value!r} is not an integer: set it to a whole number") from None
+        return invalid(name, value, "not an integer: set it to a whole number", default)
     if parsed < minimum:
-        raise ConfigurationError(f"{name}={value!r} is below {minimum}: set it to {minimum} or more")
+        return invalid(name, value, f"below {minimum}: set it to {minimum} or more", default)
     return parsed
 
 
@@ -181,23 +205,23 @@ def read_float(
     minimum: float | None = None,
     maximum: float | None = None,
 ) -> float | None:
-    """Parse a float within [``minimum``, ``maximum``]; raise ``ConfigurationError`` naming the fix otherwise."""
+    """Parse a float within [``minimum``, ``maximum``]; otherwise warn (naming the fix) and return ``default``."""
     value = _raw(name)
     if value is None:
         return default
     try:
         parsed = float(value)
     except ValueError:
-        raise ConfigurationError(f"{name}={value!r} is not a number: set it to e.g. 0.5") from None
+        return invalid(name, value, "not a number: set it to e.g. 0.5", default)
     if parsed != parsed or (minimum is not None and parsed < minimum) or (maximum is not None and parsed > maximum):
         low = "-inf" if minimum is None else minimum
         high = "inf" if maximum is None else maximum
-        raise ConfigurationError(f"{name}={value!r} is out of range: set it between {low} and {high}")
+        return invalid(name, value, f"out of range: set it between {low} and {high}", default)
     return parsed
 
 
 def read_mapping(name: str) -> dict[str, str]:
-    """Parse ``key=value,key=value``; raise ``ConfigurationError`` on an item without ``=``."""
+    """Parse ``key=value,key=value``; an item without ``=`` is left out, with a warning."""
     value = _raw(name)
     if value is None:
         return {}
@@ -208,7 +232,8 @@ def read_mapping(name: str) -> dict[str, str]:
             continue
         key, sep, val = item.partition("=")
         if not sep or not key.strip():
-            raise ConfigurationError(f"{name}: {item!r} is not 'name=value': write e.g. faithfulness=0.5")
+            invalid(name, item, "not 'name=value' (write e.g. faithfulness=0.5); the item is left out", None)
+            continue
         result[key.strip()] = val.strip()
     return result
 

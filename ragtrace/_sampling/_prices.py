@@ -103,9 +103,8 @@ def env_prices() -> dict[str, Price]:
         except ValueError:
             values = []
         if len(values) != 2 or not all(math.isfinite(v) and v >= 0 for v in values):
-            raise ConfigurationError(
-                f"{env.RAGTRACE_JUDGE_PRICES}: {model}={text!r} is not a price: write MODEL=IN/OUT in dollars per "
-                f"million tokens, e.g. {model}=0.15/0.60"
-            )
+            problem = f"not a price: write MODEL=IN/OUT in dollars per million tokens, e.g. {model}=0.15/0.60"
+            env.invalid(env.RAGTRACE_JUDGE_PRICES, f"{model}={text}", f"{problem}; the price is left out", None)
+            continue
         prices[model] = Price(values[0], values[1])
     return prices

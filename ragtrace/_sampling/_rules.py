@@ -115,8 +115,13 @@ class Rule:
 
 def rules_from(given: Iterable[Rule | SpanPredicate] | None, variable: str) -> tuple[Rule, ...]:
     if given is None:
-        specs = env.read_list(variable) or []
-        return tuple(Rule.parse(spec, variable=variable) for spec in specs)
+        parsed: list[Rule] = []
+        for spec in env.read_list(variable) or []:
+            try:
+                parsed.append(Rule.parse(spec, variable=variable))
+            except ConfigurationError as exc:
+                env.invalid(variable, spec, f"{exc}; the rule is left out", None)
+        return tuple(parsed)
     rules: list[Rule] = []
     for item in given:
         if isinstance(item, Rule):

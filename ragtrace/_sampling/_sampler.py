@@ -265,8 +265,8 @@ def _env_metric_rates() -> dict[str, float]:
         except ValueError:
             value = -1.0
         if not (0.0 <= value <= 1.0):
-            raise ConfigurationError(
-                f"{env.RAGTRACE_METRIC_RATES}: {metric}={text!r} is not a rate: write e.g. {metric}=0.5"
-            )
+            problem = f"not a rate: write e.g. {metric}=0.5; the metric keeps the sampler's rate"
+            env.invalid(env.RAGTRACE_METRIC_RATES, f"{metric}={text}", problem, None)
+            continue
         rates[metric] = value
     return rates

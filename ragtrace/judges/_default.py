@@ -33,15 +33,14 @@ def judge_choice(choice: str | None = None) -> tuple[str, str]:
     when given (one of auto, openai, offline, tiered), else ``RAGTRACE_JUDGE``; ``auto`` decides from the
     keys set.
 
-    Raises ``ConfigurationError`` when the choice is not one of auto, openai, offline, tiered.
+    Raises ``ConfigurationError`` when ``choice`` is not one of auto, openai, offline, tiered; an unknown
+    ``RAGTRACE_JUDGE`` is reported as a WARNING and read as ``auto``.
     """
     if choice is None:
         raw = env.read_str(env.RAGTRACE_JUDGE, "auto") or "auto"
         choice = raw.lower()
         if choice not in _CHOICES:
-            raise ConfigurationError(
-                f"{env.RAGTRACE_JUDGE}={raw!r} is unknown: set it to 'auto', 'openai', 'offline' or 'tiered'"
-            )
+            choice = env.invalid(env.RAGTRACE_JUDGE, raw, "set it to 'auto', 'openai', 'offline' or 'tiered'", "auto")
         source = f"{env.RAGTRACE_JUDGE}={choice}"
     elif choice in _CHOICES:
         source = f"judge={choice!r}"

@@ -94,6 +94,16 @@ def metric_by_name(name: str, /, **options: Any) -> Metric:
         raise ConfigurationError(f"metric {name!r}: bad options {sorted(options)}: {err}") from None
 
 
+def _env_metrics() -> list[str]:
+    names = env.read_list(env.RAGTRACE_METRICS) or []
+    known = [n for n in names if n.strip().lower() in _FACTORIES]
+    for name in names:
+        if name not in known:
+            problem = f"unknown metric {name!r} (choose from {', '.join(sorted(_FACTORIES))}); it is left out"
+            env.invalid(env.RAGTRACE_METRICS, ",".join(names), problem, None)
+    return known or list(PRODUCTION_METRICS)
+
+
 def build_suite(metrics: str | Iterable[str | Metric] | None = None) -> Suite:
     """A suite from names and/or metric instances; ``"a,b"`` is split on commas; None gives the production suite."""
     if metrics is None:
@@ -109,10 +119,12 @@ def configured_suite(metrics: Sequence[str | Metric] | None = None) -> Suite:
     objects), else the names in ``RAGTRACE_METRICS``, else the production suite.
 
     A string (``metrics="faithfulness"``) or an empty list is a ``ConfigurationError`` naming the fix, as is
-    an unknown name: a scorer fails at start, never in its worker.
+    an unknown name: a scorer fails at start, never in its worker. In ``RAGTRACE_METRICS`` an unknown name
+    is reported as a WARNING and left out (the production suite when none is left), as OpenTelemetry
+    treats its variables.
     """
     if metrics is None:
-        metrics = env.read_list(env.RAGTRACE_METRICS) or list(PRODUCTION_METRICS)
+        metrics = _env_metrics()
     if isinstance(metrics, str):
         raise ConfigurationError(f"metrics={metrics!r} is a string: pass a list, e.g. metrics=['faithfulness']")
     if not list(metrics):

@@ -185,8 +185,10 @@ def test_a_full_scoring_queue_records_overflow(tmp_path: Path) -> None:
 def test_a_wrong_judge_setting_stops_serve(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from ragtrace.environment_variables import ConfigurationError
 
-    monkeypatch.setenv("RAGTRACE_JUDGE", "oracle")
-    with pytest.raises(ConfigurationError, match="RAGTRACE_JUDGE"):
+    for variable in ("RAGTRACE_JUDGE_BASE_URL", "RAGTRACE_JUDGE_API_KEY", "OPENAI_API_KEY"):
+        monkeypatch.delenv(variable, raising=False)
+    monkeypatch.setenv("RAGTRACE_JUDGE", "openai")  # asked for, with no key to use
+    with pytest.raises(ConfigurationError, match="OPENAI_API_KEY"):
         start_collector(tmp_path / "c.db", score=True)
 
 

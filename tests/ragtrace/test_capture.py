@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -94,12 +94,12 @@ def test_from_env_reads_variables_and_arguments_win(monkeypatch: pytest.MonkeyPa
         (environment_variables.RAGTRACE_MAX_RECORD_CHUNKS, "-1"),
     ],
 )
-def test_malformed_variables_raise_naming_the_variable(
-    monkeypatch: pytest.MonkeyPatch, variable: str, value: str
+def test_malformed_variables_warn_naming_the_variable_and_keep_the_defaults(
+    monkeypatch: pytest.MonkeyPatch, variable: str, value: str, warned: Callable[[str], list[str]]
 ) -> None:
     monkeypatch.setenv(variable, value)
-    with pytest.raises(ragtrace.ConfigurationError, match=variable):
-        CaptureSettings.from_env()
+    assert CaptureSettings.from_env() == CaptureSettings()
+    assert len(warned(variable)) == 1
 
 
 @pytest.mark.parametrize(
@@ -137,15 +137,20 @@ def test_set_and_get_settings(monkeypatch: pytest.MonkeyPatch) -> None:
         _capture.set_settings(None)
 
 
-def test_a_malformed_variable_fails_at_decoration_not_in_the_request(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_malformed_variable_warns_at_decoration_not_in_the_request(
+    monkeypatch: pytest.MonkeyPatch, warned: Callable[[str], list[str]]
+) -> None:
     _capture.set_settings(None)
     monkeypatch.setenv(environment_variables.RAGTRACE_CAPTURE_CONTENT, "sometimes")
     try:
-        with pytest.raises(ragtrace.ConfigurationError, match="RAGTRACE_CAPTURE_CONTENT"):
 
-            @ragtrace.rag
-            def bot(q: str) -> str:
-                return q
+        @ragtrace.rag
+        def bot(q: str) -> str:
+            return q
+
+        assert len(warned("RAGTRACE_CAPTURE_CONTENT")) == 1
+        assert bot("q") == "q"
+        assert len(warned("RAGTRACE_CAPTURE_CONTENT")) == 1  # once, not per request
     finally:
         _capture.set_settings(None)
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -220,10 +220,16 @@ def test_wrong_settings_raise_at_once(kwargs: dict[str, Any], fix: str) -> None:
     assert _capture.get_tracer_provider() is None  # nothing half-configured is left behind
 
 
-def test_otel_protocol_variable_is_checked(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_bad_otel_protocol_variable_warns_and_uses_http(
+    monkeypatch: pytest.MonkeyPatch, warned: Callable[[str], list[str]]
+) -> None:
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "carrier-pigeon")
-    with pytest.raises(ConfigurationError, match="OTEL_EXPORTER_OTLP_PROTOCOL"):
-        ragtrace.configure(judge=fake_judge(), set_global=False, export_metrics=False)
+    handle = ragtrace.configure(judge=fake_judge(), set_global=False, export_metrics=False)
+    handle.shutdown()
+    (message,) = warned("OTEL_EXPORTER_OTLP_PROTOCOL")
+    assert "'http/protobuf' or 'grpc'" in message and "using the default (http/protobuf)" in message
+    with pytest.raises(ConfigurationError, match="protocol='carrier-pigeon' is not supported"):
+        ragtrace.configure(judge=fake_judge(), protocol="carrier-pigeon", set_global=False, export_metrics=False)
 
 
 def test_every_variable_and_configure_argument_is_documented() -> None:

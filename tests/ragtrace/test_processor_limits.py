@@ -10,6 +10,7 @@ import signal
 import threading
 import warnings
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,10 +36,17 @@ def test_a_time_setting_that_is_not_finite_and_positive_is_a_configuration_error
 
 
 @pytest.mark.parametrize("variable", ["RAGTRACE_SHUTDOWN_TIMEOUT", "RAGTRACE_HOLD_TIMEOUT"])
-def test_an_infinite_time_variable_is_a_configuration_error(monkeypatch: pytest.MonkeyPatch, variable: str) -> None:
+def test_an_infinite_time_variable_warns_and_keeps_the_default(
+    monkeypatch: pytest.MonkeyPatch, variable: str, warned: Callable[[str], list[str]]
+) -> None:
     monkeypatch.setenv(variable, "inf")
-    with pytest.raises(ConfigurationError, match=variable):
-        ScoringSpanProcessor(Collect(), judge=NullJudge(), metrics=[Scripted()])
+    processor = ScoringSpanProcessor(Collect(), judge=NullJudge(), metrics=[Scripted()])
+    try:
+        assert (processor.shutdown_timeout, processor.hold_timeout) == (30.0, 30.0)
+        (message,) = warned(variable)
+        assert "finite number of seconds" in message
+    finally:
+        processor.shutdown()
 
 
 def test_a_huge_shutdown_timeout_still_scores_exports_and_stops_the_thread(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -358,8 +358,10 @@ def test_a_judge_misconfiguration_leaves_no_batch_processor_thread_behind(monkey
             super().shutdown()
 
     monkeypatch.setattr(_processor, "BatchSpanProcessor", Spy)
-    monkeypatch.setenv("RAGTRACE_JUDGE", "oracle")
-    with pytest.raises(ConfigurationError, match="RAGTRACE_JUDGE"):
+    for variable in ("RAGTRACE_JUDGE_BASE_URL", "RAGTRACE_JUDGE_API_KEY", "OPENAI_API_KEY"):
+        monkeypatch.delenv(variable, raising=False)
+    monkeypatch.setenv("RAGTRACE_JUDGE", "openai")  # asked for, with no key to use
+    with pytest.raises(ConfigurationError, match="OPENAI_API_KEY"):
         ScoringSpanProcessor(InMemorySpanExporter(), metrics=[Scripted()], records=RecordStore())
     assert made == stopped
     # A judge the dollar budget cannot price fails the same way.

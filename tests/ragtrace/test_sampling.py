@@ -6,6 +6,7 @@ import logging
 import random
 import subprocess
 import sys
+from collections.abc import Callable
 
 import pytest
 from opentelemetry.sdk.resources import Resource
@@ -198,12 +199,17 @@ def test_environment_variables(monkeypatch: pytest.MonkeyPatch) -> None:
         ("RAGTRACE_JUDGE_PRICES", "gpt=cheap"),
     ],
 )
-def test_invalid_variables_raise_naming_the_variable(
-    monkeypatch: pytest.MonkeyPatch, variable: str, value: str
+def test_invalid_variables_warn_naming_the_variable_and_keep_the_defaults(
+    monkeypatch: pytest.MonkeyPatch, variable: str, value: str, warned: Callable[[str], list[str]]
 ) -> None:
     monkeypatch.setenv(variable, value)
-    with pytest.raises(ConfigurationError, match=variable):
-        Sampler()
+    sampler = Sampler()
+    assert len(warned(variable)) == 1
+    assert sampler.rate == 0.1
+    assert sampler.metric_rates == {}
+    assert (sampler.always, sampler.never) == ((), ())
+    assert sampler.throttle_per_minute is None
+    assert (sampler.budget_tokens_per_day, sampler.budget_usd_per_day) == (None, None)
 
 
 @pytest.mark.parametrize(
@@ -224,11 +230,14 @@ def test_invalid_arguments_raise(kwargs: dict[str, object]) -> None:
         Sampler(**kwargs)  # type: ignore[arg-type]
 
 
-def test_an_argument_wins_and_its_variable_is_not_even_read(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_argument_wins_and_its_variable_is_not_even_read(
+    monkeypatch: pytest.MonkeyPatch, warned: Callable[[str], list[str]]
+) -> None:
     monkeypatch.setenv("RAGTRACE_SAMPLE_RATE", "10%")
     assert Sampler(0.5).rate == 0.5
-    with pytest.raises(ConfigurationError, match="RAGTRACE_SAMPLE_RATE"):
-        Sampler()
+    assert warned("RAGTRACE_SAMPLE_RATE") == []
+    assert Sampler().rate == 0.1
+    assert len(warned("RAGTRACE_SAMPLE_RATE")) == 1
 
 
 @pytest.mark.parametrize(
@@ -256,10 +265,14 @@ def test_a_wrong_price_object_is_refused_when_built() -> None:
 
 
 @pytest.mark.parametrize("value", ["nan/nan", "inf/1", "0.2/-1"])
-def test_a_price_variable_that_is_not_a_finite_price_is_refused(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+def test_a_price_variable_that_is_not_a_finite_price_is_left_out(
+    monkeypatch: pytest.MonkeyPatch, value: str, warned: Callable[[str], list[str]]
+) -> None:
     monkeypatch.setenv("RAGTRACE_JUDGE_PRICES", f"my-model={value}")
-    with pytest.raises(ConfigurationError, match="RAGTRACE_JUDGE_PRICES"):
-        Sampler(1.0, budget_usd_per_day=1.0)
+    sampler = Sampler(1.0, budget_usd_per_day=1.0)
+    assert len(warned("RAGTRACE_JUDGE_PRICES")) == 1
+    with pytest.raises(ConfigurationError, match="no price"):
+        sampler.check_judge("openai:my-model")
 
 
 @pytest.mark.parametrize("budget", ["5", float("nan"), float("inf"), True])

@@ -6,6 +6,7 @@ import gc
 import os
 import warnings
 import weakref
+from collections.abc import Callable
 
 import pytest
 
@@ -37,13 +38,16 @@ def test_a_bad_argument_names_the_argument_and_the_fix() -> None:
         HOLD.resolve(float("inf"))
 
 
-def test_a_bad_variable_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_bad_variable_warns_naming_the_variable_and_the_default_is_used(
+    monkeypatch: pytest.MonkeyPatch, warned: Callable[[str], list[str]]
+) -> None:
     monkeypatch.setenv("RAGTRACE_TEST_HOLD", "inf")
-    with pytest.raises(ConfigurationError, match=r"RAGTRACE_TEST_HOLD=inf is invalid: set it to a finite number"):
-        HOLD.resolve(None)
+    assert HOLD.resolve(None) == HOLD.default
+    (message,) = warned("RAGTRACE_TEST_HOLD")
+    assert "RAGTRACE_TEST_HOLD=inf is invalid: set it to a finite number" in message
     monkeypatch.setenv("RAGTRACE_TEST_QUEUE", "many")
-    with pytest.raises(ConfigurationError, match="RAGTRACE_TEST_QUEUE"):
-        QUEUE.resolve(None)
+    assert QUEUE.resolve(None) == QUEUE.default
+    assert len(warned("RAGTRACE_TEST_QUEUE")) == 1
 
 
 def test_check_names_a_value_that_has_no_variable_of_its_own() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 import pytest
 
@@ -62,10 +63,17 @@ def test_forced_openai_without_key_or_url_names_the_fix(monkeypatch: pytest.Monk
         default_judge()
 
 
-def test_an_unknown_choice_raises_configuration_error(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_unknown_variable_choice_warns_and_reads_as_auto(
+    monkeypatch: pytest.MonkeyPatch, warned: Callable[[str], list[str]]
+) -> None:
+    for variable in (env.RAGTRACE_JUDGE_BASE_URL, env.RAGTRACE_JUDGE_API_KEY, "OPENAI_API_KEY"):
+        monkeypatch.delenv(variable, raising=False)
     monkeypatch.setenv(env.RAGTRACE_JUDGE, "nonsense")
-    with pytest.raises(ConfigurationError, match=r"RAGTRACE_JUDGE='nonsense'.*'auto', 'openai', 'offline' or 'tiered'"):
-        default_judge()
+    assert judge_choice()[0] == "offline"
+    (message,) = warned(env.RAGTRACE_JUDGE)
+    assert "'auto', 'openai', 'offline' or 'tiered'" in message and "using the default (auto)" in message
+    with pytest.raises(ConfigurationError, match=r"judge='nonsense' is unknown"):
+        judge_choice("nonsense")
 
 
 def test_the_choice_is_logged_once(caplog: pytest.LogCaptureFixture) -> None:

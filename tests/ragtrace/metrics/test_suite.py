@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 import pytest
 
@@ -196,3 +197,18 @@ async def test_production_suite_on_a_judge_without_chat_steps_for_questions() ->
     assert judge.count("embed") == 1
     assert judge.calls_to("embed")[0].args == (("the query", "the answer"),)
     assert judge.count("rate_chunks") == 0
+
+
+def test_unknown_names_in_the_metrics_variable_are_left_out_with_a_warning(
+    monkeypatch: pytest.MonkeyPatch, warned: Callable[[str], list[str]]
+) -> None:
+    from ragtrace.metrics._registry import PRODUCTION_METRICS, configured_suite
+
+    monkeypatch.setenv("RAGTRACE_METRICS", "faithfulness,faithfullness")
+    assert configured_suite().names == ("faithfulness",)
+    (message,) = warned("RAGTRACE_METRICS")
+    assert "unknown metric 'faithfullness'" in message
+    monkeypatch.setenv("RAGTRACE_METRICS", "nothing_known")
+    assert configured_suite().names == tuple(PRODUCTION_METRICS)
+    with pytest.raises(ConfigurationError, match="unknown metric"):
+        configured_suite(["faithfullness"])  # an argument in code still raises
