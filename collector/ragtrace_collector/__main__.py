@@ -1,6 +1,7 @@
 """``ragtrace-collector``: ``serve`` receives OTLP into SQLite; ``report`` writes the store's report to a file.
 
-Configuration mistakes exit with status 2 and a message that names the fix (never a traceback).
+Configuration mistakes exit with status 2 and a message that names the fix (never a traceback). ``--help`` is
+plain text (``DESCRIPTION``, not this docstring); ``serve`` prints the live page's URL once it listens.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 
 from ragtrace import environment_variables as env
 from ragtrace._exceptions import ConfigurationError
+from ragtrace_collector import __version__
 from ragtrace_collector._budget import DEFAULT_MAX_INFLIGHT_BYTES
 from ragtrace_collector._http import DEFAULT_MAX_BODY_BYTES
 from ragtrace_collector._server import Collector, CollectorConfig
@@ -26,11 +28,23 @@ TOKEN_VARIABLE = env.RAGTRACE_COLLECTOR_TOKEN
 """Bearer token the receivers require when ``--token`` is not given."""
 
 
+DESCRIPTION = (
+    "Receive OTLP traces from ragtrace apps into a SQLite file, score what the apps did not score, watch the "
+    "scores and alert (serve); write the store's report (report)."
+)
+"""What ``--help`` says: plain text, as a terminal shows it (the module docstring is reStructuredText)."""
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="ragtrace-collector", description=__doc__)
+    parser = argparse.ArgumentParser(prog="ragtrace-collector", description=DESCRIPTION)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
 
-    serve = commands.add_parser("serve", help="receive OTLP (HTTP and gRPC) and store spans and scores in SQLite")
+    serve = commands.add_parser(
+        "serve",
+        help="receive OTLP (HTTP and gRPC) and store spans and scores in SQLite",
+        description="Receive OTLP (HTTP and gRPC) and store spans and scores in SQLite; print the live page's URL.",
+    )
     serve.add_argument("--db", type=Path, required=True, help="SQLite file (created when missing)")
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=4318, help="OTLP/HTTP port (default 4318)")
@@ -70,7 +84,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
 
-    report = commands.add_parser("report", help="write the store's report (HTML with charts, or markdown)")
+    report = commands.add_parser(
+        "report",
+        help="write the store's report (HTML with charts, or markdown)",
+        description="Write the store's report (HTML with charts, or markdown) to a file.",
+    )
     report.add_argument("--db", type=Path, required=True, help="SQLite file written by serve")
     report.add_argument("--out", type=Path, required=True, help="file to write")
     report.add_argument(
@@ -100,12 +118,18 @@ def _serve(args: argparse.Namespace) -> int:
     )
     collector = Collector(config)
 
+    def announce() -> None:
+        # On stdout whatever the --log-level: where to look is the first thing a new user needs.
+        if collector.page_url is not None:
+            hint = " (add ?token=<your token>)" if config.token else ""
+            print(f"ragtrace collector: page at {collector.page_url}{hint}", flush=True)
+
     async def main() -> None:
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(NotImplementedError):
                 loop.add_signal_handler(signum, collector.request_stop)
-        await collector.run()
+        await collector.run(on_ready=announce)
 
     asyncio.run(main())
     return 0

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ipaddress
 import logging
 import multiprocessing
-import socket
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ import uvicorn
 from starlette.routing import BaseRoute
 
 from ragtrace._exceptions import ConfigurationError
+from ragtrace_collector._address import host_port, is_loopback, listen, page_url, probe
 from ragtrace_collector._budget import DEFAULT_MAX_INFLIGHT_BYTES, ByteBudget
 from ragtrace_collector._forward import Forwarder, traces_url
 from ragtrace_collector._grpc import create_grpc_server
@@ -65,7 +65,7 @@ class CollectorConfig:
 
     def validate(self) -> None:
         """Raise ``ConfigurationError`` naming the fix when the configuration is unsafe or wrong."""
-        if not _is_loopback(self.host) and not self.token and not self.insecure:
+        if not is_loopback(self.host) and not self.token and not self.insecure:
             raise ConfigurationError(
                 f"--host {self.host} is not a loopback address and no token is set: anyone who can reach it could "
                 "write to the store. Set --token (or RAGTRACE_COLLECTOR_TOKEN), or pass --insecure to accept that."
@@ -95,28 +95,6 @@ class CollectorConfig:
             traces_url(self.forward)
 
 
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
-def _listen(host: str, port: int) -> socket.socket:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((host.strip("[]"), port))
-        sock.listen(2048)
-    except OSError as exc:
-        sock.close()
-        raise OSError(f"could not serve OTLP/HTTP on {host}:{port}: {exc}") from exc
-    return sock
-
-
 def _optional(module: str, attribute: str) -> Any:
     """A function of a sibling module that may not be installed yet; None (with a warning) when missing."""
     try:
@@ -135,6 +113,8 @@ class Collector:
         self.config = config
         self.http_port: int | None = None
         self.grpc_port: int | None = None
+        self.page_url: str | None = None
+        """The live page's URL once it is served (None when it is not)."""
         self.store: Store | None = None
         self.pipeline: Pipeline | None = None
         self.scorer: Any = None
@@ -148,9 +128,10 @@ class Collector:
         self._error: BaseException | None = None
         self._stop_requested = False
 
-    async def run(self) -> None:
+    async def run(self, on_ready: Callable[[], None] | None = None) -> None:
         """Serve until ``stop()`` (or SIGINT/SIGTERM when run by the command).
 
+        ``on_ready`` is called once both receivers listen (``http_port``, ``grpc_port`` and ``page_url`` are set).
         Every part is stopped in the reverse order of its start, also when the start-up fails half-way: the
         receivers first, then the watcher, scoring (which still writes), forwarding (which still sends what
         scoring produced), the pipeline, and the store last.
@@ -166,8 +147,10 @@ class Collector:
                     watcher = watcher_class(config.db, config.rules)
             # Bound before the store exists, so a busy port stops the start-up without leaving a new, empty --db
             # behind; connections queue in the backlog until uvicorn accepts them below.
-            sock = _listen(config.host, config.port)
+            sock = listen(config.host, config.port)
             stack.callback(sock.close)  # for a start-up that fails before uvicorn serves (which closes it too)
+            if config.grpc_port is not None:
+                probe(config.host, config.grpc_port)  # the gRPC port too, before the store exists
             # Writers in several processes (the decode processes) take turns through one lock.
             write_lock = multiprocessing.get_context("spawn").Lock() if config.decode_processes else None
             store = self.store = Store(config.db, write_lock=write_lock)
@@ -197,10 +180,12 @@ class Collector:
             stack.push_async_callback(asyncio.to_thread, pipeline.close)
             await pipeline.warm_up()
             routes: list[BaseRoute] = []
+            page_served = False
             if config.page:
                 page_routes = _optional("_report", "page_routes")
                 if page_routes is not None:
                     routes.extend(page_routes(store))
+                    page_served = True
             app = create_app(
                 pipeline,
                 token=config.token,
@@ -217,7 +202,7 @@ class Collector:
             if config.grpc_port is not None:
                 grpc_server, self.grpc_port = create_grpc_server(
                     pipeline,
-                    f"{config.host}:{config.grpc_port}",
+                    host_port(config.host, config.grpc_port),
                     token=config.token,
                     max_message_bytes=config.max_body_bytes,
                     budget=self.budget,
@@ -241,15 +226,18 @@ class Collector:
             if self._stop_requested:
                 server.should_exit = True
             self.http_port = sock.getsockname()[1]
+            if page_served:
+                self.page_url = page_url(config.host, self.http_port)
             serving = loop.create_task(server.serve(sockets=[sock]))
             self._ready.set()
             _log.info(
-                "ragtrace-collector: OTLP/HTTP on %s:%s, OTLP/gRPC %s, store %s",
-                config.host,
-                self.http_port,
-                f"on {config.host}:{self.grpc_port}" if config.grpc_port is not None else "off",
+                "ragtrace-collector: OTLP/HTTP on %s, OTLP/gRPC %s, store %s",
+                host_port(config.host, self.http_port),
+                f"on {host_port(config.host, self.grpc_port)}" if self.grpc_port is not None else "off",
                 config.db,
             )
+            if on_ready is not None:
+                on_ready()
             await serving
 
     async def _prune_forever(self, store: Store) -> None:

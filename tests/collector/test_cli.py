@@ -2,15 +2,28 @@
 
 from __future__ import annotations
 
+import importlib.metadata
+import re
+import selectors
+import signal
 import socket
+import subprocess
+import sys
 from pathlib import Path
 
+import httpx
 import pytest
+import ragtrace_collector
+from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcSpanExporter
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpSpanExporter
+from opentelemetry.sdk.trace.export import SpanExportResult
 from ragtrace_collector.__main__ import main
+from ragtrace_collector._address import host_port, page_url
 from ragtrace_collector._server import CollectorConfig
 from ragtrace_collector._store import Store
 
 from ragtrace.environment_variables import ConfigurationError
+from tests.collector._spans import SpanFactory, count, start_collector
 
 
 def _one_line(err: str) -> str:
@@ -34,16 +47,21 @@ def test_serve_with_a_directory_as_db(tmp_path: Path, capsys: pytest.CaptureFixt
     assert str(tmp_path) in line and "SQLite file" in line
 
 
-def test_serve_on_a_busy_port_leaves_no_new_db(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(("option", "other"), [("--port", "--grpc-port"), ("--grpc-port", "--port")])
+def test_serve_on_a_busy_port_names_the_option_to_change_and_leaves_no_new_db(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str], option: str, other: str
+) -> None:
     db = tmp_path / "new.db"
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         port = busy.getsockname()[1]
-        args = ["serve", "--db", str(db), "--port", str(port), "--grpc-port", "-1", "--decode-processes", "0"]
+        args = ["serve", "--db", str(db), option, str(port), other, "0", "--decode-processes", "0", "--no-score"]
         assert main(args) == 1
-    line = _one_line(capsys.readouterr().err)
-    assert f"127.0.0.1:{port}" in line
+    # capfd: what gRPC's C core would write to stderr of its own counts too.
+    line = _one_line(capfd.readouterr().err)
+    assert f"127.0.0.1:{port}: the port is in use" in line
+    assert f"choose another port with {option} (0 picks a free one" in line
     assert not db.exists()
 
 
@@ -75,3 +93,104 @@ def test_retention_days_must_be_a_usable_number(tmp_path: Path, capsys: pytest.C
     with pytest.raises(ConfigurationError, match="positive number of days"):
         CollectorConfig(db=tmp_path / "c.db", retention_days=float(days)).validate()
     CollectorConfig(db=tmp_path / "c.db", retention_days=30.0).validate()
+
+
+def _ipv6_loopback_missing() -> str | None:
+    """Why this machine cannot serve on ::1, or None when it can."""
+    if not socket.has_ipv6:
+        return "this Python has no IPv6 support (socket.has_ipv6 is False)"
+    try:
+        with socket.socket(socket.AF_INET6) as probe:
+            probe.bind(("::1", 0))
+    except OSError as exc:
+        return f"the OS offers no IPv6 loopback: binding ::1 failed ({exc})"
+    return None
+
+
+def test_version_is_the_distributions(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["--version"])
+    assert exited.value.code == 0
+    assert capsys.readouterr().out == f"ragtrace-collector {importlib.metadata.version('ragtrace-collector')}\n"
+    assert ragtrace_collector.__version__ == importlib.metadata.version("ragtrace-collector")
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["serve", "--help"], ["report", "--help"]])
+def test_help_is_plain_text(capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    assert exited.value.code == 0
+    shown = capsys.readouterr().out
+    assert shown.startswith("usage: ragtrace-collector")
+    assert "``" not in shown and ":class:" not in shown  # reStructuredText is for docstrings, not a terminal
+
+
+def _first_line(process: subprocess.Popen[bytes]) -> str:
+    """The first line the process writes to stdout; "" if it writes none within two minutes (a safety bound
+    for a loaded machine, not a timing check: a collector that never announces its page fails here, not hangs)."""
+    assert process.stdout is not None
+    with selectors.DefaultSelector() as selector:
+        selector.register(process.stdout, selectors.EVENT_READ)
+        if not selector.select(timeout=120):
+            return ""
+    return process.stdout.readline().decode()
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "::1"])
+def test_serve_prints_the_page_url_and_the_page_is_there(tmp_path: Path, host: str) -> None:
+    if host == "::1" and (missing := _ipv6_loopback_missing()):
+        pytest.skip(missing)
+    argv = [sys.executable, "-m", "ragtrace_collector", "serve", "--db", str(tmp_path / "c.db"), "--host", host,
+            "--port", "0", "--grpc-port", "0", "--decode-processes", "0", "--no-score"]  # fmt: skip
+    log = tmp_path / "serve.log"
+    with log.open("wb") as stderr, subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=stderr) as serving:
+        try:
+            line = _first_line(serving)  # printed once both receivers listen
+            bracketed = "[::1]" if host == "::1" else host
+            match = re.fullmatch(rf"ragtrace collector: page at (http://{re.escape(bracketed)}:\d+/)\n", line)
+            assert match, (line, log.read_text())
+            page = httpx.get(match.group(1), timeout=60)
+            assert page.status_code == 200
+            assert page.headers["content-type"].startswith("text/html")
+        finally:
+            serving.send_signal(signal.SIGTERM)
+            assert serving.wait(timeout=60) == 0
+    assert "Traceback" not in log.read_text()
+
+
+def test_an_ipv6_loopback_host_serves_otlp_over_http_and_grpc(tmp_path: Path) -> None:
+    if missing := _ipv6_loopback_missing():
+        pytest.skip(missing)
+    running = start_collector(tmp_path / "c.db", host="::1")
+    try:
+        factory = SpanFactory()
+        factory.rag(query="over http")
+        http = HttpSpanExporter(endpoint=f"http://[::1]:{running.http_port}/v1/traces")
+        grpc_exporter = GrpcSpanExporter(endpoint=f"[::1]:{running.grpc_port}", insecure=True)
+        try:
+            assert http.export(factory.all()) is SpanExportResult.SUCCESS
+            factory.rag(query="over grpc")
+            assert grpc_exporter.export(factory.all()[-2:]) is SpanExportResult.SUCCESS
+        finally:
+            http.shutdown()
+            grpc_exporter.shutdown()
+        assert count(running.config.db, "rag_records") == 2
+        assert running.page_url is None  # the page is off in start_collector
+    finally:
+        running.stop()
+
+
+@pytest.mark.parametrize(
+    ("host", "url", "address"),
+    [
+        ("127.0.0.1", "http://127.0.0.1:4318/", "127.0.0.1:4317"),
+        ("::1", "http://[::1]:4318/", "[::1]:4317"),
+        ("[::1]", "http://[::1]:4318/", "[::1]:4317"),
+        ("0.0.0.0", "http://127.0.0.1:4318/", "0.0.0.0:4317"),
+        ("::", "http://[::1]:4318/", "[::]:4317"),
+        ("localhost", "http://localhost:4318/", "localhost:4317"),
+    ],
+)
+def test_the_page_url_and_the_grpc_address_bracket_ipv6_literals(host: str, url: str, address: str) -> None:
+    assert page_url(host, 4318) == url
+    assert host_port(host, 4317) == address
