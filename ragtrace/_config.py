@@ -26,6 +26,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcess
 
 from ragtrace import _capture
 from ragtrace._exceptions import ConfigurationError
+from ragtrace._export_deadline import CountingSpanExporter, ExportDeadline
 from ragtrace._exporters import meter_provider_for, metrics_enabled, otlp_span_exporter
 from ragtrace._handles import RagtraceHandle, activate, has_open_handle, set_globals
 from ragtrace._processor import ScoringSpanProcessor
@@ -107,17 +108,19 @@ def configure(
     span_limits = _span_limits(settings)
     resource = _resource(service_name, resource_attributes)
     sampler = _sampler(sampler, sample_rate, metric_rates, always, never, throttle, budget_tokens, budget_usd, prices)
+    built: CountingSpanExporter | None = None
     if exporter is None:
-        exporter = otlp_span_exporter(endpoint, protocol, headers)
+        exporter = built = CountingSpanExporter(otlp_span_exporter(endpoint, protocol, headers))
     elif endpoint is not None or protocol is not None:
         raise ConfigurationError("pass either exporter= or endpoint=/protocol=, not both")
     owns_meter_provider = False
+    metric_exporter: Any = None
     downstream: SpanProcessor | None = None
     try:
         # From here on parts start threads (the metric reader's, the batch exporter's): if anything
         # fails, what was built is shut down before the error reaches the caller.
         if meter_provider is None and metrics_enabled(export_metrics, metric_readers):
-            meter_provider = meter_provider_for(resource, metric_readers, endpoint, protocol, headers)
+            meter_provider, metric_exporter = meter_provider_for(resource, metric_readers, endpoint, protocol, headers)
             owns_meter_provider = True
         downstream = BatchSpanProcessor(exporter) if batch else SimpleSpanProcessor(exporter)
         processor = ScoringSpanProcessor(
@@ -138,6 +141,10 @@ def configure(
         if owns_meter_provider and meter_provider is not None:
             meter_provider.shutdown()  # type: ignore[attr-defined]
         raise
+    if built is not None:
+        # Only the exporters ragtrace built are cut at the shutdown deadline: the app's own are its own.
+        cut = [built.inner, *([metric_exporter] if metric_exporter is not None else [])]
+        processor.export_deadline = ExportDeadline(built, cut, _export_target(built.inner, endpoint))
     provider = TracerProvider(resource=resource, span_limits=span_limits)
     provider.add_span_processor(processor)
     if set_global:
@@ -282,3 +289,9 @@ def _sampler(
         budget_usd_per_day=budget_usd,
         prices=prices,
     )
+
+
+def _export_target(exporter: SpanExporter, endpoint: str | None) -> str:
+    """Where ``exporter`` sends spans, for messages: the endpoint given, else the one the exporter
+    resolved from ``OTEL_EXPORTER_OTLP_*``."""
+    return endpoint or str(getattr(exporter, "_endpoint", None) or "the OTLP endpoint")

@@ -28,7 +28,7 @@ def drain_ref(ref: weakref.ref[ScoringSpanProcessor]) -> None:
         # The drain and the final shutdown share one ``shutdown_timeout``: a judge that never answers
         # must not hold the exit for twice that.
         processor._exit_deadline = time.monotonic() + processor.shutdown_timeout
-        processor.force_flush(int(processor.shutdown_timeout * 1000))
+        processor._flush(int(processor.shutdown_timeout * 1000), exiting=True)
 
 
 def before_thread_pools_close(callback: Callable[[], None]) -> None:

@@ -88,10 +88,13 @@ def meter_provider_for(
     endpoint: str | None,
     protocol: str | None,
     headers: Mapping[str, str] | None,
-) -> MeterProvider:
+) -> tuple[MeterProvider, Any]:
+    """The MeterProvider ``configure`` builds, and the OTLP metric exporter it built for it (``None``
+    when the caller gave the readers)."""
     from opentelemetry.sdk.metrics import MeterProvider
     from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
 
+    metric_exporter: Any = None
     if not readers:
         chosen = _protocol(protocol, "METRICS")
         hdrs = dict(headers) if headers else None
@@ -101,7 +104,7 @@ def meter_provider_for(
             )
 
             insecure = endpoint.startswith("http://") if endpoint is not None else None
-            metric_exporter: Any = GrpcMetricExporter(endpoint=endpoint, insecure=insecure, headers=hdrs)
+            metric_exporter = GrpcMetricExporter(endpoint=endpoint, insecure=insecure, headers=hdrs)
         else:
             from opentelemetry.exporter.otlp.proto.http.metric_exporter import (
                 OTLPMetricExporter as HttpMetricExporter,
@@ -110,4 +113,4 @@ def meter_provider_for(
             url = _http_url(endpoint, _METRICS_PATH) if endpoint is not None else None
             metric_exporter = HttpMetricExporter(endpoint=url, headers=hdrs)
         readers = [PeriodicExportingMetricReader(metric_exporter)]
-    return MeterProvider(resource=resource, metric_readers=list(readers))
+    return MeterProvider(resource=resource, metric_readers=list(readers)), metric_exporter

@@ -39,6 +39,7 @@ from ragtrace import semconv
 from ragtrace._capture import RECORDS, RecordStore
 from ragtrace._exceptions import ConfigurationError
 from ragtrace._exit import before_thread_pools_close, drain_ref, shutdown_ref
+from ragtrace._export_deadline import ExportDeadline
 from ragtrace._fork import at_fork_in_child_of
 from ragtrace._jobs import Job, Outcome, outcome_of, wait_seconds
 from ragtrace._judge_errors import JudgeErrorLog
@@ -135,6 +136,8 @@ class ScoringSpanProcessor(SpanProcessor):
         self._records.acquire()
         self._shutdown = False
         self._exit_deadline: float | None = None  # set by the exit drain: shutdown() gets what it left
+        # Set by configure() for the exporters it built: cuts their retries when a shutdown's budget ends.
+        self.export_deadline: ExportDeadline | None = None
         self._warned = False
         self._count_warned = False
         self._worker = Worker(
@@ -243,9 +246,16 @@ class ScoringSpanProcessor(SpanProcessor):
 
         Most of the budget goes to scoring; a fifth (at most 5 s) is kept for the downstream flush.
         """
+        return self._flush(timeout_millis, exiting=False)
+
+    def _flush(self, timeout_millis: int, *, exiting: bool) -> bool:
+        # ``exiting``: the exit drain, after which the exporters configure() built may be cut at the
+        # end of the export's share of the budget (a dead endpoint would otherwise hold the exit).
         budget = wait_seconds(timeout_millis / 1000.0)
         end = time.monotonic() + budget
         complete = self._worker.flush(budget - _reserve(budget))
+        if exiting and self.export_deadline is not None:
+            self.export_deadline.arm(time.monotonic() + _reserve(budget))
         remaining_ms = int(max(end - time.monotonic(), 0.0) * 1000)
         return self.downstream.force_flush(max(remaining_ms, 1)) and complete
 
@@ -265,11 +275,18 @@ class ScoringSpanProcessor(SpanProcessor):
         else:
             seconds = self.shutdown_timeout
         budget = wait_seconds(seconds)
+        if self.export_deadline is not None:
+            self.export_deadline.arm(time.monotonic() + budget)
         try:
             self._worker.shutdown(budget - _reserve(budget))
         finally:
             self._records.release()
+            if self.export_deadline is not None:
+                # The exports get the reserve, as in force_flush: a dead endpoint is cut there.
+                self.export_deadline.arm(time.monotonic() + _reserve(budget))
             self.downstream.shutdown()
+            if self.export_deadline is not None:
+                self.export_deadline.report()
 
     # -- introspection ------------------------------------------------------------------------
 

@@ -17,6 +17,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 import ragtrace
 from ragtrace import _capture, semconv
+from ragtrace._export_deadline import CountingSpanExporter
 from ragtrace.environment_variables import ConfigurationError
 from tests.ragtrace.test_processor_judges import answer, fake_judge, rag_spans
 
@@ -155,7 +156,9 @@ def test_grpc_protocol_builds_the_grpc_exporter() -> None:
     )
     downstream = handle.processor.downstream
     assert isinstance(downstream, BatchSpanProcessor)
-    assert "grpc" in type(downstream.span_exporter).__module__
+    # The exporter configure() built, behind the counter that reports what a shutdown dropped.
+    assert isinstance(downstream.span_exporter, CountingSpanExporter)
+    assert "grpc" in type(downstream.span_exporter.inner).__module__
     handle.shutdown(timeout_millis=1000)
 
 
