@@ -116,6 +116,11 @@ RAGTRACE_JUDGE_EMBEDDING_MODEL: Final = "RAGTRACE_JUDGE_EMBEDDING_MODEL"
 RAGTRACE_JUDGE_TIMEOUT: Final = "RAGTRACE_JUDGE_TIMEOUT"
 """Float seconds > 0 (default 180, sized for a small model on a CPU): timeout of one judge call."""
 
+RAGTRACE_JUDGE_SUPPORT_THRESHOLD: Final = "RAGTRACE_JUDGE_SUPPORT_THRESHOLD"
+"""Number in [0, 1] (default 0.5): P(yes) from which the OpenAI-compatible judge's per-claim answer
+counts as SUPPORTED. Small models lean to "no"; calibrate it per model on labelled rows
+(``bench/local_llm_accuracy.py`` prints the cut that suits a model)."""
+
 RAGTRACE_JUDGE_MAX_RETRIES: Final = "RAGTRACE_JUDGE_MAX_RETRIES"
 """Integer >= 0 (default 3): retries of a judge call on 408, 409, 429, 5xx, a 200 whose body is not
 JSON, timeouts and connection errors."""

@@ -155,9 +155,11 @@ class _ClaimAnswer:
     chunk: int
     weighted: bool
 
-    def verdicts(self, count: int) -> list[Verdict]:
+    def verdicts(self, count: int, threshold: float = 0.5) -> list[Verdict]:
+        """SUPPORTED at the chunk when P(yes) reaches ``threshold``, else CONTRADICTED there when the
+        judge wrote so, else NEITHER everywhere."""
         row = [Verdict.NEITHER] * count
-        if self.p_yes >= 0.5:
+        if self.p_yes >= threshold:
             row[self.chunk] = Verdict.SUPPORTED
         elif self.contradicted:
             row[self.chunk] = Verdict.CONTRADICTED
@@ -195,7 +197,7 @@ def _read_claim_answer(obj: Any, reply: _ChatReply, count: int) -> _ClaimAnswer:
     p_yes = _yes_probability(reply)
     if p_yes is None:
         return _ClaimAnswer(1.0 if supported else 0.0, contradicted and not supported, chunk, weighted=False)
-    return _ClaimAnswer(p_yes, contradicted and p_yes < 0.5, chunk, weighted=True)
+    return _ClaimAnswer(p_yes, contradicted, chunk, weighted=True)
 
 
 def _read_claim_word(text: str, reply: _ChatReply) -> _ClaimAnswer:
@@ -213,7 +215,7 @@ def _read_claim_word(text: str, reply: _ChatReply) -> _ClaimAnswer:
     p_yes = _yes_probability(reply)
     if p_yes is None:
         return _ClaimAnswer(1.0 if supported else 0.0, contradicted, 0, weighted=False)
-    return _ClaimAnswer(p_yes, contradicted and p_yes < 0.5, 0, weighted=True)
+    return _ClaimAnswer(p_yes, contradicted, 0, weighted=True)
 
 
 def _answer_class(token: str) -> bool | None:

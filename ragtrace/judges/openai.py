@@ -90,6 +90,7 @@ waits for it: a span held past its deadline is exported unscored and its scores 
 _TIMEOUT = _settings.seconds("timeout", env.RAGTRACE_JUDGE_TIMEOUT, default=DEFAULT_TIMEOUT)
 _MAX_RETRIES = _settings.whole_number("max_retries", env.RAGTRACE_JUDGE_MAX_RETRIES, default=3, minimum=0)
 _MAX_CONCURRENCY = _settings.whole_number("max_concurrency", env.RAGTRACE_JUDGE_MAX_CONCURRENCY, default=16, minimum=1)
+_SUPPORT_THRESHOLD = _settings.rate("support_threshold", env.RAGTRACE_JUDGE_SUPPORT_THRESHOLD, default=0.5)
 
 VerifyMode = Literal["auto", "per_claim", "batched"]
 """How ``verify`` asks: one yes/no question per claim (small models), or all claims in one call."""
@@ -156,6 +157,7 @@ class OpenAIJudge(_Transport):
         top_logprobs: int = 5,
         verify: VerifyMode = "auto",
         extract: ExtractMode = "auto",
+        support_threshold: float | None = None,
     ) -> None:
         self.model = self._model(model, env.RAGTRACE_JUDGE_MODEL, _DEFAULT_MODEL, "model")
         self.embedding_model = self._model(
@@ -165,6 +167,7 @@ class OpenAIJudge(_Transport):
         self.timeout = _TIMEOUT.resolve(timeout)
         self.max_retries = _MAX_RETRIES.resolve(max_retries)
         self.max_concurrency = _MAX_CONCURRENCY.resolve(max_concurrency)
+        self.support_threshold = _SUPPORT_THRESHOLD.resolve(support_threshold)
         if response_mode != "auto" and response_mode not in _MODES:
             raise ConfigurationError(
                 f"response_mode={response_mode!r} is unknown: use 'auto', 'json_schema', 'json_object' or 'text'"
@@ -287,8 +290,8 @@ class OpenAIJudge(_Transport):
         calls sent concurrently) or all claims against all chunks in one call (``"batched"``).
 
         Per claim, the claim is SUPPORTED (at the chunk the judge names, the only chunk of a
-        one-chunk record) when P(yes) >= 0.5, P(yes) read from the logprobs of the answer token
-        normalised over yes and no, or the written answer when the endpoint returns no logprobs;
+        one-chunk record) when P(yes) >= ``support_threshold`` (0.5 unless set), P(yes) read from
+        the logprobs of the answer token normalised over yes and no, or the written answer when the endpoint returns no logprobs;
         else CONTRADICTED there when the judge says the context contradicts it, else NEITHER.
         Batched, a chunk the judge lists both as supporting and contradicting a claim counts as
         neither: a self-contradictory verdict is not evidence either way.
@@ -302,7 +305,8 @@ class OpenAIJudge(_Transport):
             return JudgeReply(value=[[] for _ in claims])
         if self.verify_mode == "per_claim":
             reply = await self._claim_answers(claims, chunks)
-            return JudgeReply([answer.verdicts(len(chunks)) for answer in reply.value], reply.cost)
+            verdicts = [answer.verdicts(len(chunks), self.support_threshold) for answer in reply.value]
+            return JudgeReply(verdicts, reply.cost)
         return await self._verify_batched(claims, chunks)
 
     async def support(self, claims: Sequence[str], chunks: Sequence[str]) -> JudgeReply[list[list[float]]]:

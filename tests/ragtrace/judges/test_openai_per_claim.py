@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from ragtrace import RagRecord
+from ragtrace import ConfigurationError, RagRecord
 from ragtrace.judges import JudgeError, Verdict
 from ragtrace.judges.openai import OpenAIJudge
 from ragtrace.metrics import Faithfulness
@@ -144,6 +144,24 @@ async def test_the_verdict_follows_p_yes_not_the_written_word(stub: StubOpenAISe
     assert reply.value == [[Verdict.SUPPORTED]]
 
 
+async def test_the_support_threshold_moves_the_verdict_cut(
+    stub: StubOpenAIServer, make_judge: MakeJudge, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A small model that leans to "no": P(yes) 0.3 for a supported claim. With the cut calibrated
+    # for it (0.25) the claim is supported; with the default 0.5 it is not.
+    replies = [_scripted(_logprob_reply(0.3, answer="no")) for _ in range(3)]
+    stub.script(*replies)
+    assert (await make_judge(verify="per_claim").verify(["a claim"], ["a chunk"])).value == [[Verdict.NEITHER]]
+    calibrated = make_judge(verify="per_claim", support_threshold=0.25)
+    assert (await calibrated.verify(["a claim"], ["a chunk"])).value == [[Verdict.SUPPORTED]]
+    monkeypatch.setenv("RAGTRACE_JUDGE_SUPPORT_THRESHOLD", "0.25")
+    from_variable = make_judge(verify="per_claim")
+    assert from_variable.support_threshold == 0.25
+    assert (await from_variable.verify(["a claim"], ["a chunk"])).value == [[Verdict.SUPPORTED]]
+    with pytest.raises(ConfigurationError, match="support_threshold"):
+        make_judge(support_threshold=1.5)
+
+
 async def test_several_chunks_the_claim_is_placed_at_the_chunk_it_rests_on(
     stub: StubOpenAIServer, make_judge: MakeJudge
 ) -> None:
@@ -224,7 +242,6 @@ async def test_faithfulness_per_claim_over_real_http(stub: StubOpenAIServer, mak
 
 
 def test_wrong_modes_raise_configuration_error() -> None:
-    from ragtrace import ConfigurationError
 
     with pytest.raises(ConfigurationError, match="verify='sometimes' is unknown"):
         OpenAIJudge(api_key="k", verify="sometimes")  # type: ignore[arg-type]
