@@ -199,6 +199,27 @@ def _read(path: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
+def best_cut(p_yes: Sequence[float], labels: Sequence[bool]) -> float:
+    """The P(yes) cut with the best balanced accuracy of "supported" (the lower one on ties)."""
+    candidates = sorted({round(v, 4) for v in p_yes} | {0.5})
+    return max(candidates, key=lambda c: (balanced_accuracy([v >= c for v in p_yes], labels), -c))
+
+
+def cross_fitted_verdicts(
+    rows: Sequence[dict[str, Any]], p_yes: Sequence[float], labels: Sequence[bool]
+) -> tuple[list[float], tuple[float, float]]:
+    """Each record's verdict (1.0 supported, else 0.0) at a ``support_threshold`` fitted on the other
+    half of the rows (even rows cut the odd ones and back), so the figure is held out. A record's
+    P(yes) is its claims' mean: exact for one-claim records (every record of these sets)."""
+    halves = [[i for i, r in enumerate(rows) if r["row"] % 2 == parity] for parity in (0, 1)]
+    cuts = tuple(best_cut([p_yes[i] for i in half], [labels[i] for i in half]) for half in halves)
+    verdicts = [0.0] * len(rows)
+    for fitted_on, apply_to in ((0, 1), (1, 0)):
+        for i in halves[apply_to]:
+            verdicts[i] = 1.0 if p_yes[i] >= cuts[fitted_on] else 0.0
+    return verdicts, (cuts[0], cuts[1])
+
+
 def report(path: str, threshold: float | None = None) -> None:
     from ragtrace.judges.tiered import DEFAULT_MARGIN, _offline_threshold, needs_llm, rescore
 
@@ -222,16 +243,26 @@ def report(path: str, threshold: float | None = None) -> None:
         # As TieredJudge.support scores it: the LLM's probability placed in the doubt band.
         pairs_llm = zip(offline, ours_p, routed, strict=True)
         tiered = [o if not go else rescore(p, threshold, DEFAULT_MARGIN) for o, p, go in pairs_llm]
-        scores = {"ours P(yes)": ours_p, "ours verdicts": ours_v, "ragas": ragas, "offline": offline, "tiered": tiered}
+        calibrated, cuts = cross_fitted_verdicts(rows, ours_p, labels)
+        scores = {
+            "ours P(yes)": ours_p,
+            "ours verdicts": ours_v,
+            "ours calibrated": calibrated,
+            "ragas": ragas,
+            "offline": offline,
+            "tiered": tiered,
+        }
         intervals = bootstrap_intervals([r["row"] for r in rows], labels, scores)
         print(f"\n{name}: {len(rows)} records ({len(pairs)} rows)")
         print(f"{'judge':<16}{'AUROC':>7}{'95 % interval':>18}{'BA':>7}{'failed':>8}{'calls':>7}{'prompt tok':>12}"
               f"{'compl tok':>11}{'s/record':>10}")  # fmt: skip
         for label, values in scores.items():
-            cut = 1.0 if label in ("ours verdicts", "ragas") else 0.5
+            cut = 1.0 if label in ("ours verdicts", "ours calibrated", "ragas") else 0.5
             ba = balanced_accuracy([v >= cut for v in values], labels)
             low, high = intervals[label]
-            prefix = {"ours P(yes)": "ours", "ours verdicts": "ours", "ragas": "ragas"}.get(label)
+            prefix = {"ours P(yes)": "ours", "ours verdicts": "ours", "ours calibrated": "ours", "ragas": "ragas"}.get(
+                label
+            )
             if prefix is not None:
                 failed = sum(1 for r in rows if f"{prefix}_error" in r)
                 calls = _mean(rows, f"{prefix}_calls")
@@ -252,6 +283,12 @@ def report(path: str, threshold: float | None = None) -> None:
                 f"{label:<16}{auroc(values, labels):>7.3f}{f'[{low:.3f}, {high:.3f}]':>18}{ba:>7.3f}{failed:>8}"
                 f"{calls:>7.2f}{tokens[0]:>12.0f}{tokens[1]:>11.1f}{seconds:>10.2f}"
             )
+        fitted = best_cut(ours_p, labels)
+        print(
+            f"ours calibrated: verdicts cut at a support_threshold fitted on the other half of the rows "
+            f"(even/odd: {cuts[0]:.2f}/{cuts[1]:.2f}); fitted on all rows: {fitted:.2f} "
+            f"(RAGTRACE_JUDGE_SUPPORT_THRESHOLD={fitted:.2f} for this model)"
+        )
         share = sum(routed) / len(routed)
         ours_calls = _mean(rows, "ours_calls")
         tiered_calls = sum(r.get("ours_calls", 0) for r, go in zip(rows, routed, strict=True) if go) / len(rows)
