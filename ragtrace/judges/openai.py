@@ -291,8 +291,9 @@ class OpenAIJudge(_Transport):
 
         Per claim, the claim is SUPPORTED (at the chunk the judge names, the only chunk of a
         one-chunk record) when P(yes) >= ``support_threshold`` (0.5 unless set), P(yes) read from
-        the logprobs of the answer token normalised over yes and no, or the written answer when the endpoint returns no logprobs;
-        else CONTRADICTED there when the judge says the context contradicts it, else NEITHER.
+        the logprobs of the answer token normalised over yes and no, or the written answer when the
+        endpoint returns no logprobs; else CONTRADICTED there when the judge says the context
+        contradicts it, else NEITHER.
         Batched, a chunk the judge lists both as supporting and contradicting a claim counts as
         neither: a self-contradictory verdict is not evidence either way.
 
