@@ -1,423 +1,79 @@
-"""Text evidence for the offline judge: sentences, claims, content words, entities, numbers, wording.
+"""Text evidence for the offline judge: the one import surface of its two text modules.
 
-Everything here is pure and deterministic (no model). Sentence boundaries come from ``pysbd``;
-the rest is small, documented lexical rules whose job is to give the grounding model evidence an
-embedding cannot see: a year, a number or a proper name that the context lacks or states otherwise.
+Everything the offline judge reads from text without a model is re-exported here, so the judge, its
+grounding model, the benchmarks and the training scripts import it from one place
+(``from ragtrace.judges import _offline_text as text``):
+
+* ``_offline_segment``: cutting text into units. Sentences (``split_sentences``, boundaries from
+  ``pysbd``), clauses, an answer's claims (``extract_claims``) and a claim's focus (``claim_focus``),
+  word tokens (``raw_words``, ``words``, ``stem``, ``content_words``) and evasive wording
+  (``noncommittal_wording``), which is not a claim.
+* ``_offline_facts``: reading facts out of text. Numbers, years, months, proper names and negation,
+  and a claim's ``lexical_evidence`` against one context (``context_facts`` reads a context once): the
+  evidence an embedding cannot see, a year, a number or a name that the context lacks or states
+  otherwise.
+
+``_offline_facts`` reads the units of ``_offline_segment``, never the other way round. Both are pure
+and deterministic; each caches texts up to ``CACHED_TEXT_CHARS`` (``_cached_sentences`` and
+``_cached_facts``, re-exported so that tests can clear and measure them).
 """
 
 from __future__ import annotations
 
-import functools
-import re
-from collections.abc import Iterator
-from dataclasses import dataclass
-
-import pysbd
-
-# Knowledge snippets are often glued paragraphs ("...19th century.First for Women is..."): pysbd
-# keeps those as one sentence, so a space is put back first.
-_GLUED = re.compile(r"(?<=[a-z0-9\)\]\"'][.!?])(?=[A-Z][a-z])")
-# Words in any script ("Brasília", "Москва" are one word each). Chinese and Japanese are written
-# without spaces, so each of their characters counts as a word: a run of them would otherwise be one
-# "word" that never matches the same name inside a longer run of the context.
-_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-_LETTER_OR_DIGIT = f"[^\\W_{_CJK}]"
-_WORD = re.compile(f"[{_CJK}]|{_LETTER_OR_DIGIT}(?:(?:{_LETTER_OR_DIGIT}|['\\-\\.])*{_LETTER_OR_DIGIT})?")
-# A period glued to a capitalised word ("El-P.Jaime Meline", "Hawaii.Aulani") ends a sentence: the
-# two words are split before tokenising, so neither is lost. "U.S." keeps its periods.
-_GLUED_WORD = re.compile(r"\.(?=[A-Z][a-z])")
-_NUMBER = re.compile(r"(?<![A-Za-z])\d[\d,]*(?:\.\d+)?")
-_CLAUSE_SPLIT = re.compile(r"\s*;\s+|,\s+(?:but|while|whereas|although|though)\s+|\s+but\s+also\s+", re.IGNORECASE)
-_LEADING_CONCESSION = re.compile(r"^(?:although|though|while|whereas)\s+([^,]{8,}),\s+(.{8,})$", re.IGNORECASE)
-_MAX_SHORT_ANSWER_WORDS = 6
-_AFFIRMATIONS = frozenset({"yes", "yes it is", "yes they are", "true", "correct"})
-_DENIALS = frozenset({"no", "not", "false", "incorrect"})
-ANSWER_SEPARATOR = "? "
-"""Joins a question and its bare answer into one claim."""
-
-_STOPWORD_TEXT = """a about above after again against all also am an and any are as at be because been before being
-below between both but by can could did do does doing down during each few for from further had has have having he
-her here hers herself him himself his how i if in into is it its itself just me more most my myself no nor not of off
-on once only or other our ours ourselves out over own same she should so some such than that the their theirs them
-themselves then there these they this those through to too under until up very was we were what when where which
-while who whom why will with would you your yours yourself yourselves one ones s t whose known called named name
-later first"""
-_MONTH_TEXT = "january february march april may june july august september october november december"
-
-STOPWORDS = frozenset(_STOPWORD_TEXT.split())
-"""Function words, and a few that HaluEval questions and answers use as frames ("known", "called")."""
-
-MONTHS = frozenset(_MONTH_TEXT.split())
-
-NEGATIONS = frozenset({"not", "no", "never", "neither", "nor", "none", "nobody", "nothing", "cannot", "n't"})
-
-_NONCOMMITTAL_PATTERNS = re.compile(
-    r"""\b(
-      i\s+(?:do\s+not|don't|dont)\s+know
-    | i(?:\s+am|'m|\s+m)\s+not\s+(?:sure|certain|able)
-    | i\s+(?:have\s+no|don't\s+have\s+(?:any|enough)?)\s*(?:idea|information|knowledge|data|details)
-    | (?:i\s+)?(?:cannot|can't|can\s+not|could\s+not|couldn't|am\s+unable\s+to|'m\s+unable\s+to)
-        \s+(?:answer|say|tell|determine|help|assist|find|provide|confirm|verify)
-    | (?:there\s+is\s+|there's\s+)?(?:no|not\s+enough|insufficient)\s+(?:information|data|context|details|evidence)
-        \s+(?:in|about|on|to|available|provided|given)
-    | (?:the\s+)?(?:context|documents?|sources?|passages?)\s+(?:does\s+not|doesn't|do\s+not|don't)\s+
-        (?:say|mention|contain|state|specify|provide|include)
-    | unable\s+to\s+(?:answer|determine|find|say)
-    | as\s+an\s+ai\b
-    | i\s+have\s+no\s+idea\b
-    | (?:sorry|apologi[sz]e)[^.]{0,40}\b(?:can't|cannot|unable|not\s+able)
-    )""",
-    re.IGNORECASE | re.VERBOSE,
+from ragtrace.judges._offline_facts import (
+    MONTHS,
+    ContextFacts,
+    Evidence,
+    context_facts,
+    entities,
+    has_negation,
+    lexical_evidence,
+    months,
+    numbers,
+    years,
 )
-
-
-@functools.cache
-def _segmenter() -> pysbd.Segmenter:
-    return pysbd.Segmenter(language="en", clean=False)
-
-
-_CACHED_TEXT_CHARS = 8192
-"""Texts up to this long are cached (sentences, word facts): a RAG app retrieves the same chunks again
-and again. Longer ones are read anew, so the caches stay bounded in bytes, not only in entries (the
-words of one 64 KB chunk take about 2 MB)."""
-
-
-def split_sentences(text: str) -> list[str]:
-    """The sentences of ``text``, stripped, non-empty, in order."""
-    if len(text) <= _CACHED_TEXT_CHARS:
-        return list(_cached_sentences(text))
-    return list(_split_sentences(text))
-
-
-@functools.lru_cache(maxsize=2048)
-def _cached_sentences(text: str) -> tuple[str, ...]:
-    return _split_sentences(text)
-
-
-def _split_sentences(text: str) -> tuple[str, ...]:
-    text = _GLUED.sub(" ", text.strip())
-    if not text:
-        return ()
-    segment = _segmenter().segment
-    return tuple(
-        piece for block in _blocks(text) for s in segment(block) for piece in _missed_boundaries(s.strip()) if piece
-    )
-
-
-_BLOCK_CHARS = 2000
-
-
-def _blocks(text: str) -> Iterator[str]:
-    """``text`` in pieces of about ``_BLOCK_CHARS``, cut only at a sentence boundary (``_BOUNDARY``).
-
-    pysbd's time grows with the square of its input: a 60 KB chunk took 1.3 s in one piece and
-    0.15 s in these."""
-    start = 0
-    while len(text) - start > _BLOCK_CHARS:
-        cut = next(_boundary_ends(text, start + _BLOCK_CHARS), None)
-        if cut is None:
-            break
-        yield text[start:cut]
-        start = cut
-    yield text[start:]
-
-
-# pysbd keeps everything after an unbalanced quote in one sentence ('...the quotation ""Et tu, Brute?,
-# made famous by ... assassination. Steve Peterson is an American actor ...'): one claim, then, that
-# no single chunk covers. A lowercase word of three letters or more, a full stop and a capitalised
-# word is a boundary whatever the quotes say; initials, "Dr." or "U.S." never match it.
-_BOUNDARY = re.compile(r"(?<![A-Za-z'])([a-z][a-z0-9]{2,})[.!?][\"\u201d\u2019)\]]*\s+(?=[\"\u201c(\[]?[A-Z])")
-_LOWERCASE_ABBREVIATIONS = frozenset(
-    {"etc", "approx", "est", "fig", "figs", "vol", "vols", "resp", "viz", "incl", "ibid"}
+from ragtrace.judges._offline_facts import _cached_facts as _cached_facts
+from ragtrace.judges._offline_segment import (
+    ANSWER_SEPARATOR,
+    CACHED_TEXT_CHARS,
+    NEGATIONS,
+    STOPWORDS,
+    claim_focus,
+    content_words,
+    extract_claims,
+    is_short_answer,
+    noncommittal_wording,
+    raw_words,
+    split_clauses,
+    split_sentences,
+    stem,
+    words,
 )
+from ragtrace.judges._offline_segment import _cached_sentences as _cached_sentences
 
-
-def _boundary_ends(text: str, pos: int = 0) -> Iterator[int]:
-    """Where each ``_BOUNDARY`` from ``pos`` on ends, in order, an abbreviation's full stop excepted."""
-    return (m.end() for m in _BOUNDARY.finditer(text, pos) if m.group(1) not in _LOWERCASE_ABBREVIATIONS)
-
-
-def _missed_boundaries(sentence: str) -> list[str]:
-    pieces: list[str] = []
-    start = 0
-    for end in _boundary_ends(sentence):
-        pieces.append(sentence[start:end].strip())
-        start = end
-    pieces.append(sentence[start:].strip())
-    return pieces
-
-
-def split_clauses(sentence: str) -> list[str]:
-    """Split one sentence into clauses that each carry a claim of their own.
-
-    Splits at semicolons and contrastive conjunctions (", but", ", while", ...) and a leading
-    concession ("Although X, Y"); a piece shorter than four words stays with its sentence, since a
-    fragment is not a claim.
-    """
-    match = _LEADING_CONCESSION.match(sentence.strip())
-    parts = [match.group(1), match.group(2)] if match else [sentence]
-    clauses: list[str] = []
-    for part in parts:
-        pieces = [p.strip(" ,;") for p in _CLAUSE_SPLIT.split(part)]
-        if len(pieces) > 1 and all(len(p.split()) >= 4 for p in pieces):
-            clauses.extend(pieces)
-        else:
-            clauses.append(part.strip(" ,;"))
-    return [c for c in clauses if c]
-
-
-def is_short_answer(text: str) -> bool:
-    """True for a bare answer ("Delhi", "6.213 km long") that is not a claim without its question."""
-    words = text.split()
-    return 0 < len(words) <= _MAX_SHORT_ANSWER_WORDS and not text.rstrip().endswith((".", "!"))
-
-
-def extract_claims(text: str, question: str | None = None) -> list[str]:
-    """Claims of an answer: its sentences split into clauses, without questions and evasions.
-
-    A bare short answer is turned into one claim with its question, "<question>? <answer>" ("Which
-    city ...? Delhi"), because "Delhi" alone states nothing a context could support or contradict;
-    ``claim_focus`` recovers the answer from such a claim.
-    """
-    text = text.strip()
-    if not text:
-        return []
-    if question and question.strip() and is_short_answer(text):
-        return [f"{question.strip().rstrip('?').rstrip()}{ANSWER_SEPARATOR}{text}"]
-    claims: list[str] = []
-    for sentence in split_sentences(text):
-        # A question or an evasion ("I don't know.") asserts nothing a context could support.
-        if sentence.endswith("?") or noncommittal_wording(sentence):
-            continue
-        claims.extend(split_clauses(sentence))
-    return [c for c in claims if content_words(c)]
-
-
-def claim_focus(claim: str) -> str:
-    """What a claim asserts: for "<question>? <answer>" the answer (the question's proposition
-    for a bare "yes"), else the whole claim.
-
-    The question of a bare answer is context that a chunk will mostly repeat whatever the answer;
-    the words, names and numbers to check are the answer's.
-    """
-    head, sep, tail = claim.rpartition(ANSWER_SEPARATOR)
-    if not (sep and head.strip() and tail.strip()):
-        return claim
-    # "Is X a Y? Yes" asserts the question's own proposition; "No" denies it, which word evidence
-    # cannot check, so such a claim stays whole.
-    answer = tail.strip().strip(".!").lower()
-    if answer in _AFFIRMATIONS:
-        return head.strip()
-    if answer in _DENIALS:
-        return claim
-    return tail.strip()
-
-
-def words(text: str) -> list[str]:
-    """Word tokens, lowercased, with possessives dropped ("Arthur's" -> "arthur")."""
-    out: list[str] = []
-    for w in _WORD.findall(_GLUED_WORD.sub(". ", text)):
-        w = w.lower().rstrip(".")
-        if w.endswith("'s"):
-            w = w[:-2]
-        if w:
-            out.append(w)
-    return out
-
-
-def stem(word: str) -> str:
-    """A light suffix stripper: enough to match "published"/"publishes", "countries"/"country"."""
-    for suffix, repl in (("ies", "y"), ("ing", ""), ("ed", ""), ("es", ""), ("s", "")):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            return word[: -len(suffix)] + repl
-    return word
-
-
-def content_words(text: str) -> set[str]:
-    """Stemmed words that carry content: not stopwords, not bare punctuation."""
-    return {stem(w) for w in words(text) if w not in STOPWORDS and w not in NEGATIONS}
-
-
-# "one" is left out: "one of the", "the one who" count nothing.
-_NUMBER_WORD_TEXT = """two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen
-seventeen eighteen nineteen twenty"""
-_NUMBER_WORDS = {w: str(i) for i, w in enumerate(_NUMBER_WORD_TEXT.split(), start=2)}
-
-
-# A Roman numeral that ends a name ("World War II", "Henry VIII", "Super Bowl XL"). A lone "I" is
-# the pronoun far more often: it counts only after a name that does not open the sentence and is not
-# a day or a month ("World War I", not "Yesterday I" or "On Monday I").
-_NAME_NUMERAL = re.compile(r"\b([A-Z][a-z]+) (M{0,3}(?:CM|CD|D?C{0,3})(?:XC|XL|L?X{0,3})(?:IX|IV|V?I{0,3}))\b(?!['\-])")
-_ROMAN_VALUES = {"M": 1000, "D": 500, "C": 100, "L": 50, "X": 10, "V": 5, "I": 1}
-_DAYS = frozenset(["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"])
-
-
-def _roman_value(numeral: str) -> int:
-    values = [_ROMAN_VALUES[c] for c in numeral]
-    return sum(-v if v < after else v for v, after in zip(values, [*values[1:], 0], strict=True))
-
-
-def numbers(text: str) -> set[str]:
-    """Numbers as written without thousands separators ("1,200" -> "1200"), years included; number
-    words from two to twenty as digits ("seven" -> "7"), so "seven Emmys" meets "7 Emmys"; and a
-    Roman numeral ending a name as its value ("World War II" -> "2"), so "World War I" and "Henry VII"
-    are not taken for "World War II" and "Henry VIII"."""
-    found = {n.replace(",", "").rstrip(".") for n in _NUMBER.findall(text)}
-    found.update(_NUMBER_WORDS[w] for w in words(text) if w in _NUMBER_WORDS)
-    for match in _NAME_NUMERAL.finditer(text):
-        name, numeral = match.groups()
-        if numeral == "I" and (name.lower() in MONTHS or name.lower() in _DAYS or _opens_sentence(text, match.start())):
-            continue
-        if numeral:
-            found.add(str(_roman_value(numeral)))
-    return found
-
-
-def _opens_sentence(text: str, start: int) -> bool:
-    before = text[:start].rstrip(" \"'(")
-    return not before or before.endswith((".", "!", "?", ":"))
-
-
-def years(text: str) -> set[str]:
-    """Four-digit numbers that look like years (1000 to 2099)."""
-    return {n for n in numbers(text) if _is_year(n)}
-
-
-def _is_year(number: str) -> bool:
-    return len(number) == 4 and number.isdigit() and 1000 <= int(number) <= 2099
-
-
-def months(text: str) -> set[str]:
-    """Month names mentioned."""
-    return {w for w in words(text) if w in MONTHS}
-
-
-def entities(text: str) -> set[str]:
-    """Lowercased capitalised words that are not sentence-initial stopwords: a cheap proper-noun finder.
-
-    The first word of a sentence counts only when it is not a stopword ("The" is not a name, "Delhi"
-    is). Months are dates, not names, and are left to ``months``.
-    """
-    found: set[str] = set()
-    for sentence in split_sentences(text) or [text]:
-        tokens = _WORD.findall(_GLUED_WORD.sub(". ", sentence))
-        for i, token in enumerate(tokens):
-            if not token[0].isupper():
-                continue
-            lowered = words(token)
-            if not lowered:
-                continue
-            w = lowered[0]
-            if w in MONTHS or (i == 0 and w in STOPWORDS) or w in STOPWORDS:
-                continue
-            found.add(w)
-    return found
-
-
-def has_negation(text: str) -> bool:
-    """True when the text negates ("not", "never", "n't", ...)."""
-    lowered = text.lower()
-    return "n't" in lowered or any(w in NEGATIONS for w in words(lowered))
-
-
-# A whole answer that is only an evasion. Anchored: "an unknown artist painted it" is an answer.
-_BARE_EVASION = re.compile(
-    r"""^\W*(?:
-      unknown | unclear | uncertain | n/?a | none\s+given | no\s+(?:comment|clue|answer)
-    | (?:it\s+)?depends | maybe | perhaps | possibly | hard\s+to\s+(?:say|tell)
-    | not\s+(?:mentioned|stated|specified|given|provided|known|available|clear|found)
-    | (?:it\s+is|it's|that\s+is|that's)\s+(?:unclear|unknown|uncertain|not\s+(?:clear|known|specified|mentioned|stated))
-    | i(?:'d|\s+would)\s+rather\s+not\s+(?:say|answer|comment)
-    | (?:this\s+)?cannot\s+be\s+(?:determined|answered|known)
-    )\W*$""",
-    re.IGNORECASE | re.VERBOSE,
-)
-
-
-def noncommittal_wording(text: str) -> bool:
-    """True when the wording is evasive: "I don't know", "I'm not sure", "cannot answer", refusals,
-    or an answer that is nothing but an evasion ("Unknown.", "Not mentioned.", "It depends.")."""
-    text = text.replace("\u2019", "'")
-    return _NONCOMMITTAL_PATTERNS.search(text) is not None or _BARE_EVASION.match(text.strip()) is not None
-
-
-@dataclass(frozen=True, slots=True)
-class Evidence:
-    """Lexical facts of a claim against one context: what the context lacks or states otherwise."""
-
-    coverage: float
-    """Share of the claim's content words found in the context, in [0, 1]."""
-    missing_words: int
-    """Content words of the claim the context lacks."""
-    missing_entities: int
-    """Proper names of the claim the context never mentions."""
-    missing_numbers: int
-    """Numbers (years included) of the claim the context never mentions."""
-    conflicting_numbers: int
-    """Missing numbers of the claim where the context states another number of the same kind."""
-    conflicting_months: int
-    """Months of the claim the context lacks while it names another month."""
-
-
-@dataclass(frozen=True, slots=True)
-class ContextFacts:
-    """What ``lexical_evidence`` reads of a context, read once: the grounding model compares every
-    claim of a record with the same chunks (reading a long chunk's words anew for each claim made 400
-    claims against three 28 KB chunks take 30 s)."""
-
-    content_words: frozenset[str]
-    tokens: frozenset[str]
-    numbers: frozenset[str]
-    years: frozenset[str]
-    months: frozenset[str]
-
-
-def context_facts(text: str) -> ContextFacts:
-    """The facts of ``text``; cached for texts up to ``_CACHED_TEXT_CHARS`` (windows, usual chunks)."""
-    return _cached_facts(text) if len(text) <= _CACHED_TEXT_CHARS else _read_facts(text)
-
-
-@functools.lru_cache(maxsize=512)
-def _cached_facts(text: str) -> ContextFacts:
-    return _read_facts(text)
-
-
-def _read_facts(text: str) -> ContextFacts:
-    found = numbers(text)
-    return ContextFacts(
-        frozenset(content_words(text)),
-        frozenset(words(text)),
-        frozenset(found),
-        frozenset(n for n in found if _is_year(n)),
-        frozenset(months(text)),
-    )
-
-
-def lexical_evidence(claim: str, context: str | ContextFacts) -> Evidence:
-    """Compare a claim with one context (its text, or its facts read once by ``context_facts``) on
-    content words, names, numbers and dates."""
-    claim_words = content_words(claim)
-    facts = context if isinstance(context, ContextFacts) else context_facts(context)
-    context_words = facts.content_words
-    coverage = len(claim_words & context_words) / len(claim_words) if claim_words else 1.0
-    missing_entities = sum(1 for e in entities(claim) if e not in facts.tokens and stem(e) not in context_words)
-    claim_numbers = numbers(claim)
-    context_numbers = facts.numbers
-    missing = claim_numbers - context_numbers
-    context_years = facts.years
-    conflicting = 0
-    for n in missing:
-        is_year = _is_year(n)
-        if (is_year and context_years) or (not is_year and (context_numbers - context_years)):
-            conflicting += 1
-    claim_months = months(claim)
-    context_months = facts.months
-    conflicting_months = len(claim_months - context_months) if context_months else 0
-    return Evidence(
-        coverage=coverage,
-        missing_words=len(claim_words - context_words),
-        missing_entities=missing_entities,
-        missing_numbers=len(missing),
-        conflicting_numbers=conflicting,
-        conflicting_months=conflicting_months,
-    )
+__all__ = [
+    "ANSWER_SEPARATOR",
+    "CACHED_TEXT_CHARS",
+    "MONTHS",
+    "NEGATIONS",
+    "STOPWORDS",
+    "ContextFacts",
+    "Evidence",
+    "claim_focus",
+    "content_words",
+    "context_facts",
+    "entities",
+    "extract_claims",
+    "has_negation",
+    "is_short_answer",
+    "lexical_evidence",
+    "months",
+    "noncommittal_wording",
+    "numbers",
+    "raw_words",
+    "split_clauses",
+    "split_sentences",
+    "stem",
+    "words",
+    "years",
+]
