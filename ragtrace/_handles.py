@@ -77,10 +77,6 @@ class RagtraceHandle:
                 if shutdown is not None:
                     shutdown()
         finally:
-            deadline = self.processor.export_deadline
-            if deadline is not None and self._owns_tracer_provider:
-                deadline.close()
-                deadline.report()
             deactivate(self)
 
     def __enter__(self) -> RagtraceHandle:

@@ -254,10 +254,12 @@ class ScoringSpanProcessor(SpanProcessor):
         budget = wait_seconds(timeout_millis / 1000.0)
         end = time.monotonic() + budget
         complete = self._worker.flush(budget - _reserve(budget))
-        if exiting and self.export_deadline is not None:
-            self.export_deadline.arm(time.monotonic() + _reserve(budget))
-        remaining_ms = int(max(end - time.monotonic(), 0.0) * 1000)
-        return self.downstream.force_flush(max(remaining_ms, 1)) and complete
+        remaining_ms = max(int(max(end - time.monotonic(), 0.0) * 1000), 1)
+        deadline = self.export_deadline
+        if not exiting or deadline is None:
+            return self.downstream.force_flush(remaining_ms) and complete
+        with deadline.armed(time.monotonic() + _reserve(budget)):
+            return self.downstream.force_flush(remaining_ms) and complete
 
     def shutdown(self, timeout_millis: float | None = None) -> None:
         """Drain like ``force_flush`` (default budget ``shutdown_timeout``), then shut downstream down. Idempotent.
@@ -275,18 +277,22 @@ class ScoringSpanProcessor(SpanProcessor):
         else:
             seconds = self.shutdown_timeout
         budget = wait_seconds(seconds)
-        if self.export_deadline is not None:
-            self.export_deadline.arm(time.monotonic() + budget)
         try:
             self._worker.shutdown(budget - _reserve(budget))
         finally:
             self._records.release()
-            if self.export_deadline is not None:
-                # The exports get the reserve, as in force_flush: a dead endpoint is cut there.
-                self.export_deadline.arm(time.monotonic() + _reserve(budget))
-            self.downstream.shutdown()
-            if self.export_deadline is not None:
-                self.export_deadline.report()
+            deadline = self.export_deadline
+            if deadline is None:
+                self.downstream.shutdown()
+            else:
+                # The exports get the reserve, as in force_flush: an exporter stuck retrying a dead
+                # endpoint past it is cut; one that keeps exporting is left to finish.
+                try:
+                    with deadline.armed(time.monotonic() + _reserve(budget)):
+                        self.downstream.shutdown()
+                finally:
+                    deadline.report()
+                    deadline.close()
 
     # -- introspection ------------------------------------------------------------------------
 

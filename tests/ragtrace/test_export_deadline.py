@@ -15,6 +15,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 import ragtrace
 from ragtrace._export_deadline import CountingSpanExporter
+from tests.ragtrace.test_config import Receiver
 
 
 def closed_port() -> int:
@@ -69,6 +70,47 @@ def test_a_script_that_never_calls_shutdown_says_what_it_dropped_at_exit() -> No
         f"ragtrace: 7 spans could not be exported to {endpoint} and were dropped "
         "(the shutdown budget ran out while the exporter was still retrying)"
     ]
+
+
+def test_a_healthy_endpoint_is_never_cut_even_past_a_tiny_budget(caplog: pytest.LogCaptureFixture) -> None:
+    receiver = Receiver()
+    receiver.thread.start()
+    try:
+        handle = ragtrace.configure(endpoint=receiver.url, sample_rate=0.0, export_metrics=False, set_global=False)
+        deadline = handle.processor.export_deadline
+        assert deadline is not None
+        for i in range(2000):
+            answer(f"q{i}")
+        with caplog.at_level(logging.WARNING, logger="ragtrace"):
+            handle.shutdown(timeout_millis=50)  # the export's share is 10 ms: the exporter is busy, not stuck
+        assert not deadline.cut
+        assert len(receiver.spans()) == 2000
+        assert [r for r in caplog.records if r.name == "ragtrace"] == []
+    finally:
+        receiver.server.shutdown()
+        receiver.server.server_close()
+
+
+def test_spans_that_end_after_the_exit_drain_are_still_exported_to_a_healthy_endpoint() -> None:
+    # Python drains at threading's exit hook, before it joins the app's other threads: spans they end
+    # afterwards must still go out (the drain's deadline ends with the drain).
+    receiver = Receiver()
+    receiver.thread.start()
+    try:
+        handle = ragtrace.configure(
+            endpoint=receiver.url, sample_rate=0.0, shutdown_timeout=0.5, export_metrics=False, set_global=False
+        )
+        deadline = handle.processor.export_deadline
+        assert deadline is not None
+        answer("before the drain")
+        handle.processor._flush(500, exiting=True)  # what the exit hook runs
+        answer("after the drain")
+        handle.shutdown()
+        assert not deadline.cut
+        assert len(receiver.spans()) == 2
+    finally:
+        receiver.server.shutdown()
+        receiver.server.server_close()
 
 
 def test_the_counting_exporter_counts_only_what_was_not_exported() -> None:
