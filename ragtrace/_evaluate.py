@@ -171,27 +171,46 @@ async def aevaluate(
     bar = tqdm(total=len(items), disable=not progress, desc="ragtrace eval", unit="record", leave=False)
 
     tasks: list[asyncio.Future[RecordResult]] = []
+    failure: Exception | None = None
+
+    def cancel_the_others() -> None:
+        # Synchronously, from the task that decided: a record the semaphore has just woken is
+        # cancelled before it starts, so nothing more is sent to the judge.
+        current = asyncio.current_task()
+        for task in tasks:
+            if task is not current:
+                task.cancel()
 
     async def one(index: int, record: RagRecord) -> RecordResult:
-        async with limit:
-            result = await suite.score(record, active)
-        bar.update(1)
-        if breaker.trips(result):
-            # The judge is unreachable: every record still waiting or in flight would spend its
-            # retries and backoff learning the same thing.
-            current = asyncio.current_task()
-            for task in tasks:
-                if task is not current:
-                    task.cancel()
-        return RecordResult(index=index, record=record, result=result, line=lines[index])
+        nonlocal failure
+        try:
+            async with limit:
+                result = await suite.score(record, active)
+            bar.update(1)
+            if breaker.trips(result):
+                # The judge is unreachable: every record still waiting or in flight would spend its
+                # retries and backoff learning the same thing.
+                cancel_the_others()
+            return RecordResult(index=index, record=record, result=result, line=lines[index])
+        except Exception as err:
+            # Not a judge error (those are absent scores) but a bug: fail fast, as a plain loop
+            # would, instead of paying the judge for every other record and then discarding them.
+            if failure is None:
+                failure = err
+                cancel_the_others()
+            raise
 
     try:
         tasks.extend(asyncio.ensure_future(one(i, r)) for i, r in enumerate(items))
+        # Every task ends promptly once one fails or the breaker trips (the others are cancelled);
+        # waiting for them all lets the cancelled ones finish before the judge is closed.
         outcomes = await asyncio.gather(*tasks, return_exceptions=True)
     finally:
         bar.close()
         if own_judge:
             await active.aclose()
+    if failure is not None:
+        raise failure  # the first one: the others' errors and cancellations follow from it
     results: list[RecordResult] = []
     for outcome in outcomes:
         if isinstance(outcome, RecordResult):
@@ -242,6 +261,9 @@ def evaluate(
     failed score a ``connection`` error, none measured): the records not scored yet are cancelled,
     ``result.stopped`` says why (with the judge's message, which names its URL) and
     ``result.not_scored`` how many were left. None (the default) scores every record whatever happens.
+
+    An exception that is not a judge error (a bug in a metric or suite that escapes ``Suite.score``)
+    stops the run at once: the records in flight or waiting are cancelled, unscored, and it is raised.
     """
     try:
         asyncio.get_running_loop()

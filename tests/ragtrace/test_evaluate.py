@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 import types
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,9 @@ import pytest
 import ragtrace
 from ragtrace import ConfigurationError, RagRecord
 from ragtrace._evaluate import load_records
-from ragtrace.judges import JudgeError, Verdict
+from ragtrace.judges import Judge, JudgeError, Verdict
+from ragtrace.metrics._registry import build_suite
+from ragtrace.metrics._suite import Suite, SuiteResult
 from ragtrace.testing import FakeJudge
 
 S, N = Verdict.SUPPORTED, Verdict.NEITHER
@@ -350,3 +353,63 @@ def test_other_judge_errors_do_not_stop_the_run_and_none_scores_everything() -> 
     assert (everything.count, everything.stopped, down.count("extract_claims")) == (6, None, 6)
     with pytest.raises(ConfigurationError, match="max_connection_errors=0"):
         ragtrace.evaluate([GOOD], judge=judge(), progress=False, max_connection_errors=0)
+
+
+class _BuggySuite(Suite):
+    """A suite with a bug: scoring the record whose query is ``boom`` raises (not a judge error).
+
+    ``before_boom`` is awaited before it raises; ``started`` lists the records it began scoring.
+    """
+
+    def __init__(self, before_boom: Callable[[], Awaitable[object]] | None = None) -> None:
+        super().__init__(build_suite(["context_relevance"]).metrics)
+        self.before_boom = before_boom
+        self.started: list[str] = []
+
+    async def score(self, record: RagRecord, judge: Judge) -> SuiteResult:
+        self.started.append(record.query)
+        if record.query == "boom":
+            if self.before_boom is not None:
+                await self.before_boom()
+            raise RuntimeError("a bug in scoring")
+        return await super().score(record, judge)
+
+
+def test_an_unexpected_error_stops_the_run_before_the_records_left_are_scored() -> None:
+    fake = FakeJudge(rate_chunks=lambda q, chunks: [1.0])
+    suite = _BuggySuite()
+    records = [RagRecord.of(q, ["c"], "a") for q in ("ok0", "boom", "ok2", "ok3", "ok4")]
+    with pytest.raises(RuntimeError, match="a bug in scoring"):
+        ragtrace.evaluate(records, metrics=suite, judge=fake, concurrency=1, progress=False)
+    assert suite.started == ["ok0", "boom"]  # the records after it were never scored
+    assert fake.count("rate_chunks") == 1  # nor paid for
+
+
+def test_an_unexpected_error_cancels_the_records_in_flight() -> None:
+    import asyncio
+
+    both_waiting, release = asyncio.Event(), asyncio.Event()
+    waiting: list[str] = []
+    cancelled: list[str] = []
+
+    async def rate(query: str, chunks: list[str]) -> list[float]:
+        if query == "release3":
+            release.set()  # only reached when the run goes on after the error
+            return [1.0]
+        waiting.append(query)
+        if len(waiting) == 2:
+            both_waiting.set()
+        try:
+            await release.wait()
+        except asyncio.CancelledError:
+            cancelled.append(query)
+            raise
+        return [1.0]
+
+    suite = _BuggySuite(before_boom=both_waiting.wait)  # raises once wait1 and wait2 are in flight
+    records = [RagRecord.of(q, ["c"], "a") for q in ("boom", "wait1", "wait2", "release3")]
+    fake = FakeJudge(rate_chunks=rate)
+    with pytest.raises(RuntimeError, match="a bug in scoring"):
+        ragtrace.evaluate(records, metrics=suite, judge=fake, concurrency=3, progress=False)
+    assert sorted(cancelled) == ["wait1", "wait2"]
+    assert suite.started == ["boom", "wait1", "wait2"]  # release3, waiting for a slot, never started
