@@ -317,11 +317,14 @@ def test_records_in_flight_when_the_judge_is_found_unreachable_are_cancelled() -
     import asyncio
 
     started: list[str] = []
+    in_flight = asyncio.Event()
 
     async def rate(query: str, chunks: list[str]) -> list[float]:
         started.append(query)
+        if len(started) == 3:
+            in_flight.set()
         if query == "down0":
-            await asyncio.sleep(0)  # the others are in flight by now
+            await in_flight.wait()  # hang1 and hang2 are in flight
             raise JudgeError("cannot reach it", error_type="connection")
         await asyncio.Event().wait()  # a record that would hang on a dead endpoint
         return [1.0]
