@@ -19,10 +19,11 @@ why`` on stderr before scoring and listed in the report; ``--strict`` makes the 
 Records keep their line in the file (blank lines counted): the report's worst records and the
 ``--out`` rows are numbered by it.
 
-Before any judge call: every ``--out`` is checked for writability, ``--fail-under`` names are checked
-against the suite, and the file is read, so a typo costs nothing. The report always goes to stdout
-first; each ``--out`` is then written by its extension (``_eval_output``: ``.jsonl``/``.csv`` every
-record's scores, else the report); if one still fails, the error goes to stderr.
+Before any judge call: every ``--out`` is checked for writability (and refused when it is the input
+file, however spelled or linked), ``--fail-under`` names are checked against the suite, and the file
+is read, so a typo costs nothing. The report always goes to stdout first; each ``--out`` is then
+written by its extension (``_eval_output``: ``.jsonl``/``.csv`` every record's scores, else the
+report); if one still fails, the error goes to stderr.
 
 A dead judge: after ``--max-connection-errors`` (default 5) records in a row could not reach the
 judge, the records left are not scored and stderr says so with the judge's message, naming its URL.
@@ -42,6 +43,7 @@ import asyncio
 import importlib
 import importlib.metadata
 import inspect
+import os
 import re
 import sys
 from collections.abc import Callable, Sequence
@@ -144,6 +146,14 @@ def _judge_from_args(args: argparse.Namespace) -> Judge | None:
     return judge
 
 
+def _same_file(a: Path, b: Path) -> bool:
+    """True when ``a`` and ``b`` name one file (links included); resolved paths when one does not exist."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one is missing (or unreadable): compare where the paths lead
+        return a.resolve() == b.resolve()
+
+
 def _check_writable(path: Path) -> None:
     """Raise ``ConfigurationError`` unless ``path`` can be written; leaves no file behind."""
     if path.is_dir():
@@ -228,6 +238,10 @@ def _run_eval(args: argparse.Namespace) -> int:
 
     outs = [Path(out) for out in args.out or []]
     for out in outs:
+        if _same_file(out, Path(args.file)):
+            raise ConfigurationError(
+                f"--out {out} is the input file {args.file}: it would be overwritten; give another path"
+            )
         _check_writable(out)  # before any judge call: a typo must not waste the run
     suite = _suite_from_args(args)
     gates = args.fail_under or []
@@ -343,8 +357,9 @@ def _add_eval(commands: Any) -> None:
         "--out",
         action="append",
         metavar="FILE",
-        help="also write to FILE (repeatable; checked before scoring): every record's scores, labels, reasons "
-        "and explanations, with its line in the input, when FILE ends in .jsonl or .csv; else the report",
+        help="also write to FILE (repeatable; checked before scoring, never the input file): every record's "
+        "scores, labels, reasons and explanations, with its line in the input, when FILE ends in .jsonl or .csv; "
+        "else the report",
     )
     p.add_argument(
         "--strict",

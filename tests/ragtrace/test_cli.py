@@ -498,6 +498,37 @@ def test_an_unwritable_out_fails_before_any_judge_call(
     assert "--out" in err and ("cannot write it" in err or "is a directory" in err)
 
 
+@pytest.mark.parametrize("spelling", ["same path", "dotted path", "symlink", "hard link", "missing input"])
+def test_an_out_that_is_the_input_file_is_refused_before_any_judge_call(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], spelling: str
+) -> None:
+    data = _one_record(tmp_path)
+    text = data.read_text(encoding="utf-8")
+    out = {
+        "same path": data,
+        "dotted path": tmp_path / "sub" / ".." / data.name,
+        "symlink": tmp_path / "link.jsonl",
+        "hard link": tmp_path / "hard.jsonl",
+        "missing input": data,
+    }[spelling]
+    (tmp_path / "sub").mkdir()
+    if spelling == "symlink":
+        out.symlink_to(data)
+    elif spelling == "hard link":
+        out.hardlink_to(data)
+    elif spelling == "missing input":
+        data.unlink()
+    with StubOpenAIServer() as stub:
+        args = ["--base-url", stub.base_url, "--out", str(tmp_path / "ok.md"), "--out", str(out), "--no-progress"]
+        status = main(["eval", str(data), *args])
+        assert stub.requests == []
+    assert status == 2
+    assert f"ragtrace: error: --out {out} is the input file {data}: it would be overwritten" in capsys.readouterr().err
+    if spelling != "missing input":
+        assert data.read_text(encoding="utf-8") == text
+    assert not (tmp_path / "ok.md").exists()
+
+
 def test_checking_out_leaves_no_file_behind(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     data = tmp_path / "r.jsonl"
     data.write_text("not json\n", encoding="utf-8")
