@@ -46,6 +46,12 @@ class Setting(Generic[T]):
     valid: Callable[[object], bool]
     expect: str
     convert: Callable[[object], T]
+    fallback: T | None = None
+    """What an invalid variable gives instead of ``default`` (the safe side of a limit); None: ``default``."""
+
+    @property
+    def _on_invalid(self) -> T:
+        return self.default if self.fallback is None else self.fallback
 
     def resolve(self, value: T | None) -> T:
         """The argument if given, else the variable if set, else the default; checked (see the module docstring)."""
@@ -53,11 +59,11 @@ class Setting(Generic[T]):
             return self.check(self.name, value)
         if self.variable is None:
             return self.default
-        read = self.read(self.variable)
+        read = self.read(self.variable)  # a value that does not parse reads as the fallback, with a warning
         if read is None:
             return self.default
         if not self.valid(read):
-            return env.invalid(self.variable, read, f"set it to {self.expect}", self.default)
+            return env.invalid(self.variable, read, f"set it to {self.expect}", self._on_invalid)
         return self.convert(read)
 
     def check(self, name: str, value: object) -> T:
@@ -82,12 +88,12 @@ def _number(low: float, high: float, *, open_low: bool = False, open_high: bool 
     return valid
 
 
-def _read_int(minimum: int) -> Callable[[str], object]:
-    return lambda variable: env.read_int(variable, None, minimum=minimum)
+def _read_int(minimum: int, fallback: int | None = None) -> Callable[[str], object]:
+    return lambda variable: env.read_int(variable, None, minimum=minimum, fallback=fallback)
 
 
-def _read_float(minimum: float, maximum: float | None = None) -> Callable[[str], object]:
-    return lambda variable: env.read_float(variable, None, minimum=minimum, maximum=maximum)
+def _read_float(minimum: float, maximum: float | None = None, fallback: float | None = None) -> Callable[[str], object]:
+    return lambda variable: env.read_float(variable, None, minimum=minimum, maximum=maximum, fallback=fallback)
 
 
 def whole_number(name: str, variable: str | None, *, default: int, minimum: int) -> Setting[int]:
@@ -109,14 +115,18 @@ def rate(name: str, variable: str | None, *, default: float) -> Setting[float]:
     return Setting(name, variable, default, _read_float(0, 1), _number(0, 1), expect, float)  # type: ignore[arg-type]
 
 
-def limit(name: str, variable: str | None) -> Setting[int | None]:
-    """A whole number >= 0, or ``None`` (the default) for no limit."""
+def limit(name: str, variable: str | None, *, fallback: int | None = None) -> Setting[int | None]:
+    """A whole number >= 0, or ``None`` (the default) for no limit; an invalid variable gives ``fallback``
+    (a spending limit passes 0: a mistyped limit stops spending rather than lifting the limit)."""
     expect = "a whole number >= 0, or None for no limit"
-    return Setting(name, variable, None, _read_int(0), _whole(0), expect, int)  # type: ignore[arg-type]
+    read = _read_int(0, fallback)
+    return Setting(name, variable, None, read, _whole(0), expect, int, fallback)  # type: ignore[arg-type]
 
 
-def dollars(name: str, variable: str | None) -> Setting[float | None]:
-    """A finite number of US dollars >= 0, or ``None`` (the default) for no limit."""
+def dollars(name: str, variable: str | None, *, fallback: float | None = None) -> Setting[float | None]:
+    """A finite number of US dollars >= 0, or ``None`` (the default) for no limit; an invalid variable
+    gives ``fallback``."""
     valid = _number(0, math.inf, open_high=True)
     expect = "a number of dollars >= 0, or None for no limit"
-    return Setting(name, variable, None, _read_float(0), valid, expect, float)  # type: ignore[arg-type]
+    read = _read_float(0, fallback=fallback)
+    return Setting(name, variable, None, read, valid, expect, float, fallback)  # type: ignore[arg-type]

@@ -155,18 +155,22 @@ def _raw(name: str) -> str | None:
     return value.strip()
 
 
-def invalid(name: str, value: object, problem: str, default: _T) -> _T:
-    """``default``, after one WARNING that ``name=value`` is invalid (``problem`` says why and how to fix it).
+def invalid(name: str, value: object, problem: str, default: _T, *, instead: str | None = None) -> _T:
+    """``default``, after one WARNING that ``name=value`` is invalid (``problem`` says why and how to fix it;
+    ``instead`` what happens now, by default "using the default (...)").
 
-    OpenTelemetry's convention for environment variables: a bad value is reported and the default used,
+    OpenTelemetry's convention for environment variables: a bad value is reported and a default used,
     so a typo in a deployment's environment never stops the app. (A bad *argument* in code still raises
-    ``ConfigurationError``.) Each variable and value is reported once per process.
+    ``ConfigurationError``.) Where a variable guards privacy or spending, the value used is the safe one,
+    not the usual default (``RAGTRACE_CAPTURE_CONTENT`` -> off, a budget -> 0, ``RAGTRACE_JUDGE`` ->
+    offline). Each variable and value is reported once per process.
     """
     with _warned_lock:
         first = (name, str(value)) not in _warned
         _warned.add((name, str(value)))
     if first:
-        _log.warning("ragtrace: %s=%r is invalid: %s; using the default (%s)", name, value, problem, default)
+        then = instead or f"using the default ({default})"
+        _log.warning("ragtrace: %s=%r is invalid: %s; %s", name, value, problem, then)
     return default
 
 
@@ -176,8 +180,9 @@ def read_str(name: str, default: str | None = None) -> str | None:
     return default if value is None else value
 
 
-def read_bool(name: str, default: bool) -> bool:
-    """Parse ``true/false/1/0/yes/no/on/off`` (any case); otherwise warn and return ``default``."""
+def read_bool(name: str, default: bool, *, fallback: bool | None = None) -> bool:
+    """Parse ``true/false/1/0/yes/no/on/off`` (any case); otherwise warn and return ``fallback`` (the safe
+    value, when it differs from ``default``) or ``default``."""
     value = _raw(name)
     if value is None:
         return default
@@ -186,20 +191,22 @@ def read_bool(name: str, default: bool) -> bool:
         return True
     if lowered in _FALSE:
         return False
-    return invalid(name, value, "not a boolean: set it to 'true' or 'false'", default)
+    return invalid(name, value, "not a boolean: set it to 'true' or 'false'", default if fallback is None else fallback)
 
 
-def read_int(name: str, default: int | None, *, minimum: int = 0) -> int | None:
-    """Parse an integer >= ``minimum``; otherwise warn (naming the fix) and return ``default``."""
+def read_int(name: str, default: int | None, *, minimum: int = 0, fallback: int | None = None) -> int | None:
+    """Parse an integer >= ``minimum``; otherwise warn (naming the fix) and return ``fallback`` if given,
+    else ``default``."""
     value = _raw(name)
     if value is None:
         return default
+    instead = default if fallback is None else fallback
     try:
         parsed = int(value)
     except ValueError:
-        return invalid(name, value, "not an integer: set it to a whole number", default)
+        return invalid(name, value, "not an integer: set it to a whole number", instead)
     if parsed < minimum:
-        return invalid(name, value, f"below {minimum}: set it to {minimum} or more", default)
+        return invalid(name, value, f"below {minimum}: set it to {minimum} or more", instead)
     return parsed
 
 
@@ -209,19 +216,22 @@ def read_float(
     *,
     minimum: float | None = None,
     maximum: float | None = None,
+    fallback: float | None = None,
 ) -> float | None:
-    """Parse a float within [``minimum``, ``maximum``]; otherwise warn (naming the fix) and return ``default``."""
+    """Parse a float within [``minimum``, ``maximum``]; otherwise warn (naming the fix) and return
+    ``fallback`` if given, else ``default``."""
     value = _raw(name)
     if value is None:
         return default
+    instead = default if fallback is None else fallback
     try:
         parsed = float(value)
     except ValueError:
-        return invalid(name, value, "not a number: set it to e.g. 0.5", default)
+        return invalid(name, value, "not a number: set it to e.g. 0.5", instead)
     if parsed != parsed or (minimum is not None and parsed < minimum) or (maximum is not None and parsed > maximum):
         low = "-inf" if minimum is None else minimum
         high = "inf" if maximum is None else maximum
-        return invalid(name, value, f"out of range: set it between {low} and {high}", default)
+        return invalid(name, value, f"out of range: set it between {low} and {high}", instead)
     return parsed
 
 
@@ -237,7 +247,7 @@ def read_mapping(name: str) -> dict[str, str]:
             continue
         key, sep, val = item.partition("=")
         if not sep or not key.strip():
-            invalid(name, item, "not 'name=value' (write e.g. faithfulness=0.5); the item is left out", None)
+            invalid(name, item, "not 'name=value' (write e.g. faithfulness=0.5)", None, instead="the item is left out")
             continue
         result[key.strip()] = val.strip()
     return result

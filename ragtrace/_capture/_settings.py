@@ -81,7 +81,9 @@ class CaptureSettings:
             raise ConfigurationError(f"unknown capture setting(s) {unknown}: use one of {sorted(known)}")
         defaults = cls()
         values: dict[str, Any] = {
-            "capture_content": read_bool(RAGTRACE_CAPTURE_CONTENT, defaults.capture_content),
+            # A value that does not parse turns capture off: exporting text someone meant to keep in is
+            # the mistake that cannot be taken back.
+            "capture_content": read_bool(RAGTRACE_CAPTURE_CONTENT, defaults.capture_content, fallback=False),
             "max_attribute_length": read_int(RAGTRACE_MAX_ATTRIBUTE_LENGTH, defaults.max_attribute_length, minimum=1),
             "max_record_chunk_length": read_int(
                 RAGTRACE_MAX_RECORD_CHUNK_LENGTH, defaults.max_record_chunk_length, minimum=1

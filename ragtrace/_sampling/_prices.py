@@ -104,7 +104,7 @@ def env_prices() -> dict[str, Price]:
             values = []
         if len(values) != 2 or not all(math.isfinite(v) and v >= 0 for v in values):
             problem = f"not a price: write MODEL=IN/OUT in dollars per million tokens, e.g. {model}=0.15/0.60"
-            env.invalid(env.RAGTRACE_JUDGE_PRICES, f"{model}={text}", f"{problem}; the price is left out", None)
+            env.invalid(env.RAGTRACE_JUDGE_PRICES, f"{model}={text}", problem, None, instead="the price is left out")
             continue
         prices[model] = Price(values[0], values[1])
     return prices

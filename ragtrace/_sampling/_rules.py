@@ -120,7 +120,13 @@ def rules_from(given: Iterable[Rule | SpanPredicate] | None, variable: str) -> t
             try:
                 parsed.append(Rule.parse(spec, variable=variable))
             except ConfigurationError as exc:
-                env.invalid(variable, spec, f"{exc}; the rule is left out", None)
+                if variable == env.RAGTRACE_SAMPLE_NEVER:
+                    # A never-rule that does not parse matches every span: what it meant to keep out of
+                    # scoring (health checks, private routes) stays out, and the gap shows as not_sampled.
+                    env.invalid(variable, spec, str(exc), None, instead="no span is scored until it is fixed")
+                    parsed.append(Rule(f"invalid:{spec}", lambda _s, _r: True))
+                else:
+                    env.invalid(variable, spec, str(exc), None, instead="the rule is left out")
         return tuple(parsed)
     rules: list[Rule] = []
     for item in given:

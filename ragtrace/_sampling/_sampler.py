@@ -29,9 +29,10 @@ _log = logging.getLogger("ragtrace._sampling")
 _SECONDS_PER_DAY: Final = 86_400
 
 RATE: Final = settings.rate("rate", env.RAGTRACE_SAMPLE_RATE, default=0.1)
-THROTTLE: Final = settings.limit("throttle_per_minute", env.RAGTRACE_THROTTLE_PER_MINUTE)
-BUDGET_TOKENS: Final = settings.limit("budget_tokens_per_day", env.RAGTRACE_BUDGET_TOKENS_PER_DAY)
-BUDGET_USD: Final = settings.dollars("budget_usd_per_day", env.RAGTRACE_BUDGET_USD_PER_DAY)
+# A mistyped limit stops spending (0) rather than lifting the limit.
+THROTTLE: Final = settings.limit("throttle_per_minute", env.RAGTRACE_THROTTLE_PER_MINUTE, fallback=0)
+BUDGET_TOKENS: Final = settings.limit("budget_tokens_per_day", env.RAGTRACE_BUDGET_TOKENS_PER_DAY, fallback=0)
+BUDGET_USD: Final = settings.dollars("budget_usd_per_day", env.RAGTRACE_BUDGET_USD_PER_DAY, fallback=0.0)
 
 
 class Sampler:
@@ -265,8 +266,9 @@ def _env_metric_rates() -> dict[str, float]:
         except ValueError:
             value = -1.0
         if not (0.0 <= value <= 1.0):
-            problem = f"not a rate: write e.g. {metric}=0.5; the metric keeps the sampler's rate"
-            env.invalid(env.RAGTRACE_METRIC_RATES, f"{metric}={text}", problem, None)
-            continue
+            # Rate 0: a mistyped rate does not score a metric more often than was meant.
+            problem = f"not a rate: write e.g. {metric}=0.5"
+            env.invalid(env.RAGTRACE_METRIC_RATES, f"{metric}={text}", problem, None, instead=f"{metric} is not scored")
+            value = 0.0
         rates[metric] = value
     return rates

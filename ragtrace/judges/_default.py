@@ -34,13 +34,16 @@ def judge_choice(choice: str | None = None) -> tuple[str, str]:
     keys set.
 
     Raises ``ConfigurationError`` when ``choice`` is not one of auto, openai, offline, tiered; an unknown
-    ``RAGTRACE_JUDGE`` is reported as a WARNING and read as ``auto``.
+    ``RAGTRACE_JUDGE`` is reported as a WARNING and read as ``offline`` (nothing leaves the process).
     """
     if choice is None:
         raw = env.read_str(env.RAGTRACE_JUDGE, "auto") or "auto"
         choice = raw.lower()
         if choice not in _CHOICES:
-            choice = env.invalid(env.RAGTRACE_JUDGE, raw, "set it to 'auto', 'openai', 'offline' or 'tiered'", "auto")
+            # Offline, not auto: a mistyped "offline" must not send the app's content to an API because a
+            # key happens to be set.
+            problem = "set it to 'auto', 'openai', 'offline' or 'tiered'"
+            choice = env.invalid(env.RAGTRACE_JUDGE, raw, problem, "offline", instead="using the offline judge")
         source = f"{env.RAGTRACE_JUDGE}={choice}"
     elif choice in _CHOICES:
         source = f"judge={choice!r}"

@@ -99,8 +99,8 @@ def _env_metrics() -> list[str]:
     known = [n for n in names if n.strip().lower() in _FACTORIES]
     for name in names:
         if name not in known:
-            problem = f"unknown metric {name!r} (choose from {', '.join(sorted(_FACTORIES))}); it is left out"
-            env.invalid(env.RAGTRACE_METRICS, ",".join(names), problem, None)
+            problem = f"unknown metric (choose from {', '.join(sorted(_FACTORIES))})"
+            env.invalid(env.RAGTRACE_METRICS, name, problem, None, instead="it is left out")
     return known or list(PRODUCTION_METRICS)
 
 

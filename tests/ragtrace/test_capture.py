@@ -98,7 +98,9 @@ def test_malformed_variables_warn_naming_the_variable_and_keep_the_defaults(
     monkeypatch: pytest.MonkeyPatch, variable: str, value: str, warned: Callable[[str], list[str]]
 ) -> None:
     monkeypatch.setenv(variable, value)
-    assert CaptureSettings.from_env() == CaptureSettings()
+    # Content capture falls to off, the safe side; the limits to their defaults.
+    expected = CaptureSettings(capture_content=variable != environment_variables.RAGTRACE_CAPTURE_CONTENT)
+    assert CaptureSettings.from_env() == expected
     assert len(warned(variable)) == 1
 
 

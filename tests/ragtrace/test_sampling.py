@@ -189,13 +189,8 @@ def test_environment_variables(monkeypatch: pytest.MonkeyPatch) -> None:
     [
         ("RAGTRACE_SAMPLE_RATE", "2"),
         ("RAGTRACE_SAMPLE_RATE", "often"),
-        ("RAGTRACE_METRIC_RATES", "faithfulness=lots"),
         ("RAGTRACE_METRIC_RATES", "faithfulness"),
         ("RAGTRACE_SAMPLE_ALWAYS", "when_it_rains"),
-        ("RAGTRACE_SAMPLE_NEVER", "attr:novalue"),
-        ("RAGTRACE_THROTTLE_PER_MINUTE", "-1"),
-        ("RAGTRACE_BUDGET_TOKENS_PER_DAY", "1e6x"),
-        ("RAGTRACE_BUDGET_USD_PER_DAY", "-3"),
         ("RAGTRACE_JUDGE_PRICES", "gpt=cheap"),
     ],
 )
@@ -210,6 +205,43 @@ def test_invalid_variables_warn_naming_the_variable_and_keep_the_defaults(
     assert (sampler.always, sampler.never) == ((), ())
     assert sampler.throttle_per_minute is None
     assert (sampler.budget_tokens_per_day, sampler.budget_usd_per_day) == (None, None)
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "attribute", "safe"),
+    [
+        ("RAGTRACE_THROTTLE_PER_MINUTE", "-1", "throttle_per_minute", 0),
+        ("RAGTRACE_THROTTLE_PER_MINUTE", "lots", "throttle_per_minute", 0),
+        ("RAGTRACE_BUDGET_TOKENS_PER_DAY", "1e6x", "budget_tokens_per_day", 0),
+        ("RAGTRACE_BUDGET_USD_PER_DAY", "-3", "budget_usd_per_day", 0.0),
+        ("RAGTRACE_BUDGET_USD_PER_DAY", "$5", "budget_usd_per_day", 0.0),
+        ("RAGTRACE_METRIC_RATES", "faithfulness=lots", "metric_rates", {"faithfulness": 0.0}),
+    ],
+)
+def test_an_invalid_spending_variable_falls_to_the_safe_side(
+    monkeypatch: pytest.MonkeyPatch,
+    variable: str,
+    value: str,
+    attribute: str,
+    safe: object,
+    warned: Callable[[str], list[str]],
+) -> None:
+    # A mistyped limit stops spending rather than lifting the limit.
+    monkeypatch.setenv(variable, value)
+    sampler = Sampler()
+    assert getattr(sampler, attribute) == safe
+    assert len(warned(variable)) == 1
+
+
+def test_a_never_rule_that_does_not_parse_keeps_every_span_out_of_scoring(
+    monkeypatch: pytest.MonkeyPatch, warned: Callable[[str], list[str]]
+) -> None:
+    monkeypatch.setenv("RAGTRACE_SAMPLE_NEVER", "attr:novalue")
+    sampler = Sampler(1.0)
+    (rule,) = sampler.never
+    assert rule.predicate(None, None)  # type: ignore[arg-type]
+    (message,) = warned("RAGTRACE_SAMPLE_NEVER")
+    assert "no span is scored until it is fixed" in message
 
 
 @pytest.mark.parametrize(

@@ -63,15 +63,15 @@ def test_forced_openai_without_key_or_url_names_the_fix(monkeypatch: pytest.Monk
         default_judge()
 
 
-def test_an_unknown_variable_choice_warns_and_reads_as_auto(
+def test_an_unknown_variable_choice_warns_and_keeps_everything_in_the_process(
     monkeypatch: pytest.MonkeyPatch, warned: Callable[[str], list[str]]
 ) -> None:
-    for variable in (env.RAGTRACE_JUDGE_BASE_URL, env.RAGTRACE_JUDGE_API_KEY, "OPENAI_API_KEY"):
-        monkeypatch.delenv(variable, raising=False)
-    monkeypatch.setenv(env.RAGTRACE_JUDGE, "nonsense")
+    # "ofline" with a key set must not send the app's content to the API the key is for.
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv(env.RAGTRACE_JUDGE, "ofline")
     assert judge_choice()[0] == "offline"
     (message,) = warned(env.RAGTRACE_JUDGE)
-    assert "'auto', 'openai', 'offline' or 'tiered'" in message and "using the default (auto)" in message
+    assert "'auto', 'openai', 'offline' or 'tiered'" in message and "using the offline judge" in message
     with pytest.raises(ConfigurationError, match=r"judge='nonsense' is unknown"):
         judge_choice("nonsense")
 
