@@ -16,6 +16,7 @@ The metrics: ``--metrics`` (default: the production suite); ``--criteria TEXT`` 
 
 The input (``_eval_input``): a line that is not a record is skipped, named as ``FILE:LINE:COLUMN:
 why`` on stderr before scoring and listed in the report; ``--strict`` makes the first one an error.
+With ``--fail-under``, a skipped line fails the run (exit 3) unless ``--allow-bad-lines`` is given.
 Records keep their line in the file (blank lines counted): the report's worst records and the
 ``--out`` rows are numbered by it.
 
@@ -33,7 +34,9 @@ scores are absent: the report's "absent" column names why, e.g. ``judge_error: 3
 when the run failed: it stopped early on a dead judge, no record could be scored because every
 metric failed with a judge error (stderr names the error types, e.g. ``connection: 12``), or an
 ``--out`` file could not be written; 2 on a usage, configuration or data error (the message names the
-fix); 3 when a ``--fail-under`` gate failed (``_eval_gates``; stderr says which and by how much).
+fix); 3 when a ``--fail-under`` gate failed (``_eval_gates``; stderr says which and by how much), or
+when lines were skipped and ``--fail-under`` was given without ``--allow-bad-lines``: a gate passing
+on part of the file would vouch for the rest.
 """
 
 from __future__ import annotations
@@ -292,9 +295,30 @@ def _run_eval(args: argparse.Namespace) -> int:
     failed = [] if result.stopped or result.judge_failed else failures(gates, result)
     for why in failed:
         print(f"ragtrace: error: quality gate failed: {why}", file=sys.stderr)
-    if failed and status == 0:
+    partial = _partial_input(result, args) if gates and not (result.stopped or result.judge_failed) else None
+    if partial:
+        print(f"ragtrace: error: {partial}", file=sys.stderr)
+    if (failed or partial) and status == 0:
         status = 3
     return status
+
+
+def _partial_input(result: EvaluationResult, args: argparse.Namespace) -> str | None:
+    """Why ``--fail-under`` cannot pass on a file with skipped lines, or None (none, or ``--allow-bad-lines``).
+
+    A gate in CI vouches for the file: passing on the records that happened to parse would let a
+    truncated or half-corrupt golden set through.
+    """
+    skipped = len(result.skipped)
+    if not skipped or args.allow_bad_lines:
+        return None
+    lines = "1 line of" if skipped == 1 else f"{skipped} lines of"
+    were, them = ("is not a record and was", "it") if skipped == 1 else ("are not records and were", "them")
+    return (
+        f"--fail-under: {lines} {args.file} {were} not scored (named above and in the report), so the gates "
+        f"did not see the whole file; fix {them}, pass --allow-bad-lines to gate on the records read, or "
+        "--strict to stop at the first bad line"
+    )
 
 
 _EVAL_EPILOG = """\
@@ -311,6 +335,7 @@ exit status:
      could be scored, or an --out file could not be written
   2  usage, configuration or data error; the message names the fix
   3  a --fail-under gate failed
+     (with --fail-under, a skipped line fails too: see --allow-bad-lines)
 """
 
 
@@ -366,6 +391,12 @@ def _add_eval(commands: Any) -> None:
         action="store_true",
         help="stop at the first line that is not a record (exit 2, naming FILE:LINE:COLUMN); "
         "by default such lines are skipped, named on stderr and listed in the report",
+    )
+    p.add_argument(
+        "--allow-bad-lines",
+        action="store_true",
+        help="let --fail-under pass on the records read when lines were skipped; by default skipped lines "
+        "fail the gates (exit 3): they did not see the whole file",
     )
     p.add_argument(
         "--fail-under",

@@ -341,11 +341,47 @@ def test_fail_under_gates_the_exit_status_along_each_metrics_direction(
     ]
     for gate in gates:
         args += ["--fail-under", gate]
-    assert main(["eval", str(data), *args, "--no-progress"]) == status
+    assert main(["eval", str(data), *args, "--allow-bad-lines", "--no-progress"]) == status  # line 4 is skipped
     captured = capsys.readouterr()
     assert "| faithfulness | higher | 4/4 | 0.500 |" in captured.out  # the report is printed either way
-    messages = [line for line in captured.err.splitlines() if "warning: " not in line]  # line 4 is skipped
+    messages = [line for line in captured.err.splitlines() if "warning: " not in line]
     assert messages == [f"ragtrace: error: quality gate failed: {why}" for why in failed]
+
+
+@pytest.mark.parametrize(
+    ("gates", "failed"),
+    [
+        (["faithfulness=0.5"], []),  # the gate passes on the 4 records read
+        (
+            ["faithfulness=0.6"],
+            ["quality gate failed: faithfulness mean 0.5 is below 0.6 (--fail-under faithfulness=0.6)"],
+        ),
+    ],
+)
+def test_skipped_lines_fail_the_gates_unless_allow_bad_lines(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], gates: list[str], failed: list[str]
+) -> None:
+    data = _graded_file(tmp_path)  # line 4 is not JSON
+    args = ["--judge", "tests.ragtrace.test_cli:grading_judge", "--metrics", "faithfulness", "--no-progress"]
+    for gate in gates:
+        args += ["--fail-under", gate]
+    assert main(["eval", str(data), *args]) == 3
+    captured = capsys.readouterr()
+    assert "| faithfulness | higher | 4/4 | 0.500 |" in captured.out
+    messages = [line for line in captured.err.splitlines() if "warning: " not in line]
+    assert messages == [
+        *(f"ragtrace: error: {why}" for why in failed),
+        f"ragtrace: error: --fail-under: 1 line of {data} is not a record and was not scored (named above and "
+        "in the report), so the gates did not see the whole file; fix it, pass --allow-bad-lines to gate on "
+        "the records read, or --strict to stop at the first bad line",
+    ]
+    assert main(["eval", str(data), *args, "--allow-bad-lines"]) == (3 if failed else 0)
+    messages = [line for line in capsys.readouterr().err.splitlines() if "warning: " not in line]
+    assert messages == [f"ragtrace: error: {why}" for why in failed]
+    whole = tmp_path / "whole.jsonl"  # no line skipped
+    first_three = data.read_text(encoding="utf-8").splitlines()[:3]
+    whole.write_text("".join(line + "\n" for line in first_three), encoding="utf-8")
+    assert main(["eval", str(whole), *args]) == (3 if failed else 0)
 
 
 def test_a_gate_on_a_metric_not_scored_is_a_usage_error_before_any_judge_call(
