@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -12,6 +14,7 @@ from ragtrace_collector._otlp import (
     SOURCE_APP,
     SOURCE_CARRIER,
     OtlpDecodeError,
+    _json_depth,
     decode_json,
     decode_protobuf,
     json_request,
@@ -325,3 +328,58 @@ def test_cut_deep_counts_brackets_outside_strings_only() -> None:
     unclosed, _ = cut_deep('{"a": [[[[', limit=2)
     with pytest.raises(ValueError):
         json.loads(unclosed)  # still broken JSON: a 400, as before
+
+
+class _ReadingPattern:
+    """A compiled pattern that records, for each call, where it began reading and how far it could have read.
+
+    ``search`` of a character class reads up to its match; ``match`` of the depth scan's string pattern (which
+    always matches, with nothing after it to backtrack for) reads up to its end and the one character there.
+    """
+
+    def __init__(self, pattern: re.Pattern[str], reads: list[tuple[int, int]]) -> None:
+        self._pattern = pattern
+        self._reads = reads
+
+    def search(self, text: str, pos: int) -> re.Match[str] | None:
+        found = self._pattern.search(text, pos)
+        self._reads.append((pos, found.end() if found else len(text)))
+        return found
+
+    def match(self, text: str, pos: int) -> re.Match[str] | None:
+        found = self._pattern.match(text, pos)
+        self._reads.append((pos, min(found.end() + 1, len(text)) if found else len(text)))
+        return found
+
+
+def _deep_body_with_a_good_span() -> str:
+    factory = SpanFactory()
+    factory.rag(query='kept, with "quotes" and \\ escapes')
+    _with_a_deep_span(factory)
+    return otlp_json(factory.all()).replace('{"stringValue": "PLACEHOLDER"}', nested_value_json("arrayValue", 1000))
+
+
+@pytest.mark.parametrize(
+    ("body", "rejected"),
+    [
+        # A string that never ends after 2000 levels: its 40,000 escaped quotes were each the start of another
+        # scan to the end of the body (82 KB took 16 s; 1 MB, tens of minutes). Now a 400 after one pass.
+        ('{"resourceSpans":' + "[" * 2000 + '"' + '\\"' * 40000, None),
+        ('{"resourceSpans": [[' + "[" * 2000 + '"a\\', None),  # ends on a lone backslash inside a string
+        (_deep_body_with_a_good_span(), 1),
+    ],
+)
+def test_the_depth_scan_reads_the_body_once_and_refuses_an_unterminated_string_at_once(
+    monkeypatch: pytest.MonkeyPatch, body: str, rejected: int | None
+) -> None:
+    reads: list[tuple[int, int]] = []
+    monkeypatch.setattr(_json_depth, "_STRUCTURE", _ReadingPattern(_json_depth._STRUCTURE, reads))
+    monkeypatch.setattr(_json_depth, "_STRING_REST", _ReadingPattern(_json_depth._STRING_REST, reads))
+    if rejected is None:
+        with pytest.raises(OtlpDecodeError, match="body is not JSON: Unterminated string starting at"):
+            decode_json(body.encode(), 0)
+    else:
+        assert decode_json(body.encode(), 0).rejected == rejected
+    # Every character is read by one call at most: no call reads what an earlier one read.
+    assert reads and all(end <= start for (_, end), (start, _) in itertools.pairwise(reads))
+    assert sum(end - start for start, end in reads) <= len(body)

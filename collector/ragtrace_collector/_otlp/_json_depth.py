@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import re
 import secrets
+from collections.abc import Iterator
 from typing import Any
 
 MAX_JSON_DEPTH = 128
@@ -24,8 +25,34 @@ a span anyway (100 nested messages: an attribute value nested about 30 times), a
 TOO_DEEP = f"span nested too deeply to decode (past {MAX_JSON_DEPTH} JSON levels or 100 nested messages)"
 """The rejection reason of a span that held a cut value, or that protobuf's JSON parser found too deep."""
 
-# A string (escapes included) is one token, so that brackets inside strings are not counted.
-_TOKENS = re.compile(r'(?P<string>"[^"\\]*(?:\\.[^"\\]*)*")|(?P<open>[\[{])|(?P<close>[\]}])', re.DOTALL)
+# The scan reads the text once, front to back, with two patterns that never read past where they stop:
+# outside strings, the next bracket or quote (a character class, searched for);
+_STRUCTURE = re.compile(r'[\[\]{}"]')
+# inside a string, its characters after the opening quote, up to its closing quote or the end of the text. This
+# one always matches and nothing follows it, so it never backtracks. (A pattern that needed the closing quote
+# failed on an unterminated string only after reading to the end, and was then tried again from each later
+# quote: time quadratic in the body, minutes for a few hundred kilobytes of escaped quotes.)
+_STRING_REST = re.compile(r'[^"\\]*(?:\\.[^"\\]*)*', re.DOTALL)
+
+
+def _brackets(text: str) -> Iterator[tuple[bool, int]]:
+    """``(opens, index)`` of every bracket outside strings, in one pass over ``text``.
+
+    Raise ``json.JSONDecodeError`` at a string that does not terminate: no JSON document holds one, and nothing
+    after its opening quote can be read as structure.
+    """
+    pos = 0
+    while (found := _STRUCTURE.search(text, pos)) is not None:
+        char, pos = found.group(), found.end()
+        if char != '"':
+            yield char in "[{", found.start()
+            continue
+        rest = _STRING_REST.match(text, pos)
+        assert rest is not None  # it matches the empty string
+        pos = rest.end()
+        if not text.startswith('"', pos):
+            raise json.JSONDecodeError("Unterminated string starting at", text, found.start())
+        pos += 1
 
 
 def cut_deep(text: str, limit: int = MAX_JSON_DEPTH) -> tuple[str, str]:
@@ -33,7 +60,8 @@ def cut_deep(text: str, limit: int = MAX_JSON_DEPTH) -> tuple[str, str]:
 
     The marker is a string no sender can predict (it holds a random part), so a span is rejected only for a
     value that was really cut. Broken JSON stays broken (``json.loads`` then refuses it as before), except
-    inside a cut value, which is never read.
+    inside a cut value, which is never parsed; a string that does not terminate raises ``json.JSONDecodeError``
+    at once. Time is linear in ``text``.
     """
     marker = f"\x00ragtrace-cut-{secrets.token_hex(8)}"
     replacement = json.dumps(marker)
@@ -41,16 +69,15 @@ def cut_deep(text: str, limit: int = MAX_JSON_DEPTH) -> tuple[str, str]:
     kept_from = 0
     cut_from = -1
     depth = 0
-    for token in _TOKENS.finditer(text):
-        kind = token.lastgroup
-        if kind == "open":
+    for opens, index in _brackets(text):
+        if opens:
             depth += 1
             if depth == limit + 1:
-                cut_from = token.start()
-        elif kind == "close":
+                cut_from = index
+        else:
             if depth == limit + 1:
                 pieces += (text[kept_from:cut_from], replacement)
-                kept_from = token.end()
+                kept_from = index + 1
             depth -= 1
     if depth > limit:
         # A deep value that never closes: keep up to it; json.loads reports the truncated document.
