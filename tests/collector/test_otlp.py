@@ -20,7 +20,7 @@ from ragtrace_collector._otlp import (
     json_request,
     salvage_request,
 )
-from ragtrace_collector._otlp._json_depth import TOO_DEEP, cut_deep, holds
+from ragtrace_collector._otlp._json_depth import MAX_JSON_DEPTH, TOO_DEEP, cut_deep, holds
 
 from ragtrace import semconv
 from tests.collector._spans import (
@@ -306,6 +306,37 @@ def test_a_json_span_nested_hundreds_of_levels_deep_is_rejected_alone(kind: str,
     assert [r["query"] for r in batch.rag_records] == ["kept beside the deep span"]
     forwarded = json_request(body.encode()).resource_spans[0].scope_spans[0].spans
     assert sorted(span.name for span in forwarded) == ["answer", "retrieve"]
+
+
+def _nested_arrays(levels: int) -> str:
+    """An ``arrayValue`` nested ``levels`` times around an empty ``arrayValue``: the deepest JSON per message."""
+    return nested_value_json("arrayValue", levels).replace('{"stringValue": "leaf"}', '{"arrayValue": {"values": []}}')
+
+
+@pytest.mark.parametrize(("levels", "kept"), [(45, True), (48, True), (49, False)])
+def test_a_cut_forced_by_one_span_costs_no_span_that_protobuf_accepts(levels: int, kept: bool) -> None:
+    # 48 nested arrayValues around an empty one is the deepest span protobuf's JSON parser accepts (100 nested
+    # messages); 45 and 48 used to be cut, and rejected, whenever another span of the request forced the cut.
+    factory = SpanFactory()
+    factory.rag(query="kept beside the deep span")
+    with factory.tracer.start_as_current_span("nested", attributes={"nested": "NESTED"}):
+        pass
+    alone = otlp_json(factory.all()).replace('{"stringValue": "NESTED"}', _nested_arrays(levels))
+    _with_a_deep_span(factory)
+    body = (
+        otlp_json(factory.all())
+        .replace('{"stringValue": "NESTED"}', _nested_arrays(levels))
+        .replace('{"stringValue": "PLACEHOLDER"}', nested_value_json("kvlistValue", 250))  # past json's limit
+    )
+
+    batch = decode_json(body.encode(), 0)
+    assert batch.rejected == (1 if kept else 2)
+    assert batch.errors == [TOO_DEEP] * batch.rejected
+    assert sorted(row["name"] for row in batch.spans) == ["answer", "nested", "retrieve"][:: 1 if kept else 2]
+    # The span's verdict is protobuf's, cut or not: the same as in a request with nothing to cut.
+    assert decode_json(alone.encode(), 0).rejected == (0 if kept else 1)
+    if levels == 48:  # and it reaches the deepest level kept, exactly
+        assert cut_deep(alone)[0] == alone and cut_deep(alone, MAX_JSON_DEPTH - 1)[0] != alone
 
 
 def test_a_protobuf_span_nested_hundreds_of_levels_deep_is_rejected_alone() -> None:

@@ -5,7 +5,8 @@ thousand levels), so a single span holding a ``kvlistValue``/``arrayValue`` nest
 cost every span of its request. A protobuf body does not: the protobuf parser refuses that one span (its
 depth limit), and the salvage keeps the others. ``cut_deep`` gives OTLP/JSON the same outcome: every value
 that begins deeper than ``MAX_JSON_DEPTH`` levels is replaced, unread, by a marker string; the body then
-parses, and the decoder rejects each span that ``holds`` the marker, alone, with ``TOO_DEEP``.
+parses, and the decoder rejects each span that ``holds`` the marker, alone, with ``TOO_DEEP``. A span that
+protobuf would accept never reaches that depth, so a cut caused by one span costs no other.
 
 Only a body that ``json.loads`` refused for its depth goes through here; any other body is parsed as it is.
 """
@@ -18,9 +19,17 @@ import secrets
 from collections.abc import Iterator
 from typing import Any
 
-MAX_JSON_DEPTH = 128
-"""Deepest JSON nesting kept (the export object is level 1; a span is level 7). Deeper than protobuf allows
-a span anyway (100 nested messages: an attribute value nested about 30 times), and far below json's limit."""
+MAX_JSON_DEPTH = 156
+"""Deepest JSON nesting kept: the deepest a span that protobuf's JSON parser accepts can reach, so only values of
+spans protobuf would refuse anyway are cut, and a good span beside a deep one is kept.
+
+protobuf parses a span up to 100 nested messages, the span itself the first. The export object is JSON level 1
+and a span level 7; an attribute's value (``AnyValue``) is level 10 and message 3. ``arrayValue`` packs the most
+JSON levels into those messages, three for two (``AnyValue``, ``ArrayValue``, the ``values`` array): nested 48
+times it reaches message 99 at level 154, and an ``arrayValue`` there (message 100) with an empty ``values``
+array makes levels 155 and 156. No other path (``kvlistValue``, event and link attributes) goes deeper. A key
+protobuf ignores (an unknown field) is not counted by protobuf, but is cut all the same past this depth. Far
+below the thousand levels or so at which ``json.loads`` gives up."""
 
 TOO_DEEP = f"span nested too deeply to decode (past {MAX_JSON_DEPTH} JSON levels or 100 nested messages)"
 """The rejection reason of a span that held a cut value, or that protobuf's JSON parser found too deep."""
