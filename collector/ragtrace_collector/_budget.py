@@ -1,10 +1,11 @@
 """The in-flight byte budget: how many request bytes the receivers hold at once, all requests together.
 
 ``--max-body-bytes`` bounds one request; this bounds their sum, so a burst of large exports from many senders
-cannot take the collector's memory. Each request takes a ``Hold``: it takes bytes as they arrive (over HTTP the
-declared ``Content-Length`` before any byte is read, and for gzip the inflated bytes too) and gives them all
-back when it is done, however it ends (reply, refusal, error, a sender that went away). A request that would
-take the budget past its limit is refused with ``OverBudget``, which the receivers answer in the retryable
+cannot take the collector's memory. Each request takes a ``Hold``: it takes bytes as they arrive (over HTTP each
+chunk of the body as it is received, and for gzip the inflated bytes too) and gives them all back when it is
+done, however it ends (reply, refusal, error, a sender that went away). What a sender only declares is checked,
+not taken (``Hold.check``): a sender that declares a large body and sends nothing holds nothing. A request that
+would take the budget past its limit is refused with ``OverBudget``, which the receivers answer in the retryable
 terms OTLP exporters honour: HTTP 429 with ``Retry-After``, gRPC ``RESOURCE_EXHAUSTED`` with a ``RetryInfo``.
 Nothing of a refused request is stored, so its retry duplicates nothing.
 
@@ -50,14 +51,15 @@ class ByteBudget:
         """A new request's share, empty; use it as a context manager so that it is always given back."""
         return Hold(self)
 
-    def _take(self, hold: Hold, size: int) -> None:
+    def _take(self, hold: Hold, size: int, *, keep: bool = True) -> None:
         with self._lock:
             held = self._held
             alone = held == hold.held  # no other request holds anything
             admitted = alone or held + size <= self.limit
             if admitted:
-                self._held = held + size
-                hold.held += size
+                if keep:
+                    self._held = held + size
+                    hold.held += size
                 refused, self._refused, self._refusing = self._refused, 0, False
             else:
                 self._refused += 1
@@ -98,6 +100,15 @@ class Hold:
         """Hold ``size`` more bytes, or raise ``OverBudget`` (holding nothing more)."""
         if size > 0:
             self.budget._take(self, size)
+
+    def check(self, size: int) -> None:
+        """Raise ``OverBudget`` if ``size`` more bytes would be refused now; take nothing either way.
+
+        For a size only announced (an HTTP ``Content-Length``): a request that cannot fit is refused before its
+        body is sent, and one that can holds nothing until its bytes arrive.
+        """
+        if size > 0:
+            self.budget._take(self, size, keep=False)
 
     def release(self) -> None:
         """Give back every byte this request holds (idempotent)."""

@@ -96,18 +96,33 @@ def _take(hold: Hold, size: int) -> None:
     try:
         hold.take(size)
     except OverBudget as exc:
-        raise _Reject(429, code_pb2.RESOURCE_EXHAUSTED, str(exc), retry_after=RETRY_AFTER_SECONDS) from None
+        raise _over_budget(exc) from None
+
+
+def _check(hold: Hold, size: int) -> None:
+    """Refuse the request with a retryable 429 if ``size`` more bytes would not fit now; hold nothing."""
+    try:
+        hold.check(size)
+    except OverBudget as exc:
+        raise _over_budget(exc) from None
+
+
+def _over_budget(exc: OverBudget) -> _Reject:
+    return _Reject(429, code_pb2.RESOURCE_EXHAUSTED, str(exc), retry_after=RETRY_AFTER_SECONDS)
 
 
 async def _read_body(request: Request, limit: int, hold: Hold) -> bytes:
+    """The body, its bytes taken from the in-flight budget as they arrive (413 past ``limit``, 429 past the budget).
+
+    A declared ``Content-Length`` is checked against the budget before a byte is read (a refused sender that waits
+    for "100 Continue" sends none) but not taken: a sender that declares 64 MiB and sends nothing, or sends it
+    slowly, holds only what it sent, and cannot keep the budget from every other sender.
+    """
     declared = request.headers.get("content-length")
-    held = 0
     if declared is not None and declared.isdigit():
         if int(declared) > limit:
             raise _Reject(413, code_pb2.RESOURCE_EXHAUSTED, f"body of {declared} bytes is over the {limit}-byte limit")
-        # Taken before a byte of the body is read: a refused sender that waits for "100 Continue" sends none.
-        held = int(declared)
-        _take(hold, held)
+        _check(hold, int(declared))
     parts: list[bytes] = []
     size = 0
     try:
@@ -115,9 +130,7 @@ async def _read_body(request: Request, limit: int, hold: Hold) -> bytes:
             size += len(chunk)
             if size > limit:
                 raise _Reject(413, code_pb2.RESOURCE_EXHAUSTED, f"body is over the {limit}-byte limit")
-            if size > held:  # a chunked body, which declares no length, takes its bytes as they come
-                _take(hold, size - held)
-                held = size
+            _take(hold, len(chunk))
             parts.append(chunk)
     except ClientDisconnect:
         # An ordinary event (a sender's timeout, a restart), not a bug: one line, not the traceback the server

@@ -3,9 +3,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import gzip
 import logging
 import socket
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import grpc
@@ -15,7 +18,11 @@ from google.rpc import code_pb2, status_pb2
 from google.rpc.error_details_pb2 import RetryInfo
 from ragtrace_collector._budget import RETRY_AFTER_SECONDS, ByteBudget, OverBudget
 from ragtrace_collector._grpc import RETRY_INFO_KEY, SERVICE_NAME
+from ragtrace_collector._http import create_app
+from ragtrace_collector._pipeline import Pipeline
 from ragtrace_collector._server import Collector, CollectorConfig
+from ragtrace_collector._store import Store
+from starlette.types import ASGIApp, Message
 
 from ragtrace.environment_variables import ConfigurationError
 from tests.collector._spans import SpanFactory, count, otlp_bytes, start_collector
@@ -50,6 +57,79 @@ def _read_head(sock: socket.socket) -> bytes:
     return head
 
 
+class _Sender:
+    """One OTLP/HTTP request driven into the app by hand: its body goes in chunk by chunk, when the test says.
+
+    ``ready`` returns once the app asks for the next chunk (it has taken everything before) or has answered, so
+    the test looks at the budget at a known point, with no sleep and no race.
+    """
+
+    def __init__(self, app: ASGIApp, declared: int | None) -> None:
+        headers = [(b"content-type", PB["content-type"].encode())]
+        if declared is not None:
+            headers.append((b"content-length", str(declared).encode()))
+        scope = {
+            "type": "http",
+            "asgi": {"version": "3.0"},
+            "http_version": "1.1",
+            "method": "POST",
+            "scheme": "http",
+            "path": "/v1/traces",
+            "raw_path": b"/v1/traces",
+            "query_string": b"",
+            "root_path": "",
+            "headers": headers,
+            "client": ("127.0.0.1", 50000),
+            "server": ("127.0.0.1", 4318),
+        }
+        self._inbox: asyncio.Queue[Message] = asyncio.Queue()
+        self._asking = asyncio.Event()
+        self._replies: list[Message] = []
+        self._task = asyncio.ensure_future(app(scope, self._receive, self._reply))
+
+    async def _receive(self) -> Message:
+        if self._inbox.empty():
+            self._asking.set()
+        return await self._inbox.get()
+
+    async def _reply(self, message: Message) -> None:
+        self._replies.append(message)
+
+    async def ready(self) -> bool:
+        """Wait until the app asks for more of the body (True) or has answered (False)."""
+        asking = asyncio.ensure_future(self._asking.wait())
+        await asyncio.wait({asking, self._task}, return_when=asyncio.FIRST_COMPLETED)
+        asking.cancel()
+        return not self._task.done()
+
+    async def send(self, chunk: bytes, *, more: bool = True) -> bool:
+        """Hand the app ``chunk`` (the last one unless ``more``), then ``ready``."""
+        self._asking.clear()
+        self._inbox.put_nowait({"type": "http.request", "body": chunk, "more_body": more})
+        return await self.ready()
+
+    async def status(self, *, disconnect: bool = False) -> int:
+        """The status the app answered with, once it has (after the sender goes away, with ``disconnect``)."""
+        if disconnect:
+            self._inbox.put_nowait({"type": "http.disconnect"})
+        await self._task
+        return int(self._replies[0]["status"])
+
+
+@asynccontextmanager
+async def _app(path: Path, budget: ByteBudget, max_body_bytes: int) -> AsyncIterator[tuple[ASGIApp, httpx.AsyncClient]]:
+    """The collector's HTTP app in this process (no server), and a client that posts whole bodies to it."""
+    store = Store(path)
+    pipeline = Pipeline(store)
+    try:
+        app = create_app(pipeline, max_body_bytes=max_body_bytes, budget=budget)
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://collector") as client:
+            yield app, client
+    finally:
+        pipeline.close()
+        store.close()
+
+
 def test_a_budget_holds_bytes_until_given_back_and_never_refuses_a_request_alone() -> None:
     budget = ByteBudget(100)
     with budget.hold() as first:
@@ -72,6 +152,12 @@ def test_a_budget_holds_bytes_until_given_back_and_never_refuses_a_request_alone
         failing.take(10)
         raise RuntimeError("a request that fails gives its bytes back too")
     assert budget.in_flight == 0
+    with budget.hold() as first, budget.hold() as announced:
+        first.take(60)
+        announced.check(40)  # a size only announced is checked against the budget, not taken
+        assert budget.in_flight == 60
+        with pytest.raises(OverBudget):
+            announced.check(41)
 
 
 def test_refusals_are_logged_once_when_they_start_and_once_when_they_stop(caplog: pytest.LogCaptureFixture) -> None:
@@ -90,37 +176,74 @@ def test_refusals_are_logged_once_when_they_start_and_once_when_they_stop(caplog
     assert messages[1] == "in-flight budget: admitting requests again (3 refused meanwhile)"
 
 
-def test_a_request_streaming_its_body_holds_the_budget_and_the_next_gets_429_with_retry_after(
+async def test_a_request_holds_the_bytes_it_has_received_and_the_next_gets_429_with_retry_after_past_them(
     tmp_path: Path,
 ) -> None:
     first, second = _export("first", answer="x" * 5000), _export("second")
-    limit = len(first) + len(second) - 1  # either alone fits, both together do not
-    running = start_collector(tmp_path / "c.db", max_body_bytes=limit, max_inflight_bytes=limit)
+    limit = len(first) + len(second) // 2  # the first alone fits; the second fits beside half of the first only
+    budget = ByteBudget(limit)
+    async with _app(tmp_path / "c.db", budget, max_body_bytes=limit) as (app, client):
+        streaming = _Sender(app, declared=len(first))
+        assert await streaming.ready()
+        assert budget.in_flight == 0  # its declared length is not taken: nothing has arrived
+        half = len(first) // 2
+        assert await streaming.send(first[:half])
+        assert budget.in_flight == half  # exactly the bytes received
+
+        assert (await client.post("/v1/traces", content=second, headers=PB)).status_code == 200
+        assert budget.in_flight == half
+
+        assert await streaming.send(first[half:-1])
+        assert budget.in_flight == len(first) - 1
+        refused = await client.post("/v1/traces", content=second, headers=PB)
+        assert refused.status_code == 429
+        assert refused.headers["retry-after"] == str(RETRY_AFTER_SECONDS)
+        status = status_pb2.Status.FromString(refused.content)
+        assert status.code == code_pb2.RESOURCE_EXHAUSTED and "budget" in status.message
+        assert budget.in_flight == len(first) - 1
+
+        assert not await streaming.send(first[-1:], more=False)
+        assert await streaming.status() == 200
+        assert budget.in_flight == 0  # given back before the reply was sent
+        assert (await client.post("/v1/traces", content=second, headers=PB)).status_code == 200
+    assert count(tmp_path / "c.db", "rag_records") == 2
+
+
+async def test_senders_that_declare_the_largest_body_and_send_nothing_hold_none_of_the_budget(tmp_path: Path) -> None:
+    # Four idle connections declaring 64 MiB each used to hold the default 256 MiB budget for as long as they
+    # stayed open (uvicorn has no body-read timeout): every other sender got 429, indefinitely.
+    max_body = 64 * 1024
+    budget = ByteBudget(4 * max_body)
+    async with _app(tmp_path / "c.db", budget, max_body_bytes=max_body) as (app, client):
+        idle = [_Sender(app, declared=max_body) for _ in range(4)]
+        for sender in idle:
+            assert await sender.ready()
+        assert budget.in_flight == 0
+        assert (await client.post("/v1/traces", content=_export("sent"), headers=PB)).status_code == 200
+        for sender in idle:
+            assert await sender.status(disconnect=True) == 400  # gone before its body arrived: nothing stored
+        assert budget.in_flight == 0
+    assert count(tmp_path / "c.db", "rag_records") == 1
+
+
+def test_a_declared_length_that_cannot_fit_is_refused_before_its_body_is_sent(tmp_path: Path) -> None:
+    running = start_collector(tmp_path / "c.db")
+    body = _export("waits for 100 Continue")
     try:
-        with socket.create_connection(("127.0.0.1", running.http_port), timeout=30) as streaming:
-            streaming.sendall(
-                b"POST /v1/traces HTTP/1.1\r\nHost: collector\r\nContent-Type: application/x-protobuf\r\n"
-                + f"Content-Length: {len(first)}\r\nExpect: 100-continue\r\n\r\n".encode()
-            )
-            # The server asks for the body only once its handler runs, which has taken the declared length:
-            # from here on the first request holds the budget, deterministically.
-            assert _read_head(streaming).startswith(b"HTTP/1.1 100 ")
-            streaming.sendall(first[: len(first) // 2])
-
-            refused = _post(running, second)
-            assert refused.status_code == 429
-            assert refused.headers["retry-after"] == str(RETRY_AFTER_SECONDS)
-            status = status_pb2.Status.FromString(refused.content)
-            assert status.code == code_pb2.RESOURCE_EXHAUSTED and "budget" in status.message
-            with pytest.raises(grpc.RpcError) as refused_grpc:
-                _grpc_export(running, second)  # the gRPC receiver shares the budget
-            assert refused_grpc.value.code() is grpc.StatusCode.RESOURCE_EXHAUSTED
-
-            streaming.sendall(first[len(first) // 2 :])
-            assert _read_head(streaming).startswith(b"HTTP/1.1 200 ")
-        assert running.budget.in_flight == 0  # given back before the reply was sent
-        assert _post(running, second).status_code == 200
-        assert count(running.config.db, "rag_records") == 2
+        with running.budget.hold() as held:
+            held.take(running.budget.limit - len(body) + 1)
+            with socket.create_connection(("127.0.0.1", running.http_port), timeout=30) as sender:
+                sender.sendall(
+                    b"POST /v1/traces HTTP/1.1\r\nHost: collector\r\nContent-Type: application/x-protobuf\r\n"
+                    + f"Content-Length: {len(body)}\r\nExpect: 100-continue\r\n\r\n".encode()
+                )
+                # Checked, not taken: refused at once, so the sender never sends the body it waits to send.
+                head = _read_head(sender)
+                assert head.startswith(b"HTTP/1.1 429 "), head
+                assert f"retry-after: {RETRY_AFTER_SECONDS}".encode() in head.lower()
+            assert running.budget.in_flight == held.held
+        assert running.budget.in_flight == 0
+        assert _post(running, body).status_code == 200
     finally:
         running.stop()
 
