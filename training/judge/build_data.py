@@ -209,11 +209,15 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=ROOT / "training" / ".work" / "pairs.jsonl")
     parser.add_argument("--max-pairs", type=int, default=9000, help="keep a random sample of this many (0: all)")
+    parser.add_argument("--kinds", help="keep only these kinds, comma-separated (e.g. answer,span)")
     args = parser.parse_args()
     pairs = [
         *qa_pairs(read("halueval_qa_train.jsonl")),
         *summarization_pairs(read("halueval_summarization_train.jsonl")),
     ]
+    if args.kinds:
+        wanted = set(args.kinds.split(","))
+        pairs = [p for p in pairs if p.kind in wanted]
     rng = random.Random(SEED)
     if args.max_pairs and len(pairs) > args.max_pairs:
         pairs = rng.sample(pairs, args.max_pairs)
