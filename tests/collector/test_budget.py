@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import gzip
 import logging
+import random
 import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -16,9 +17,9 @@ import httpx
 import pytest
 from google.rpc import code_pb2, status_pb2
 from google.rpc.error_details_pb2 import RetryInfo
-from ragtrace_collector._budget import RETRY_AFTER_SECONDS, ByteBudget, OverBudget
+from ragtrace_collector._budget import RETRY_AFTER_SECONDS, ByteBudget, Hold, OverBudget
 from ragtrace_collector._grpc import RETRY_INFO_KEY, SERVICE_NAME
-from ragtrace_collector._http import create_app
+from ragtrace_collector._http import _GZIP_INLINE_BYTES, _GZIP_OUT_BYTES, create_app
 from ragtrace_collector._pipeline import Pipeline
 from ragtrace_collector._server import Collector, CollectorConfig
 from ragtrace_collector._store import Store
@@ -295,6 +296,50 @@ def test_every_ending_gives_the_bytes_back(tmp_path: Path) -> None:
         assert count(running.config.db, "rag_records") == 1
     finally:
         running.stop()
+
+
+class _RecordingBudget(ByteBudget):
+    """A budget that records the size of every ``take`` of its holds, admitted or refused."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(limit)
+        self.takes: list[int] = []
+
+    def hold(self) -> Hold:
+        takes = self.takes
+
+        class Recording(Hold):
+            def take(self, size: int) -> None:
+                takes.append(size)
+                super().take(size)
+
+        return Recording(self)
+
+
+@pytest.mark.parametrize("compressed", ["inline", "in a worker thread"])
+async def test_a_gzip_body_takes_its_inflated_bytes_chunk_by_chunk_and_stops_inflating_when_refused(
+    tmp_path: Path, compressed: str
+) -> None:
+    # A gzip body used to be inflated whole (up to --max-body-bytes) before its size was taken from the budget:
+    # every request inflating at once could allocate that much past it.
+    noise = random.Random(0).randbytes(_GZIP_INLINE_BYTES + 1) if compressed != "inline" else b""
+    body = gzip.compress(noise + b"\0" * (2 * 1024 * 1024))
+    assert (len(body) > _GZIP_INLINE_BYTES) == (compressed != "inline")
+    limit = 4 * 1024 * 1024
+    budget = _RecordingBudget(limit)
+    async with _app(tmp_path / "c.db", budget, max_body_bytes=limit) as (_, client):
+        with budget.hold() as other:
+            other.take(3 * 1024 * 1024)  # another request's bytes: 1 MiB left, less than the body inflates to
+            budget.takes.clear()
+            refused = await client.post("/v1/traces", content=body, headers={**PB, "content-encoding": "gzip"})
+            assert refused.status_code == 429, refused.content
+            assert refused.headers["retry-after"] == str(RETRY_AFTER_SECONDS)
+            assert budget.in_flight == other.held
+        received, *inflated = [size for size in budget.takes if size]  # an empty last chunk takes nothing
+        assert received == len(body)
+        # Taken as inflated, a chunk at a time; the refused chunk was the last one inflated.
+        assert inflated and max(inflated) <= _GZIP_OUT_BYTES
+        assert sum(inflated[:-1]) <= limit - 3 * 1024 * 1024 - len(body) < sum(inflated)
 
 
 def test_the_budget_must_hold_at_least_one_request(tmp_path: Path) -> None:

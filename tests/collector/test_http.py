@@ -7,7 +7,7 @@ import json
 import logging
 import socket
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
@@ -429,8 +429,26 @@ def test_a_body_of_many_gzip_members_is_handed_to_zlib_in_pieces_not_whole(monke
     monkeypatch.setattr(zlib, "decompressobj", Recording)
     body = gzip.compress(b"x") * 20_000  # 420 KB
 
-    assert _gunzip(body, 1024 * 1024) == b"x" * 20_000
+    assert _gunzip(body, 1024 * 1024, lambda size: None) == b"x" * 20_000
     assert max(handed) <= 64 * 1024
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        (gzip.compress(b"\0" * (3 * 1024 * 1024)) * 3, b"\0" * (9 * 1024 * 1024)),  # ~1000:1, output-bound calls
+        (
+            gzip.compress(b"a" * (1024 * 1024)) + gzip.compress(b"b" * 1000, compresslevel=0) + b"\0" * 8,
+            b"a" * (1024 * 1024) + b"b" * 1000,
+        ),
+    ],
+)
+def test_a_gzip_body_is_inflated_whole_in_chunks_each_taken_before_the_next(body: bytes, expected: bytes) -> None:
+    from ragtrace_collector._http import _GZIP_OUT_BYTES, _gunzip
+
+    taken: list[int] = []
+    assert _gunzip(body, 64 * 1024 * 1024, taken.append) == expected
+    assert sum(taken) == len(expected) and max(taken) <= _GZIP_OUT_BYTES
 
 
 def test_with_a_token_both_receivers_answer_in_otlp_terms_and_take_any_case_of_bearer(tmp_path: Path) -> None:
@@ -466,9 +484,9 @@ def test_a_large_gzip_body_is_inflated_off_the_event_loop(
     threads: list[str] = []
     real = _http._gunzip
 
-    def recording(body: bytes, limit: int) -> bytes:
+    def recording(body: bytes, limit: int, take: Callable[[int], None]) -> bytes:
         threads.append(threading.current_thread().name)
-        return real(body, limit)
+        return real(body, limit, take)
 
     monkeypatch.setattr(_http, "_gunzip", recording)
     small = _one_export_gzipped()
