@@ -73,10 +73,17 @@ class Telemetry:
         self._decisions.add(1, attrs)
 
     def scores(self, scores: Iterable[Score]) -> None:
-        """Record every measured score (absent scores are not data points)."""
+        """Record every measured score (absent scores are not data points).
+
+        The histogram's range is [0, 1]: a negative score (``answer_relevancy_embedding`` is a mean of
+        cosines, and an answer unrelated to the question scores below 0) is recorded as 0, "not
+        relevant", because the SDK drops negative histogram values (with a warning each time) and the
+        record would vanish from the metric. The span keeps the exact value.
+        """
         for score in scores:
             if score.value is not None:
-                self._scores.record(score.value, {**self._base, semconv.GEN_AI_EVALUATION_NAME: score.name})
+                value = max(float(score.value), 0.0)
+                self._scores.record(value, {**self._base, semconv.GEN_AI_EVALUATION_NAME: score.name})
 
     def judge_errors(self, scores: Iterable[Score], *, judge: str | None = None) -> None:
         """Count the scores that failed with a judge error, by error type."""

@@ -48,3 +48,14 @@ def test_without_a_meter_provider_it_is_a_no_op() -> None:
     telemetry.scores([Score("faithfulness", 0.5)])
     telemetry.decision(semconv.DECISION_OVERFLOW)
     telemetry.cost(Cost(chat_calls=1))
+
+
+def test_a_negative_score_is_kept_in_the_histogram_at_zero(recwarn: Any) -> None:
+    # A mean of cosines below 0 (an answer unrelated to the question): the SDK drops negative values.
+    reader = InMemoryMetricReader()
+    telemetry = Telemetry(MeterProvider(metric_readers=[reader]))
+    telemetry.scores([Score("answer_relevancy_embedding", -0.12), Score("answer_relevancy_embedding", 0.8)])
+    (hist,) = points(reader)[semconv.METRIC_EVALUATION_SCORE]
+    assert (hist.count, hist.sum, hist.min) == (2, 0.8, 0.0)
+    assert hist.bucket_counts[0] == 1  # the le=0 bucket
+    assert len(recwarn) == 0
