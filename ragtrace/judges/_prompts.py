@@ -10,229 +10,55 @@ prompt starts with ``STEP_MARKER`` and the step name, which lets a test server (
 tell the steps apart whatever response format the endpoint accepts. Items are numbered from 1 in
 the user message and referred to by those numbers in the reply, so replies out of order, with extra
 or missing items can be aligned (see ``_parsing.align``).
+
+Where they live, one job a module; this one is the import path the judge, the stub server and the
+tests use (it re-exports their names) and ``ALL_PROMPTS``:
+
+- ``_prompts_base``: ``StepPrompt``, ``STEP_MARKER``, ``SCHEMA_PREFIX``, the schema building blocks and
+  ``numbered``.
+- ``_prompts_claims``: extract claims, verify (all claims at once, or one question per claim), classify
+  claims against a reference.
+- ``_prompts_ratings``: rate statements, generate questions, detect noncommittal answers, rate chunks,
+  rate the answer, G-Eval's steps and score.
+
+A new step's prompt goes in the module of its kind, is re-exported here and joins ``ALL_PROMPTS``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
-
-from ragtrace.judges import _base
-
-STEP_MARKER = "ragtrace-step:"
-"""Prefix of the first line of every system prompt, followed by the step name."""
-
-SCHEMA_PREFIX = "ragtrace_"
-"""Prefix of the JSON-schema name sent in ``response_format`` (then the step name)."""
-
-
-@dataclass(frozen=True, slots=True)
-class StepPrompt:
-    """One step's system prompt and the JSON schema of its reply."""
-
-    step: str
-    instructions: str
-    shape: str
-    schema: Mapping[str, Any]
-    word: bool = False
-    """The reply is one word, asked for without a response format (``instructions`` say which words)."""
-
-    @property
-    def system(self) -> str:
-        """The system message: marker, instructions, and the reply's shape for JSON-mode endpoints."""
-        if self.word:
-            return f"{STEP_MARKER} {self.step}\n{self.instructions}"
-        return f"{STEP_MARKER} {self.step}\n{self.instructions}\nReply with JSON only, shaped: {self.shape}"
-
-    @property
-    def schema_name(self) -> str:
-        """The name of the schema in ``response_format``."""
-        return SCHEMA_PREFIX + self.step
-
-    def response_format(self, schema: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        """The strict ``json_schema`` response format of this step (``schema`` narrows the step's own
-        to one request, e.g. with the valid item numbers as enums)."""
-        chosen = self.schema if schema is None else schema
-        return {
-            "type": "json_schema",
-            "json_schema": {"name": self.schema_name, "strict": True, "schema": _plain(chosen)},
-        }
-
-
-def _plain(value: Any) -> Any:
-    """A deep copy as plain dicts and lists (the schema constants are read-only by convention)."""
-    if isinstance(value, Mapping):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    return value
-
-
-def _object(**properties: Any) -> dict[str, Any]:
-    """A strict object schema: every property required, nothing else allowed."""
-    return {
-        "type": "object",
-        "properties": properties,
-        "required": list(properties),
-        "additionalProperties": False,
-    }
-
-
-def _array(items: Any) -> dict[str, Any]:
-    return {"type": "array", "items": items}
-
-
-def _numbers(count: int) -> dict[str, Any]:
-    """An item number of a request with ``count`` items: an integer enum 1..count."""
-    return {"type": "integer", "enum": list(range(1, count + 1))}
-
-
-_STR = {"type": "string"}
-_INT = {"type": "integer"}
-_NUM = {"type": "number"}
-_BOOL = {"type": "boolean"}
-
-EXTRACT_CLAIMS = StepPrompt(
-    step=_base.EXTRACT_CLAIMS,
-    instructions=(
-        "Split the text into atomic, self-contained factual claims: one fact each, pronouns replaced by what "
-        "they refer to, so each can be checked alone. Each claim must keep the question's meaning: when the "
-        "text answers the question with a bare name, number, date or yes/no, write a claim that states what "
-        "the question asks together with that answer. Skip statements that assert nothing (greetings, hedges, "
-        "\"I don't know\"). Keep the text's language."
-    ),
-    shape='{"claims": [<claim sentence>, ...]}',
-    schema=_object(claims=_array(_STR)),
+from ragtrace.judges._prompts_base import SCHEMA_PREFIX, STEP_MARKER, StepPrompt, numbered
+from ragtrace.judges._prompts_claims import (
+    CLASSIFY_CLAIMS,
+    EXTRACT_CLAIMS,
+    VERIFY,
+    VERIFY_CLAIM,
+    VERIFY_CLAIM_STEP,
+    VERIFY_CLAIM_WORD,
+    classify_schema,
+    render_classify_claims,
+    render_extract_claims,
+    render_verify,
+    render_verify_claim,
+    verify_claim_schema,
+    verify_schema,
 )
-
-VERIFY = StepPrompt(
-    step=_base.VERIFY,
-    instructions=(
-        "For each numbered claim, say which numbered context chunks support it (the claim follows from the "
-        "chunk) and which contradict it (the chunk states something incompatible). Chunks in neither list "
-        "say neither. Judge by the chunks only, not by your own knowledge. One result per claim."
-    ),
-    shape=(
-        '{"results": [{"claim": <claim number>, "supported_by": [<chunk number>, ...], '
-        '"contradicted_by": [<chunk number>, ...]}, ...]} with exactly one result per claim'
-    ),
-    schema=_object(
-        results=_array(_object(claim=_INT, supported_by=_array(_INT), contradicted_by=_array(_INT))),
-    ),
-)
-
-VERIFY_CLAIM_STEP = "verify_claim"
-"""Step name of the one-question-per-claim verification (a part of ``verify``, not a step of its own)."""
-
-# One yes/no question per claim: what a 0.5B-7B model answers best, and the answer's first token
-# carries P(yes) in its logprobs. With one chunk the reply is one word, asked for in plain text: on
-# HaluEval QA (80 train-split records) a 0.5B model's P(yes) separated right from hallucinated answers
-# with AUROC 0.766 asked this way (0.771 without the "contradicted" word), 0.729 with the same words in
-# a JSON schema and 0.655 with the question in the system prompt. The question comes last.
-VERIFY_CLAIM_WORD = StepPrompt(
-    step=VERIFY_CLAIM_STEP,
-    instructions=(
-        "You check statements against a context. Reply with one word: yes if the context supports the "
-        "statement, no if it does not, contradicted if the context states the opposite."
-    ),
-    shape="yes | no | contradicted",
-    schema=_object(),
-    word=True,
-)
-
-# With several chunks the reply also names the chunk it rests on (an enum of the request's numbers),
-# so it is JSON; the answer comes first so that its token sits at a known place.
-VERIFY_CLAIM = StepPrompt(
-    step=VERIFY_CLAIM_STEP,
-    instructions=(
-        "You check statements against a context. Say whether the context supports the statement (states "
-        "it or clearly implies it), whether it contradicts it (states the opposite), and which chunk your "
-        "answer rests on."
-    ),
-    shape='{"supported": <"yes" or "no">, "contradicted": <"yes" or "no">}',
-    schema=_object(
-        supported={"type": "string", "enum": ["yes", "no"]}, contradicted={"type": "string", "enum": ["yes", "no"]}
-    ),
-)
-
-CLASSIFY_CLAIMS = StepPrompt(
-    step=_base.CLASSIFY_CLAIMS,
-    instructions=(
-        "For each numbered claim, say whether the reference answer supports it (correct: true) or not "
-        "(false: contradicted by or absent from the reference). One result per claim."
-    ),
-    shape='{"results": [{"claim": <claim number>, "correct": <true or false>}, ...]} with one result per claim',
-    schema=_object(results=_array(_object(claim=_INT, correct=_BOOL))),
-)
-
-RATE_STATEMENTS = StepPrompt(
-    step=_base.RATE_STATEMENTS,
-    instructions=(
-        "For each numbered statement of an answer, say whether it is relevant to the question: it helps "
-        "answer it. Background that does not address the question is not relevant. One result per statement."
-    ),
-    shape=(
-        '{"results": [{"statement": <statement number>, "relevant": <true or false>}, ...]} '
-        "with one result per statement"
-    ),
-    schema=_object(results=_array(_object(statement=_INT, relevant=_BOOL))),
-)
-
-GENERATE_QUESTIONS = StepPrompt(
-    step=_base.GENERATE_QUESTIONS,
-    instructions=(
-        "Write the requested number of different questions that the answer answers, from the answer alone. "
-        "Flag each noncommittal: true when the answer is evasive, vague or a refusal "
-        '("I don\'t know", "I cannot say"), else false.'
-    ),
-    shape='{"questions": [{"question": <question text>, "noncommittal": <true or false>}, ...]}',
-    schema=_object(questions=_array(_object(question=_STR, noncommittal=_BOOL))),
-)
-
-DETECT_NONCOMMITTAL = StepPrompt(
-    step=_base.DETECT_NONCOMMITTAL,
-    instructions="Say whether the answer is noncommittal: evasive, vague, a refusal or an admission of not knowing.",
-    shape='{"noncommittal": <true or false>}',
-    schema=_object(noncommittal=_BOOL),
-)
-
-RATE_CHUNKS = StepPrompt(
-    step=_base.RATE_CHUNKS,
-    instructions=(
-        "Rate each numbered context chunk's relevance to the question from 0 to 1: 1 = it holds what answers "
-        "the question, 0.5 = related but partial, 0 = unrelated. One rating per chunk."
-    ),
-    shape='{"ratings": [{"chunk": <chunk number>, "relevance": <number from 0 to 1>}, ...]} with one rating per chunk',
-    schema=_object(ratings=_array(_object(chunk=_INT, relevance=_NUM))),
-)
-
-RATE_ANSWER = StepPrompt(
-    step=_base.RATE_ANSWER,
-    instructions=(
-        "Rate from 0 to 1 how well the answer addresses the question: 1 = fully and directly, 0 = not at all. "
-        "Explain in one sentence first."
-    ),
-    shape='{"explanation": <one sentence>, "score": <number from 0 to 1>}',
-    schema=_object(explanation=_STR, score=_NUM),
-)
-
-GEVAL_STEPS = StepPrompt(
-    step=_base.GEVAL,
-    instructions="Write 3 to 5 short evaluation steps for judging a text against the criteria.",
-    shape='{"steps": [<step>, ...]}',
-    schema=_object(steps=_array(_STR)),
-)
-
-# The score comes first so that its token sits at a known place for reading its logprobs.
-GEVAL_SCORE = StepPrompt(
-    step=_base.GEVAL + "_score",
-    instructions=(
-        "Evaluate the inputs against the criteria by following the evaluation steps. Give an integer score "
-        "in the stated range, then a one-sentence explanation."
-    ),
-    shape='{"score": <integer in the range>, "explanation": <one sentence>}',
-    schema=_object(score=_INT, explanation=_STR),
+from ragtrace.judges._prompts_ratings import (
+    DETECT_NONCOMMITTAL,
+    GENERATE_QUESTIONS,
+    GEVAL_SCORE,
+    GEVAL_STEPS,
+    RATE_ANSWER,
+    RATE_CHUNKS,
+    RATE_STATEMENTS,
+    rate_chunks_schema,
+    rate_statements_schema,
+    render_detect_noncommittal,
+    render_generate_questions,
+    render_geval_score,
+    render_geval_steps,
+    render_rate_answer,
+    render_rate_chunks,
+    render_rate_statements,
 )
 
 ALL_PROMPTS: tuple[StepPrompt, ...] = (
@@ -250,93 +76,39 @@ ALL_PROMPTS: tuple[StepPrompt, ...] = (
     GEVAL_SCORE,
 )
 
-
-_YES_NO = {"type": "string", "enum": ["yes", "no"]}
-
-
-def verify_schema(n_claims: int, n_chunks: int) -> dict[str, Any]:
-    """VERIFY's schema for one request: claim and chunk numbers as enums of the numbers it has."""
-    chunk = _numbers(n_chunks)
-    return _object(
-        results=_array(_object(claim=_numbers(n_claims), supported_by=_array(chunk), contradicted_by=_array(chunk)))
-    )
-
-
-def verify_claim_schema(n_chunks: int) -> dict[str, Any]:
-    """VERIFY_CLAIM's schema: yes/no answers, and with several chunks the number of the one it rests on."""
-    if n_chunks <= 1:
-        return _object(supported=_YES_NO, contradicted=_YES_NO)
-    return _object(supported=_YES_NO, contradicted=_YES_NO, chunk=_numbers(n_chunks))
-
-
-def classify_schema(n_claims: int) -> dict[str, Any]:
-    return _object(results=_array(_object(claim=_numbers(n_claims), correct=_BOOL)))
-
-
-def rate_statements_schema(n_statements: int) -> dict[str, Any]:
-    return _object(results=_array(_object(statement=_numbers(n_statements), relevant=_BOOL)))
-
-
-def rate_chunks_schema(n_chunks: int) -> dict[str, Any]:
-    relevance = {"type": "number", "minimum": 0, "maximum": 1}
-    return _object(ratings=_array(_object(chunk=_numbers(n_chunks), relevance=relevance)))
-
-
-def numbered(label: str, items: Sequence[str]) -> str:
-    """``items`` as ``[label 1] text`` lines, the numbering the replies refer to."""
-    return "\n".join(f"[{label} {i}] {text}" for i, text in enumerate(items, start=1))
-
-
-def render_extract_claims(text: str, question: str | None) -> str:
-    head = f"Question: {question}\n" if question else ""
-    return f"{head}Text: {text}"
-
-
-def render_verify(claims: Sequence[str], chunks: Sequence[str]) -> str:
-    return f"Context chunks:\n{numbered('chunk', chunks)}\n\nClaims:\n{numbered('claim', claims)}"
-
-
-def render_verify_claim(claim: str, chunks: Sequence[str]) -> str:
-    if len(chunks) == 1:
-        return f"Context: {chunks[0]}\n\nStatement: {claim}\n\nIs the statement supported by the context?"
-    return (
-        f"Context chunks:\n{numbered('chunk', chunks)}\n\nStatement: {claim}\n\n"
-        "Is the statement supported by the context? Which chunk does your answer rest on?"
-    )
-
-
-def render_classify_claims(claims: Sequence[str], reference: str) -> str:
-    return f"Reference answer: {reference}\n\nClaims:\n{numbered('claim', claims)}"
-
-
-def render_rate_statements(query: str, statements: Sequence[str]) -> str:
-    return f"Question: {query}\n\nStatements:\n{numbered('statement', statements)}"
-
-
-def render_generate_questions(answer: str, n: int) -> str:
-    return f"Number of questions: {n}\nAnswer: {answer}"
-
-
-def render_detect_noncommittal(answer: str) -> str:
-    return f"Answer: {answer}"
-
-
-def render_rate_chunks(query: str, chunks: Sequence[str]) -> str:
-    return f"Question: {query}\n\nContext chunks:\n{numbered('chunk', chunks)}"
-
-
-def render_rate_answer(query: str, answer: str) -> str:
-    return f"Question: {query}\nAnswer: {answer}"
-
-
-def render_geval_steps(criteria: str) -> str:
-    return f"Criteria: {criteria}"
-
-
-def render_geval_score(
-    criteria: str, steps: Sequence[str], params: Mapping[str, str], score_range: tuple[int, int]
-) -> str:
-    step_lines = "\n".join(f"{i}. {s}" for i, s in enumerate(steps, start=1))
-    inputs = "\n".join(f"{name}: {value}" for name, value in params.items())
-    low, high = score_range
-    return f"Criteria: {criteria}\nEvaluation steps:\n{step_lines}\nScore range: {low} to {high}\n\nInputs:\n{inputs}"
+__all__ = [
+    "ALL_PROMPTS",
+    "CLASSIFY_CLAIMS",
+    "DETECT_NONCOMMITTAL",
+    "EXTRACT_CLAIMS",
+    "GENERATE_QUESTIONS",
+    "GEVAL_SCORE",
+    "GEVAL_STEPS",
+    "RATE_ANSWER",
+    "RATE_CHUNKS",
+    "RATE_STATEMENTS",
+    "SCHEMA_PREFIX",
+    "STEP_MARKER",
+    "VERIFY",
+    "VERIFY_CLAIM",
+    "VERIFY_CLAIM_STEP",
+    "VERIFY_CLAIM_WORD",
+    "StepPrompt",
+    "classify_schema",
+    "numbered",
+    "rate_chunks_schema",
+    "rate_statements_schema",
+    "render_classify_claims",
+    "render_detect_noncommittal",
+    "render_extract_claims",
+    "render_generate_questions",
+    "render_geval_score",
+    "render_geval_steps",
+    "render_rate_answer",
+    "render_rate_chunks",
+    "render_rate_statements",
+    "render_verify",
+    "render_verify_claim",
+    "verify_claim_schema",
+    "verify_schema",
+]
