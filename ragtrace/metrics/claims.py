@@ -16,7 +16,7 @@ one ``classify_claims`` of the answer claims against it and one ``verify`` of re
 | context_recall | reference claims supported by some chunk / reference claims | higher |
 
 A chunk is *relevant* when it supports at least one reference claim. The arithmetic is in the pure
-functions below, tested without a judge.
+functions of ``_claims_arithmetic`` (re-exported here), tested without a judge.
 
 Explanations carry counts only, never record text (they go on spans even when content capture is
 off); the claims behind a score are in ``details`` (``unsupported``, ``irrelevant``, ``missing``).
@@ -25,12 +25,20 @@ off); the claims behind a score are in ``details`` (``unsupported``, ``irrelevan
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ragtrace._exceptions import ConfigurationError
 from ragtrace.judges._base import CLASSIFY_CLAIMS, EXTRACT_CLAIMS, RATE_STATEMENTS, VERIFY, Verdict
 from ragtrace.metrics._base import REASON_NO_CLAIMS, Direction, Score
+from ragtrace.metrics._claims_arithmetic import (
+    contradicted_chunks,
+    faithfulness_label,
+    fraction,
+    noisy_claims,
+    picked,
+    supported_by_any,
+    supporting_chunks,
+)
 from ragtrace.metrics._metric import NEEDS_CHUNKS, NEEDS_REFERENCE, JudgeMetric
 from ragtrace.metrics._steps import (
     Steps,
@@ -61,57 +69,6 @@ __all__ = [
     "supported_by_any",
     "supporting_chunks",
 ]
-
-# --------------------------------------------------------------------------------------------------
-# Arithmetic (pure)
-# --------------------------------------------------------------------------------------------------
-
-
-def fraction(flags: Sequence[bool]) -> float:
-    """Share of true flags. The caller guarantees at least one flag."""
-    return sum(flags) / len(flags)
-
-
-def supported_by_any(matrix: Sequence[Sequence[Verdict]]) -> list[bool]:
-    """For every claim (row): is it supported by at least one chunk?"""
-    return [any(v is Verdict.SUPPORTED for v in row) for row in matrix]
-
-
-def supporting_chunks(matrix: Sequence[Sequence[Verdict]], n_chunks: int) -> list[bool]:
-    """For every chunk (column): does it support at least one claim?"""
-    return [any(row[k] is Verdict.SUPPORTED for row in matrix) for k in range(n_chunks)]
-
-
-def contradicted_chunks(matrix: Sequence[Sequence[Verdict]], n_chunks: int) -> list[bool]:
-    """For every chunk (column): does it contradict at least one claim?"""
-    return [any(row[k] is Verdict.CONTRADICTED for row in matrix) for k in range(n_chunks)]
-
-
-def noisy_claims(
-    correct: Sequence[bool], answer_matrix: Sequence[Sequence[Verdict]], chunk_mask: Sequence[bool]
-) -> list[bool]:
-    """For every answer claim: is it incorrect yet entailed by at least one chunk of ``chunk_mask``?"""
-    return [
-        not ok and any(v is Verdict.SUPPORTED and chunk_mask[k] for k, v in enumerate(row))
-        for ok, row in zip(correct, answer_matrix, strict=True)
-    ]
-
-
-def faithfulness_label(supported: int, total: int) -> str:
-    """``faithful`` when every claim is supported, ``unfaithful`` below half, else ``partially_faithful``."""
-    if supported == total:
-        return "faithful"
-    return "unfaithful" if supported / total < 0.5 else "partially_faithful"
-
-
-def picked(items: Sequence[str], flags: Sequence[bool], want: bool) -> list[str]:
-    """The items whose flag equals ``want``, in order."""
-    return [item for item, flag in zip(items, flags, strict=True) if flag is want]
-
-
-# --------------------------------------------------------------------------------------------------
-# Metrics
-# --------------------------------------------------------------------------------------------------
 
 
 class _AnswerClaimsMetric(JudgeMetric):
