@@ -49,7 +49,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ragtrace._eval_cli import _judge_from_args as _judge_from_args  # still importable from here (tests)
+from ragtrace._eval_choice import _judge_from_args as _judge_from_args  # still importable from here (tests)
 from ragtrace._eval_cli import add_eval
 from ragtrace._exceptions import ConfigurationError
 
