@@ -25,7 +25,7 @@ import logging
 import threading
 import time
 import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Final
 
 from opentelemetry.context import Context
@@ -41,13 +41,12 @@ from ragtrace._exceptions import ConfigurationError
 from ragtrace._exit import before_thread_pools_close, drain_ref, shutdown_ref
 from ragtrace._export_deadline import ExportDeadline
 from ragtrace._fork import at_fork_in_child_of
-from ragtrace._jobs import Job, Outcome, outcome_of, wait_seconds
-from ragtrace._judge_errors import JudgeErrorLog
+from ragtrace._jobs import wait_seconds
 from ragtrace._sampling import Sampler
+from ragtrace._scorer import JobScorer
 from ragtrace._spans import safe_copy
 from ragtrace._telemetry import Telemetry
 from ragtrace._worker import Worker
-from ragtrace.metrics import Suite
 from ragtrace.metrics._registry import configured_suite
 
 if TYPE_CHECKING:
@@ -118,14 +117,13 @@ class ScoringSpanProcessor(SpanProcessor):
         self.shutdown_timeout = SHUTDOWN_TIMEOUT.resolve(shutdown_timeout)
         suite = configured_suite(metrics)  # fails now, not in the worker, on an unknown metric
         self._metric_names: tuple[str, ...] = suite.names
-        self._suites: dict[tuple[str, ...], Suite] = {suite.names: suite}
         from ragtrace.judges._default import as_judge
 
         judge = as_judge(judge)
         self.sampler.check_judge(judge.name)
         self.judge: Judge = judge
         self.telemetry = Telemetry(meter_provider, service_name=service_name)
-        self._judge_errors = JudgeErrorLog(judge.name)
+        scorer = JobScorer(suite, judge, self.sampler, self.telemetry)
         # Wrapped only after everything that can raise (settings, the judge, the meter): a
         # BatchSpanProcessor starts a thread that nobody would stop.
         self.downstream: SpanProcessor = (
@@ -141,7 +139,7 @@ class ScoringSpanProcessor(SpanProcessor):
         self._warned = False
         self._count_warned = False
         self._worker = Worker(
-            score=self._score,
+            score=scorer.score,
             emit=self._emit,
             count=self.telemetry.decision,
             queue_size=self.queue_size,
@@ -329,35 +327,6 @@ class ScoringSpanProcessor(SpanProcessor):
 
     def _emit(self, span: ReadableSpan) -> None:
         self.downstream.on_end(span)
-
-    async def _score(self, job: Job) -> Outcome:
-        suite = self._suite_for(job.metrics)
-        result = await suite.score(job.record, self.judge)
-        scores = [result.scores[name] for name in job.metrics if name in result.scores]
-        cost = result.cost
-        # The scores are computed: a failing budget or metrics pipeline is logged, never costs them.
-        steps: list[tuple[str, Callable[[], None]]] = [
-            ("charging the budget", lambda: self.sampler.charge(self.judge.name, cost)),
-            ("recording score metrics", lambda: self.telemetry.scores(scores)),
-            ("recording judge cost metrics", lambda: self.telemetry.cost(cost, judge=self.judge.name)),
-            ("recording judge errors", lambda: self.telemetry.judge_errors(scores, judge=self.judge.name)),
-            ("logging judge errors", lambda: self._judge_errors.report(scores)),
-        ]
-        for what, step in steps:
-            try:
-                step()
-            except Exception:
-                _log.exception("ragtrace: %s failed; the scores are kept", what)
-        return outcome_of(scores, cost, self.judge.name)
-
-    def _suite_for(self, names: tuple[str, ...]) -> Suite:
-        # Dense selection yields at most one subset per distinct rate, so this cache stays tiny.
-        suite = self._suites.get(names)
-        if suite is None:
-            full = self._suites[self._metric_names]
-            suite = Suite([m for m in full.metrics if m.name in names])
-            self._suites[names] = suite
-        return suite
 
 
 def _reserve(budget: float) -> float:

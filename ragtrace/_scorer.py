@@ -1,0 +1,66 @@
+"""Scoring one picked RAG span: the suite for its metrics and the judge, then the bookkeeping around it.
+
+``JobScorer.score`` is what the worker runs for each job: it scores the record with the metrics the
+sampler picked for it (a suite per distinct selection, built once), then charges the budget, records
+the score, cost and judge-error metrics and logs judge failures. Those steps run after the scores are
+computed, so a step that fails is logged and never costs the scores.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from ragtrace._jobs import Job, Outcome, outcome_of
+from ragtrace._judge_errors import JudgeErrorLog
+from ragtrace.metrics import Suite
+
+if TYPE_CHECKING:
+    from ragtrace._sampling import Sampler
+    from ragtrace._telemetry import Telemetry
+    from ragtrace.judges._base import Judge
+
+_log = logging.getLogger(__name__)
+
+
+class JobScorer:
+    """Scores jobs with ``suite`` (or the part of it a job's metrics name) through ``judge``."""
+
+    def __init__(self, suite: Suite, judge: Judge, sampler: Sampler, telemetry: Telemetry) -> None:
+        self.judge = judge
+        self._all = suite.names
+        self._suites: dict[tuple[str, ...], Suite] = {suite.names: suite}
+        self._sampler = sampler
+        self._telemetry = telemetry
+        self._errors = JudgeErrorLog(judge.name)
+
+    async def score(self, job: Job) -> Outcome:
+        result = await self.suite_for(job.metrics).score(job.record, self.judge)
+        scores = [result.scores[name] for name in job.metrics if name in result.scores]
+        cost = result.cost
+        name = self.judge.name
+        # The scores are computed: a failing budget or metrics pipeline is logged, never costs them.
+        steps: list[tuple[str, Callable[[], None]]] = [
+            ("charging the budget", lambda: self._sampler.charge(name, cost)),
+            ("recording score metrics", lambda: self._telemetry.scores(scores)),
+            ("recording judge cost metrics", lambda: self._telemetry.cost(cost, judge=name)),
+            ("recording judge errors", lambda: self._telemetry.judge_errors(scores, judge=name)),
+            ("logging judge errors", lambda: self._errors.report(scores)),
+        ]
+        for what, step in steps:
+            try:
+                step()
+            except Exception:
+                _log.exception("ragtrace: %s failed; the scores are kept", what)
+        return outcome_of(scores, cost, name)
+
+    def suite_for(self, names: tuple[str, ...]) -> Suite:
+        """The suite of the metrics ``names`` (in the full suite's order)."""
+        # Dense selection yields at most one subset per distinct rate, so this cache stays tiny.
+        suite = self._suites.get(names)
+        if suite is None:
+            full = self._suites[self._all]
+            suite = Suite([m for m in full.metrics if m.name in names])
+            self._suites[names] = suite
+        return suite
