@@ -4,10 +4,13 @@ and what was dropped is said once (real OTLP/HTTP exporters against a closed por
 from __future__ import annotations
 
 import logging
+import os
+import signal
 import socket
 import subprocess
 import sys
 import textwrap
+import warnings
 
 import pytest
 from opentelemetry.sdk.trace.export import SpanExportResult
@@ -122,3 +125,52 @@ def test_the_counting_exporter_counts_only_what_was_not_exported() -> None:
     assert ok.export([]) is SpanExportResult.SUCCESS and ok.dropped == 0
     assert refusing.export([object(), object()]) is SpanExportResult.FAILURE  # type: ignore[list-item]
     assert refusing.dropped == 2
+
+
+def test_a_provider_shut_down_directly_ends_the_watchdog_without_cutting() -> None:
+    # The app may shut its TracerProvider down itself (or the provider's atexit hook does): the
+    # processor's shutdown ends the watchdog, which must not fire later at the metric exporter.
+    receiver = Receiver()
+    receiver.thread.start()
+    try:
+        handle = ragtrace.configure(endpoint=receiver.url, sample_rate=0.0, set_global=False)
+        deadline = handle.processor.export_deadline
+        assert deadline is not None
+        answer("q")
+        handle.tracer_provider.shutdown()
+        deadline._thread.join(10)
+        assert not deadline._thread.is_alive() and not deadline.cut
+        assert len(receiver.spans()) == 1
+        handle.shutdown()
+    finally:
+        receiver.server.shutdown()
+        receiver.server.server_close()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_child_has_a_watchdog_of_its_own() -> None:
+    handle = ragtrace.configure(
+        endpoint=f"http://127.0.0.1:{closed_port()}", sample_rate=0.0, export_metrics=False, set_global=False
+    )
+    deadline = handle.processor.export_deadline
+    assert deadline is not None
+    read_fd, write_fd = os.pipe()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # 3.12+: fork with threads
+        pid = os.fork()
+    if pid == 0:  # the child: report through the pipe, never return into pytest
+        code = 1
+        signal.alarm(20)
+        try:
+            os.close(read_fd)
+            os.write(write_fd, b"alive" if deadline._thread.is_alive() else b"dead")
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write_fd)
+    report = os.read(read_fd, 16)
+    os.close(read_fd)
+    _, status = os.waitpid(pid, 0)
+    handle.shutdown(timeout_millis=500)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert report == b"alive"
