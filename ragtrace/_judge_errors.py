@@ -9,10 +9,11 @@ failure (e.g. the URL that cannot be reached) and how many more of its kind were
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
+
+from ragtrace._rate_limit import Every
 
 if TYPE_CHECKING:
     from ragtrace.metrics._base import Score
@@ -28,25 +29,16 @@ class JudgeErrorLog:
 
     def __init__(self, judge: str, interval: float = INTERVAL_SECONDS, clock: Callable[[], float] = time.monotonic):
         self._judge = judge
-        self._interval = interval
-        self._clock = clock
-        self._lock = threading.Lock()
-        self._last: dict[str, float] = {}
-        self._skipped: dict[str, int] = {}
+        self._every = Every(interval, clock)
 
     def report(self, scores: Iterable[Score]) -> None:
         for score in scores:
             if score.status != "error":
                 continue
             kind = score.error_type or "judge_error"
-            now = self._clock()
-            with self._lock:
-                last = self._last.get(kind)
-                if last is not None and now - last < self._interval:
-                    self._skipped[kind] = self._skipped.get(kind, 0) + 1
-                    continue
-                self._last[kind] = now
-                skipped = self._skipped.pop(kind, 0)
+            skipped = self._every.allow(kind)
+            if skipped is None:
+                continue
             more = f" ({skipped} more since the last message)" if skipped else ""
             _log.warning(
                 "ragtrace: judge %s failed (%s): %s%s; spans get decision=error, counted in ragtrace.judge.errors",

@@ -31,6 +31,7 @@ from typing import Any
 from opentelemetry import metrics as metrics_api
 
 from ragtrace import semconv
+from ragtrace._rate_limit import Every
 from ragtrace.judges._base import GEvalRating, Rating, Verdict
 
 _logger = logging.getLogger("ragtrace")
@@ -72,10 +73,9 @@ class DegenerateMonitor:
         self.window = window
         self.interval = interval
         self._meter_provider = meter_provider
-        self._clock = clock
         self._lock = threading.Lock()
         self._values: dict[tuple[str, str], collections.deque[float]] = {}
-        self._warned: dict[tuple[str, str], float] = {}
+        self._warnings = Every(interval, clock)
         self._counters: dict[int, Any] = {}
         self.degenerate: dict[tuple[str, str], int] = collections.Counter()
         """Degenerate windows seen, by (judge, step)."""
@@ -92,11 +92,7 @@ class DegenerateMonitor:
                 return False
             values.clear()
             self.degenerate[key] += 1
-            now = self._clock()
-            last = self._warned.get(key)
-            warn = last is None or now - last >= self.interval
-            if warn:
-                self._warned[key] = now
+            warn = self._warnings.allow(key) is not None
         self._count(judge, step)
         if warn:
             _logger.warning(
@@ -129,7 +125,7 @@ class DegenerateMonitor:
         """Forget every window, warning time and count (tests)."""
         with self._lock:
             self._values.clear()
-            self._warned.clear()
+            self._warnings.clear()
             self.degenerate.clear()
 
 

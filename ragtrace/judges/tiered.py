@@ -27,10 +27,10 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
-import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ragtrace._rate_limit import Every
 from ragtrace.environment_variables import ConfigurationError
 from ragtrace.judges._base import (
     GENERATE_QUESTIONS,
@@ -153,7 +153,7 @@ class TieredJudge:
         self.llm_failures = 0
         """Of those asked of the LLM, the ones it failed (the offline tier answered)."""
         self._lock = threading.Lock()
-        self._last_warning = -float("inf")
+        self._warnings = Every(60.0)
 
     def __repr__(self) -> str:
         tiers = f"offline={self.offline!r}, llm={self.llm!r}"
@@ -180,11 +180,7 @@ class TieredJudge:
     def _llm_failed(self, error: JudgeError) -> None:
         with self._lock:
             self.llm_failures += 1
-            now = time.monotonic()
-            warn = now - self._last_warning >= 60.0
-            if warn:
-                self._last_warning = now
-        if warn:
+        if self._warnings.allow() is not None:
             _logger.warning(
                 "ragtrace: the tiered judge's LLM tier %s failed (%s: %s); the offline tier's verdicts stand",
                 self.llm.name,
