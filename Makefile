@@ -44,9 +44,10 @@ $(PHOENIX_VENV)/.installed-stamp:
 e2e: $(STAMP) $(PHOENIX_VENV)/.installed-stamp
 	$(BIN)/python examples/e2e_phoenix.py --phoenix $(PHOENIX_VENV)/bin/phoenix
 
-# Not part of `make test`: builds the candidate support model for the offline judge from ../shared/data's
-# *_train files (seeded), exports it to int8 ONNX under training/.work/ and measures it on the dev files
-# (training/judge/README.md). torch and transformers live in their own venv; about an hour on 2 CPU cores.
+# Not part of `make test`: rebuilds the offline judge's support model from ../shared/data's *_train files
+# (seeded), exports it to int8 ONNX, measures it on the dev files, puts it in the package and refits the
+# judge's calibration on it (training/judge/README.md). torch and transformers live in their own venv;
+# about 45 minutes on 2 CPU cores.
 TRAIN_VENV ?= .venv-train
 $(TRAIN_VENV)/.installed-stamp: training/requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(TRAIN_VENV)
@@ -59,6 +60,8 @@ judge-model: $(TRAIN_VENV)/.installed-stamp
 	$(TRAIN_VENV)/bin/python training/judge/train.py
 	$(TRAIN_VENV)/bin/python training/judge/export.py
 	$(TRAIN_VENV)/bin/python training/judge/evaluate.py
+	cp training/.work/support-minilm-l6-int8.onnx ragtrace/judges/_assets/
+	$(TRAIN_VENV)/bin/python bench/calibrate_offline.py
 
 clean:
 	rm -rf $(VENV) $(PHOENIX_VENV) $(TRAIN_VENV) .mypy_cache .ruff_cache .pytest_cache .ragtrace training/.work
