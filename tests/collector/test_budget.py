@@ -19,7 +19,9 @@ from google.rpc import code_pb2, status_pb2
 from google.rpc.error_details_pb2 import RetryInfo
 from ragtrace_collector._budget import RETRY_AFTER_SECONDS, ByteBudget, Hold, OverBudget
 from ragtrace_collector._grpc import RETRY_INFO_KEY, SERVICE_NAME
-from ragtrace_collector._http import _GZIP_INLINE_BYTES, _GZIP_OUT_BYTES, create_app
+from ragtrace_collector._http import create_app
+from ragtrace_collector._http._body import _GZIP_INLINE_BYTES
+from ragtrace_collector._http._gzip import _GZIP_OUT_BYTES
 from ragtrace_collector._pipeline import Pipeline
 from ragtrace_collector._server import Collector, CollectorConfig
 from ragtrace_collector._store import Store

@@ -410,7 +410,7 @@ def test_a_body_of_many_gzip_members_is_handed_to_zlib_in_pieces_not_whole(monke
     """
     import zlib
 
-    from ragtrace_collector._http import _gunzip
+    from ragtrace_collector._http._gzip import gunzip
 
     handed: list[int] = []
     real = zlib.decompressobj
@@ -429,7 +429,7 @@ def test_a_body_of_many_gzip_members_is_handed_to_zlib_in_pieces_not_whole(monke
     monkeypatch.setattr(zlib, "decompressobj", Recording)
     body = gzip.compress(b"x") * 20_000  # 420 KB
 
-    assert _gunzip(body, 1024 * 1024, lambda size: None) == b"x" * 20_000
+    assert gunzip(body, 1024 * 1024, lambda size: None) == b"x" * 20_000
     assert max(handed) <= 64 * 1024
 
 
@@ -444,10 +444,10 @@ def test_a_body_of_many_gzip_members_is_handed_to_zlib_in_pieces_not_whole(monke
     ],
 )
 def test_a_gzip_body_is_inflated_whole_in_chunks_each_taken_before_the_next(body: bytes, expected: bytes) -> None:
-    from ragtrace_collector._http import _GZIP_OUT_BYTES, _gunzip
+    from ragtrace_collector._http._gzip import _GZIP_OUT_BYTES, gunzip
 
     taken: list[int] = []
-    assert _gunzip(body, 64 * 1024 * 1024, taken.append) == expected
+    assert gunzip(body, 64 * 1024 * 1024, taken.append) == expected
     assert sum(taken) == len(expected) and max(taken) <= _GZIP_OUT_BYTES
 
 
@@ -479,22 +479,22 @@ def test_a_large_gzip_body_is_inflated_off_the_event_loop(
 ) -> None:
     import threading
 
-    from ragtrace_collector import _http
+    from ragtrace_collector._http import _body, _gzip
 
     threads: list[str] = []
-    real = _http._gunzip
+    real = _gzip.gunzip
 
     def recording(body: bytes, limit: int, take: Callable[[int], None]) -> bytes:
         threads.append(threading.current_thread().name)
         return real(body, limit, take)
 
-    monkeypatch.setattr(_http, "_gunzip", recording)
+    monkeypatch.setattr(_gzip, "gunzip", recording)
     small = _one_export_gzipped()
     factory = SpanFactory()
     for i in range(300):
         factory.rag(query=f"question {i} " + "x" * 400)
     large = gzip.compress(otlp_bytes(factory.all()), compresslevel=0)  # stored: as large as the export
-    assert len(small) <= _http._GZIP_INLINE_BYTES < len(large)
+    assert len(small) <= _body._GZIP_INLINE_BYTES < len(large)
     for body in (small, large):
         reply = httpx.post(_url(collector), content=body, headers={**PB, "content-encoding": "gzip"})
         assert reply.status_code == 200

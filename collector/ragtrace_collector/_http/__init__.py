@@ -1,0 +1,40 @@
+"""OTLP/HTTP receiver: ``POST /v1/traces`` (protobuf or JSON, optionally gzip), as a Starlette app.
+
+Replies follow the OTLP/HTTP specification:
+
+* 200 with an ``ExportTraceServiceResponse`` (in the request's encoding) once the rows are committed; when
+  some spans were rejected, its ``partial_success`` says how many and why.
+* 400 malformed body (not protobuf / not JSON / broken gzip): the sender must not retry.
+* 401 missing or wrong bearer token, 413 body (or its decompressed size) over the limit, 415 unsupported
+  content type or encoding.
+* 429 with ``Retry-After`` when the bytes of every request in flight would pass the in-flight budget
+  (``_budget.ByteBudget``): nothing was read into the store, the sender retries.
+* 503 with ``Retry-After`` when the store could not commit: nothing was acknowledged, the sender retries.
+
+Error bodies are a ``google.rpc.Status`` in the request's encoding. A sender that closes the connection before
+its whole body arrived (an exporter's timeout, a crash) costs one WARNING line and nothing else: nothing of the
+export is stored and there is no one to reply to.
+
+The parts: ``_app.py`` (the routes and what each receiver does with a request), ``_body.py`` (reading a
+request: token, content type, encoding, the body within the size limit and the in-flight budget),
+``_gzip.py`` (inflating a gzip body in bounded chunks), ``_replies.py`` (``Reject`` and every reply, in the
+request's encoding; the metrics reply both receivers give), ``_token.py`` (the bearer token and the page's
+guard).
+"""
+
+from __future__ import annotations
+
+from ragtrace_collector._http._app import METRICS_PATH, TRACES_PATH, create_app
+from ragtrace_collector._http._body import DEFAULT_MAX_BODY_BYTES
+from ragtrace_collector._http._replies import METRICS_NOT_STORED, metrics_not_stored
+from ragtrace_collector._http._token import bearer_matches
+
+__all__ = [
+    "DEFAULT_MAX_BODY_BYTES",
+    "METRICS_NOT_STORED",
+    "METRICS_PATH",
+    "TRACES_PATH",
+    "bearer_matches",
+    "create_app",
+    "metrics_not_stored",
+]

@@ -1,0 +1,126 @@
+"""The collector's Starlette app: the routes (``POST /v1/traces``, ``POST /v1/metrics``, ``GET /healthz`` and the
+page's) and what each receiver does with a request it has read.
+
+A trace export is held against the in-flight budget until its rows are committed, then answered with a 200
+(partial success when some spans were rejected); a body that does not decode is a 400, a store that cannot
+commit a 503 with ``Retry-After``. A metrics export is answered, never stored.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+from google.rpc import code_pb2
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from ragtrace_collector._budget import ByteBudget
+from ragtrace_collector._http._body import DEFAULT_MAX_BODY_BYTES, read_otlp
+from ragtrace_collector._http._replies import (
+    JSON,
+    PROTOBUF,
+    Reject,
+    encode,
+    media_type,
+    metrics_not_stored,
+    status_response,
+    success,
+)
+from ragtrace_collector._http._token import PageTokenMiddleware
+from ragtrace_collector._otlp import OtlpDecodeError
+from ragtrace_collector._pipeline import Pipeline
+from ragtrace_collector._store import StoreError
+
+__all__ = ["METRICS_PATH", "TRACES_PATH", "create_app"]
+
+_log = logging.getLogger("ragtrace_collector")
+
+TRACES_PATH = "/v1/traces"
+"""The OTLP/HTTP traces path."""
+
+METRICS_PATH = "/v1/metrics"
+"""The OTLP/HTTP metrics path: answered, not stored (see ``METRICS_NOT_STORED``)."""
+
+_HEALTHZ_PATH = "/healthz"
+_STORE_RETRY_AFTER_SECONDS = 5
+
+
+def create_app(
+    pipeline: Pipeline,
+    *,
+    token: str | None = None,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    budget: ByteBudget | None = None,
+    extra_routes: Sequence[BaseRoute] = (),
+) -> Starlette:
+    """The collector's HTTP app: ``POST /v1/traces``, ``GET /healthz`` and ``extra_routes`` (the page).
+
+    ``token``: when set, ``/v1/traces`` and ``/v1/metrics`` require ``Authorization: Bearer <token>`` (the scheme in
+    any case) and answer without it in OTLP terms; every other path but ``/healthz`` requires it too.
+    ``budget``: the in-flight byte budget the request bodies are held against (shared with the gRPC receiver);
+    a budget of its own with the default limit when not given.
+    """
+    budget = budget if budget is not None else ByteBudget()
+
+    async def traces(request: Request) -> Response:
+        reply_type = JSON if media_type(request) == JSON else PROTOBUF
+        # Held until the rows are committed: the body, and the rows decoded from it, live until then.
+        with budget.hold() as hold:
+            try:
+                media, body = await read_otlp(request, hold, token=token, max_body_bytes=max_body_bytes)
+                try:
+                    if media == JSON:
+                        batch = await pipeline.accept_json(body)
+                    else:
+                        batch = await pipeline.accept_protobuf(body)
+                except OtlpDecodeError as exc:
+                    raise Reject(400, code_pb2.INVALID_ARGUMENT, f"malformed OTLP body: {exc}") from None
+                except StoreError as exc:
+                    _log.error("store write failed, export not acknowledged: %s", exc)
+                    raise Reject(
+                        503,
+                        code_pb2.UNAVAILABLE,
+                        "store unavailable, retry later",
+                        retry_after=_STORE_RETRY_AFTER_SECONDS,
+                    ) from None
+            except Reject as reject:
+                return status_response(reject, reply_type)
+        if batch.rejected:
+            _log.warning("partial success: %s", batch.error_message)
+        return success(batch, reply_type)
+
+    async def metrics(request: Request) -> Response:
+        # ragtrace.configure() exports the score histogram to the same endpoint as the spans by default.
+        # The collector derives its statistics from the spans it stores and keeps no metrics: it says so
+        # with the spec's partial success (every data point rejected, do not retry) instead of a 404 the
+        # exporter would log every minute.
+        reply_type = JSON if media_type(request) == JSON else PROTOBUF
+        with budget.hold() as hold:
+            try:
+                media, body = await read_otlp(request, hold, token=token, max_body_bytes=max_body_bytes)
+                try:
+                    reply = metrics_not_stored(body, json_body=media == JSON)
+                except OtlpDecodeError as exc:
+                    raise Reject(400, code_pb2.INVALID_ARGUMENT, f"malformed OTLP body: {exc}") from None
+            except Reject as reject:
+                return status_response(reject, reply_type)
+        return Response(encode(reply, reply_type), status_code=200, media_type=reply_type)
+
+    async def healthz(request: Request) -> Response:
+        return PlainTextResponse("ok")
+
+    routes: list[BaseRoute] = [
+        Route(TRACES_PATH, traces, methods=["POST"]),
+        Route(METRICS_PATH, metrics, methods=["POST"]),
+        Route(_HEALTHZ_PATH, healthz, methods=["GET"]),
+        *extra_routes,
+    ]
+    app = Starlette(routes=routes)
+    if token:
+        # The page shows stored queries and answers: with a token set it is as private as the receiver.
+        # The receivers answer without the token in OTLP terms, and a health check needs none.
+        app.add_middleware(PageTokenMiddleware, token=token, open_paths=(TRACES_PATH, METRICS_PATH, _HEALTHZ_PATH))
+    return app
