@@ -1,0 +1,125 @@
+"""``Store``: the collector's SQLite file, its connection, its locks and its checkpoint thread.
+
+``write`` runs the upserts of ``_writes.py`` in one transaction under the write lock (and the lock shared
+with other processes, when there is one) and returns only after the commit; ``StoreError`` when it could
+not commit, nothing of it kept. The reads the collector makes itself (``decided``, ``rag_record``) share the
+connection under the same lock; other threads read with a connection of their own (``reader()``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import sqlite_utils
+
+from ragtrace_collector._otlp import Batch
+from ragtrace_collector._store import _queries, _writes
+from ragtrace_collector._store._schema import RAG_RECORDS, create_schema
+from ragtrace_collector._store._shared_lock import SharedLock
+
+__all__ = ["Store", "StoreError"]
+
+_CHECKPOINT_EVERY_SECONDS = 0.5
+_BACKSTOP_CHECKPOINT_PAGES = 20_000
+
+
+class StoreError(RuntimeError):
+    """A write could not be committed (disk full, database locked, ...): the request must not be acknowledged."""
+
+
+class Store:
+    """The collector's SQLite file. ``Store(path)`` creates the schema when missing and enables WAL."""
+
+    def __init__(self, path: str | Path, *, write_lock: Any = None, checkpoints: bool = True) -> None:
+        """``write_lock``: a lock shared with other processes writing the same file (the decode processes).
+
+        SQLite alone keeps concurrent writers correct, but a writer that finds the file locked sleeps in
+        growing steps; waiting on a shared lock instead wakes the next writer at once. A lock that a dead
+        process left held is given up after a few seconds and SQLite's own locking carries on alone.
+        ``checkpoints``: run the checkpoint thread here (one process per file is enough; with a shared lock
+        it checkpoints every half second whether or not this process wrote).
+        """
+        self.path = Path(path)
+        self.write_lock = write_lock
+        self._shared = SharedLock(write_lock) if write_lock is not None else contextlib.nullcontext()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        # check_same_thread=False: the writer thread and the event loop share it, serialised by _lock.
+        self._conn = sqlite3.connect(str(self.path), check_same_thread=False, timeout=30.0)
+        self.db = sqlite_utils.Database(self._conn)
+        self._lock = threading.Lock()
+        self.db.enable_wal()
+        self._conn.execute("PRAGMA synchronous=NORMAL")
+        # Checkpoints run on a thread of their own (below), not inside the commit that crosses the threshold;
+        # the automatic one stays as a backstop should that thread fall behind.
+        self._conn.execute(f"PRAGMA wal_autocheckpoint={_BACKSTOP_CHECKPOINT_PAGES}")
+        with self._lock:
+            create_schema(self.db)
+        self._dirty = threading.Event()
+        self._closing = False
+        self._checkpointer: threading.Thread | None = None
+        if checkpoints:
+            self._checkpointer = threading.Thread(target=self._checkpoint_loop, name="ragtrace-checkpoint", daemon=True)
+            self._checkpointer.start()
+
+    def _checkpoint_loop(self) -> None:
+        conn = sqlite3.connect(str(self.path), timeout=30.0)
+        others_write = self.write_lock is not None
+        try:
+            while not self._closing:
+                if not self._dirty.wait(_CHECKPOINT_EVERY_SECONDS) and not others_write:
+                    continue
+                self._dirty.clear()
+                # Busy or closing: the next round (or the backstop) checkpoints.
+                with contextlib.suppress(sqlite3.Error):
+                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        finally:
+            conn.close()
+
+    def write(self, batch: Batch) -> None:
+        """Upsert the batch's rows in one transaction; return only after the commit.
+
+        Raises ``StoreError`` when the transaction could not be committed (nothing of it is kept).
+        """
+        if not (batch.spans or batch.rag_records or batch.scores):
+            return
+        try:
+            with self._lock, self._shared, self._conn:
+                _writes.upsert(self._conn, batch)
+            self._dirty.set()
+        except (sqlite3.Error, OverflowError, ValueError, TypeError) as exc:
+            # Rolled back as a whole; the receivers answer "retry later" and acknowledge nothing.
+            raise StoreError(f"could not commit {len(batch.spans)} span(s): {exc}") from exc
+
+    def prune(self, older_than_ns: int) -> dict[str, int]:
+        """Delete every row older than ``older_than_ns`` (span end, record/score/alert time); return counts."""
+        with self._lock, self._shared, self._conn:
+            deleted = _writes.prune(self._conn, older_than_ns)
+        return deleted
+
+    def reader(self) -> sqlite_utils.Database:
+        """A new connection for reading from another thread (WAL lets it read while the writer writes)."""
+        return sqlite_utils.Database(sqlite3.connect(str(self.path), check_same_thread=False, timeout=30.0))
+
+    def decided(self, span_ids: Sequence[str]) -> set[str]:
+        """The span ids among ``span_ids`` whose stored RAG record already has a decision."""
+        with self._lock:
+            return _queries.span_ids_where(self._conn, RAG_RECORDS, "decision IS NOT NULL", span_ids)
+
+    def rag_record(self, span_id: str) -> dict[str, Any] | None:
+        """The stored RAG record of a span, or None."""
+        with self._lock:
+            return _queries.rag_record(self._conn, span_id)
+
+    def close(self) -> None:
+        """Stop the checkpoint thread and close the connection (idempotent)."""
+        self._closing = True
+        self._dirty.set()
+        if self._checkpointer is not None and self._checkpointer.is_alive():
+            self._checkpointer.join(30.0)
+        with self._lock:
+            self._conn.close()

@@ -1,0 +1,95 @@
+"""The store's writes: one batch's rows as upserts keyed on the primary key, and pruning by age.
+
+Every write is an upsert, so a retried export never duplicates a row; the hot path is one ``executemany`` per
+table, binding tuples in the schema's column order. The functions run inside the caller's transaction on the
+connection it gives them (``Store`` holds its locks and commits).
+
+A carrier's late scores may arrive before or after the RAG record they belong to, without its route: either
+way the scores take the route (and, when they have none, the service) from the record once both are stored.
+"""
+
+from __future__ import annotations
+
+import operator
+import sqlite3
+from collections.abc import Sequence
+
+from ragtrace_collector._otlp import Batch, Row
+from ragtrace_collector._store._queries import span_ids_where
+from ragtrace_collector._store._schema import (
+    ALERTS,
+    RAG_COLUMNS,
+    RAG_RECORDS,
+    SCORE_COLUMNS,
+    SCORES,
+    SPAN_COLUMNS,
+    SPANS,
+)
+
+__all__ = ["prune", "upsert"]
+
+# rag_records columns that server-side scoring fills: a retried export of the unscored span must not erase them.
+_KEEP_WHEN_NULL = ("decision", "judge", "calls", "prompt_tokens", "completion_tokens", "seconds")
+
+
+def _upsert_sql(table: str, columns: Sequence[str], pk: Sequence[str], keep_when_null: Sequence[str] = ()) -> str:
+    names = ", ".join(columns)
+    # Positional parameters: binding tuples is markedly cheaper than binding dicts by name.
+    marks = ", ".join("?" for _ in columns)
+    updates = ", ".join(
+        f"{c} = COALESCE(excluded.{c}, {table}.{c})" if c in keep_when_null else f"{c} = excluded.{c}"
+        for c in columns
+        if c not in pk
+    )
+    return f"INSERT INTO {table} ({names}) VALUES ({marks}) ON CONFLICT ({', '.join(pk)}) DO UPDATE SET {updates}"
+
+
+_span_values = operator.itemgetter(*SPAN_COLUMNS)
+_rag_values = operator.itemgetter(*RAG_COLUMNS)
+_score_values = operator.itemgetter(*SCORE_COLUMNS)
+_SPANS_SQL = _upsert_sql(SPANS, list(SPAN_COLUMNS), ["span_id"])
+_RAG_SQL = _upsert_sql(RAG_RECORDS, list(RAG_COLUMNS), ["span_id"], _KEEP_WHEN_NULL)
+_SCORES_SQL = _upsert_sql(SCORES, list(SCORE_COLUMNS), ["span_id", "metric"])
+# A carrier's late scores arrive without the RAG route; take it (and the service) from the target's record.
+_FILL_ROUTE_SQL = (
+    f"UPDATE {SCORES} SET "
+    f"route = (SELECT r.route FROM {RAG_RECORDS} r WHERE r.span_id = {SCORES}.span_id), "
+    f"service = COALESCE(service, (SELECT r.service FROM {RAG_RECORDS} r WHERE r.span_id = {SCORES}.span_id)) "
+    f"WHERE span_id = ? AND route IS NULL"
+)
+
+
+def upsert(conn: sqlite3.Connection, batch: Batch) -> None:
+    """Upsert the batch's rows on ``conn``, inside the caller's transaction."""
+    if batch.spans:
+        conn.executemany(_SPANS_SQL, map(_span_values, batch.spans))
+    if batch.rag_records:
+        conn.executemany(_RAG_SQL, map(_rag_values, batch.rag_records))
+    if batch.scores:
+        conn.executemany(_SCORES_SQL, map(_score_values, batch.scores))
+        orphans = {(row["span_id"],) for row in batch.scores if row["route"] is None}
+        if orphans:
+            conn.executemany(_FILL_ROUTE_SQL, sorted(orphans))
+    if batch.rag_records:
+        # A record that arrives after its carrier: give the carrier's scores their route.
+        _fill_routes_for(conn, batch.rag_records)
+
+
+def _fill_routes_for(conn: sqlite3.Connection, records: Sequence[Row]) -> None:
+    pending = span_ids_where(conn, SCORES, "route IS NULL", [row["span_id"] for row in records])
+    if pending:
+        conn.executemany(_FILL_ROUTE_SQL, [(span_id,) for span_id in sorted(pending)])
+
+
+def prune(conn: sqlite3.Connection, older_than_ns: int) -> dict[str, int]:
+    """Delete every row older than ``older_than_ns`` (span end, record/score/alert time); return counts."""
+    deleted: dict[str, int] = {}
+    for table, column in (
+        (SPANS, "end_ns"),
+        (RAG_RECORDS, "time_ns"),
+        (SCORES, "time_ns"),
+        (ALERTS, "time_ns"),
+    ):
+        cursor = conn.execute(f"DELETE FROM {table} WHERE {column} < ?", (older_than_ns,))
+        deleted[table] = cursor.rowcount
+    return deleted
