@@ -2,21 +2,21 @@
 
 A rules file has top-level ``interval`` and ``renotify``, a list of ``[[sinks]]`` and a list of
 ``[[rules]]``; ``default_rules.toml`` beside this module is used when no file is given and is the
-annotated example. The values it is parsed into live in ``_rule_types.py``. Every mistake raises
-``ConfigurationError`` naming the file, the rule and the key, and saying how to fix it.
+annotated example. The values it is parsed into live in ``_rule_types.py``; each table is read with
+``_rule_table.Table``, so every mistake raises ``ConfigurationError`` naming the file, the rule and the key,
+and saying how to fix it, and a misspelt key is an error.
 ``docs/alerts.md`` is the reference.
 """
 
 from __future__ import annotations
 
-import math
 import os
 import re
 import sys
 from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
-from typing import Any, Final, get_args
+from typing import Final, get_args
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -24,6 +24,7 @@ else:  # Python 3.10: the same parser, from PyPI
     import tomli as tomllib
 
 from ragtrace._exceptions import ConfigurationError
+from ragtrace_collector._rule_table import NS_PER_S, Table
 from ragtrace_collector._rule_types import (
     _DRIFT,
     _THRESHOLD,
@@ -40,98 +41,14 @@ from ragtrace_collector._rule_types import (
     ThresholdParams,
 )
 
-_NS_PER_S: Final = 1_000_000_000
-_UNITS: Final = {"ms": 1_000_000, "s": _NS_PER_S, "m": 60 * _NS_PER_S, "h": 3600 * _NS_PER_S, "d": 86400 * _NS_PER_S}
-_DURATION: Final = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)\s*$")
 _NAME: Final = re.compile(r"^[A-Za-z0-9_.:-]+$")
-
-
-def parse_duration(value: object, *, where: str) -> int:
-    """Parse ``"15m"``, ``"1h"``, ``"30s"``, ``"7d"``, ``"250ms"`` or a number of seconds into nanoseconds."""
-    if isinstance(value, bool):
-        raise ConfigurationError(f'{where}: a duration, not a boolean; write e.g. "15m", "1h" or 900')
-    if isinstance(value, int | float):
-        seconds = float(value)
-        if not math.isfinite(seconds) or seconds <= 0:
-            raise ConfigurationError(f'{where}: {value!r} must be a positive duration; write e.g. "15m" or 900')
-        return int(seconds * _NS_PER_S)
-    if isinstance(value, str):
-        match = _DURATION.match(value)
-        if match and float(match.group(1)) > 0:
-            return int(float(match.group(1)) * _UNITS[match.group(2)])
-    raise ConfigurationError(
-        f'{where}: {value!r} is not a duration; write a number and a unit (ms, s, m, h, d), e.g. "15m", or seconds'
-    )
-
-
-class _Table:
-    """A TOML table read key by key, so that leftover (unknown, misspelt) keys can be reported."""
-
-    def __init__(self, data: object, where: str) -> None:
-        if not isinstance(data, Mapping):
-            raise ConfigurationError(f"{where}: expected a table, got {type(data).__name__}")
-        self.data: dict[str, Any] = dict(data)
-        self.where = where
-        self.used: set[str] = set()
-
-    def get(self, key: str, default: Any = None) -> Any:
-        self.used.add(key)
-        return self.data.get(key, default)
-
-    def has(self, key: str) -> bool:
-        return key in self.data
-
-    def require(self, key: str, hint: str) -> Any:
-        self.used.add(key)
-        if key not in self.data:
-            raise ConfigurationError(f"{self.where}: missing `{key}`; {hint}")
-        return self.data[key]
-
-    def number(self, key: str, default: float | None, *, low: float | None = None, high: float | None = None) -> Any:
-        value = self.get(key, default)
-        if value is None:
-            return None
-        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-            raise ConfigurationError(f"{self.where}: `{key}` must be a number, got {value!r}")
-        if (low is not None and value < low) or (high is not None and value > high):
-            span = f"between {low:g} and {high:g}" if low is not None and high is not None else f">= {low:g}"
-            raise ConfigurationError(f"{self.where}: `{key}` = {value!r} is out of range; use a value {span}")
-        return float(value)
-
-    def integer(self, key: str, default: int, *, low: int = 0) -> int:
-        value = self.get(key, default)
-        if isinstance(value, bool) or not isinstance(value, int) or value < low:
-            raise ConfigurationError(f"{self.where}: `{key}` must be an integer >= {low}, got {value!r}")
-        return value
-
-    def string(self, key: str, default: str | None = None) -> str | None:
-        value = self.get(key, default)
-        if value is not None and (not isinstance(value, str) or not value):
-            raise ConfigurationError(f"{self.where}: `{key}` must be a non-empty string, got {value!r}")
-        return value
-
-    def choice(self, key: str, default: str | None, allowed: tuple[str, ...]) -> Any:
-        value = self.get(key, default)
-        if value not in allowed:
-            raise ConfigurationError(f"{self.where}: `{key}` = {value!r}; use one of {', '.join(allowed)}")
-        return value
-
-    def duration(self, key: str, default: int) -> int:
-        return default if not self.has(key) else parse_duration(self.get(key), where=f"{self.where}: `{key}`")
-
-    def finish(self) -> None:
-        unknown = sorted(set(self.data) - self.used)
-        if unknown:
-            raise ConfigurationError(
-                f"{self.where}: unknown key(s) {', '.join(unknown)}; allowed here: {', '.join(sorted(self.used))}"
-            )
 
 
 def _parse_sink(data: object, index: int, source: str) -> SinkConfig:
     # The sinks' registry is the one list of types (it imports this module, hence the late import).
     from ragtrace_collector._alerts._sinks import sink_types
 
-    table = _Table(data, f"{source}: sinks[{index}]")
+    table = Table(data, f"{source}: sinks[{index}]")
     kind = table.choice("type", None, sink_types())
     name = table.string("name", kind) or kind
     if not _NAME.match(name):
@@ -169,7 +86,7 @@ def _parse_sink(data: object, index: int, source: str) -> SinkConfig:
     )
 
 
-def _parse_params(table: _Table, kind: RuleKind) -> Params:
+def _parse_params(table: Table, kind: RuleKind) -> Params:
     if kind == "threshold":
         table.require("threshold", "give the level that raises ALERT, e.g. threshold = 0.7")
         params: Params = ThresholdParams(
@@ -223,7 +140,7 @@ def _parse_rule(data: object, index: int, source: str, renotify_ns: int, sink_na
     where = f"{source}: rules[{index}]"
     if isinstance(data, Mapping) and isinstance(data.get("name"), str):
         where = f"{where} ({data['name']})"
-    table = _Table(data, where)
+    table = Table(data, where)
     name = table.require("name", 'give each rule a unique name, e.g. name = "faithfulness-low"')
     if not isinstance(name, str) or not _NAME.match(name):
         raise ConfigurationError(f"{where}: `name` = {name!r}; use letters, digits, '_', '-', '.' or ':'")
@@ -265,9 +182,9 @@ def parse_rules(text: str, *, source: str = "<rules>") -> RuleSet:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigurationError(f"{source}: not valid TOML ({exc}); check the quoting and brackets there") from exc
-    top = _Table(data, source)
-    interval_ns = top.duration("interval", 60 * _NS_PER_S)
-    renotify_ns = top.duration("renotify", 4 * 3600 * _NS_PER_S)
+    top = Table(data, source)
+    interval_ns = top.duration("interval", 60 * NS_PER_S)
+    renotify_ns = top.duration("renotify", 4 * 3600 * NS_PER_S)
     sinks_raw = top.get("sinks", [{"type": "log"}])
     rules_raw = top.require("rules", "add at least one [[rules]] table (see default_rules.toml)")
     top.finish()

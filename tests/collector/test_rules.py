@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from ragtrace_collector._rule_table import parse_duration
 from ragtrace_collector._rule_types import DEFAULT_SPIKE, DriftParams, SpikeParams, ThresholdParams
-from ragtrace_collector._rules import load_rules, parse_duration, parse_rules
+from ragtrace_collector._rules import load_rules, parse_rules
 
 from ragtrace.environment_variables import ConfigurationError
 
