@@ -11,6 +11,10 @@ Three vocabularies meet here:
 * OpenTelemetry GenAI semantic conventions (``gen_ai.*``) for retrieval and evaluation results.
 * ragtrace's own flat score attributes (``ragtrace.eval.<metric>``) so any backend can filter on a
   score with its ordinary span query language, e.g. ``{ span.ragtrace.eval.faithfulness < 0.5 }``.
+
+ragtrace also *reads* the names other instrumentations write (OpenInference's LangChain and LlamaIndex
+instrumentations, OpenLLMetry, the GenAI conventions) to score the RAG calls they traced; those names
+are here too, marked as read.
 """
 
 from __future__ import annotations
@@ -35,6 +39,9 @@ SPAN_KIND_LLM: Final = "LLM"
 
 SPAN_KIND_EVALUATOR: Final = "EVALUATOR"
 """Span kind of the carrier span that brings late scores, linked to the span they score."""
+
+SPAN_KIND_RERANKER: Final = "RERANKER"
+"""Read: span kind of a reranker (OpenInference LlamaIndex); its output documents are what the model saw."""
 
 INPUT_VALUE: Final = "input.value"
 """The call's input: the user query on RAG and retriever spans, the prompt/query on LLM spans."""
@@ -70,12 +77,29 @@ DOCUMENT_METADATA_SOURCE_TYPE: Final = "ragtrace.source_type"
 """Key inside a document's metadata naming the Python type of a chunk ragtrace did not recognise (kept as str())."""
 
 
-def retrieval_document(index: int, field: str) -> str:
+RERANKER_INPUT_DOCUMENTS: Final = "reranker.input_documents"
+"""Read: prefix of a reranker's input documents, flattened as ``reranker.input_documents.{i}.document.*``."""
+
+RERANKER_OUTPUT_DOCUMENTS: Final = "reranker.output_documents"
+"""Read: prefix of a reranker's output (reranked) documents, ``reranker.output_documents.{i}.document.*``."""
+
+LLM_OUTPUT_MESSAGE_CONTENT: Final = "llm.output_messages.0.message.content"
+"""Read: the text of an OpenInference LLM span's first output message (the generated answer)."""
+
+MIME_TYPE_JSON: Final = "application/json"
+"""The ``input.mime_type``/``output.mime_type`` value saying the value is JSON text."""
+
+OPENINFERENCE_REDACTED: Final = "__REDACTED__"
+"""Read: the value OpenInference writes instead of a text it was told to hide (``OPENINFERENCE_HIDE_*``)."""
+
+
+def retrieval_document(index: int, field: str, prefix: str = RETRIEVAL_DOCUMENTS) -> str:
     """Return the flattened OpenInference name of a document field, e.g. ``retrieval.documents.0.document.id``.
 
-    ``field`` is one of ``DOCUMENT_ID``, ``DOCUMENT_CONTENT``, ``DOCUMENT_SCORE``, ``DOCUMENT_METADATA``.
+    ``field`` is one of ``DOCUMENT_ID``, ``DOCUMENT_CONTENT``, ``DOCUMENT_SCORE``, ``DOCUMENT_METADATA``;
+    ``prefix`` is ``RETRIEVAL_DOCUMENTS`` or a reranker's ``RERANKER_INPUT_DOCUMENTS``/``RERANKER_OUTPUT_DOCUMENTS``.
     """
-    return f"{RETRIEVAL_DOCUMENTS}.{index}.{field}"
+    return f"{prefix}.{index}.{field}"
 
 
 # --------------------------------------------------------------------------------------------------
@@ -91,6 +115,48 @@ GEN_AI_OPERATION_RETRIEVAL: Final = "retrieval"
 GEN_AI_OPERATION_CHAT: Final = "chat"
 """Value of ``gen_ai.operation.name`` on generation (LLM) spans."""
 
+GEN_AI_OPERATION_TEXT_COMPLETION: Final = "text_completion"
+"""Read: value of ``gen_ai.operation.name`` on a (non-chat) completion span, a generation."""
+
+GEN_AI_OPERATION_GENERATE_CONTENT: Final = "generate_content"
+"""Read: value of ``gen_ai.operation.name`` on a multimodal generation span, a generation."""
+
+GEN_AI_OPERATION_INVOKE_WORKFLOW: Final = "invoke_workflow"
+"""Read: value of ``gen_ai.operation.name`` on a GenAI workflow span, a RAG root when retrieval ran under it."""
+
+GEN_AI_OPERATION_VECTOR_DB_RETRIEVE: Final = "vector_db_retrieve"
+"""Read: value of ``gen_ai.operation.name`` on OpenLLMetry's LangChain retriever spans."""
+
+GEN_AI_INPUT_MESSAGES: Final = "gen_ai.input.messages"
+"""Read: a GenAI span's input messages, a JSON array of ``{"role", "parts": [{"type", "content"}]}``."""
+
+GEN_AI_OUTPUT_MESSAGES: Final = "gen_ai.output.messages"
+"""Read: a GenAI span's output messages, same shape as ``gen_ai.input.messages``."""
+
+GEN_AI_COMPLETION_CONTENT: Final = "gen_ai.completion.0.content"
+"""Read: the first completion's text on spans of older OpenLLMetry instrumentations."""
+
+GEN_AI_MESSAGE_ROLE: Final = "role"
+"""Key of a message's role (``user``, ``assistant``, ...) in ``gen_ai.*.messages``."""
+
+GEN_AI_MESSAGE_PARTS: Final = "parts"
+"""Key of a message's parts in ``gen_ai.*.messages``."""
+
+GEN_AI_PART_TYPE: Final = "type"
+"""Key of a part's type in ``gen_ai.*.messages``; text parts have type ``text``."""
+
+GEN_AI_PART_TYPE_TEXT: Final = "text"
+"""Value of a text part's type in ``gen_ai.*.messages``."""
+
+GEN_AI_PART_CONTENT: Final = "content"
+"""Key of a text part's text in ``gen_ai.*.messages``, and of a document's text in ``gen_ai.retrieval.documents``."""
+
+GEN_AI_ROLE_USER: Final = "user"
+"""Role of the user's messages: the query is the last one's text."""
+
+GEN_AI_ROLE_ASSISTANT: Final = "assistant"
+"""Role of the model's messages: the answer is the last one's text."""
+
 GEN_AI_RETRIEVAL_QUERY_TEXT: Final = "gen_ai.retrieval.query.text"
 """The query text a retriever was called with."""
 
@@ -102,6 +168,9 @@ RETRIEVAL_DOCUMENT_JSON_ID: Final = "id"
 
 RETRIEVAL_DOCUMENT_JSON_SCORE: Final = "score"
 """Key of a document's retrieval score (number or null) in each object of ``gen_ai.retrieval.documents``."""
+
+RETRIEVAL_DOCUMENT_JSON_METADATA: Final = "metadata"
+"""Read: key of a document's metadata in JSON documents (``gen_ai.retrieval.documents``, OpenLLMetry's retrievers)."""
 
 GEN_AI_DATA_SOURCE_ID: Final = "gen_ai.data_source.id"
 """Identifier of the data source (index, collection) a retriever read from."""
@@ -139,6 +208,43 @@ SERVICE_NAME: Final = "service.name"
 
 HTTP_ROUTE: Final = "http.route"
 """Span attribute: the matched HTTP route template (OTel HTTP semconv); the collector groups scores by it."""
+
+# --------------------------------------------------------------------------------------------------
+# OpenLLMetry (Traceloop) span attributes, read
+# --------------------------------------------------------------------------------------------------
+
+TRACELOOP_SPAN_KIND: Final = "traceloop.span.kind"
+"""Read: OpenLLMetry's span kind: ``workflow`` (the top of a run), ``task``, ``agent``, ``tool``."""
+
+TRACELOOP_KIND_WORKFLOW: Final = "workflow"
+"""Read: value of ``traceloop.span.kind`` on the span of a whole run, a RAG root when retrieval ran under it."""
+
+TRACELOOP_KIND_TASK: Final = "task"
+"""Read: value of ``traceloop.span.kind`` on a step of a run (a retriever is a task)."""
+
+TRACELOOP_ENTITY_INPUT: Final = "traceloop.entity.input"
+"""Read: a workflow's or task's input as JSON (``{"inputs": ...}``; ``{"query": ...}`` on retrievers)."""
+
+TRACELOOP_ENTITY_OUTPUT: Final = "traceloop.entity.output"
+"""Read: a workflow's or task's output as JSON (``{"outputs": ...}``; ``{"documents": [...]}`` on retrievers)."""
+
+TRACELOOP_JSON_INPUTS: Final = "inputs"
+"""Key of the run's input in ``traceloop.entity.input``."""
+
+TRACELOOP_JSON_OUTPUTS: Final = "outputs"
+"""Key of the run's output in ``traceloop.entity.output``."""
+
+TRACELOOP_JSON_QUERY: Final = "query"
+"""Key of a retriever's query in ``traceloop.entity.input``."""
+
+TRACELOOP_JSON_DOCUMENTS: Final = "documents"
+"""Key of a retriever's documents in ``traceloop.entity.output``: ``{"page_content", "metadata"}`` objects."""
+
+TRACELOOP_JSON_ARGS: Final = "args"
+"""Key of the positional arguments in what the Traceloop SDK's ``@workflow`` writes to ``traceloop.entity.input``."""
+
+TRACELOOP_JSON_KWARGS: Final = "kwargs"
+"""Key of the keyword arguments in what the Traceloop SDK's ``@workflow`` writes to ``traceloop.entity.input``."""
 
 # --------------------------------------------------------------------------------------------------
 # ragtrace span attributes
@@ -238,6 +344,10 @@ EVAL_NOT_SCORED_REASON: Final = "ragtrace.eval.not_scored.reason"
 
 NOT_SCORED_APP_ERROR: Final = "app_error"
 """The RAG call ended with an exception (span status ERROR) and left no answer to score."""
+
+NOT_SCORED_NO_CONTENT: Final = "no_content"
+"""A RAG call traced by another instrumentation whose query, chunks or answer are not on its spans (its own
+privacy switch hid them, e.g. ``OPENINFERENCE_HIDE_INPUTS``, ``TRACELOOP_TRACE_CONTENT=false``): never guessed."""
 
 DECISIONS: Final = (
     DECISION_EVALUATED,
