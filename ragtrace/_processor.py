@@ -3,29 +3,27 @@
 It wraps the downstream processor (usually ``BatchSpanProcessor`` + an OTLP exporter) and decides,
 in ``on_end``, what happens to each ended span:
 
-* not a RAG span -> downstream at once, untouched;
-* a RAG span whose call raised (status ERROR, no record) -> downstream at once with decision
-  ``not_scored`` and reason ``app_error``, whatever the sampler would say;
-* a RAG span the sampler does not pick (rate, rules, throttle, budget) -> downstream at once, as a
-  copy carrying ``ragtrace.eval.decision`` (ended spans are immutable);
-* a picked RAG span -> the background worker's bounded queue with its ``RagRecord``; when the queue
-  is full it goes downstream at once with decision ``overflow``;
-* a RAG span that ends once ``shutdown`` has begun -> downstream at once with decision ``overflow``
-  (its record is still taken from the store).
+* ragtrace's own RAG span (``@ragtrace.rag``) -> its record is taken from the decorators' store and the
+  span is routed (``_handoff``): into the worker's bounded queue when picked, else downstream at once as
+  a copy carrying ``ragtrace.eval.decision`` (``not_sampled``, ``not_scored``, ``overflow``, ...);
+* any other span -> the joiner of the RAG calls other instrumentations traced (``_foreign``; off with
+  ``recognize=False``). Most spans go downstream at once, untouched. The root of such a RAG call (the
+  topmost CHAIN/workflow with retrieval under it, or a span a ``rag_roots`` rule names) is routed like
+  ragtrace's own RAG spans, with the record joined from its subtree; a root-kind span that an enclosing
+  one may yet supersede is held until its parent ends (or the flush, shutdown or bound that releases it).
 
-``on_end`` is O(1), never blocks and never raises: anything unexpected is logged and the original span
-goes downstream. Every span that reaches the processor leaves it exactly once (see ``_worker``).
+``on_end`` never blocks and never raises: anything unexpected is logged and the original span goes
+downstream. Every span that reaches the processor leaves it exactly once (see ``_worker``).
 """
 
 from __future__ import annotations
 
 import atexit
-import contextlib
 import logging
 import threading
 import time
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Final
 
 from opentelemetry.context import Context
@@ -40,19 +38,21 @@ from ragtrace._capture import RECORDS, RecordStore
 from ragtrace._exceptions import ConfigurationError
 from ragtrace._exit import before_thread_pools_close, drain_ref, shutdown_ref
 from ragtrace._export_deadline import ExportDeadline
+from ragtrace._foreign import Joiner, JoinSettings, JoinStats, Verdict
 from ragtrace._fork import at_fork_in_child_of
+from ragtrace._handoff import ERROR_NO_RECORD as ERROR_NO_RECORD
+from ragtrace._handoff import Handoff
 from ragtrace._jobs import wait_seconds
 from ragtrace._sampling import Sampler
 from ragtrace._scorer import JobScorer
-from ragtrace._spans import safe_copy
 from ragtrace._telemetry import Telemetry
 from ragtrace._worker import Worker
 from ragtrace.metrics._registry import configured_suite
 
 if TYPE_CHECKING:
     from opentelemetry.metrics import MeterProvider
-    from opentelemetry.util.types import AttributeValue
 
+    from ragtrace._sampling import Rule, SpanPredicate
     from ragtrace.judges._base import Judge
     from ragtrace.metrics._base import Metric
 
@@ -63,12 +63,8 @@ MAX_CONCURRENCY: Final = settings.whole_number("max_concurrency", env.RAGTRACE_M
 HOLD_TIMEOUT: Final = settings.seconds("hold_timeout", env.RAGTRACE_HOLD_TIMEOUT, default=30.0)
 SHUTDOWN_TIMEOUT: Final = settings.seconds("shutdown_timeout", env.RAGTRACE_SHUTDOWN_TIMEOUT, default=30.0)
 
-ERROR_NO_RECORD = "no_record"
-"""``ragtrace.eval.error.type`` of a picked RAG span whose record never reached the processor (and
-whose call did not fail: a failed call is ``not_scored``/``app_error``)."""
 
-
-class ScoringSpanProcessor(SpanProcessor):
+class ScoringSpanProcessor(SpanProcessor, Handoff):
     """Scores sampled RAG spans in the background and forwards every span to ``downstream`` exactly once.
 
     ``downstream``: the processor that exports (or an exporter, wrapped in a ``BatchSpanProcessor``).
@@ -82,6 +78,9 @@ class ScoringSpanProcessor(SpanProcessor):
     ``records``: the store the decorators hand each RAG span's record through (default: the process-wide
     ``ragtrace._capture.RECORDS``, which the decorators fill). Only tests pass one: they put records into
     a store of their own by hand, so no other processor or decorated call can take them.
+    ``recognize`` / ``rag_roots`` / ``join_max_traces`` / ``join_max_bytes`` / ``join_max_seconds``: RAG
+    calls traced by other instrumentations (OpenInference, OpenLLMetry, GenAI conventions) are scored too
+    (``ragtrace._foreign``); see ``docs/integrations.md``.
     Wrong values raise ``ConfigurationError`` naming the fix.
     """
 
@@ -100,6 +99,11 @@ class ScoringSpanProcessor(SpanProcessor):
         meter_provider: MeterProvider | None = None,
         service_name: str | None = None,
         records: RecordStore | None = None,
+        recognize: bool | None = None,
+        rag_roots: Iterable[Rule | SpanPredicate] | None = None,
+        join_max_traces: int | None = None,
+        join_max_bytes: int | None = None,
+        join_max_seconds: float | None = None,
     ) -> None:
         if not isinstance(downstream, (SpanProcessor, SpanExporter)):
             raise ConfigurationError(
@@ -115,6 +119,13 @@ class ScoringSpanProcessor(SpanProcessor):
         self.max_concurrency = MAX_CONCURRENCY.resolve(max_concurrency)
         self.hold_timeout = HOLD_TIMEOUT.resolve(hold_timeout)
         self.shutdown_timeout = SHUTDOWN_TIMEOUT.resolve(shutdown_timeout)
+        join = JoinSettings.resolve(
+            recognize=recognize,
+            rag_roots=rag_roots,
+            max_traces=join_max_traces,
+            max_bytes=join_max_bytes,
+            max_seconds=join_max_seconds,
+        )
         suite = configured_suite(metrics)  # fails now, not in the worker, on an unknown metric
         self._metric_names: tuple[str, ...] = suite.names
         from ragtrace.judges._default import as_judge
@@ -130,6 +141,7 @@ class ScoringSpanProcessor(SpanProcessor):
             BatchSpanProcessor(downstream) if isinstance(downstream, SpanExporter) else downstream
         )
         self._records = records if records is not None else RECORDS
+        self._joiner = Joiner(join) if join.recognize else None
         self._admission = threading.Lock()
         self._records.acquire()
         self._shutdown = False
@@ -169,75 +181,35 @@ class ScoringSpanProcessor(SpanProcessor):
             hook(span)
 
     def on_end(self, span: ReadableSpan) -> None:
-        """Route one ended span (see the module docstring). O(1); never blocks; never raises."""
-        forwarded = False
+        """Route one ended span (see the module docstring). Never blocks; never raises; O(1) but for the
+        documents of a retrieval span, read once."""
+        attributes = span.attributes
+        own = attributes is not None and attributes.get(semconv.RAGTRACE_ROLE) == semconv.ROLE_RAG
+        verdicts: tuple[Verdict, ...] | None = None
+        if self._joiner is not None:
+            try:
+                verdicts = self._joiner.own(span) if own else self._joiner.end(span)
+            except Exception:
+                self._warn("ragtrace: reading the span for a RAG call failed; it is exported as it is")
+        if verdicts is not None:
+            # The joiner took the span (it is among these, or held) and released these others.
+            for verdict in verdicts:
+                if verdict.root:
+                    self._route(verdict.span, verdict.record, verdict.reason)
+                else:
+                    self._pass(verdict.span)
+        if not own:
+            if verdicts is None:
+                self._pass(span)
+            return
+        context = span.context
         try:
-            attributes = span.attributes
-            if attributes is None or attributes.get(semconv.RAGTRACE_ROLE) != semconv.ROLE_RAG:
-                forwarded = True
-                self.downstream.on_end(span)
-                return
-            context = span.context
             record = self._records.take(context.trace_id, context.span_id) if context is not None else None
-            if self._shutdown:
-                # Not scored, like a span the queue has no room for; every RAG span carries a decision.
-                forwarded = True
-                self._forward(span, semconv.DECISION_OVERFLOW)
-                return
-            if record is None and span.status.status_code is StatusCode.ERROR:
-                # The app's own call raised: nothing to score, and no judge to blame. Decided before
-                # sampling so every failed call is counted apart, whatever the rate.
-                forwarded = True
-                self._forward(
-                    span,
-                    semconv.DECISION_NOT_SCORED,
-                    {semconv.EVAL_NOT_SCORED_REASON: semconv.NOT_SCORED_APP_ERROR},
-                )
-                return
-            # Records queued or being scored count against the budget before they are charged. With a
-            # budget, deciding and handing over happen under one lock: two threads ending spans at once
-            # would otherwise both be picked against the same count.
-            sampler = self.sampler
-            budgeted = sampler.budget_tokens_per_day is not None or sampler.budget_usd_per_day is not None
-            submitted = False
-            with self._admission if budgeted else contextlib.nullcontext():
-                selection = sampler.decide(
-                    context.trace_id if context is not None else 0,
-                    span,
-                    record,
-                    self._metric_names,
-                    in_flight=self._worker.in_flight,
-                )
-                if selection.selected:
-                    try:
-                        if record is not None:
-                            submitted = self._worker.submit(span, record, selection.metrics or self._metric_names)
-                    finally:
-                        if not submitted:
-                            # Only a span handed to scoring spends a throttle slot.
-                            sampler.refund(selection)
-            # ``forwarded`` is set before each hand-off: a downstream that raises after accepting the
-            # span must not get it twice (``_forward`` itself cannot fail before handing it over).
-            if not selection.selected:
-                forwarded = True
-                self._forward(span, selection.decision)
-                return
-            forwarded = True
-            if submitted:
-                return
-            if record is None:
-                self._forward(span, semconv.DECISION_ERROR, {semconv.EVAL_ERROR_TYPE: ERROR_NO_RECORD})
-            else:
-                self._forward(span, semconv.DECISION_OVERFLOW)
         except Exception:
-            if not self._warned:
-                self._warned = True
-                _log.exception("ragtrace: on_end failed; the span is exported unscored")
-            if not forwarded:
-                try:
-                    self.downstream.on_end(span)
-                except Exception:
-                    _log.exception("ragtrace: the downstream span processor raised")
+            record = None
+        # A call that raised left no record: nothing to score, and no judge to blame.
+        failed = record is None and span.status.status_code is StatusCode.ERROR
+        self._route(span, record, semconv.NOT_SCORED_APP_ERROR if failed else None)
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         """Score what is queued while the budget lasts, export the rest unscored, then flush downstream.
@@ -251,6 +223,7 @@ class ScoringSpanProcessor(SpanProcessor):
         # end of the export's share of the budget (a dead endpoint would otherwise hold the exit).
         budget = wait_seconds(timeout_millis / 1000.0)
         end = time.monotonic() + budget
+        self._release_held()
         complete = self._worker.flush(budget - _reserve(budget))
         remaining_ms = max(int(max(end - time.monotonic(), 0.0) * 1000), 1)
         deadline = self.export_deadline
@@ -266,6 +239,7 @@ class ScoringSpanProcessor(SpanProcessor):
         """
         if self._shutdown:
             return
+        self._release_held()  # scored, not marked overflow: nothing above them can end in time now
         self._shutdown = True
         atexit.unregister(self._atexit)
         if timeout_millis is not None:
@@ -300,33 +274,14 @@ class ScoringSpanProcessor(SpanProcessor):
         return self._worker.held
 
     @property
+    def join_stats(self) -> JoinStats | None:
+        """What the joiner of other instrumentations' RAG calls holds and has dropped (None when off)."""
+        return self._joiner.stats if self._joiner is not None else None
+
+    @property
     def metric_names(self) -> tuple[str, ...]:
         """The metrics this processor scores."""
         return self._metric_names
-
-    # -- internals ----------------------------------------------------------------------------
-
-    def _forward(self, span: ReadableSpan, decision: str, extra: Mapping[str, AttributeValue] | None = None) -> None:
-        attributes: dict[str, AttributeValue] = {semconv.EVAL_DECISION: decision}
-        if extra:
-            attributes.update(extra)
-        copy, decision = safe_copy(span, attributes, decision=decision)
-        try:
-            self.downstream.on_end(copy)
-        finally:
-            self._count(decision)
-
-    def _count(self, decision: str) -> None:
-        # A broken metrics pipeline must neither lose the span nor reach the app.
-        try:
-            self.telemetry.decision(decision)
-        except Exception:
-            if not self._count_warned:
-                self._count_warned = True
-                _log.exception("ragtrace: counting a scoring decision failed")
-
-    def _emit(self, span: ReadableSpan) -> None:
-        self.downstream.on_end(span)
 
 
 def _reserve(budget: float) -> float:

@@ -1,0 +1,66 @@
+"""RAG calls traced by OpenLLMetry's LangChain instrumentation (``opentelemetry-instrumentation-langchain``) are
+scored, with nothing changed in the app: its workflow span is the root, its retriever task gives the chunks.
+
+The instrumentation is set up once for the module: instrumented a second time in one process, it keeps
+sending spans to the first provider.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+from opentelemetry.instrumentation.langchain import LangchainInstrumentor
+from opentelemetry.sdk.trace import TracerProvider
+
+from ragtrace import semconv
+from tests.ragtrace.foreign_rig import Pipeline, Switch, decision, pipeline, texts
+from tests.ragtrace.test_foreign_langchain import ANSWER, QUESTION, RANKED, lcel_chain
+
+
+@pytest.fixture(scope="module")
+def provider() -> Iterator[TracerProvider]:
+    provider = TracerProvider()
+    provider.add_span_processor(Switch())
+    instrumentor = LangchainInstrumentor()
+    instrumentor.instrument(tracer_provider=provider)
+    yield provider
+    instrumentor.uninstrument()
+    provider.shutdown()
+
+
+@contextmanager
+def instrumented(provider: TracerProvider, **kwargs: Any) -> Iterator[Pipeline]:
+    p = pipeline(provider, **kwargs)
+    try:
+        yield p
+    finally:
+        p.processor.shutdown()
+
+
+def test_a_workflow_is_scored_with_its_query_chunks_and_answer(provider: TracerProvider) -> None:
+    with instrumented(provider) as p:
+        assert lcel_chain().invoke(QUESTION) == ANSWER
+        (root,) = p.roots()
+        spans = p.exported()
+    attributes = root.attributes or {}
+    assert attributes[semconv.TRACELOOP_SPAN_KIND] == semconv.TRACELOOP_KIND_WORKFLOW and root.parent is None
+    assert decision(root) == (semconv.DECISION_EVALUATED, None)
+    (record,) = p.metric.records
+    assert (record.query, texts(record), record.answer) == (QUESTION, RANKED, ANSWER)
+    assert dict(record.chunks[1].metadata) == {"source": "hb-13"}
+    assert all(s is root or semconv.EVAL_DECISION not in (s.attributes or {}) for s in spans)
+
+
+def test_content_tracing_off_is_not_scored_and_says_so(
+    provider: TracerProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TRACELOOP_TRACE_CONTENT", "false")
+    with instrumented(provider) as p:
+        lcel_chain().invoke(QUESTION)
+        (root,) = p.roots()
+    assert semconv.TRACELOOP_ENTITY_INPUT not in (root.attributes or {})
+    assert decision(root) == (semconv.DECISION_NOT_SCORED, semconv.NOT_SCORED_NO_CONTENT)
+    assert p.metric.records == []
