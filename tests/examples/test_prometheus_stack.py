@@ -19,6 +19,7 @@ from examples._prometheus_stack import (
     prometheus_config,
     rules_with_hold,
 )
+from examples.e2e_prometheus import main
 
 
 def test_only_the_holds_of_the_shipped_rules_change() -> None:
@@ -78,3 +79,12 @@ def test_listening_addresses_reads_ipv6_listeners() -> None:
     with server:
         server.listen()
         assert ("::1", server.getsockname()[1]) in listening_addresses()
+
+
+@pytest.mark.parametrize(
+    "argv", [["--hold", "5 minutes"], ["--pace", "0"], ["--degraded", "0"], ["--degrade-rate", "0"]]
+)
+def test_wrong_options_are_refused_before_anything_starts(argv: list[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    assert exit_info.value.code == 2
