@@ -188,7 +188,7 @@ class ScoringSpanProcessor(SpanProcessor, Handoff):
         verdicts: tuple[Verdict, ...] | None = None
         if self._joiner is not None:
             try:
-                verdicts = self._joiner.own(span) if own else self._joiner.end(span)
+                verdicts = self._joiner.own(span) if own else self._joiner.end(span, attributes)
             except Exception:
                 self._warn("ragtrace: reading the span for a RAG call failed; it is exported as it is")
         if verdicts is not None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
-from types import MappingProxyType
 from typing import Any, Final
 
 from ragtrace import semconv
@@ -57,7 +56,7 @@ def read(attributes: Mapping[str, Any], prefix: str, read_length: int) -> tuple[
                 text=content[:read_length],
                 id=None if identifier is None else str(identifier),
                 score=float(score) if isinstance(score, (int, float)) and not isinstance(score, bool) else None,
-                metadata=MappingProxyType(dict(found)) if found else _EMPTY,
+                metadata=found,
             )
         )
     return tuple(chunks), captured
@@ -66,6 +65,3 @@ def read(attributes: Mapping[str, Any], prefix: str, read_length: int) -> tuple[
 def key(chunk: Chunk) -> str:
     """What identifies a document between a retriever's output and a reranker's input: its id, else its text."""
     return chunk.id if chunk.id is not None else chunk.text
-
-
-_EMPTY: Mapping[str, Any] = MappingProxyType({})

@@ -14,7 +14,6 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from types import MappingProxyType
 from typing import Any, Final
 
 from ragtrace import semconv
@@ -67,7 +66,7 @@ def retrieved(attributes: Mapping[str, Any], start: int, read_length: int) -> Re
                 text=text[:read_length],
                 id=None if identifier is None else str(identifier),
                 score=float(score) if isinstance(score, (int, float)) and not isinstance(score, bool) else None,
-                metadata=MappingProxyType(dict(found)) if found else _EMPTY,
+                metadata=found,
             )
         )
     return Retrieved(GEN_AI, start, tuple(chunks), True, query)
@@ -80,6 +79,3 @@ def answer(attributes: Mapping[str, Any]) -> str | None:
         return text
     legacy = attributes.get(semconv.GEN_AI_COMPLETION_CONTENT)
     return legacy if isinstance(legacy, str) else None
-
-
-_EMPTY: Mapping[str, Any] = MappingProxyType({})

@@ -25,7 +25,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -83,12 +83,14 @@ class Joiner:
             states = self._states
             return JoinStats(len(states), states.size, states.held, states.dropped)
 
-    def end(self, span: ReadableSpan) -> tuple[Verdict, ...] | None:
-        """Take one ended span that is not ragtrace's own RAG span (see the module docstring for the contract)."""
+    def end(self, span: ReadableSpan, attributes: Mapping[str, Any] | None = None) -> tuple[Verdict, ...] | None:
+        """Take one ended span that is not ragtrace's own RAG span (see the module docstring for the contract).
+        ``attributes``: the span's, when the caller has them already."""
         context = span.context
         if context is None:
             return None
-        attributes = span.attributes or _EMPTY
+        if attributes is None:
+            attributes = span.attributes or _EMPTY
         trace_id = context.trace_id
         named = bool(self.settings.roots) and self._named(span)
         role = _classify.role_of(attributes)
@@ -111,14 +113,17 @@ class Joiner:
             text = _classify.answer(shape or "", attributes)
         elif kind == ROOT and not known and not named:
             return None  # a chain with nothing gathered under it
-        size = span_size(span) if kind == ROOT or named else 0
-        superseded: list[Candidate] = []
-        roots: list[Candidate] = []
+        superseded: list[Candidate] | None = None
         held = False
         with self._lock:
             states = self._states
-            roots.extend(states.expire())
-            gathered = states.take(trace_id, context.span_id) or Pending()
+            roots = states.expire()
+            gathered = states.take(trace_id, context.span_id)
+            if gathered is None and found is None and text is None and not named:
+                # Nothing ended under this span and it adds nothing itself: the common case, no allocation.
+                return self._result(span, superseded, roots, held)
+            if gathered is None:
+                gathered = Pending()
             if found is not None:
                 if shape == RERANK:
                     gathered.add_retrieved(found)
@@ -127,21 +132,33 @@ class Joiner:
             elif text is not None:
                 gathered.add_answer(text, span.end_time or 0)
             if named or (kind == ROOT and gathered.retrieved):
-                superseded.extend(gathered.release_held())
+                superseded = gathered.release_held()
                 candidate = Candidate(
-                    span, NAMED if named else shape or NAMED, tuple(gathered.retrieved), gathered.answer, size
+                    span,
+                    NAMED if named else shape or NAMED,
+                    tuple(gathered.retrieved),
+                    gathered.answer,
+                    span_size(attributes),
                 )
                 if named or parent_id is None:
-                    roots.append(candidate)  # decisive (named), or topmost (nothing above it in this process)
+                    roots = [*roots, candidate]  # decisive (named), or topmost (nothing above it in this process)
                 else:
                     gathered.hold(candidate)
                     held = True
-                    roots.extend(states.give(trace_id, parent_id, gathered))
+                    roots = [*roots, *states.give(trace_id, parent_id, gathered)]
             elif parent_id is None:
-                roots.extend(gathered.release_held())  # the local root ended: what waited below is topmost
+                roots = [*roots, *gathered.release_held()]  # the local root ended: what waited below is topmost
             elif not gathered.empty:
-                roots.extend(states.give(trace_id, parent_id, gathered))
-        verdicts = [Verdict(c.span) for c in superseded]
+                roots = [*roots, *states.give(trace_id, parent_id, gathered)]
+        return self._result(span, superseded, roots, held)
+
+    def _result(
+        self, span: ReadableSpan, superseded: list[Candidate] | None, roots: Sequence[Candidate], held: bool
+    ) -> tuple[Verdict, ...] | None:
+        # ``None`` when there is nothing but the span itself, untouched: the caller forwards it.
+        if not superseded and not roots and not held:
+            return None
+        verdicts = [Verdict(c.span) for c in superseded or ()]
         verdicts.extend(self._assembled(roots))
         if not held and not any(v.span is span for v in verdicts):
             verdicts.append(Verdict(span))

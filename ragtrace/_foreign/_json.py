@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any, Final
 
 from ragtrace import semconv
@@ -96,8 +97,14 @@ def message_text(messages: object, role: str) -> str | None:
 
 
 def metadata(value: object) -> Mapping[str, Any]:
-    """A document's metadata: a mapping as is, a JSON object string parsed; anything else is empty."""
+    """A document's metadata, read-only: a mapping (copied), a JSON object string parsed; anything else is empty."""
+    if value is None:
+        return _EMPTY
     if isinstance(value, Mapping):
-        return value
+        return MappingProxyType(dict(value)) if value else _EMPTY
     parsed = loads(value)
-    return parsed if isinstance(parsed, Mapping) else {}
+    # A freshly parsed object is nobody else's: it is wrapped, not copied.
+    return MappingProxyType(parsed) if isinstance(parsed, dict) and parsed else _EMPTY
+
+
+_EMPTY: Mapping[str, Any] = MappingProxyType({})

@@ -16,7 +16,6 @@ retriever's documents then read as not captured.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from types import MappingProxyType
 from typing import Any
 
 from ragtrace import semconv
@@ -79,7 +78,4 @@ def _chunk(document: Any, read_length: int) -> Chunk | None:
     if not text:
         return None
     found = _json.metadata(document.get(semconv.RETRIEVAL_DOCUMENT_JSON_METADATA))
-    return Chunk(text=text[:read_length], metadata=MappingProxyType(dict(found)) if found else _EMPTY)
-
-
-_EMPTY: Mapping[str, Any] = MappingProxyType({})
+    return Chunk(text=text[:read_length], metadata=found)

@@ -8,8 +8,9 @@ the joiner's lock; a ``Candidate`` is a frozen snapshot of one waiting root.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ragtrace._foreign._parts import ENTRY_OVERHEAD
 
@@ -96,7 +97,7 @@ class Pending:
             self.size -= len(other.answer or "")
 
 
-def span_size(span: ReadableSpan) -> int:
-    """Approximate bytes an ended span holds: its string attribute values and a fixed overhead per attribute."""
-    attributes = span.attributes or {}
+def span_size(attributes: Mapping[str, Any]) -> int:
+    """Approximate bytes an ended span holds, from its ``attributes``: their string values and a fixed overhead
+    per attribute."""
     return ENTRY_OVERHEAD + sum((len(v) if isinstance(v, str) else 0) + len(k) + 16 for k, v in attributes.items())

@@ -13,7 +13,7 @@ Not thread-safe: the joiner's lock guards every call.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from ragtrace._foreign._pending import Pending
@@ -72,7 +72,7 @@ class States:
             self.size -= trace.size  # 0 unless sizes drifted: the trace's whole share goes with it
         return pending
 
-    def give(self, trace_id: int, span_id: int, gathered: Pending) -> list[Candidate]:
+    def give(self, trace_id: int, span_id: int, gathered: Pending) -> Sequence[Candidate]:
         """Hand ``gathered`` to the open span ``span_id``; return the candidates of traces dropped to stay bounded."""
         trace = self._traces.get(trace_id)
         if trace is None:
@@ -89,10 +89,12 @@ class States:
         self.size += grown
         return self._bound()
 
-    def expire(self) -> list[Candidate]:
+    def expire(self) -> Sequence[Candidate]:
         """Drop the traces older than ``max_seconds``; return the candidates they held."""
-        released: list[Candidate] = []
+        if not self._traces:
+            return ()
         deadline = self._clock() - self.max_seconds
+        released: list[Candidate] = []
         while self._traces:
             trace_id, trace = next(iter(self._traces.items()))
             if trace.born > deadline:
@@ -118,7 +120,9 @@ class States:
         self._traces.clear()
         self.size = 0
 
-    def _bound(self) -> list[Candidate]:
+    def _bound(self) -> Sequence[Candidate]:
+        if len(self._traces) <= self.max_traces and self.size <= self.max_bytes:
+            return ()
         released: list[Candidate] = []
         while self._traces and (len(self._traces) > self.max_traces or self.size > self.max_bytes):
             released.extend(self._drop(next(iter(self._traces))))
