@@ -3,9 +3,13 @@ root, what its record holds, that every span leaves once, and that per-trace sta
 
 from __future__ import annotations
 
+import json
+import os
+import signal
 import threading
 import time
 import tracemalloc
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -233,3 +237,39 @@ def test_wrong_arguments_raise_and_wrong_variables_warn(monkeypatch: pytest.Monk
 def test_every_variable_is_documented() -> None:
     doc = (Path(__file__).resolve().parents[2] / "docs" / "configuration.md").read_text()
     assert [v for v in VARIABLES if f"`{v}`" not in doc] == []
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_child_starts_empty_and_the_parent_keeps_what_it_held() -> None:
+    p = pipeline()
+    tracer = p.provider.get_tracer("t")
+    request = tracer.start_span("request")
+    with trace.use_span(request), trace.use_span(chain(tracer, "parent's"), end_on_exit=True):
+        retrieve(tracer, "doc")
+    read_fd, write_fd = os.pipe()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # 3.12+: fork with threads
+        pid = os.fork()
+    if pid == 0:  # the child: report through the pipe, never return into pytest
+        code = 1
+        signal.alarm(20)
+        try:
+            os.close(read_fd)
+            before = p.processor.join_stats
+            with trace.use_span(chain(tracer, "child's"), end_on_exit=True):
+                retrieve(tracer, "doc")
+            roots = [s.name for s in p.roots()]
+            os.write(write_fd, json.dumps({"held": before.held if before else -1, "roots": roots}).encode())
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write_fd)
+    report = json.loads(os.read(read_fd, 65536))
+    os.close(read_fd)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    # The child held nothing of the parent's (the parent exports it) and joined its own call.
+    assert report == {"held": 0, "roots": ["child's"]}
+    assert [r.name for r in p.roots()] == ["parent's"]
+    request.end()
+    p.provider.shutdown()
