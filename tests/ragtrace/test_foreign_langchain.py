@@ -128,6 +128,24 @@ def test_several_rag_calls_in_one_trace_are_each_scored() -> None:
     assert by_query["How long does shipping take?"].answer == "It takes 3 days."
 
 
+def test_an_agent_that_runs_a_rag_chain_twice_has_each_call_scored() -> None:
+    rag = lcel_chain(["Refunds are paid within 14 days.", "It takes 3 days."])
+    agent = RunnableLambda(lambda q: [rag.invoke(q), rag.invoke("How long does shipping take?")]).with_config(
+        run_name="support_agent"
+    )
+    with instrumented() as p:
+        agent.invoke(QUESTION)
+        roots = p.roots()
+        (top,) = [s for s in p.exported() if s.parent is None]
+    # OpenInference makes a run named like an agent an AGENT span: no root kind, so each chain under it is one.
+    assert (top.attributes or {})[semconv.OPENINFERENCE_SPAN_KIND] == "AGENT"
+    assert [r.name for r in roots] == ["RunnableSequence", "RunnableSequence"]
+    assert sorted((r.query, r.answer) for r in p.metric.records) == [
+        ("How fast are refunds paid?", "Refunds are paid within 14 days."),
+        ("How long does shipping take?", "It takes 3 days."),
+    ]
+
+
 def test_a_chain_without_retrieval_is_no_rag_call() -> None:
     chain = ChatPromptTemplate.from_template("Say {word}") | FakeListChatModel(responses=["hi"]) | StrOutputParser()
     with instrumented() as p:
