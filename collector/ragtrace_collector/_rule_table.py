@@ -22,18 +22,21 @@ _UNITS: Final = {"ms": 1_000_000, "s": NS_PER_S, "m": 60 * NS_PER_S, "h": 3600 *
 _DURATION: Final = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)\s*$")
 
 
-def parse_duration(value: object, *, where: str) -> int:
-    """Parse ``"15m"``, ``"1h"``, ``"30s"``, ``"7d"``, ``"250ms"`` or a number of seconds into nanoseconds."""
+def parse_duration(value: object, *, where: str, allow_zero: bool = False) -> int:
+    """Parse ``"15m"``, ``"1h"``, ``"30s"``, ``"7d"``, ``"250ms"`` or a number of seconds into nanoseconds.
+
+    A duration is positive; with ``allow_zero`` (the keys where 0 means "off") it may also be 0.
+    """
     if isinstance(value, bool):
         raise ConfigurationError(f'{where}: a duration, not a boolean; write e.g. "15m", "1h" or 900')
     if isinstance(value, int | float):
         seconds = float(value)
-        if not math.isfinite(seconds) or seconds <= 0:
+        if not math.isfinite(seconds) or seconds < 0 or (seconds == 0 and not allow_zero):
             raise ConfigurationError(f'{where}: {value!r} must be a positive duration; write e.g. "15m" or 900')
         return int(seconds * NS_PER_S)
     if isinstance(value, str):
         match = _DURATION.match(value)
-        if match and float(match.group(1)) > 0:
+        if match and (float(match.group(1)) > 0 or allow_zero):
             return int(float(match.group(1)) * _UNITS[match.group(2)])
     raise ConfigurationError(
         f'{where}: {value!r} is not a duration; write a number and a unit (ms, s, m, h, d), e.g. "15m", or seconds'
@@ -92,8 +95,11 @@ class Table:
             raise ConfigurationError(f"{self.where}: `{key}` = {value!r}; use one of {', '.join(allowed)}")
         return value
 
-    def duration(self, key: str, default: int) -> int:
-        return default if not self.has(key) else parse_duration(self.get(key), where=f"{self.where}: `{key}`")
+    def duration(self, key: str, default: int, *, allow_zero: bool = False) -> int:
+        if not self.has(key):
+            self.used.add(key)
+            return default
+        return parse_duration(self.get(key), where=f"{self.where}: `{key}`", allow_zero=allow_zero)
 
     def finish(self) -> None:
         unknown = sorted(set(self.data) - self.used)

@@ -60,11 +60,23 @@ class DriftParams:
 Params = ThresholdParams | SpikeParams | DriftParams
 
 
+DEFAULT_KEEP_FIRING_FOR_NS: Final = 15 * 60 * _NS_PER_S
+"""How long an ALERT outlives the last evaluation that said ALERT, by default (``keep_firing_for``)."""
+DEFAULT_NO_DATA_AFTER_NS: Final = 15 * 60 * _NS_PER_S
+"""How long a measured state outlives the last measured evaluation, by default (``no_data_after``)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Rule:
     """One alert rule. ``service``/``route`` restrict it to one service or route (None: all);
     ``group_by`` evaluates it separately per service, route or both; ``sinks`` names the sinks it
-    notifies (None: every sink)."""
+    notifies (None: every sink).
+
+    ``keep_firing_for_ns``: an ALERT stays ALERT until its detector has not said ALERT for this long (a
+    sustained spike whose statistic dips, or whose window runs thin, stays one alert); 0 resolves at once.
+    ``no_data_after_ns``: a group leaves a measured state (OK, WARNING, ALERT) for NO_DATA only after its
+    detector has said NO_DATA for this long, so a late export is not a change of state; 0 at once.
+    """
 
     name: str
     kind: RuleKind
@@ -75,6 +87,8 @@ class Rule:
     group_by: GroupBy = "service"
     renotify_ns: int = 4 * 3600 * _NS_PER_S
     sinks: tuple[str, ...] | None = None
+    keep_firing_for_ns: int = DEFAULT_KEEP_FIRING_FOR_NS
+    no_data_after_ns: int = DEFAULT_NO_DATA_AFTER_NS
 
 
 @dataclass(frozen=True, slots=True)

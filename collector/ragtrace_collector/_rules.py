@@ -1,10 +1,11 @@
 """Alert rules: a TOML file (stdlib ``tomllib``) parsed into frozen values, validated at load time.
 
-A rules file has top-level ``interval`` and ``renotify``, a list of ``[[sinks]]`` and a list of
-``[[rules]]``; ``default_rules.toml`` beside this module is used when no file is given and is the
-annotated example. The values it is parsed into live in ``_rule_types.py``; each table is read with
-``_rule_table.Table``, so every mistake raises ``ConfigurationError`` naming the file, the rule and the key,
-and saying how to fix it, and a misspelt key is an error.
+A rules file has top-level ``interval``, ``renotify``, ``keep_firing_for`` and ``no_data_after`` (the last
+three are defaults each rule may override), a list of ``[[sinks]]`` and a list of ``[[rules]]``;
+``default_rules.toml`` beside this module is used when no file is given and is the annotated example. The
+values it is parsed into live in ``_rule_types.py``; each table is read with ``_rule_table.Table``, so every
+mistake raises ``ConfigurationError`` naming the file, the rule and the key, and saying how to fix it, and a
+misspelt key is an error.
 ``docs/alerts.md`` is the reference.
 """
 
@@ -14,6 +15,7 @@ import os
 import re
 import sys
 from collections.abc import Mapping
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Final, get_args
@@ -28,6 +30,8 @@ from ragtrace_collector._rule_table import NS_PER_S, Table
 from ragtrace_collector._rule_types import (
     _DRIFT,
     _THRESHOLD,
+    DEFAULT_KEEP_FIRING_FOR_NS,
+    DEFAULT_NO_DATA_AFTER_NS,
     DEFAULT_SPIKE,
     DriftMethod,
     DriftParams,
@@ -42,6 +46,24 @@ from ragtrace_collector._rule_types import (
 )
 
 _NAME: Final = re.compile(r"^[A-Za-z0-9_.:-]+$")
+
+
+@dataclass(frozen=True, slots=True)
+class _Timing:
+    """The file-wide timings every rule takes unless it sets its own."""
+
+    renotify_ns: int
+    keep_firing_for_ns: int
+    no_data_after_ns: int
+
+    @classmethod
+    def read(cls, table: Table) -> _Timing:
+        return cls(
+            renotify_ns=table.duration("renotify", 4 * 3600 * NS_PER_S),
+            # 0 is allowed: it turns the hold off (the state follows the detector at once).
+            keep_firing_for_ns=table.duration("keep_firing_for", DEFAULT_KEEP_FIRING_FOR_NS, allow_zero=True),
+            no_data_after_ns=table.duration("no_data_after", DEFAULT_NO_DATA_AFTER_NS, allow_zero=True),
+        )
 
 
 def _parse_sink(data: object, index: int, source: str) -> SinkConfig:
@@ -136,7 +158,7 @@ def _parse_params(table: Table, kind: RuleKind) -> Params:
     return drift
 
 
-def _parse_rule(data: object, index: int, source: str, renotify_ns: int, sink_names: set[str]) -> Rule:
+def _parse_rule(data: object, index: int, source: str, defaults: _Timing, sink_names: set[str]) -> Rule:
     where = f"{source}: rules[{index}]"
     if isinstance(data, Mapping) and isinstance(data.get("name"), str):
         where = f"{where} ({data['name']})"
@@ -161,6 +183,11 @@ def _parse_rule(data: object, index: int, source: str, renotify_ns: int, sink_na
             known = ", ".join(sorted(sink_names)) or "none defined"
             raise ConfigurationError(f"{where}: `sinks` names {', '.join(missing)}, not in [[sinks]] (known: {known})")
         sinks = tuple(sinks_raw)
+    timing = _Timing(
+        renotify_ns=table.duration("renotify", defaults.renotify_ns),
+        keep_firing_for_ns=table.duration("keep_firing_for", defaults.keep_firing_for_ns, allow_zero=True),
+        no_data_after_ns=table.duration("no_data_after", defaults.no_data_after_ns, allow_zero=True),
+    )
     rule = Rule(
         name=name,
         kind=kind,
@@ -169,8 +196,10 @@ def _parse_rule(data: object, index: int, source: str, renotify_ns: int, sink_na
         service=table.string("service"),
         route=table.string("route"),
         group_by=table.choice("group_by", "service", get_args(GroupBy)),
-        renotify_ns=table.duration("renotify", renotify_ns),
+        renotify_ns=timing.renotify_ns,
         sinks=sinks,
+        keep_firing_for_ns=timing.keep_firing_for_ns,
+        no_data_after_ns=timing.no_data_after_ns,
     )
     table.finish()
     return rule
@@ -184,7 +213,7 @@ def parse_rules(text: str, *, source: str = "<rules>") -> RuleSet:
         raise ConfigurationError(f"{source}: not valid TOML ({exc}); check the quoting and brackets there") from exc
     top = Table(data, source)
     interval_ns = top.duration("interval", 60 * NS_PER_S)
-    renotify_ns = top.duration("renotify", 4 * 3600 * NS_PER_S)
+    defaults = _Timing.read(top)
     sinks_raw = top.get("sinks", [{"type": "log"}])
     rules_raw = top.require("rules", "add at least one [[rules]] table (see default_rules.toml)")
     top.finish()
@@ -196,7 +225,7 @@ def parse_rules(text: str, *, source: str = "<rules>") -> RuleSet:
     sink_names = [s.name for s in sinks]
     if len(set(sink_names)) != len(sink_names):
         raise ConfigurationError(f"{source}: two sinks share a name ({', '.join(sink_names)}); give each a `name`")
-    rules = tuple(_parse_rule(r, i, source, renotify_ns, set(sink_names)) for i, r in enumerate(rules_raw))
+    rules = tuple(_parse_rule(r, i, source, defaults, set(sink_names)) for i, r in enumerate(rules_raw))
     names = [r.name for r in rules]
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:

@@ -119,6 +119,8 @@ class Collector:
         self.pipeline: Pipeline | None = None
         self.scorer: Any = None
         self.forwarder: Forwarder | None = None
+        self.watcher: Any = None
+        """The alert watcher (``_alerts.Watcher``) once started; None when ``watch`` is off."""
         self.budget = ByteBudget(config.max_inflight_bytes)
         """The in-flight byte budget both receivers hold request bytes against."""
         self._uvicorn: uvicorn.Server | None = None
@@ -144,7 +146,7 @@ class Collector:
                 watcher_class = _optional("_alerts", "Watcher")
                 if watcher_class is not None:
                     # Built first: a bad rules file stops the start-up before anything listens.
-                    watcher = watcher_class(config.db, config.rules)
+                    watcher = self.watcher = watcher_class(config.db, config.rules)
             # Bound before the store exists, so a busy port stops the start-up without leaving a new, empty --db
             # behind; connections queue in the backlog until uvicorn accepts them below.
             sock = listen(config.host, config.port)

@@ -77,11 +77,20 @@ class SpanFactory:
         decision: str | None = None,
         route: str | None = None,
         events: bool = True,
+        end_ns: int | None = None,
     ) -> ReadableSpan:
-        """One ended RAG span (with a child retriever span), scores as attributes and evaluation events."""
-        with self.tracer.start_as_current_span(name) as span:
-            with self.tracer.start_as_current_span("retrieve") as child:
+        """One ended RAG span (with a child retriever span), scores as attributes and evaluation events.
+
+        ``end_ns`` sets when the RAG span ended (its record's time in the store); default: now.
+        """
+        start_ns = None if end_ns is None else end_ns - 2_000_000
+        with self.tracer.start_as_current_span(name, start_time=start_ns, end_on_exit=end_ns is None) as span:
+            with self.tracer.start_as_current_span(
+                "retrieve", start_time=start_ns, end_on_exit=end_ns is None
+            ) as child:
                 child.set_attribute(semconv.RAGTRACE_ROLE, semconv.ROLE_RETRIEVE)
+            if end_ns is not None:
+                child.end(end_time=end_ns - 1_000_000)
             span.set_attributes(rag_attributes(query, chunks, answer, scores=scores, decision=decision, route=route))
             if events:
                 for metric, value in (scores or {}).items():
@@ -93,7 +102,10 @@ class SpanFactory:
                             semconv.GEN_AI_EVALUATION_SCORE_LABEL: f"{metric}-label",
                             semconv.GEN_AI_EVALUATION_EXPLANATION: f"why {metric}",
                         },
+                        timestamp=end_ns,
                     )
+            if end_ns is not None:
+                span.end(end_time=end_ns)
         return self.exporter.get_finished_spans()[-1]
 
     def carrier(self, target: ReadableSpan, scores: Mapping[str, float]) -> ReadableSpan:

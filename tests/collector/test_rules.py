@@ -6,7 +6,14 @@ from pathlib import Path
 
 import pytest
 from ragtrace_collector._rule_table import parse_duration
-from ragtrace_collector._rule_types import DEFAULT_SPIKE, DriftParams, SpikeParams, ThresholdParams
+from ragtrace_collector._rule_types import (
+    DEFAULT_KEEP_FIRING_FOR_NS,
+    DEFAULT_NO_DATA_AFTER_NS,
+    DEFAULT_SPIKE,
+    DriftParams,
+    SpikeParams,
+    ThresholdParams,
+)
 from ragtrace_collector._rules import load_rules, parse_rules
 
 from ragtrace.environment_variables import ConfigurationError
@@ -27,6 +34,9 @@ def test_default_rules_are_the_documented_ones() -> None:
     assert spike.params == DEFAULT_SPIKE
     assert isinstance(by_name["faithfulness-drift"].params, DriftParams)
     assert all(rule.group_by == "service" for rule in rules.rules)
+    # The file says what the code defaults to: a rules file without them behaves as the packaged one.
+    assert all(rule.keep_firing_for_ns == DEFAULT_KEEP_FIRING_FOR_NS == 15 * 60 * NS for rule in rules.rules)
+    assert all(rule.no_data_after_ns == DEFAULT_NO_DATA_AFTER_NS == 15 * 60 * NS for rule in rules.rules)
     assert rules.interval_ns == 60 * NS
     assert [sink.type for sink in rules.sinks] == ["log"]
 
@@ -90,6 +100,35 @@ group_by = "all"
     assert drift.renotify_ns == 2 * 3600 * NS  # the file-wide default
     assert drift.sinks is None
     assert isinstance(drift.params, DriftParams) and drift.params.method == "ks"
+
+
+def test_hold_timings_are_file_defaults_a_rule_may_override_and_zero_turns_them_off() -> None:
+    rules = parse_rules(
+        """
+keep_firing_for = "30m"
+no_data_after = 0
+
+[[rules]]
+name = "a"
+kind = "threshold"
+metric = "faithfulness"
+threshold = 0.7
+
+[[rules]]
+name = "b"
+kind = "spike"
+metric = "hallucination"
+keep_firing_for = "0s"
+no_data_after = "5m"
+"""
+    )
+    a, b = rules.rules
+    assert (a.keep_firing_for_ns, a.no_data_after_ns) == (30 * 60 * NS, 0)
+    assert (b.keep_firing_for_ns, b.no_data_after_ns) == (0, 5 * 60 * NS)
+    with pytest.raises(ConfigurationError, match=r"`keep_firing_for`: -1 must be a positive duration"):
+        parse_rules('keep_firing_for = -1\n[[rules]]\nname = "a"\nkind = "spike"\nmetric = "hallucination"\n')
+    with pytest.raises(ConfigurationError, match=r"`interval`: 0 must be a positive duration"):
+        parse_rules('interval = 0\n[[rules]]\nname = "a"\nkind = "spike"\nmetric = "hallucination"\n')
 
 
 @pytest.mark.parametrize(

@@ -28,6 +28,8 @@ class Alert:
     value: float | None
     threshold: float | None
     message: str
+    silenced: bool = False
+    """Recorded while a silence matched the group: not sent to any sink."""
 
     @property
     def resolved(self) -> bool:

@@ -65,10 +65,50 @@ def _values(conn: sqlite3.Connection, rule: Rule, key: GroupKey, start: int, end
     return [float(row[0]) for row in reversed(rows)]
 
 
+def baseline_end(rule: Rule, now_ns: int) -> int | None:
+    """Where the rule's sliding baseline window ends at ``now_ns`` (where its recent window starts); None for a
+    threshold rule, which has no baseline."""
+    if isinstance(rule.params, ThresholdParams):
+        return None
+    return now_ns - rule.params.window_ns
+
+
 def evaluate_rule(
-    conn: sqlite3.Connection, rule: Rule, key: GroupKey, now_ns: int, previous: str | None
+    conn: sqlite3.Connection,
+    rule: Rule,
+    key: GroupKey,
+    now_ns: int,
+    previous: str | None,
+    *,
+    baseline_end_ns: int | None = None,
 ) -> _drift.Evaluation:
-    """Evaluate one rule for one group over the scores table, as of ``now_ns``."""
+    """Evaluate one rule for one group over the scores table, as of ``now_ns``.
+
+    The recent window ends at ``now_ns``; the baseline window ends where the recent one starts, or at
+    ``baseline_end_ns`` when given (frozen while an alert fires, so a long spike is not learnt as normal).
+    """
+    evaluation = _evaluate(conn, rule, key, now_ns, previous, baseline_end_ns)
+    if baseline_end_ns is not None and evaluation.value is not None:
+        frozen = f"{evaluation.message}; baseline frozen when the alert fired"
+        return _drift.Evaluation(
+            evaluation.state,
+            evaluation.value,
+            evaluation.threshold,
+            evaluation.count,
+            frozen,
+            evaluation.baseline_count,
+        )
+    return evaluation
+
+
+def _evaluate(
+    conn: sqlite3.Connection,
+    rule: Rule,
+    key: GroupKey,
+    now_ns: int,
+    previous: str | None,
+    frozen_end: int | None,
+) -> _drift.Evaluation:
     direction = _drift.metric_direction(rule.metric)
     params = rule.params
     if isinstance(params, ThresholdParams):
@@ -83,13 +123,14 @@ def evaluate_rule(
         )
     if isinstance(params, SpikeParams):
         split = now_ns - params.window_ns
+        end = split if frozen_end is None else frozen_end
         recent = _values(conn, rule, key, split, now_ns, params.max_records)
         where, args = _filters(key, grouped_by(rule))
         bad_sql = "value > ?" if direction == "lower" else "value < ?"
         total, bad = conn.execute(
             f"SELECT COUNT(*), COALESCE(SUM(CASE WHEN {bad_sql} THEN 1 ELSE 0 END), 0) FROM {SCORES} "
             f"WHERE metric = ? AND value IS NOT NULL AND time_ns > ? AND time_ns <= ?{where}",
-            [params.cutoff, rule.metric, split - params.baseline_ns, split, *args],
+            [params.cutoff, rule.metric, end - params.baseline_ns, end, *args],
         ).fetchone()
         return _drift.spike_state(
             _drift.bad_events(recent, direction=direction, cutoff=params.cutoff),
@@ -105,9 +146,10 @@ def evaluate_rule(
         )
     assert isinstance(params, DriftParams)
     split = now_ns - params.window_ns
+    end = split if frozen_end is None else frozen_end
     return _drift.drift_state(
         _values(conn, rule, key, split, now_ns),
-        _values(conn, rule, key, split - params.baseline_ns, split),
+        _values(conn, rule, key, end - params.baseline_ns, end),
         method=params.method,
         warning=params.warning,
         alert=params.alert,

@@ -4,47 +4,32 @@
 while the receiver writes), so it never holds a lock the ingestion path waits on. ``start()`` runs
 ``evaluate_once`` every rule-set interval on a daemon thread; ``stop()`` ends it and drains the sinks.
 
-State machine, per (rule, service, route): every change of state is a row in ``alerts`` and, except the
-very first OK/NO_DATA a group is seen in, a notification. An ``ALERT`` that persists is sent again only
-after the rule's renotify interval (also recorded as a row); going back to ``OK`` from ``ALERT`` or
-``WARNING`` sends a resolved message. A group that stops getting scored records goes to ``NO_DATA``.
+State machine, per (rule, service, route), in ``_lifecycle.py``: every change of state is a row in ``alerts``
+and, except the very first OK/NO_DATA a group is seen in, a notification. An ``ALERT`` holds until its
+detector has not said ALERT for the rule's ``keep_firing_for``, thin windows do not turn a measured state
+into ``NO_DATA`` before ``no_data_after``, and the baseline is frozen while it fires; one that persists is sent
+again only after the rule's renotify interval (also recorded as a row), unless acknowledged; going back to
+``OK`` from ``ALERT`` or ``WARNING`` sends a resolved message. Silences (``_controls.py``) keep notifications
+back, never state changes. Each group's state is kept in ``alert_groups`` after every evaluation.
 """
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from os import PathLike
 
 from ragtrace_collector import _drift
+from ragtrace_collector._alerts import _lifecycle
 from ragtrace_collector._alerts._alert import Alert, Sink, logger
-from ragtrace_collector._alerts._evaluation import SCORES, GroupKey, evaluate_rule, groups_of
+from ragtrace_collector._alerts._evaluation import SCORES, GroupKey, baseline_end, evaluate_rule, groups_of
+from ragtrace_collector._alerts._persist import GroupState, Mutes, TrackKey, load_tracks, save
 from ragtrace_collector._alerts._sinks import build_sinks
-from ragtrace_collector._rule_types import (
-    Rule,
-    RuleSet,
-)
+from ragtrace_collector._rule_types import Rule, RuleSet
 from ragtrace_collector._rules import load_rules
-
-ALERTS = "alerts"
-ALERTS_DDL = (
-    f"CREATE TABLE IF NOT EXISTS [{ALERTS}] ([id] INTEGER PRIMARY KEY, [time_ns] INTEGER, [rule] TEXT, [kind] TEXT, "
-    "[metric] TEXT, [service] TEXT, [route] TEXT, [state] TEXT, [previous_state] TEXT, [value] FLOAT, "
-    "[threshold] FLOAT, [message] TEXT, [sinks] TEXT)"
-)
-ALERTS_INDEX = f"CREATE INDEX IF NOT EXISTS [idx_{ALERTS}_time_ns] ON [{ALERTS}] ([time_ns])"
-
-
-@dataclass(frozen=True, slots=True)
-class _Track:
-    """A group's current state and when its last row was written (entry into the state or reminder)."""
-
-    state: str
-    since_ns: int
+from ragtrace_collector._store import ensure_alert_tables
 
 
 class Watcher:
@@ -69,7 +54,7 @@ class Watcher:
         self.rules = rules if rules is not None else load_rules(rules_path)
         self.sinks: list[Sink] = list(sinks) if sinks is not None else build_sinks(self.rules.sinks)
         self.clock = clock or time.time_ns
-        self._tracks: dict[tuple[str, str | None, str | None], _Track] | None = None
+        self._tracks: dict[TrackKey, _lifecycle.Track] | None = None
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -110,54 +95,29 @@ class Watcher:
 
     def _connect(self) -> sqlite3.Connection:
         conn = sqlite3.connect(self.db_path, timeout=30.0)
-        conn.execute(ALERTS_DDL)
-        conn.execute(ALERTS_INDEX)
-        conn.commit()
+        ensure_alert_tables(conn)
         return conn
 
-    def _load_tracks(self, conn: sqlite3.Connection) -> dict[tuple[str, str | None, str | None], _Track]:
-        rows = conn.execute(
-            f"SELECT rule, service, route, state, time_ns FROM {ALERTS} WHERE id IN "
-            f"(SELECT MAX(id) FROM {ALERTS} GROUP BY rule, service, route)"
-        ).fetchall()
-        return {(rule, service, route): _Track(state, int(time_ns)) for rule, service, route, state, time_ns in rows}
-
     def evaluate_once(self, now_ns: int | None = None) -> list[Alert]:
-        """Evaluate every rule for every group as of ``now_ns`` (default: the clock); record and notify
-        the state changes and reminders; return them."""
+        """Evaluate every rule for every group as of ``now_ns`` (default: the clock); record the state changes
+        and reminders and every group's state; notify the sinks of those not silenced; return the recorded
+        changes and reminders (silenced ones included, with ``silenced`` set)."""
         now = self.clock() if now_ns is None else now_ns
         with self._lock:
             conn = self._connect()
             try:
                 if self._tracks is None:
-                    self._tracks = self._load_tracks(conn)
+                    self._tracks = load_tracks(conn)
                 has_scores = (
                     conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (SCORES,)).fetchone()
                     is not None
                 )
+                mutes = Mutes.read(conn, now)
                 alerts: list[tuple[Alert, list[Sink]]] = []
+                groups: list[GroupState] = []
                 for rule in self.rules.rules:
-                    alerts.extend(self._evaluate_rule(conn, rule, now, has_scores))
-                with conn:
-                    for alert, sinks in alerts:
-                        conn.execute(
-                            f"INSERT INTO {ALERTS} (time_ns, rule, kind, metric, service, route, state, "
-                            "previous_state, value, threshold, message, sinks) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-                            (
-                                alert.time_ns,
-                                alert.rule,
-                                alert.kind,
-                                alert.metric,
-                                alert.service,
-                                alert.route,
-                                alert.state,
-                                alert.previous_state,
-                                alert.value,
-                                alert.threshold,
-                                alert.message,
-                                json.dumps([s.name for s in sinks]),
-                            ),
-                        )
+                    alerts.extend(self._evaluate_rule(conn, rule, now, has_scores, mutes, groups))
+                save(conn, [(alert, [s.name for s in sinks]) for alert, sinks in alerts], groups)
             finally:
                 conn.close()
         # Notify after the commit: a sink that sees an alert can find its row.
@@ -170,7 +130,13 @@ class Watcher:
         return [alert for alert, _ in alerts]
 
     def _evaluate_rule(
-        self, conn: sqlite3.Connection, rule: Rule, now: int, has_scores: bool
+        self,
+        conn: sqlite3.Connection,
+        rule: Rule,
+        now: int,
+        has_scores: bool,
+        mutes: Mutes,
+        states: list[GroupState],
     ) -> list[tuple[Alert, list[Sink]]]:
         assert self._tracks is not None
         groups = groups_of(conn, rule, now) if has_scores else set()
@@ -178,47 +144,53 @@ class Watcher:
         groups.update((service, route) for (name, service, route) in self._tracks if name == rule.name)
         if not groups and rule.group_by == "all":
             groups.add((rule.service, rule.route))
+        policy = _lifecycle.Policy(rule.renotify_ns, rule.keep_firing_for_ns, rule.no_data_after_ns)
         out = []
         for key in sorted(groups, key=lambda k: (k[0] or "", k[1] or "")):
-            track = self._tracks.get((rule.name, *key))
-            previous = track.state if track else None
+            track_key = (rule.name, *key)
+            track = self._tracks.get(track_key)
+            frozen = _lifecycle.frozen_baseline_end(track)
             if has_scores:
-                evaluation = evaluate_rule(conn, rule, key, now, previous)
+                previous = track.state if track else None
+                evaluation = evaluate_rule(conn, rule, key, now, previous, baseline_end_ns=frozen)
             else:
                 evaluation = _drift.Evaluation(_drift.NO_DATA, None, None, 0, "no scores stored yet")
-            alert = self._transition(rule, key, now, track, evaluation)
-            if alert is None:
-                continue
-            alert_obj, notify = alert
-            sinks = [s for s in self.sinks if rule.sinks is None or s.name in rule.sinks] if notify else []
-            self._tracks[(rule.name, *key)] = _Track(alert_obj.state, now)
-            out.append((alert_obj, sinks))
+            mute = mutes.mute(track_key, track)
+            stepped = _lifecycle.step(
+                track,
+                evaluation.state,
+                now,
+                policy,
+                baseline_end_ns=frozen if frozen is not None else baseline_end(rule, now),
+                mute=mute,
+            )
+            self._tracks[track_key] = stepped.track
+            states.append(GroupState(rule, key[0], key[1], stepped.track, evaluation, now))
+            if stepped.record:
+                alert = self._alert(rule, key, now, stepped, evaluation, mute.silenced)
+                sinks = [s for s in self.sinks if rule.sinks is None or s.name in rule.sinks] if stepped.notify else []
+                out.append((alert, sinks))
         return out
 
-    def _transition(
-        self, rule: Rule, key: GroupKey, now: int, track: _Track | None, evaluation: _drift.Evaluation
-    ) -> tuple[Alert, bool] | None:
-        previous = track.state if track else None
-        state = evaluation.state
-        if state == previous:
-            due = track is not None and now - track.since_ns >= rule.renotify_ns
-            if state != _drift.ALERT or not due:
-                return None
-            notify = True
-        else:
-            # The first sighting of a healthy or unmeasured group is recorded but not worth a message.
-            notify = previous is not None or state in (_drift.ALERT, _drift.WARNING)
-        alert = Alert(
+    @staticmethod
+    def _alert(
+        rule: Rule, key: GroupKey, now: int, stepped: _lifecycle.Step, evaluation: _drift.Evaluation, silenced: bool
+    ) -> Alert:
+        message = evaluation.message
+        if stepped.held:
+            # Say why the state is not the detector's: the reader sees "ALERT" over a window that reads fine.
+            message = f"{message} (held: {stepped.track.state} until the rule's keep_firing_for/no_data_after pass)"
+        return Alert(
             time_ns=now,
             rule=rule.name,
             kind=rule.kind,
             metric=rule.metric,
             service=key[0],
             route=key[1],
-            state=state,
-            previous_state=previous,
+            state=stepped.track.state,
+            previous_state=stepped.previous,
             value=evaluation.value,
             threshold=evaluation.threshold,
-            message=evaluation.message,
+            message=message,
+            silenced=silenced and not stepped.notify,
         )
-        return alert, notify

@@ -13,11 +13,27 @@ connection (``Store.reader()``).
 The parts: ``_store.py`` (``Store``: the connection, its locks, the checkpoint thread, ``write`` in one
 transaction), ``_schema.py`` (the tables, their columns and indexes), ``_writes.py`` (the upserts and pruning),
 ``_queries.py`` (the reads the collector makes on the writer's connection), ``_shared_lock.py`` (the write
-lock shared with the decode processes).
+lock shared with the decode processes), ``_alert_schema.py`` (the alert tables, which the watcher and the
+alert API create too).
 """
 
 from __future__ import annotations
 
+from ragtrace_collector._store._alert_schema import (
+    ALERT_ACKS,
+    ALERT_GROUPS,
+    ALERT_SILENCES,
+    ALERTS,
+    ensure_alert_tables,
+)
 from ragtrace_collector._store._store import Store, StoreError
 
-__all__ = ["Store", "StoreError"]
+__all__ = [
+    "ALERTS",
+    "ALERT_ACKS",
+    "ALERT_GROUPS",
+    "ALERT_SILENCES",
+    "Store",
+    "StoreError",
+    "ensure_alert_tables",
+]

@@ -1,12 +1,15 @@
-"""The store's schema: the four tables of docs/collector.md, their columns and indexes, and ``create_schema``.
+"""The store's schema: the tables of docs/collector.md, their columns and indexes, and ``create_schema``.
 
-The column dicts are the one list of each table's columns, in order: the upserts (``_writes.py``) bind rows
-in that order. ``create_schema`` uses sqlite-utils, so the file opens as it is in Datasette.
+The column dicts are the one list of each record table's columns, in order: the upserts (``_writes.py``) bind
+rows in that order. ``create_schema`` uses sqlite-utils, so the file opens as it is in Datasette; the alert
+tables are defined in ``_alert_schema.py`` (the watcher and the alert API create them too).
 """
 
 from __future__ import annotations
 
 import sqlite_utils
+
+from ragtrace_collector._store._alert_schema import ALERTS, ensure_alert_tables
 
 __all__ = [
     "ALERTS",
@@ -22,7 +25,6 @@ __all__ = [
 SPANS = "spans"
 RAG_RECORDS = "rag_records"
 SCORES = "scores"
-ALERTS = "alerts"
 
 SPAN_COLUMNS: dict[str, type] = {
     "span_id": str,
@@ -73,21 +75,6 @@ SCORE_COLUMNS: dict[str, type] = {
     "time_ns": int,
     "source": str,
 }
-_ALERT_COLUMNS: dict[str, type] = {
-    "id": int,
-    "time_ns": int,
-    "rule": str,
-    "kind": str,
-    "metric": str,
-    "service": str,
-    "route": str,
-    "state": str,
-    "previous_state": str,
-    "value": float,
-    "threshold": float,
-    "message": str,
-    "sinks": str,
-}
 _INDEXES: tuple[tuple[str, tuple[str, ...]], ...] = (
     (SCORES, ("metric", "time_ns")),
     (SCORES, ("service", "metric", "time_ns")),
@@ -95,7 +82,6 @@ _INDEXES: tuple[tuple[str, tuple[str, ...]], ...] = (
     (RAG_RECORDS, ("time_ns",)),
     (RAG_RECORDS, ("service", "time_ns")),
     (SPANS, ("trace_id",)),
-    (ALERTS, ("time_ns",)),
 )
 
 
@@ -106,6 +92,6 @@ def create_schema(db: sqlite_utils.Database) -> None:
     db[SCORES].create(  # type: ignore[union-attr]
         SCORE_COLUMNS, pk=("span_id", "metric"), if_not_exists=True
     )
-    db[ALERTS].create(_ALERT_COLUMNS, pk="id", if_not_exists=True)  # type: ignore[union-attr]
     for table, columns in _INDEXES:
         db[table].create_index(columns, if_not_exists=True)  # type: ignore[union-attr]
+    ensure_alert_tables(db.conn)

@@ -15,9 +15,9 @@ import sqlite3
 from collections.abc import Sequence
 
 from ragtrace_collector._otlp import Batch, Row
+from ragtrace_collector._store._alert_schema import ALERT_ACKS, ALERT_SILENCES, ALERTS
 from ragtrace_collector._store._queries import span_ids_where
 from ragtrace_collector._store._schema import (
-    ALERTS,
     RAG_COLUMNS,
     RAG_RECORDS,
     SCORE_COLUMNS,
@@ -82,13 +82,16 @@ def _fill_routes_for(conn: sqlite3.Connection, records: Sequence[Row]) -> None:
 
 
 def prune(conn: sqlite3.Connection, older_than_ns: int) -> dict[str, int]:
-    """Delete every row older than ``older_than_ns`` (span end, record/score/alert time); return counts."""
+    """Delete every row older than ``older_than_ns`` (span end, record/score/alert time, a silence's end, an
+    acknowledgement's time); return counts. Each group's current state (``alert_groups``) is kept."""
     deleted: dict[str, int] = {}
     for table, column in (
         (SPANS, "end_ns"),
         (RAG_RECORDS, "time_ns"),
         (SCORES, "time_ns"),
         (ALERTS, "time_ns"),
+        (ALERT_SILENCES, "ends_ns"),
+        (ALERT_ACKS, "time_ns"),
     ):
         cursor = conn.execute(f"DELETE FROM {table} WHERE {column} < ?", (older_than_ns,))
         deleted[table] = cursor.rowcount
