@@ -1,4 +1,5 @@
-"""``ragtrace-collector``: ``serve`` receives OTLP into SQLite; ``report`` writes the store's report to a file.
+"""``ragtrace-collector``: ``serve`` receives OTLP into SQLite; ``report`` writes the store's report to a file;
+``alerts`` lists, acknowledges and silences a running collector's alerts (``_alert_cli.py``).
 
 Configuration mistakes exit with status 2 and a message that names the fix (never a traceback). ``--help`` is
 plain text (``DESCRIPTION``, not this docstring); ``serve`` prints the live page's URL once it listens.
@@ -20,6 +21,7 @@ from pathlib import Path
 from ragtrace import environment_variables as env
 from ragtrace._exceptions import ConfigurationError
 from ragtrace_collector import __version__
+from ragtrace_collector._alert_cli import add_alert_commands, run_alert_command
 from ragtrace_collector._budget import DEFAULT_MAX_INFLIGHT_BYTES
 from ragtrace_collector._http import DEFAULT_MAX_BODY_BYTES
 from ragtrace_collector._server import Collector, CollectorConfig
@@ -30,7 +32,8 @@ TOKEN_VARIABLE = env.RAGTRACE_COLLECTOR_TOKEN
 
 DESCRIPTION = (
     "Receive OTLP traces from ragtrace apps into a SQLite file, score what the apps did not score, watch the "
-    "scores and alert (serve); write the store's report (report)."
+    "scores and alert (serve); write the store's report (report); list, acknowledge and silence a running "
+    "collector's alerts (alerts)."
 )
 """What ``--help`` says: plain text, as a terminal shows it (the module docstring is reStructuredText)."""
 
@@ -97,6 +100,7 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="default: markdown for a .md or .markdown --out, else html",
     )
+    add_alert_commands(commands)
     return parser
 
 
@@ -156,6 +160,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             level=getattr(logging, str(args.log_level).upper(), logging.INFO),
             format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         )
+    if args.command == "alerts":
+        return run_alert_command(args)
     try:
         return _serve(args) if args.command == "serve" else _report(args)
     except ConfigurationError as exc:

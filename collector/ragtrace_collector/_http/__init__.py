@@ -19,21 +19,25 @@ The parts: ``_app.py`` (the routes and what each receiver does with a request), 
 request: token, content type, encoding, the body within the size limit and the in-flight budget),
 ``_gzip.py`` (inflating a gzip body in bounded chunks), ``_replies.py`` (``Reject`` and every reply, in the
 request's encoding; the metrics reply both receivers give), ``_token.py`` (the bearer token and the page's
-guard).
+guard), ``_alert_api.py`` (the alert API: list, acknowledge, silence; the page and the CLI use it).
 """
 
 from __future__ import annotations
 
+from ragtrace_collector._http._alert_api import ALERTS_API_PATH, SILENCES_API_PATH, alert_api_routes
 from ragtrace_collector._http._app import METRICS_PATH, TRACES_PATH, create_app
 from ragtrace_collector._http._body import DEFAULT_MAX_BODY_BYTES
 from ragtrace_collector._http._replies import METRICS_NOT_STORED, metrics_not_stored
 from ragtrace_collector._http._token import bearer_matches
 
 __all__ = [
+    "ALERTS_API_PATH",
     "DEFAULT_MAX_BODY_BYTES",
     "METRICS_NOT_STORED",
     "METRICS_PATH",
+    "SILENCES_API_PATH",
     "TRACES_PATH",
+    "alert_api_routes",
     "bearer_matches",
     "create_app",
     "metrics_not_stored",

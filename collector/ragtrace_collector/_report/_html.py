@@ -91,6 +91,9 @@ td, th { padding: .25rem .6rem; border-bottom: 1px solid #ddd; }
 details { border: 1px solid #ddd; border-radius: 6px; padding: .5rem .8rem; margin: .5rem 0; }
 summary { cursor: pointer; } .issue { color: #b00020; }
 pre { white-space: pre-wrap; background: #fafafa; padding: .4rem; }
+.alert-group { border-left: 4px solid #999; padding: .4rem .8rem; margin: .4rem 0; background: #f5f7fa; }
+.alert-group.state-ALERT { border-color: #d62728; } .alert-group.state-WARNING { border-color: #e0a100; }
+.alert-group button { margin-top: .3rem; }
 """
 
 
@@ -102,6 +105,7 @@ def html_page(
     marks: list[dict[str, Any]],
     recent: list[dict[str, Any]],
     refresh_seconds: int | None,
+    alert_panel: str = "",
 ) -> str:
     e = html.escape
     parts = [
@@ -126,6 +130,8 @@ def html_page(
             f'<div class="firing"><b>{e(alert["rule"])}</b> {e(alert["metric"])} {e(where)}: '
             f"{e(alert['message'])}</div>"
         )
+    if alert_panel:
+        parts.append(alert_panel)
     parts += ["<h2>Metrics</h2>", "<table><tr><th>metric</th><th>mean</th><th>scored</th><th>better</th></tr>"]
     parts += [
         f"<tr><td>{e(m.metric)}</td><td>{m.mean:.3f}</td><td>{m.count}</td><td>{m.direction}</td></tr>"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -11,6 +12,7 @@ if TYPE_CHECKING:
     from starlette.requests import Request
     from starlette.responses import Response
     from starlette.routing import BaseRoute
+from ragtrace_collector._report._alert_panel import alert_panel_html, read_alert_panel
 from ragtrace_collector._report._html import html_page
 from ragtrace_collector._report._markdown import markdown
 from ragtrace_collector._report._model import Format
@@ -34,10 +36,12 @@ def report(
     since_ns: int | None = None,
     until_ns: int | None = None,
     refresh_seconds: int | None = None,
+    alert_controls: bool = False,
 ) -> str:
     """The report as markdown or as a self-contained HTML page with charts.
 
-    ``refresh_seconds`` (HTML only) makes the page reload itself, as the live page does.
+    ``refresh_seconds`` (HTML only) makes the page reload itself, as the live page does; ``alert_controls``
+    (HTML only, the live page) adds the alert panel whose buttons acknowledge and silence through the alert API.
     """
     if format not in ("markdown", "html"):
         raise ValueError(f"format must be 'markdown' or 'html', got {format!r}")
@@ -50,7 +54,8 @@ def report(
             return markdown(head, worst, threshold, recent)
         scores_over_time = series(conn, tables, since_ns, until_ns)
         marks = alert_marks(conn, tables)
-    return html_page(head, worst, threshold, scores_over_time, marks, recent, refresh_seconds)
+        panel = alert_panel_html(read_alert_panel(conn, tables, time.time_ns())) if alert_controls else ""
+    return html_page(head, worst, threshold, scores_over_time, marks, recent, refresh_seconds, panel)
 
 
 def write_report(
@@ -67,8 +72,8 @@ def write_report(
 
 
 def page_routes(store: object, *, refresh_seconds: int = 60) -> list[BaseRoute]:
-    """Starlette routes serving the live report at ``/`` (HTML; ``?format=markdown`` for text and
-    ``?threshold=`` to change the problem threshold). Each request reads the store on a worker thread
+    """Starlette routes serving the live report at ``/`` (HTML with the alert panel; ``?format=markdown`` for text
+    and ``?threshold=`` to change the problem threshold). Each request reads the store on a worker thread
     through its own read-only connection, so the page never blocks ingestion or the event loop."""
     from starlette.concurrency import run_in_threadpool
     from starlette.responses import HTMLResponse, PlainTextResponse
@@ -86,7 +91,9 @@ def page_routes(store: object, *, refresh_seconds: int = 60) -> list[BaseRoute]:
         if request.query_params.get("format") == "markdown":
             text = await run_in_threadpool(report, source, "markdown", threshold=threshold)
             return PlainTextResponse(text, media_type="text/markdown; charset=utf-8")
-        body = await run_in_threadpool(report, source, "html", threshold=threshold, refresh_seconds=refresh_seconds)
+        body = await run_in_threadpool(
+            report, source, "html", threshold=threshold, refresh_seconds=refresh_seconds, alert_controls=True
+        )
         return HTMLResponse(body)
 
     return [Route("/", page, methods=["GET"], name="report")]

@@ -23,6 +23,7 @@ from ragtrace_collector._store._alert_schema import (
     ALERT_ACKS,
     ALERT_GROUPS,
     ALERT_SILENCES,
+    ALERT_TABLES,
     ALERTS,
     ensure_alert_tables,
 )
@@ -33,6 +34,7 @@ __all__ = [
     "ALERT_ACKS",
     "ALERT_GROUPS",
     "ALERT_SILENCES",
+    "ALERT_TABLES",
     "Store",
     "StoreError",
     "ensure_alert_tables",

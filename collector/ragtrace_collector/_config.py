@@ -1,0 +1,77 @@
+"""What ``ragtrace-collector serve`` takes, as one frozen value: ``CollectorConfig``, and its checks.
+
+``validate`` raises ``ConfigurationError`` naming the fix when the configuration is unsafe or wrong; the
+collector calls it before anything starts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from ragtrace._exceptions import ConfigurationError
+from ragtrace_collector._address import is_loopback
+from ragtrace_collector._budget import DEFAULT_MAX_INFLIGHT_BYTES
+from ragtrace_collector._forward import traces_url
+from ragtrace_collector._http._body import DEFAULT_MAX_BODY_BYTES
+
+__all__ = ["CollectorConfig"]
+
+_MAX_RETENTION_DAYS = 100_000  # about 270 years: in nanoseconds, still a signed 64-bit integer
+
+
+@dataclass(frozen=True, slots=True)
+class CollectorConfig:
+    """What the collector serves and how. Ports 0 pick free ports; ``grpc_port=None`` turns gRPC off."""
+
+    db: Path
+    host: str = "127.0.0.1"
+    port: int = 4318
+    grpc_port: int | None = 4317
+    token: str | None = None
+    insecure: bool = False
+    rules: Path | None = None
+    retention_days: float | None = None
+    forward: str | None = None
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    max_inflight_bytes: int = DEFAULT_MAX_INFLIGHT_BYTES
+    """Request bytes held at once by both receivers together (``_budget.ByteBudget``); past it, a retryable
+    refusal."""
+    score: bool = True
+    decode_processes: int = 0
+    """Processes that decode OTLP (0: threads of this process). The command defaults to one per CPU."""
+    watch: bool = True
+    """Start the alert watcher (``_alerts.Watcher``) when that module is installed."""
+    page: bool = True
+    """Serve the live page (``_report.page_routes``) when that module is installed."""
+
+    def validate(self) -> None:
+        """Raise ``ConfigurationError`` naming the fix when the configuration is unsafe or wrong."""
+        if not is_loopback(self.host) and not self.token and not self.insecure:
+            raise ConfigurationError(
+                f"--host {self.host} is not a loopback address and no token is set: anyone who can reach it could "
+                "write to the store. Set --token (or RAGTRACE_COLLECTOR_TOKEN), or pass --insecure to accept that."
+            )
+        for name, port in (("--port", self.port), ("--grpc-port", self.grpc_port)):
+            if port is not None and not 0 <= port <= 65535:
+                raise ConfigurationError(f"{name} {port} is not a TCP port: give a number from 1 to 65535")
+        if self.decode_processes < 0:
+            raise ConfigurationError(f"--decode-processes {self.decode_processes} must be 0 (threads) or more")
+        if self.max_body_bytes < 1024:
+            raise ConfigurationError(f"--max-body-bytes {self.max_body_bytes} is too small: give at least 1024")
+        if self.max_inflight_bytes < self.max_body_bytes:
+            raise ConfigurationError(
+                f"--max-inflight-bytes {self.max_inflight_bytes} is below --max-body-bytes {self.max_body_bytes}: "
+                f"the budget of all requests in flight must hold at least one request; give at least "
+                f"{self.max_body_bytes}"
+            )
+        if self.retention_days is not None and not 0 < self.retention_days <= _MAX_RETENTION_DAYS:
+            # "not 0 < x <= max" also refuses nan; inf and beyond-max days are no time SQLite can compare.
+            raise ConfigurationError(
+                f"--retention-days {self.retention_days} must be a positive number of days up to "
+                f"{_MAX_RETENTION_DAYS}, e.g. 30 (leave it out to keep everything)"
+            )
+        if self.rules is not None and not self.rules.is_file():
+            raise ConfigurationError(f"--rules {self.rules}: no such file; give the path of a rules TOML file")
+        if self.forward is not None:
+            traces_url(self.forward)

@@ -1,0 +1,192 @@
+"""The alert API: list the alert groups, acknowledge a firing one, silence and unsilence. The page's buttons and
+``ragtrace-collector alerts`` both use it; what it stores is in SQLite (``_alerts._controls``), so a restart keeps
+it and the watcher reads it at its next evaluation.
+
+* ``GET /api/alerts``: ``{"now_ns", "groups": [...], "silences": [...]}``, every group the watcher keeps a state
+  for (its state, since when, the last evaluation's value and message, its acknowledgement and the silences
+  muting it) and every silence not over yet.
+* ``POST /api/alerts/ack`` ``{"rule", "service", "route", "author", "comment"}``: acknowledges the group's current
+  ALERT (201 ``{"ack"}``); 404 for a group the watcher does not know, 409 when it is not in ALERT.
+* ``POST /api/silences`` ``{"rule", "service", "route", "duration", "author", "comment"}``: ``rule``/``service``/
+  ``route`` null or absent match any; ``duration`` is ``"2h"``, ``"30m"``... or seconds (201 ``{"silence"}``).
+* ``DELETE /api/silences/{id}``: ends the silence now (200 ``{"silence"}``; 404 when there is none).
+
+A mistake is a 400 ``{"error": "..."}`` that names it. A body must be ``application/json``: a page on another
+site can make a browser send a form to this collector, but not JSON without a CORS preflight this collector
+never answers, so no other site can silence its alerts from a browser. With a token set, the API needs it as
+the page does (``Authorization: Bearer`` or ``?token=``).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Callable, Collection
+from contextlib import closing
+from pathlib import Path
+from typing import Any
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from ragtrace._exceptions import ConfigurationError
+from ragtrace_collector._alerts._controls import add_ack, add_silence, expire_silence, group_views, silences
+from ragtrace_collector._rule_table import parse_duration
+from ragtrace_collector._store import ALERT_GROUPS, ensure_alert_tables
+
+__all__ = ["ALERTS_API_PATH", "SILENCES_API_PATH", "alert_api_routes"]
+
+ALERTS_API_PATH = "/api/alerts"
+SILENCES_API_PATH = "/api/silences"
+_MAX_BODY = 64 * 1024
+_MAX_TEXT = 1000
+
+
+class _Refused(Exception):
+    def __init__(self, status: int, error: str) -> None:
+        super().__init__(error)
+        self.status = status
+        self.error = error
+
+
+def _text(body: dict[str, Any], key: str, *, limit: int = 200) -> str | None:
+    value = body.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value or len(value) > limit:
+        raise _Refused(400, f"`{key}` must be a non-empty string of at most {limit} characters, or null")
+    return value
+
+
+async def _json_body(request: Request) -> dict[str, Any]:
+    if request.headers.get("content-type", "").split(";", 1)[0].strip().lower() != "application/json":
+        raise _Refused(415, "send the body as application/json")
+    raw = await request.body()
+    if len(raw) > _MAX_BODY:
+        raise _Refused(413, f"the body is over {_MAX_BODY} bytes")
+    try:
+        body = json.loads(raw or b"{}")
+    except ValueError:
+        raise _Refused(400, "the body is not JSON") from None
+    if not isinstance(body, dict):
+        raise _Refused(400, "the body must be a JSON object")
+    return body
+
+
+def alert_api_routes(
+    db_path: str | Path, *, rule_names: Collection[str] | None = None, clock: Callable[[], int] = time.time_ns
+) -> list[BaseRoute]:
+    """The API's routes over the store at ``db_path``. ``rule_names``: the rules the watcher runs, when known (a
+    silence or an acknowledgement naming another rule is refused as a typo)."""
+    db = str(db_path)
+
+    def connect() -> sqlite3.Connection:
+        conn = sqlite3.connect(db, timeout=30.0)
+        ensure_alert_tables(conn)
+        return conn
+
+    def check_rule(rule: str | None) -> None:
+        if rule is not None and rule_names is not None and rule not in rule_names:
+            known = ", ".join(sorted(rule_names)) or "none"
+            raise _Refused(400, f"no rule is named {rule!r} (rules: {known})")
+
+    def listing() -> dict[str, Any]:
+        now = clock()
+        with closing(connect()) as conn:
+            views = group_views(conn, now)
+            pending = [s for s in silences(conn) if s.ends_ns > now]
+        return {
+            "now_ns": now,
+            "groups": [v.as_json() for v in views],
+            "silences": [s.as_json() for s in reversed(pending)],
+        }
+
+    def acknowledge(body: dict[str, Any]) -> dict[str, Any]:
+        rule = _text(body, "rule")
+        if rule is None:
+            raise _Refused(400, "`rule` is required: name the rule of the alert to acknowledge")
+        check_rule(rule)
+        service, route = _text(body, "service"), _text(body, "route")
+        with closing(connect()) as conn:
+            row = conn.execute(
+                f"SELECT state, since_ns FROM {ALERT_GROUPS} WHERE rule = ? AND service IS ? AND route IS ?",
+                (rule, service, route),
+            ).fetchone()
+            if row is None:
+                raise _Refused(404, f"no alert group {rule} [service={service}, route={route}]")
+            if row[0] != "ALERT":
+                raise _Refused(409, f"{rule} [service={service}, route={route}] is {row[0]}, not ALERT: nothing to ack")
+            ack = add_ack(
+                conn,
+                rule=rule,
+                service=service,
+                route=route,
+                episode_ns=int(row[1]),
+                now_ns=clock(),
+                author=_text(body, "author"),
+                comment=_text(body, "comment", limit=_MAX_TEXT),
+            )
+        return {"ack": ack.as_json()}
+
+    def silence(body: dict[str, Any]) -> dict[str, Any]:
+        rule = _text(body, "rule")
+        check_rule(rule)
+        if body.get("duration") is None:
+            raise _Refused(400, '`duration` is required, e.g. "2h" or 7200 (seconds)')
+        try:
+            duration = parse_duration(body["duration"], where="`duration`")
+        except ConfigurationError as exc:
+            raise _Refused(400, str(exc)) from None
+        now = clock()
+        with closing(connect()) as conn:
+            made = add_silence(
+                conn,
+                rule=rule,
+                service=_text(body, "service"),
+                route=_text(body, "route"),
+                starts_ns=now,
+                ends_ns=now + duration,
+                author=_text(body, "author"),
+                comment=_text(body, "comment", limit=_MAX_TEXT),
+            )
+        return {"silence": made.as_json()}
+
+    def unsilence(silence_id: int) -> dict[str, Any]:
+        with closing(connect()) as conn:
+            ended = expire_silence(conn, silence_id, clock())
+        if ended is None:
+            raise _Refused(404, f"no silence {silence_id}")
+        return {"silence": ended.as_json()}
+
+    async def get_alerts(request: Request) -> Response:
+        return JSONResponse(await run_in_threadpool(listing))
+
+    async def post_ack(request: Request) -> Response:
+        return await _answer(request, acknowledge, 201)
+
+    async def post_silence(request: Request) -> Response:
+        return await _answer(request, silence, 201)
+
+    async def delete_silence(request: Request) -> Response:
+        try:
+            return JSONResponse(await run_in_threadpool(unsilence, int(request.path_params["silence_id"])))
+        except _Refused as refused:
+            return JSONResponse({"error": refused.error}, status_code=refused.status)
+
+    return [
+        Route(ALERTS_API_PATH, get_alerts, methods=["GET"]),
+        Route(f"{ALERTS_API_PATH}/ack", post_ack, methods=["POST"]),
+        Route(SILENCES_API_PATH, post_silence, methods=["POST"]),
+        Route(SILENCES_API_PATH + "/{silence_id:int}", delete_silence, methods=["DELETE"]),
+    ]
+
+
+async def _answer(request: Request, handle: Callable[[dict[str, Any]], dict[str, Any]], status: int) -> Response:
+    try:
+        body = await _json_body(request)
+        return JSONResponse(await run_in_threadpool(handle, body), status_code=status)
+    except _Refused as refused:
+        return JSONResponse({"error": refused.error}, status_code=refused.status)
