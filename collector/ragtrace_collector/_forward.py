@@ -65,6 +65,11 @@ class Forwarder:
         self.dropped = 0
         """Payloads given up (queue full, retries spent, or a non-retryable reply)."""
 
+    @property
+    def pending(self) -> int:
+        """Payloads waiting to be sent (the queue's depth)."""
+        return len(self._queue)
+
     def submit(self, payload: bytes) -> None:
         """Queue one ``ExportTraceServiceRequest`` (protobuf bytes). Call from the event loop's thread."""
         if len(self._queue) == self._queue.maxlen:

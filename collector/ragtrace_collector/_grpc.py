@@ -30,6 +30,7 @@ from ragtrace_collector._budget import RETRY_AFTER_SECONDS, ByteBudget, Hold, Ov
 from ragtrace_collector._http import bearer_matches, metrics_not_stored
 from ragtrace_collector._otlp import OtlpDecodeError
 from ragtrace_collector._pipeline import Pipeline
+from ragtrace_collector._prometheus import Stats
 from ragtrace_collector._store import StoreError
 
 _log = logging.getLogger("ragtrace_collector")
@@ -64,20 +65,27 @@ def create_grpc_server(
     token: str | None = None,
     max_message_bytes: int = 64 * 1024 * 1024,
     budget: ByteBudget | None = None,
+    stats: Stats | None = None,
 ) -> tuple[grpc.aio.Server, int]:
     """A grpc.aio server bound to ``address`` (``host:port``, port 0 picks one); return it and the port.
 
     ``budget``: the in-flight byte budget each message is held against while it is handled (shared with the
-    HTTP receiver); a budget of its own with the default limit when not given.
+    HTTP receiver); a budget of its own with the default limit when not given. ``stats``: counts the exports (traces
+    and metrics) refused whole.
     Call inside the running event loop; ``await server.start()`` to serve, ``await server.stop(grace)`` to stop.
     """
     budget = budget if budget is not None else ByteBudget()
+
+    def refused(reason: str) -> None:
+        if stats is not None:
+            stats.refused("grpc", reason)
 
     async def check_token(context: grpc.aio.ServicerContext[bytes, Message]) -> None:
         """Abort with ``UNAUTHENTICATED`` unless the metadata carries ``authorization: Bearer <token>``."""
         if token:
             given = dict(context.invocation_metadata() or ()).get("authorization", "")
             if not isinstance(given, str) or not bearer_matches(given, token):
+                refused("unauthenticated")
                 await context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong bearer token")
 
     async def take(hold: Hold, size: int, context: grpc.aio.ServicerContext[bytes, Message]) -> None:
@@ -85,6 +93,7 @@ def create_grpc_server(
         try:
             hold.take(size)
         except OverBudget as exc:
+            refused("over_budget")
             await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc), trailing_metadata=_RETRY_LATER)
 
     async def export(request: bytes, context: grpc.aio.ServicerContext[bytes, Message]) -> object:
@@ -94,9 +103,11 @@ def create_grpc_server(
             try:
                 batch = await pipeline.accept_protobuf(request)
             except OtlpDecodeError as exc:
+                refused("malformed")
                 await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"malformed OTLP body: {exc}")
             except StoreError as exc:
                 _log.error("store write failed, export not acknowledged: %s", exc)
+                refused("store_unavailable")
                 await context.abort(grpc.StatusCode.UNAVAILABLE, "store unavailable, retry later")
         reply = ExportTraceServiceResponse()
         if batch.rejected or batch.errors:

@@ -26,6 +26,7 @@ from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Protocol
 
 from ragtrace_collector._otlp import Batch, decode_json, decode_protobuf
+from ragtrace_collector._prometheus import Stats
 from ragtrace_collector._store import Store
 
 _log = logging.getLogger("ragtrace_collector")
@@ -58,10 +59,13 @@ class Pipeline:
         scorer: BatchConsumer | None = None,
         forwarder: PayloadConsumer | None = None,
         decode_processes: int = 0,
+        stats: Stats | None = None,
     ) -> None:
         self.store = store
         self.scorer = scorer
         self.forwarder = forwarder
+        self.stats = stats
+        """Counts what each committed export stored, rejected and brought decided (``/metrics``)."""
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragtrace-store")
         self._decoders = ThreadPoolExecutor(max_workers=2, thread_name_prefix="ragtrace-decode")
         self._processes: ProcessPoolExecutor | None = None
@@ -86,14 +90,24 @@ class Pipeline:
         received_ns = time.time_ns()
         if self._processes is not None:
             try:
-                return await loop.run_in_executor(self._processes, _ingest_in_worker, as_json, body, received_ns)
+                batch, stored, decided = await loop.run_in_executor(
+                    self._processes, _ingest_in_worker, as_json, body, received_ns
+                )
+                self._count(batch, stored, decided)
+                return batch, stored
             except BrokenProcessPool:
                 _log.error("a decode process died: decoding and writing in threads from now on")
                 self._processes = None
         decode = decode_json if as_json else decode_protobuf
         batch = await loop.run_in_executor(self._decoders, decode, body, received_ns)
         await self.commit(batch)
+        self._count(batch, len(batch.spans), _decisions(batch))
         return batch, len(batch.spans)
+
+    def _count(self, batch: Batch, stored: int, decided: dict[str, int]) -> None:
+        if self.stats is not None:
+            self.stats.exported(stored, batch.rejected)
+            self.stats.decided(decided, "app")
 
     async def accept_protobuf(self, body: bytes) -> Batch:
         """Decode a binary export and commit it. Raises ``OtlpDecodeError`` or ``StoreError``.
@@ -145,13 +159,25 @@ def _init_worker(parent: int, db_path: str, write_lock: Any) -> None:
     _worker_store = Store(db_path, write_lock=write_lock, checkpoints=False)
 
 
-def _ingest_in_worker(as_json: bool, body: bytes, received_ns: int) -> tuple[Batch, int]:
-    """In a worker process: decode and commit; send back only what the parent needs (not the rows)."""
+def _ingest_in_worker(as_json: bool, body: bytes, received_ns: int) -> tuple[Batch, int, dict[str, int]]:
+    """In a worker process: decode and commit; send back only what the parent needs (not the rows): the
+    undecided records, the rejections, how many spans were stored and how many records came decided, by decision."""
     assert _worker_store is not None
     batch = (decode_json if as_json else decode_protobuf)(body, received_ns)
     _worker_store.write(batch)
     undecided = [row for row in batch.rag_records if row.get("decision") is None]
-    return Batch(rag_records=undecided, rejected=batch.rejected, errors=batch.errors), len(batch.spans)
+    returned = Batch(rag_records=undecided, rejected=batch.rejected, errors=batch.errors)
+    return returned, len(batch.spans), _decisions(batch)
+
+
+def _decisions(batch: Batch) -> dict[str, int]:
+    """How many of the batch's RAG records the app decided, by decision."""
+    counts: dict[str, int] = {}
+    for row in batch.rag_records:
+        decision = row.get("decision")
+        if decision is not None:
+            counts[str(decision)] = counts.get(str(decision), 0) + 1
+    return counts
 
 
 def _die_with_parent(parent: int) -> None:

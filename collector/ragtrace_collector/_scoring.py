@@ -30,6 +30,7 @@ from ragtrace.metrics import Suite
 from ragtrace.metrics._registry import configured_suite
 from ragtrace_collector._carrier import carrier_export, encode, score_rows
 from ragtrace_collector._otlp import Batch, Row
+from ragtrace_collector._prometheus import Stats
 from ragtrace_collector._store import Store, StoreError
 
 _log = logging.getLogger("ragtrace_collector")
@@ -82,6 +83,7 @@ class ServerScorer:
         max_concurrency: int = 4,
         queue_size: int = 1024,
         forward: Callable[[bytes], None] | None = None,
+        stats: Stats | None = None,
     ) -> None:
         sample_rate = SAMPLE_RATE.resolve(sample_rate)
         self.store = store
@@ -93,6 +95,7 @@ class ServerScorer:
         self._inbox: queue.SimpleQueue[list[Row] | None] = queue.SimpleQueue()
         self._queue_size = queue_size
         self._forward = forward
+        self._stats = stats
         self._thread: threading.Thread | None = None
         self._idle = threading.Condition()
         self._pending = 0
@@ -115,6 +118,12 @@ class ServerScorer:
         if self._thread is None:
             self._thread = threading.Thread(target=self._main, name="ragtrace-server-scoring", daemon=True)
             self._thread.start()
+
+    @property
+    def pending(self) -> int:
+        """Records taken in and not yet decided and written (the scoring queue's depth)."""
+        with self._idle:
+            return self._pending
 
     def wait_idle(self, timeout: float) -> bool:
         """Block until every queued record is scored and written (tests, shutdown); False on timeout."""
@@ -239,6 +248,12 @@ class ServerScorer:
             self.store.write(batch)
         except StoreError:
             _log.error("could not store server-side scoring results", exc_info=True)
+            return
+        if self._stats is not None:
+            decided: dict[str, int] = {}
+            for row in batch.rag_records:
+                decided[row["decision"]] = decided.get(row["decision"], 0) + 1
+            self._stats.decided(decided, "collector")
 
 
 def _forget(in_flight: set[str], span_id: str, _task: asyncio.Task[None]) -> None:

@@ -26,6 +26,7 @@ from ragtrace_collector._forward import Forwarder
 from ragtrace_collector._grpc import create_grpc_server
 from ragtrace_collector._http import alert_api_routes, create_app
 from ragtrace_collector._pipeline import Pipeline
+from ragtrace_collector._prometheus import Sources, Stats, metrics_routes
 from ragtrace_collector._store import Store
 
 __all__ = ["Collector", "CollectorConfig"]
@@ -65,6 +66,8 @@ class Collector:
         """The alert watcher (``_alerts.Watcher``) once started; None when ``watch`` is off."""
         self.budget = ByteBudget(config.max_inflight_bytes)
         """The in-flight byte budget both receivers hold request bytes against."""
+        self.stats = Stats()
+        """What the receivers, the pipeline and scoring counted (``/metrics``)."""
         self._uvicorn: uvicorn.Server | None = None
         self._ready = threading.Event()
         self._stopped = threading.Event()
@@ -115,15 +118,15 @@ class Collector:
                     def forward_carrier(payload: bytes) -> None:
                         loop.call_soon_threadsafe(fw.submit, payload)
 
-                scorer = self.scorer = ServerScorer(store, forward=forward_carrier)
+                scorer = self.scorer = ServerScorer(store, forward=forward_carrier, stats=self.stats)
                 scorer.start()
                 stack.push_async_callback(asyncio.to_thread, scorer.stop)
             pipeline = self.pipeline = Pipeline(
-                store, scorer=scorer, forwarder=forwarder, decode_processes=config.decode_processes
+                store, scorer=scorer, forwarder=forwarder, decode_processes=config.decode_processes, stats=self.stats
             )
             stack.push_async_callback(asyncio.to_thread, pipeline.close)
             await pipeline.warm_up()
-            routes: list[BaseRoute] = []
+            routes: list[BaseRoute] = metrics_routes(self._metric_sources(scorer, forwarder, watcher is not None))
             if config.watch or config.page:
                 # Acknowledge and silence from the page and the CLI; a silence naming no rule the watcher runs is
                 # refused as a typo.
@@ -141,6 +144,7 @@ class Collector:
                 max_body_bytes=config.max_body_bytes,
                 budget=self.budget,
                 extra_routes=routes,
+                stats=self.stats,
             )
             if watcher is not None:
                 watcher.start()
@@ -155,6 +159,7 @@ class Collector:
                     token=config.token,
                     max_message_bytes=config.max_body_bytes,
                     budget=self.budget,
+                    stats=self.stats,
                 )
                 await grpc_server.start()
                 stack.push_async_callback(grpc_server.stop, 5)
@@ -188,6 +193,19 @@ class Collector:
             if on_ready is not None:
                 on_ready()
             await serving
+
+    def _metric_sources(self, scorer: Any, forwarder: Forwarder | None, watching: bool) -> Sources:
+        """What ``/metrics`` reads: the counters, the budget, the queues of the parts that run, the alert groups."""
+        return Sources(
+            stats=self.stats,
+            db_path=self.config.db,
+            inflight_bytes=lambda: self.budget.in_flight,
+            inflight_limit_bytes=self.budget.limit,
+            scoring_queue=(lambda: scorer.pending) if scorer is not None else None,
+            forward_queue=(lambda: forwarder.pending) if forwarder is not None else None,
+            forward_dropped=(lambda: forwarder.dropped) if forwarder is not None else None,
+            watching=watching,
+        )
 
     async def _prune_forever(self, store: Store) -> None:
         assert self.config.retention_days is not None

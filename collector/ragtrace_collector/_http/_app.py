@@ -32,6 +32,7 @@ from ragtrace_collector._http._replies import (
 from ragtrace_collector._http._token import PageTokenMiddleware
 from ragtrace_collector._otlp import OtlpDecodeError
 from ragtrace_collector._pipeline import Pipeline
+from ragtrace_collector._prometheus import Stats, http_refusal_reason
 from ragtrace_collector._store import StoreError
 
 __all__ = ["METRICS_PATH", "TRACES_PATH", "create_app"]
@@ -55,13 +56,15 @@ def create_app(
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     budget: ByteBudget | None = None,
     extra_routes: Sequence[BaseRoute] = (),
+    stats: Stats | None = None,
 ) -> Starlette:
     """The collector's HTTP app: ``POST /v1/traces``, ``GET /healthz`` and ``extra_routes`` (the page).
 
     ``token``: when set, ``/v1/traces`` and ``/v1/metrics`` require ``Authorization: Bearer <token>`` (the scheme in
     any case) and answer without it in OTLP terms; every other path but ``/healthz`` requires it too.
     ``budget``: the in-flight byte budget the request bodies are held against (shared with the gRPC receiver);
-    a budget of its own with the default limit when not given.
+    a budget of its own with the default limit when not given. ``stats``: counts the exports (traces and metrics)
+    refused whole.
     """
     budget = budget if budget is not None else ByteBudget()
 
@@ -87,6 +90,10 @@ def create_app(
                         retry_after=_STORE_RETRY_AFTER_SECONDS,
                     ) from None
             except Reject as reject:
+                if stats is not None:
+                    stats.refused(
+                        "http", http_refusal_reason(reject.status, cancelled=reject.code == code_pb2.CANCELLED)
+                    )
                 return status_response(reject, reply_type)
         if batch.rejected:
             _log.warning("partial success: %s", batch.error_message)
@@ -106,6 +113,10 @@ def create_app(
                 except OtlpDecodeError as exc:
                     raise Reject(400, code_pb2.INVALID_ARGUMENT, f"malformed OTLP body: {exc}") from None
             except Reject as reject:
+                if stats is not None:
+                    stats.refused(
+                        "http", http_refusal_reason(reject.status, cancelled=reject.code == code_pb2.CANCELLED)
+                    )
                 return status_response(reject, reply_type)
         return Response(encode(reply, reply_type), status_code=200, media_type=reply_type)
 

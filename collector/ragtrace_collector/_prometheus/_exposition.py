@@ -1,0 +1,159 @@
+"""The collector's state in the Prometheus text exposition format: ``render(sources)``.
+
+Read at scrape time, never kept: the counters of ``Stats``, the queues' depths and the in-flight bytes as
+gauges, and each alert group's state, statistic (the CUSUM statistic for a spike rule, the window mean for a
+threshold rule, the PSI or KS p-value for a drift rule), level, silence and acknowledgement from the store's
+``alert_groups`` (what the watcher wrote at its last evaluation). Every alert series carries the labels ``rule``,
+``kind``, ``metric``, ``service`` and ``route`` (empty when the rule does not split by it), so Alertmanager can
+route, group and silence them like any other alert.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Iterator
+from contextlib import closing
+from dataclasses import dataclass
+from pathlib import Path
+
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+
+from ragtrace_collector._alerts._controls import GroupView, group_views
+from ragtrace_collector._drift import STATES
+from ragtrace_collector._prometheus._stats import Stats
+from ragtrace_collector._store import ALERT_TABLES
+
+__all__ = ["PREFIX", "Sources", "render"]
+
+PREFIX = "ragtrace_collector"
+_ALERT_LABELS = ("rule", "kind", "metric", "service", "route")
+
+
+@dataclass(frozen=True, slots=True)
+class Sources:
+    """Where each figure comes from: the counters, the store's file, and the parts' live gauges (None: that
+    part is off, and its series are left out)."""
+
+    stats: Stats
+    db_path: Path
+    inflight_bytes: Callable[[], int]
+    inflight_limit_bytes: int
+    scoring_queue: Callable[[], int] | None = None
+    forward_queue: Callable[[], int] | None = None
+    forward_dropped: Callable[[], int] | None = None
+    watching: bool = False
+
+
+def _alert_labels(group: GroupView) -> list[str]:
+    return [group.rule, group.kind, group.metric, group.service or "", group.route or ""]
+
+
+def _alert_families(db_path: Path, now_ns: int) -> Iterator[Metric]:
+    with closing(sqlite3.connect(f"{db_path.resolve().as_uri()}?mode=ro", uri=True, timeout=30.0)) as conn:
+        tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        groups = group_views(conn, now_ns) if set(ALERT_TABLES) <= tables else []
+    state = GaugeMetricFamily(
+        f"{PREFIX}_alert_state",
+        "1 for the state each alert group is in (OK, WARNING, ALERT, NO_DATA), 0 for the others",
+        labels=[*_ALERT_LABELS, "state"],
+    )
+    statistic = GaugeMetricFamily(
+        f"{PREFIX}_alert_statistic",
+        "The detector's statistic at the last evaluation: CUSUM (spike), window mean (threshold), PSI or KS "
+        "p-value (drift); absent under NO_DATA",
+        labels=list(_ALERT_LABELS),
+    )
+    level = GaugeMetricFamily(f"{PREFIX}_alert_threshold", "The level that raises ALERT", labels=list(_ALERT_LABELS))
+    silenced = GaugeMetricFamily(
+        f"{PREFIX}_alert_silenced", "1 while a silence mutes the group", labels=list(_ALERT_LABELS)
+    )
+    acked = GaugeMetricFamily(
+        f"{PREFIX}_alert_acknowledged", "1 while the group's current ALERT is acknowledged", labels=list(_ALERT_LABELS)
+    )
+    evaluated = GaugeMetricFamily(
+        f"{PREFIX}_alert_last_evaluation_timestamp_seconds",
+        "When the watcher last evaluated the group (seconds since the epoch)",
+        labels=list(_ALERT_LABELS),
+    )
+    for group in groups:
+        labels = _alert_labels(group)
+        for name in STATES:
+            state.add_metric([*labels, name], 1.0 if group.state == name else 0.0)
+        if group.value is not None:
+            statistic.add_metric(labels, group.value)
+        if group.threshold is not None:
+            level.add_metric(labels, group.threshold)
+        silenced.add_metric(labels, 1.0 if group.silenced_by else 0.0)
+        acked.add_metric(labels, 1.0 if group.ack is not None else 0.0)
+        if group.evaluated_ns is not None:
+            evaluated.add_metric(labels, group.evaluated_ns / 1e9)
+    yield from (state, statistic, level, silenced, acked, evaluated)
+
+
+class _Families:
+    """A prometheus_client collector over ``Sources``: builds every family when scraped."""
+
+    def __init__(self, sources: Sources, now_ns: int) -> None:
+        self.sources = sources
+        self.now_ns = now_ns
+
+    def collect(self) -> Iterator[Metric]:
+        from ragtrace_collector import __version__  # the package imports this module on its way in
+
+        sources = self.sources
+        snap = sources.stats.snapshot()
+        info = GaugeMetricFamily(f"{PREFIX}_info", "The collector's version", labels=["version"])
+        info.add_metric([__version__], 1.0)
+        yield info
+        yield CounterMetricFamily(
+            f"{PREFIX}_spans_received",
+            "Spans in exports the collector took in",
+            snap.spans_stored + snap.spans_rejected,
+        )
+        yield CounterMetricFamily(f"{PREFIX}_spans_stored", "Spans committed to the store", snap.spans_stored)
+        yield CounterMetricFamily(
+            f"{PREFIX}_spans_rejected", "Spans refused one by one (partial success): not stored", snap.spans_rejected
+        )
+        refused = CounterMetricFamily(
+            f"{PREFIX}_requests_refused", "Exports refused whole, nothing stored", labels=["receiver", "reason"]
+        )
+        for (receiver, reason), count in sorted(snap.refused.items()):
+            refused.add_metric([receiver, reason], count)
+        yield refused
+        decisions = CounterMetricFamily(
+            f"{PREFIX}_decisions",
+            "RAG records by scoring decision and by who decided (the app, or the collector's scoring)",
+            labels=["decision", "decided_by"],
+        )
+        for (decision, by), count in sorted(snap.decisions.items()):
+            decisions.add_metric([decision, by], count)
+        yield decisions
+        yield GaugeMetricFamily(f"{PREFIX}_inflight_bytes", "Request bytes held right now", sources.inflight_bytes())
+        yield GaugeMetricFamily(
+            f"{PREFIX}_inflight_limit_bytes",
+            "The in-flight budget (--max-inflight-bytes)",
+            sources.inflight_limit_bytes,
+        )
+        if sources.scoring_queue is not None:
+            yield GaugeMetricFamily(
+                f"{PREFIX}_scoring_queue_records",
+                "RAG records waiting for server-side scoring",
+                sources.scoring_queue(),
+            )
+        if sources.forward_queue is not None and sources.forward_dropped is not None:
+            yield GaugeMetricFamily(
+                f"{PREFIX}_forward_queue_exports", "Exports waiting to be forwarded", sources.forward_queue()
+            )
+            yield CounterMetricFamily(
+                f"{PREFIX}_forward_dropped", "Exports given up forwarding", sources.forward_dropped()
+            )
+        if sources.watching:
+            yield from _alert_families(sources.db_path, self.now_ns)
+
+
+def render(sources: Sources, now_ns: int) -> bytes:
+    """Every family in the text exposition format (version 0.0.4), as of ``now_ns``."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(_Families(sources, now_ns))
+    return bytes(generate_latest(registry))
