@@ -73,7 +73,8 @@ class Rule:
     notifies (None: every sink).
 
     ``keep_firing_for_ns``: an ALERT stays ALERT until its detector has not said ALERT for this long (a
-    sustained spike whose statistic dips, or whose window runs thin, stays one alert); 0 resolves at once.
+    sustained spike whose statistic dips, or whose window runs thin, stays one alert), and a WARNING until it
+    has said neither; 0 follows the detector at once.
     ``no_data_after_ns``: a group leaves a measured state (OK, WARNING, ALERT) for NO_DATA only after its
     detector has said NO_DATA for this long, so a late export is not a change of state; 0 at once.
     """

@@ -95,3 +95,14 @@ def test_a_silence_records_every_change_and_sends_none_then_the_alert_if_it_stil
     assert not step(late.track, "ALERT", 3 * 60 * MINUTE, POLICY, mute=acked).record
     resolved = step(late.track, "OK", 3 * 60 * MINUTE, POLICY, mute=acked)
     assert (resolved.previous, resolved.track.state, resolved.notify) == ("ALERT", "OK", True)
+
+
+def test_a_warning_hovering_at_its_level_is_one_warning_and_an_alert_steps_down_through_it() -> None:
+    said = [(0, "OK"), (MINUTE, "WARNING"), (2 * MINUTE, "OK"), (3 * MINUTE, "WARNING"), (4 * MINUTE, "OK"),
+            (18 * MINUTE, "OK"), (19 * MINUTE, "OK")]  # fmt: skip
+    _, recorded = run(POLICY, said)
+    assert changes(recorded) == [(None, "OK", False), ("OK", "WARNING", True), ("WARNING", "OK", True)]
+    assert recorded[-1].track.since_ns == 18 * MINUTE
+    said = [(0, "ALERT"), (MINUTE, "WARNING"), (10 * MINUTE, "WARNING"), (17 * MINUTE, "OK"), (26 * MINUTE, "OK")]
+    _, recorded = run(POLICY, said)
+    assert changes(recorded) == [(None, "ALERT", True), ("ALERT", "WARNING", True), ("WARNING", "OK", True)]

@@ -6,7 +6,8 @@ What makes a sustained spike one alert rather than a string of them:
 
 * ``keep_firing_for``: an ALERT stays ALERT until the detector has not said ALERT for this long, so a spike
   whose statistic dips for an evaluation or two is still the same alert (hysteresis in time, on top of the
-  detectors' own hysteresis in level);
+  detectors' own hysteresis in level); a WARNING likewise stays until the detector has said neither WARNING
+  nor ALERT for this long, so a statistic hovering at the warning level is one warning, not one per dip;
 * ``no_data_after``: a measured state (OK, WARNING, ALERT) turns into NO_DATA only once the detector has said
   NO_DATA for this long. A window left thin by a late export is a gap in what arrived, not news: it neither
   ends a firing alert nor sends anything;
@@ -47,6 +48,7 @@ class Mute:
 
 
 _UNMUTED = Mute()
+_BAD = (_drift.WARNING, _drift.ALERT)
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,8 +56,9 @@ class Track:
     """One group's alert state between evaluations.
 
     ``since_ns``: when it entered ``state`` (for an ALERT, the start of the episode an acknowledgement names);
-    ``notified_ns``: its last row (entry or reminder), from which ``renotify`` counts; ``last_alert_ns`` and
-    ``last_measured_ns``: the last evaluations that said ALERT and that said anything but NO_DATA;
+    ``notified_ns``: its last row (entry or reminder), from which ``renotify`` counts; ``last_alert_ns``,
+    ``last_warning_ns`` and ``last_measured_ns``: the last evaluations that said ALERT, that said WARNING or
+    ALERT, and that said anything but NO_DATA;
     ``baseline_end_ns``: the frozen end of the baseline window while ALERT; ``announced``: whether the
     current state was sent (False when a silence kept it back).
     """
@@ -67,6 +70,7 @@ class Track:
     last_measured_ns: int | None = None
     baseline_end_ns: int | None = None
     announced: bool = True
+    last_warning_ns: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,10 +100,14 @@ def _held_state(track: Track, detected: State, now: int, policy: Policy) -> Stat
     measured_lately = track.last_measured_ns is not None and now - track.last_measured_ns < policy.no_data_after_ns
     if detected == _drift.NO_DATA and track.state != _drift.NO_DATA and measured_lately:
         state = track.state
-    # A firing alert ends only once its detector has stopped saying ALERT for keep_firing_for.
+    # A firing alert ends only once its detector has stopped saying ALERT for keep_firing_for; a warning
+    # (or an alert that ended while its detector still warned lately) once it has stopped saying either.
     alerted_lately = track.last_alert_ns is not None and now - track.last_alert_ns < policy.keep_firing_for_ns
+    warned_lately = track.last_warning_ns is not None and now - track.last_warning_ns < policy.keep_firing_for_ns
     if state != _drift.ALERT and track.state == _drift.ALERT and alerted_lately:
         state = _drift.ALERT
+    elif state in (_drift.OK, _drift.NO_DATA) and track.state in _BAD and warned_lately:
+        state = _drift.WARNING
     return state
 
 
@@ -123,6 +131,7 @@ def step(
             since_ns=now,
             notified_ns=now,
             last_alert_ns=now if detected == _drift.ALERT else None,
+            last_warning_ns=now if detected in _BAD else None,
             last_measured_ns=None if detected == _drift.NO_DATA else now,
             baseline_end_ns=baseline_end_ns if detected == _drift.ALERT else None,
             announced=not (worth and mute.silenced),
@@ -132,6 +141,7 @@ def step(
     moved = replace(
         track,
         last_alert_ns=now if detected == _drift.ALERT else track.last_alert_ns,
+        last_warning_ns=now if detected in _BAD else track.last_warning_ns,
         last_measured_ns=now if detected != _drift.NO_DATA else track.last_measured_ns,
     )
     held = state != detected

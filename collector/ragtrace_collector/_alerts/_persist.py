@@ -62,11 +62,11 @@ def load_tracks(conn: sqlite3.Connection) -> dict[TrackKey, Track]:
     tracks: dict[TrackKey, Track] = {}
     for row in conn.execute(
         f"SELECT rule, service, route, state, since_ns, notified_ns, last_alert_ns, last_measured_ns, "
-        f"baseline_end_ns, announced FROM {ALERT_GROUPS}"
+        f"baseline_end_ns, announced, last_warning_ns FROM {ALERT_GROUPS}"
     ):
-        rule, service, route, state, since, notified, last_alert, last_measured, baseline_end, announced = row
+        rule, service, route, state, since, notified, last_alert, last_measured, baseline_end, announced, warned = row
         tracks[(rule, service, route)] = Track(
-            state, int(since), int(notified), last_alert, last_measured, baseline_end, bool(announced)
+            state, int(since), int(notified), last_alert, last_measured, baseline_end, bool(announced), warned
         )
     for rule, service, route, state, time_ns, silenced in conn.execute(
         f"SELECT rule, service, route, state, time_ns, silenced FROM {ALERTS} WHERE id IN "
@@ -82,6 +82,7 @@ def load_tracks(conn: sqlite3.Connection) -> dict[TrackKey, Track]:
             last_alert_ns=at if state == _drift.ALERT else None,
             last_measured_ns=None if state == _drift.NO_DATA else at,
             announced=not silenced,
+            last_warning_ns=at if state in (_drift.WARNING, _drift.ALERT) else None,
         )
     return tracks
 
@@ -93,12 +94,13 @@ _INSERT_ALERT = (
 _UPSERT_GROUP = (
     f"INSERT INTO {ALERT_GROUPS} (group_key, rule, kind, metric, service, route, state, detected, since_ns, "
     "notified_ns, evaluated_ns, last_alert_ns, last_measured_ns, baseline_end_ns, announced, value, threshold, "
-    "message) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT (group_key) DO UPDATE SET "
+    "message, last_warning_ns) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT (group_key) DO UPDATE SET "
     "state = excluded.state, detected = excluded.detected, since_ns = excluded.since_ns, "
     "notified_ns = excluded.notified_ns, evaluated_ns = excluded.evaluated_ns, "
     "last_alert_ns = excluded.last_alert_ns, last_measured_ns = excluded.last_measured_ns, "
     "baseline_end_ns = excluded.baseline_end_ns, announced = excluded.announced, value = excluded.value, "
-    "threshold = excluded.threshold, message = excluded.message, kind = excluded.kind, metric = excluded.metric"
+    "threshold = excluded.threshold, message = excluded.message, kind = excluded.kind, metric = excluded.metric, "
+    "last_warning_ns = excluded.last_warning_ns"
 )
 
 
@@ -120,7 +122,7 @@ def save(conn: sqlite3.Connection, rows: Sequence[tuple[Alert, Sequence[str]]], 
                 (group_key(g.rule.name, g.service, g.route), g.rule.name, g.rule.kind, g.rule.metric, g.service,
                  g.route, g.track.state, g.evaluation.state, g.track.since_ns, g.track.notified_ns, g.evaluated_ns,
                  g.track.last_alert_ns, g.track.last_measured_ns, g.track.baseline_end_ns, int(g.track.announced),
-                 g.evaluation.value, g.evaluation.threshold, g.evaluation.message)
+                 g.evaluation.value, g.evaluation.threshold, g.evaluation.message, g.track.last_warning_ns)
                 for g in groups
             ],
         )  # fmt: skip

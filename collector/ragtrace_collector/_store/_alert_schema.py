@@ -41,7 +41,8 @@ _GROUPS_DDL = (
     f"CREATE TABLE IF NOT EXISTS [{ALERT_GROUPS}] ([group_key] TEXT PRIMARY KEY, [rule] TEXT, [kind] TEXT, "
     "[metric] TEXT, [service] TEXT, [route] TEXT, [state] TEXT, [detected] TEXT, [since_ns] INTEGER, "
     "[notified_ns] INTEGER, [evaluated_ns] INTEGER, [last_alert_ns] INTEGER, [last_measured_ns] INTEGER, "
-    "[baseline_end_ns] INTEGER, [announced] INTEGER, [value] FLOAT, [threshold] FLOAT, [message] TEXT)"
+    "[baseline_end_ns] INTEGER, [announced] INTEGER, [value] FLOAT, [threshold] FLOAT, [message] TEXT, "
+    "[last_warning_ns] INTEGER)"
 )
 _SILENCES_DDL = (
     f"CREATE TABLE IF NOT EXISTS [{ALERT_SILENCES}] ([id] INTEGER PRIMARY KEY, [rule] TEXT, [service] TEXT, "
