@@ -186,6 +186,7 @@ def _print_results(db: Path, args: argparse.Namespace, alert: dict[str, Any] | N
     rows = _query(db, "SELECT rule, state, metric, service, message FROM alerts ORDER BY time_ns, id")
     for rule, state, metric, service, message in rows:
         print(f"    [{state:<7}] {rule} on {metric} ({service}): {message}")
+    print(f"  notifications of the spike's ALERT: {_spike_notifications(db)} (one alert until it resolves)")
     print("\n== Mean scores before and after the degradation ==")
     print(f"  {'metric':<30} {'before':>8} {'n':>5} {'after':>8} {'n':>5}")
     for metric, (before, n_before, after, n_after) in _scores_by_phase(db, args.degrade_after).items():
@@ -196,6 +197,12 @@ def _print_results(db: Path, args: argparse.Namespace, alert: dict[str, Any] | N
     print(f"  HTML report:   {report.resolve()}")
     print(f"  live page:     http://127.0.0.1:{port}/")
     print(f"  SQLite store:  {db.resolve()}  (opens in Datasette as it is)")
+
+
+def _spike_notifications(db: Path) -> int:
+    """How many times the spike rule's ALERT was sent (entries and reminders; silenced rows are not sent)."""
+    rows = _query(db, "SELECT COUNT(*) FROM alerts WHERE rule = ? AND state = 'ALERT' AND sinks != '[]'", [SPIKE_RULE])
+    return int(rows[0][0]) if rows else 0
 
 
 def _is_spike_alert(body: dict[str, Any]) -> bool:
@@ -267,6 +274,9 @@ def run(args: argparse.Namespace) -> int:
             _print_results(db, args, alert, port, report)
             if not fired:
                 print("\nNo hallucination-spike alert fired: see the collector's log", workdir / "collector.log")
+                return 1
+            if _spike_notifications(db) != 1:
+                print("\nThe spike's ALERT was sent more than once: it flapped (see the alert history above)")
                 return 1
             keep = sys.stdin.isatty() if args.keep_serving is None else args.keep_serving
             if keep:
