@@ -84,7 +84,8 @@ def _print_listing(answer: dict[str, Any]) -> None:
         notes = []
         if group.get("ack"):
             ack = group["ack"]
-            notes.append(f"acknowledged by {ack.get('author') or '?'} at {_when(ack.get('time_ns'))}")
+            who = f" by {ack['author']}" if ack.get("author") else ""
+            notes.append(f"acknowledged{who} at {_when(ack.get('time_ns'))}")
         if group.get("silenced_by"):
             notes.append("silenced by " + ", ".join(f"#{i}" for i in group["silenced_by"]))
         tail = f" [{'; '.join(notes)}]" if notes else ""

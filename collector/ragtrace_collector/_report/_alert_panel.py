@@ -81,7 +81,8 @@ def alert_panel_html(panel: AlertPanel) -> str:
         target = json.dumps({"rule": group.rule, "service": group.service, "route": group.route})
         notes = []
         if group.ack is not None:
-            notes.append(f"acknowledged by {group.ack.author or '?'} at {iso(group.ack.time_ns)}")
+            who = f" by {group.ack.author}" if group.ack.author else ""
+            notes.append(f"acknowledged{who} at {iso(group.ack.time_ns)}")
         if group.silenced_by:
             notes.append("silenced (" + ", ".join(f"#{i}" for i in group.silenced_by) + ")")
         buttons = []

@@ -1,0 +1,163 @@
+"""The live page's alert panel in a real headless Chromium (driven over the DevTools protocol): a person clicks
+Acknowledge, then Silence (4h), then End silence, on a real collector whose watcher raised a spike alert from
+real OTLP; each click lands in the store through the alert API, and the page reloads showing it.
+
+Chromium is Debian's package (``make system-deps``); the test skips without it. A screenshot of the panel is
+written to the test's directory (``alert-panel.png``) for a person to look at.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import shutil
+import subprocess
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from websockets.sync.client import ClientConnection, connect
+
+from tests.collector._spans import SpanFactory, otlp_bytes, start_collector
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Debian chromium is not installed: run `make system-deps`")
+NS = 1_000_000_000
+HOUR = 3600 * NS
+RULES = """
+interval = "1h"   # the test evaluates by hand
+
+[[sinks]]
+type = "log"
+
+[[rules]]
+name = "hallucination-spike"
+kind = "spike"
+metric = "hallucination"
+window = "1h"
+baseline = "1d"
+"""
+
+
+class DevTools:
+    """One page of a headless Chromium, over the DevTools protocol (JSON over a websocket)."""
+
+    def __init__(self, socket: ClientConnection) -> None:
+        self.socket = socket
+        self.next_id = 0
+
+    def call(self, method: str, **params: Any) -> dict[str, Any]:
+        self.next_id += 1
+        self.socket.send(json.dumps({"id": self.next_id, "method": method, "params": params}))
+        while True:
+            message = json.loads(self.socket.recv(timeout=120))
+            if message.get("id") == self.next_id:
+                assert "error" not in message, message
+                return dict(message.get("result", {}))
+
+    def wait_for(self, event: str) -> None:
+        while json.loads(self.socket.recv(timeout=120)).get("method") != event:
+            pass
+
+    def run(self, script: str) -> Any:
+        result = self.call("Runtime.evaluate", expression=script, returnByValue=True, awaitPromise=True)
+        return result["result"].get("value")
+
+    def click_and_reload(self, selector: str) -> None:
+        """Click the button; its handler calls the API, then reloads the page: wait for the new page's load."""
+        self.run(f"document.querySelector({json.dumps(selector)}).click()")
+        self.wait_for("Page.loadEventFired")
+
+
+@pytest.fixture
+def browser(tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]:
+    assert CHROMIUM is not None
+    profile = tmp_path / "chromium-profile"
+    process = subprocess.Popen(
+        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync", "--no-first-run", "--remote-debugging-address=127.0.0.1",
+         "--remote-debugging-port=0", f"--user-data-dir={profile}", "--window-size=1280,900", "about:blank"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    process.profile = profile  # type: ignore[attr-defined]
+    yield process
+    process.terminate()
+    process.wait(timeout=60)
+
+
+@contextlib.contextmanager
+def _devtools(browser: subprocess.Popen[bytes], url: str) -> Iterator[DevTools]:
+    active = browser.profile / "DevToolsActivePort"  # type: ignore[attr-defined]
+    deadline = time.monotonic() + 120  # Chromium writes it once it listens; a bound, not a timing check
+    while not active.exists() and time.monotonic() < deadline and browser.poll() is None:
+        time.sleep(0.1)
+    port = int(active.read_text().splitlines()[0])
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=60) as response:
+        (page,) = [t for t in json.loads(response.read()) if t["type"] == "page"]
+    with connect(page["webSocketDebuggerUrl"], max_size=None) as socket:
+        tools = DevTools(socket)
+        tools.call("Page.enable")
+        tools.call("Page.navigate", url=url)
+        tools.wait_for("Page.loadEventFired")
+        yield tools
+
+
+def _send_spike(port: int, now: int) -> None:
+    shop = SpanFactory(service="shop")
+    for i in range(400):  # a day at 5 %, then the last hour at 25 %
+        shop.rag(scores={"hallucination": 0.5 if i % 20 == 0 else 0.0}, decision="evaluated",
+                 end_ns=now - 25 * HOUR + i * 200 * NS, events=False)  # fmt: skip
+    for i in range(80):
+        shop.rag(scores={"hallucination": 0.5 if i % 4 == 0 else 0.0}, decision="evaluated",
+                 end_ns=now - HOUR + (i + 1) * 40 * NS, events=False)  # fmt: skip
+    reply = httpx.post(f"http://127.0.0.1:{port}/v1/traces", content=otlp_bytes(shop.all()),
+                       headers={"Content-Type": "application/x-protobuf", "Authorization": "Bearer s3cret"},
+                       timeout=60)  # fmt: skip
+    assert reply.status_code == 200
+
+
+def test_acknowledge_silence_and_end_it_from_the_page(tmp_path: Path, browser: subprocess.Popen[bytes]) -> None:
+    rules = tmp_path / "rules.toml"
+    rules.write_text(RULES, encoding="utf-8")
+    collector = start_collector(tmp_path / "ragtrace.db", watch=True, page=True, rules=rules, token="s3cret")
+    try:
+        port = collector.http_port or 0
+        api = f"http://127.0.0.1:{port}/api/alerts"
+        auth = {"Authorization": "Bearer s3cret"}
+        now = time.time_ns() - 60 * NS  # silences run on the wall clock
+        _send_spike(port, now)
+        collector.watcher.evaluate_once(now)
+        with _devtools(browser, f"http://127.0.0.1:{port}/?token=s3cret") as tools:
+            panel = tools.run("document.getElementById('alerts').innerText")
+            assert "ALERT hallucination-spike (hallucination, service=shop) since " in panel
+
+            tools.click_and_reload('button[data-api="/api/alerts/ack"]')
+            (group,) = httpx.get(api, headers=auth, timeout=60).json()["groups"]
+            assert group["ack"] is not None and group["ack"]["rule"] == "hallucination-spike"
+            assert "[acknowledged at " in tools.run("document.getElementById('alerts').innerText")
+            assert tools.run("document.querySelector('button[data-api=\"/api/alerts/ack\"]')") is None
+
+            tools.run("document.querySelector('select[name=duration]').value = '4h'")
+            tools.click_and_reload('button[data-api="/api/silences"]')
+            (silence,) = httpx.get(api, headers=auth, timeout=60).json()["silences"]
+            assert (silence["rule"], silence["service"]) == ("hallucination-spike", "shop")
+            assert silence["ends_ns"] - silence["starts_ns"] == 4 * HOUR
+            text = tools.run("document.getElementById('alerts').innerText")
+            assert (
+                f"silenced (#{silence['id']})" in text
+                and f"#{silence['id']} hallucination-spike (service=shop)" in text
+            )
+
+            shot = tools.call("Page.captureScreenshot", format="png", captureBeyondViewport=True)
+            (tmp_path / "alert-panel.png").write_bytes(base64.b64decode(shot["data"]))
+
+            tools.click_and_reload(f'button[data-api="/api/silences/{silence["id"]}"]')
+            assert httpx.get(api, headers=auth, timeout=60).json()["silences"] == []
+            assert "Silences" not in tools.run("document.getElementById('alerts').innerText")
+    finally:
+        collector.stop()
