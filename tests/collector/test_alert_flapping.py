@@ -162,3 +162,40 @@ def test_a_sustained_spike_with_late_exports_is_one_alert_until_it_resolves(tmp_
     finally:
         collector.stop()
     assert _transitions(db) == [(None, "OK", ""), ("OK", "ALERT", "hook"), ("ALERT", "OK", "hook")]
+
+
+def test_a_restart_mid_spike_resumes_the_hold_and_the_frozen_baseline(tmp_path: Path, receiver: Receiver) -> None:
+    rules = tmp_path / "rules.toml"
+    rules.write_text(RULES.format(url=receiver.url), encoding="utf-8")
+    db = tmp_path / "ragtrace.db"
+    collector = start_collector(db, watch=True, rules=rules)
+    try:
+        app = App(f"http://127.0.0.1:{collector.http_port}/v1/traces", until_s=300)
+        for second in range(100, 211):
+            app.deliver_until(second)
+            collector.watcher.evaluate_once(T0 + second * NS)
+    finally:
+        collector.stop()
+    with sqlite3.connect(db) as conn:
+        state, message = conn.execute("SELECT state, message FROM alert_groups WHERE rule = ?", (RULE,)).fetchone()
+    # Mid-spike, the baseline is still the stable one the alert was raised against (1 in 20, about 5 %).
+    assert state == "ALERT" and "vs baseline 5." in message and "baseline frozen when the alert fired" in message
+
+    again = start_collector(db, watch=True, rules=rules)
+    try:
+        app.url = f"http://127.0.0.1:{again.http_port}/v1/traces"
+        for second in range(211, 301):  # the third late export falls here: thin windows, then the spike ends
+            app.deliver_until(second)
+            again.watcher.evaluate_once(T0 + second * NS)
+        for sink in again.watcher.sinks:
+            sink.flush(10)
+    finally:
+        again.stop()
+    assert [(a["previous_state"], a["state"]) for a in _bodies(receiver)] == [("OK", "ALERT")]
+    assert _transitions(db) == [(None, "OK", ""), ("OK", "ALERT", "hook")]
+    with sqlite3.connect(db) as conn:
+        state, detected, message = conn.execute(
+            "SELECT state, detected, message FROM alert_groups WHERE rule = ?", (RULE,)
+        ).fetchone()
+    # The spike is over (the detector says OK) and the alert still holds, measured against the frozen baseline.
+    assert (state, detected) == ("ALERT", "OK") and "baseline frozen when the alert fired" in message
