@@ -38,7 +38,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ragtrace_collector._alerts._lifecycle import Policy, Track, frozen_baseline_end, step
+from ragtrace_collector._alerts import Policy, Track, frozen_baseline_end, step
 from ragtrace_collector._drift import ALERT, BernoulliCusum, CusumDesign, learn_rate, spike_state
 from ragtrace_collector._rule_types import DEFAULT_KEEP_FIRING_FOR_NS, DEFAULT_NO_DATA_AFTER_NS, DEFAULT_SPIKE
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ragtrace_collector._alerts._lifecycle import Mute, Policy, Step, Track, frozen_baseline_end, step
+from ragtrace_collector._alerts import Mute, Policy, Step, Track, frozen_baseline_end, step
 
 S = 1_000_000_000
 MINUTE = 60 * S

@@ -33,7 +33,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from ragtrace._exceptions import ConfigurationError
-from ragtrace_collector._alerts._controls import add_ack, add_silence, expire_silence, group_views, silences
+from ragtrace_collector._alerts import add_ack, add_silence, expire_silence, group_views, silences
 from ragtrace_collector._rule_table import parse_duration
 from ragtrace_collector._store import ALERT_GROUPS, ensure_alert_tables
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
-from ragtrace_collector._alerts._controls import GroupView, group_views
+from ragtrace_collector._alerts import GroupView, group_views
 from ragtrace_collector._drift import STATES
 from ragtrace_collector._prometheus._stats import Stats
 from ragtrace_collector._store import ALERT_TABLES

@@ -14,7 +14,7 @@ import json
 import sqlite3
 from dataclasses import dataclass
 
-from ragtrace_collector._alerts._controls import GroupView, Silence, group_views, silences
+from ragtrace_collector._alerts import GroupView, Silence, group_views, silences
 from ragtrace_collector._report._format import iso
 from ragtrace_collector._store import ALERT_TABLES
 
