@@ -12,10 +12,13 @@ window counts as degenerate. Then
 - the OpenTelemetry counter ``ragtrace.judge.degenerate`` (``semconv.METRIC_JUDGE_DEGENERATE``) goes
   up by one, with attributes ``ragtrace.eval.judge`` and ``ragtrace.judge.step``, so an alert can fire.
 
-The window then starts over. A healthy app whose answers are all grounded gives faithfulness 1.0 many
-times in a row; with the default window of 50 records a judge that is not stuck still varies well
-within it. ``watch()`` is called by the per-record memoizing judge (``metrics/_memo.py``) for every step
-a suite runs, so every judge is watched, whoever wrote it.
+The window then starts over. A healthy app whose answers are all grounded gives every claim supported
+record after record (the offline judge with its support model did, for 84 records of the demo's healthy
+phase), so a window of "all supported" or "all relevant" (``ALL_GOOD``) is not flagged: constancy there
+is what a good app looks like, not a stuck judge. Every other constant window is.
+
+``watch()`` is called by the per-record memoizing judge (``metrics/_memo.py``) for every step a suite
+runs, so every judge is watched, whoever wrote it.
 """
 
 from __future__ import annotations
@@ -40,6 +43,9 @@ DEFAULT_WINDOW = 50
 """Records per window."""
 DEFAULT_INTERVAL = 600.0
 """Seconds between two warnings for the same judge and step."""
+ALL_GOOD = {"verify": 1.0, "support": 1.0, "classify_claims": 1.0, "rate_statements": 1.0}
+"""Per step, the summary a healthy app can give on every record (every claim supported, every statement
+relevant): a window of it alone is not degenerate."""
 
 
 def summary(step: str, value: Any) -> float | None:
@@ -89,6 +95,8 @@ class DegenerateMonitor:
             values = self._values.setdefault(key, collections.deque(maxlen=self.window))
             values.append(value)
             if len(values) < self.window or max(values) - min(values) > 1e-9:
+                return False
+            if ALL_GOOD.get(step) == value:
                 return False
             values.clear()
             self.degenerate[key] += 1

@@ -55,6 +55,17 @@ def test_results_that_vary_raise_nothing(caplog: pytest.LogCaptureFixture) -> No
     assert not monitor.degenerate
 
 
+def test_a_healthy_app_grounded_on_every_record_is_not_flagged(caplog: pytest.LogCaptureFixture) -> None:
+    monitor = DegenerateMonitor(window=5)
+    with caplog.at_level(logging.WARNING, logger="ragtrace"):
+        assert not any(monitor.observe("offline", "verify", 1.0) for _ in range(20))
+        assert not any(monitor.observe("offline", "rate_statements", 1.0) for _ in range(20))
+        # The same constancy elsewhere is still a stuck judge: every chunk rated 1.0, every claim unsupported.
+        assert any(monitor.observe("offline", "rate_chunks", 1.0) for _ in range(5))
+        assert any(monitor.observe("offline", "verify", 0.0) for _ in range(5))
+    assert sum("do not vary" in r.getMessage() for r in caplog.records) == 2
+
+
 async def test_a_suite_on_a_stuck_judge_warns(caplog: pytest.LogCaptureFixture) -> None:
     # Every claim unsupported, every chunk rated 0.5: the measured failure of a 0.5B model.
     judge = FakeJudge(
