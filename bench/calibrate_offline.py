@@ -3,18 +3,21 @@
 
 What it fits, all on the calibration split only (the last 20 % stays for bench/judge_accuracy.py):
 
-1. Grounding: one feature vector per (claim, chunk) from ``_offline_grounding.features``. A claim of a
-   right answer is labelled supported; a claim of a hallucinated answer unsupported (noisy: some of
-   its clauses are true, which the logistic layer absorbs as label noise). Features are standardised
-   and an L2-regularised logistic regression is fitted by Newton's method, the two sets weighted
+1. Grounding: one feature vector per (claim, chunk) from ``_offline_grounding.features`` (the support
+   model's logit among them), on QA, summarization and the length-controlled set (its calibration
+   split is built from the same QA rows). A claim of a right answer is labelled supported; a claim of
+   a hallucinated answer unsupported (noisy: some of its clauses are true, which the logistic layer
+   absorbs as label noise). Features are standardised and an L2-regularised logistic regression is
+   fitted by Newton's method, the three sets weighted
    equally, each weight held to its sign (``_offline_grounding.FEATURE_SIGNS``: a feature fitted
-   against its sign is dropped and the rest refitted). The support threshold is the probability
-   that maximises, averaged over both sets, the mean of the faithfulness AUROC and the balanced
+   against its sign is dropped and the rest refitted). The support threshold and the support-model
+   logit a bare answer needs (``MODEL_ANSWER_MIN_LOGIT``) are the pair that maximises, averaged over
+   the three sets, the mean of the faithfulness AUROC and the balanced
    accuracy of the record-level label "every claim supported" (the hallucination metric's default
-   rule). Bare answers joined to their question are judged by a fixed rule (``bare_answer_named``),
-   not fitted: in HaluEval QA nearly every right answer is bare and nearly every hallucinated one a
-   sentence, so the threshold only ever sees QA's hallucinated sentences, and the QA figures owe much
-   to that split (see docs/offline-judge.md).
+   rule). Bare answers joined to their question are judged by a rule (``bare_answer_named``: named
+   by the chunk and read as the answer by the support model), not by the logistic layer: in HaluEval
+   QA nearly every right answer is bare and nearly every hallucinated one a sentence, so anything
+   fitted per form would learn the form (see docs/offline-judge.md).
 2. Contradiction: a chunk is on a claim's topic when the best cosine reaches the 25th percentile of
    best cosines of supported claims.
 3. Chunk relevance (``rate_chunks``): logistic map of (cosine with the whole chunk, best sentence
@@ -41,11 +44,12 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from judge_accuracy import SETS, Example, auroc, balanced_accuracy, load
+from judge_accuracy import LENGTH_CONTROLLED, SETS, Example, auroc, balanced_accuracy, load
 
 from ragtrace.judges import _offline_grounding as grounding
 from ragtrace.judges import _offline_text as text
 from ragtrace.judges._offline_embedder import Embedder
+from ragtrace.judges._offline_support import SupportModel
 from ragtrace.judges.offline import _NONCOMMITTAL_PROTOTYPES
 
 OUT = Path(__file__).resolve().parents[1] / "ragtrace" / "judges" / "_offline_calibration.py"
@@ -111,9 +115,16 @@ def fit_signed_logistic(
         print(f"  dropped {grounding.FEATURES[dropped]}: fitted against its sign", file=sys.stderr)
 
 
-def claim_features(embedder: Embedder, examples: Sequence[Example]) -> tuple[list[np.ndarray], list[np.ndarray]]:
+GROUNDING_SETS = (*SETS, LENGTH_CONTROLLED)
+MODEL = grounding.FEATURES.index("model_support")
+
+
+def claim_features(
+    embedder: Embedder, support: SupportModel, examples: Sequence[Example]
+) -> tuple[list[np.ndarray], list[np.ndarray]]:
     """Per example, the feature matrix of its claims against its chunk (one row per claim), and per
-    claim the bare-answer rule's reading (1 named, 0 not named, -1 not a bare answer)."""
+    claim the rules' reading by words alone: for a bare answer, 1 named, 0 not named (the support
+    model's cut is fitted on top); for other claims, -2 restated by the chunk, else -1."""
     out: list[np.ndarray] = []
     named: list[np.ndarray] = []
     for example in examples:
@@ -122,16 +133,31 @@ def claim_features(embedder: Embedder, examples: Sequence[Example]) -> tuple[lis
             out.append(np.zeros((0, len(grounding.FEATURES))))
             named.append(np.zeros(0))
             continue
-        rows = grounding.feature_matrix(embedder, claims, [example.chunk])
+        rows = grounding.feature_matrix(embedder, support, claims, [example.chunk])
         out.append(np.array([row[0][0] for row in rows]))
-        readings = [grounding.bare_answer_named(c, row[0][0]) for c, row in zip(claims, rows, strict=True)]
-        named.append(np.array([-1.0 if r is None else float(r) for r in readings]))
+        readings = [
+            grounding.bare_answer_named(c, row[0][0], min_logit=-np.inf) for c, row in zip(claims, rows, strict=True)
+        ]
+        restated = [grounding.restated(row[0][0]) for row in rows]
+        named.append(
+            np.array(
+                [
+                    (-2.0 if again else -1.0) if r is None else float(r)
+                    for r, again in zip(readings, restated, strict=True)
+                ]
+            )
+        )
     return out, named
 
 
-def supported_claims(probabilities: np.ndarray, named: np.ndarray, threshold: float) -> np.ndarray:
-    """Which claims the judge calls supported: the bare-answer rule where it applies, else the threshold."""
-    return np.where(named >= 0, named == 1.0, probabilities >= threshold)
+def supported_claims(
+    probabilities: np.ndarray, named: np.ndarray, logits: np.ndarray, threshold: float, min_logit: float
+) -> np.ndarray:
+    """Which claims the judge calls supported: the bare-answer rule where it applies (``named`` 1: named
+    by the chunk, and the support model's logit at least ``min_logit``), else a restatement (``named``
+    -2, ``_offline_grounding.restated``) or the threshold."""
+    answers = np.isnan(logits) | (logits >= min_logit)
+    return np.where(named >= 0, (named == 1.0) & answers, (named == -2.0) | (probabilities >= threshold))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -140,14 +166,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--embedding-cache", type=Path, help="pickle file keeping vectors between runs")
     args = parser.parse_args(argv)
     embedder = StoredEmbedder(args.embedding_cache)
+    support = SupportModel()
     started = time.perf_counter()
 
     # 1. Grounding.
     per_set: dict[str, tuple[list[Example], list[np.ndarray]]] = {}
     named_per_set: dict[str, list[np.ndarray]] = {}
-    for name in SETS:
+    for name in GROUNDING_SETS:
         examples = load(name, "train")
-        feats, named = claim_features(embedder, examples)
+        feats, named = claim_features(embedder, support, examples)
         per_set[name] = (examples, feats)
         named_per_set[name] = named
         print(f"features {name}: {len(examples)} records, {time.perf_counter() - started:.0f} s", file=sys.stderr)
@@ -155,8 +182,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name, (examples, feats) in per_set.items():
         labels = [e.grounded for e in examples]
         for k, feature in enumerate(grounding.FEATURES):
-            low = [float(f[:, k].min()) if len(f) else 0.0 for f in feats]
-            mean = [float(f[:, k].mean()) if len(f) else 0.0 for f in feats]
+            # A record whose claims the support model could not read (NaN) ranks in the middle.
+            low = [float(np.nan_to_num(np.nanmin(f[:, k]), nan=0.0)) if len(f) else 0.0 for f in feats]
+            mean = [float(np.nan_to_num(np.nanmean(f[:, k]), nan=0.0)) if len(f) else 0.0 for f in feats]
             print(f"  {name} {feature:<20} AUROC min {auroc(low, labels):.3f} mean {auroc(mean, labels):.3f}")
     xs, ys, ws = [], [], []
     for examples, feats in per_set.values():
@@ -168,39 +196,44 @@ def main(argv: Sequence[str] | None = None) -> int:
                 ws.append(1.0 / n_claims)
     x, y, w = np.array(xs), np.array(ys), np.array(ws)
     w = w / w.mean()
-    means = x.mean(axis=0)
+    # A feature the models could not read (NaN: a claim in a script the support model was not
+    # trained on) counts as its mean, as support_probability does at run time.
+    means = np.nanmean(x, axis=0)
+    x = np.where(np.isnan(x), means, x)
     scales = np.where(x.std(axis=0) > 1e-9, x.std(axis=0), 1.0)
     coefficients, bias = fit_signed_logistic((x - means) / scales, y, w, grounding.FEATURE_SIGNS)
 
     def probs(f: np.ndarray) -> np.ndarray:
         if not len(f):
             return np.zeros(0)
+        f = np.where(np.isnan(f), means, f)
         result: np.ndarray = 1.0 / (1.0 + np.exp(-(((f - means) / scales) @ coefficients + bias)))
         return result
 
     record_probs = {name: [probs(f) for f in feats] for name, (_, feats) in per_set.items()}
-    candidates = np.linspace(0.05, 0.95, 91)
+    candidates = [(t, c) for t in np.linspace(0.05, 0.95, 91) for c in np.linspace(-3.0, 3.0, 25)]
 
-    def faithfulness_of(name: str, t: float) -> tuple[list[float], list[bool]]:
+    def faithfulness_of(name: str, cut: tuple[float, float]) -> tuple[list[float], list[bool]]:
         faith, grounded = [], []
-        for p, named in zip(record_probs[name], named_per_set[name], strict=True):
-            supported = supported_claims(p, named, t)
+        for p, named, f in zip(record_probs[name], named_per_set[name], per_set[name][1], strict=True):
+            supported = supported_claims(p, named, f[:, MODEL] if len(f) else np.zeros(0), *cut)
             faith.append(float(np.mean(supported)) if len(p) else 0.0)
             grounded.append(bool(len(p)) and bool(np.all(supported)))
         return faith, grounded
 
-    def merit(t: float) -> float:
+    def merit(cut: tuple[float, float]) -> float:
         scores = []
         for name, (examples, _) in per_set.items():
             labels = [e.grounded for e in examples]
-            faith, grounded = faithfulness_of(name, t)
+            faith, grounded = faithfulness_of(name, cut)
             scores.append((auroc(faith, labels) + balanced_accuracy(grounded, labels)) / 2)
         return float(np.mean(scores))
 
-    threshold = float(max(candidates, key=merit))
+    best = max(candidates, key=merit)
+    threshold, min_logit = float(best[0]), float(best[1])
     for name, (examples, _) in per_set.items():
         labels = [e.grounded for e in examples]
-        faith, grounded = faithfulness_of(name, threshold)
+        faith, grounded = faithfulness_of(name, best)
         ba = balanced_accuracy(grounded, labels)
         low = [float(p.min()) if len(p) else 0.0 for p in record_probs[name]]
         mean = [float(p.mean()) if len(p) else 0.0 for p in record_probs[name]]
@@ -209,7 +242,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"support AUROC min {auroc(low, labels):.3f} mean {auroc(mean, labels):.3f}"
         )
     print("weights", dict(zip(grounding.FEATURES, np.round(coefficients, 3), strict=True)), "bias", round(bias, 3))
-    print("support threshold", round(threshold, 3))
+    print("support threshold", round(threshold, 3), "bare-answer model logit", round(min_logit, 3))
 
     # 2. Contradiction: "on topic" cosine.
     supported_cosines = x[(y == 1.0), 0]
@@ -277,6 +310,8 @@ GROUNDING_WEIGHTS = {tup(coefficients)}
 GROUNDING_BIAS = {bias:.6f}
 SUPPORT_THRESHOLD = {threshold:.6f}
 """Support probability at or above which a chunk SUPPORTS a claim."""
+MODEL_ANSWER_MIN_LOGIT = {min_logit:.6f}
+"""Support-model logit from which a bare answer the chunk names is read as the answer (bare_answer_named)."""
 CONTRADICTION_MIN_COSINE = {contradiction_min_cosine:.6f}
 """Best claim-unit cosine from which a chunk is on the claim's topic (may then CONTRADICT it)."""
 

@@ -291,7 +291,7 @@ async def run(args: argparse.Namespace) -> int:
     load_seconds = 0.0
     if args.judge in ("offline", "tiered"):
         start = time.perf_counter()
-        (judge.offline if args.judge == "tiered" else judge).embedder.load()
+        (judge.offline if args.judge == "tiered" else judge).load()
         load_seconds = time.perf_counter() - start
     print(f"judge {judge.name}; split {args.split}; {cores}; model load {load_seconds:.2f} s (excluded below)")
     header = f"{'set':<22}{'n':>6}{'judge AUROC':>13}{'judge BA':>10}{'continuous AUROC':>18}"

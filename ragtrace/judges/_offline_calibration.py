@@ -5,13 +5,15 @@ files: do not edit by hand, re-run the script. See that script for what each con
 """
 
 # Grounding model: standardised features (order of _offline_grounding.FEATURES), logistic layer.
-FEATURE_MEANS = (0.655341, 0.784229, 1.886300, 0.636940, 0.280666, 0.038156, 0.066581, 0.103457)
-FEATURE_SCALES = (0.138555, 0.221599, 2.092944, 0.298989, 0.664133, 0.199432, 0.277491, 0.304555)
-GROUNDING_WEIGHTS = (0.000000, 0.425702, -1.151814, 0.000000, -0.198637, -0.209994, -0.010861, 0.000000)
-GROUNDING_BIAS = -0.397323
-SUPPORT_THRESHOLD = 0.560000
+FEATURE_MEANS = (0.655194, 0.843805, 1.362225, 0.720600, 0.203105, 0.027536, 0.052116, 0.077989, 0.397938)
+FEATURE_SCALES = (0.136181, 0.212016, 1.968334, 0.313504, 0.578329, 0.170282, 0.245944, 0.268155, 2.502000)
+GROUNDING_WEIGHTS = (0.000000, 0.072436, -1.273335, 0.000000, 0.000000, 0.000000, 0.000000, 0.000000, 1.686150)
+GROUNDING_BIAS = -0.421112
+SUPPORT_THRESHOLD = 0.400000
 """Support probability at or above which a chunk SUPPORTS a claim."""
-CONTRADICTION_MIN_COSINE = 0.585791
+MODEL_ANSWER_MIN_LOGIT = -0.250000
+"""Support-model logit from which a bare answer the chunk names is read as the answer (bare_answer_named)."""
+CONTRADICTION_MIN_COSINE = 0.585853
 """Best claim-unit cosine from which a chunk is on the claim's topic (may then CONTRADICT it)."""
 
 # rate_chunks: sigmoid(bias + a * cos(query, chunk) + b * max cos(query, chunk sentence)).

@@ -2,6 +2,8 @@
 
 For one claim and one chunk the model computes a few features (``FEATURES``):
 
+- the logit of the support model, a cross-encoder that reads claim and chunk together
+  (``_offline_support``): the one feature that reads meaning, not words,
 - the best cosine between the claim and a sentence of the chunk (its best unit),
 - the share of the claim's content words found in the chunk, and around that best unit (with its
   neighbour sentences), and the number it lacks; for a bare answer joined to its question, the
@@ -15,11 +17,12 @@ and turns them into a probability of support with a logistic layer fitted by
 ``bench/calibrate_offline.py`` on HaluEval (constants in ``_offline_calibration``), each weight held
 to its sign (``FEATURE_SIGNS``). The verdict is
 SUPPORTED at or above the fitted threshold, except for a bare answer joined to its question, which
-is SUPPORTED when the chunk names it (``bare_answer_named``); otherwise CONTRADICTED when the chunk
+is SUPPORTED when the chunk names it and the support model reads it as the answer to the question
+(``bare_answer_named``); otherwise CONTRADICTED when the chunk
 is on the claim's topic and states another number, date or polarity, else NEITHER.
 
-This is evidence matching, not inference: it cannot tell a swapped relation between names the
-context does mention ("A beat B" for "B beat A"), nor follow arithmetic or comparisons.
+The word-level features are evidence matching, not inference; what the support model adds, and what
+it still cannot tell apart, is measured in docs/offline-judge.md.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from ragtrace.judges import _offline_calibration as cal
 from ragtrace.judges import _offline_text as text
 from ragtrace.judges._base import Verdict
 from ragtrace.judges._offline_embedder import Embedder, Vectors, check_stop
+from ragtrace.judges._offline_support import SupportModel
 
 FEATURES = (
     "best_cosine",
@@ -44,13 +48,18 @@ FEATURES = (
     "missing_numbers",
     "conflicts",
     "negation_mismatch",
+    "model_support",
 )
-FEATURE_SIGNS = (1, 1, -1, 1, -1, -1, -1, -1)
+FEATURE_SIGNS = (1, 1, -1, 1, -1, -1, -1, -1, 1)
 """The direction each feature may push support in (order of ``FEATURES``): more similarity or
 coverage can only help, more missing or conflicting evidence can only hurt. The calibration drops a
 feature whose fitted weight comes out the other way (a data set's artifact, not evidence)."""
 _CAP = 3.0
 _MAX_MISSING_WORDS = 10.0
+_MAX_LOGIT = 8.0
+"""The support model's logit is clipped to +-8 (p = 0.9997): beyond that it says nothing more, and an
+empty chunk (no window, -inf) must not dominate the logistic layer. NaN (a claim the model does not
+read, ``_offline_support.reads``) stays NaN: no evidence either way."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,10 +121,16 @@ def _bounded(units: list[str], focus_words: set[str]) -> list[str]:
 
 
 def features(
-    claim: str, claim_vector: Vectors, chunk: ChunkUnits, facts: text.ContextFacts | None = None
+    claim: str,
+    claim_vector: Vectors,
+    chunk: ChunkUnits,
+    model_logit: float,
+    facts: text.ContextFacts | None = None,
 ) -> tuple[tuple[float, ...], str]:
     """The feature vector of ``claim`` against ``chunk`` (order of ``FEATURES``) and the best unit;
-    ``facts``: the chunk's ``text.context_facts``, when the caller has read them already."""
+    ``model_logit``: the support model's reading of the pair (``SupportModel.support``, NaN when it
+    does not read the claim); ``facts``:
+    the chunk's ``text.context_facts``, when the caller has read them already."""
     sims = chunk.vectors @ claim_vector
     best = int(np.argmax(sims))
     best_unit = chunk.units[best]
@@ -135,41 +150,71 @@ def features(
         min(float(whole.missing_numbers), _CAP),
         min(float(local.conflicting_numbers + local.conflicting_months), _CAP),
         negation_mismatch,
+        model_logit if math.isnan(model_logit) else min(max(model_logit, -_MAX_LOGIT), _MAX_LOGIT),
     )
     return values, best_unit
 
 
 def support_probability(values: Sequence[float]) -> float:
-    """The calibrated probability that the chunk supports the claim."""
+    """The calibrated probability that the chunk supports the claim (a NaN feature, one the models
+    could not read, counts as its mean: no push either way)."""
     z = cal.GROUNDING_BIAS + sum(
         w * (v - m) / s
         for w, v, m, s in zip(cal.GROUNDING_WEIGHTS, values, cal.FEATURE_MEANS, cal.FEATURE_SCALES, strict=True)
+        if not math.isnan(v)
     )
     return 1.0 / (1.0 + math.exp(-z))
 
 
-def bare_answer_named(claim: str, values: Sequence[float]) -> bool | None:
-    """For a bare answer joined to its question: does the chunk name it? ``None`` for other claims.
+def bare_answer_named(claim: str, values: Sequence[float], min_logit: float | None = None) -> bool | None:
+    """For a bare answer joined to its question: does the chunk name it, as the answer? ``None`` for
+    other claims.
 
     A bare answer ("Delhi", "6.213 km") has nothing to paraphrase, so it is supported only when the
-    chunk contains every content word and every number of it. A name given in part by the chunk
-    ("Howard Marks" for "Dennis Howard Marks") is therefore not supported: accepting half the words
-    would also accept "Taj Hotels" wherever a hotel is mentioned. This rule is set by design, not
-    fitted: in HaluEval QA nearly every right answer is bare and nearly every hallucinated one a
-    sentence, so anything fitted per form would learn the form, not the evidence. "Yes" and "No"
-    answers, and bare answers without content words, are left to the model (``claim_focus``).
+    chunk contains every content word and every number of it, and the support model reads it as the
+    answer to the question (its logit at least ``min_logit``, default the fitted
+    ``MODEL_ANSWER_MIN_LOGIT``; a claim the model does not read keeps the word rule alone): any other
+    span of the passage is named by it too, and only reading the question tells them apart. A name
+    given in part by the chunk ("Howard Marks" for "Dennis Howard Marks") is not supported: accepting
+    half the words would also accept "Taj Hotels" wherever a hotel is mentioned. The word part of
+    the rule is set by design, not fitted (in HaluEval QA nearly every right answer is bare and nearly
+    every hallucinated one a sentence, so anything fitted per form would learn the form); only the
+    model's cut is fitted. "Yes" and "No" answers, and bare answers without content words, are left
+    to the logistic layer (``claim_focus``).
     """
     focus = text.claim_focus(claim)
     if not claim.endswith(focus) or focus == claim or not text.content_words(focus):
         return None
     coverage = values[FEATURES.index("coverage")]
-    return coverage >= 1.0 and values[FEATURES.index("missing_numbers")] == 0
+    cut = cal.MODEL_ANSWER_MIN_LOGIT if min_logit is None else min_logit
+    logit = values[FEATURES.index("model_support")]
+    answers = math.isnan(logit) or logit >= cut
+    return coverage >= 1.0 and values[FEATURES.index("missing_numbers")] == 0 and answers
+
+
+def restated(values: Sequence[float]) -> bool:
+    """Whether the chunk restates the claim in its own words: every content word and number of the
+    claim is in its best sentence or the ones beside it, and none of them states another number, date
+    or polarity.
+
+    Such a claim is supported whatever the support model reads: the model was trained to tell which
+    claim a passage supports, not to accept every restatement, and it rejects some plain ones ("The
+    Eiffel Tower is in Paris." against a three-sentence passage on the tower: logit -3.7). Words in
+    the chunk are evidence it may not overrule; a swapped relation between names the chunk does
+    mention ("A beat B" for "B beat A") passes here, as it did before the model."""
+    return (
+        values[FEATURES.index("best_unit_coverage")] >= 1.0
+        and values[FEATURES.index("missing_numbers")] == 0
+        and values[FEATURES.index("conflicts")] == 0
+        and values[FEATURES.index("negation_mismatch")] == 0
+    )
 
 
 def verdict_of(probability: float, values: Sequence[float], named: bool | None = None) -> Verdict:
-    """SUPPORTED when a bare answer is named by the chunk (``named``) or, for other claims, at or
-    above the fitted threshold; else CONTRADICTED on the claim's topic with a conflicting fact."""
-    supported = probability >= cal.SUPPORT_THRESHOLD if named is None else named
+    """SUPPORTED when a bare answer is named by the chunk (``named``) or, for other claims, when the
+    chunk restates it (``restated``) or at or above the fitted threshold; else CONTRADICTED on the
+    claim's topic with a conflicting fact."""
+    supported = (probability >= cal.SUPPORT_THRESHOLD or restated(values)) if named is None else named
     if supported:
         return Verdict.SUPPORTED
     best_cosine = values[0]
@@ -181,27 +226,36 @@ def verdict_of(probability: float, values: Sequence[float], named: bool | None =
 
 
 def feature_matrix(
-    embedder: Embedder, claims: Sequence[str], chunks: Sequence[str]
+    embedder: Embedder, support: SupportModel, claims: Sequence[str], chunks: Sequence[str]
 ) -> list[list[tuple[tuple[float, ...], str]]]:
-    """Features and best unit of every claim against every chunk, ``[claim][chunk]``, with no model
-    constants involved (the calibration fits on these); two embedding batches in all."""
+    """Features and best unit of every claim against every chunk, ``[claim][chunk]``, with no
+    calibration constants involved (the calibration fits on these); two embedding batches and one
+    support-model run in all."""
     if not claims or not chunks:
         return [[] for _ in claims]
     prepared = prepare_chunks(embedder, chunks, extra=claims)
     claim_vectors = embedder.embed(list(claims))
+    logits = support.support(claims, chunks)
     # Each chunk's words are read once for all the claims (a long chunk is not cached across records).
     facts = [text.context_facts(chunk.text) for chunk in prepared]
     rows: list[list[tuple[tuple[float, ...], str]]] = []
-    for claim, vector in zip(claims, claim_vectors, strict=True):
+    for i, (claim, vector) in enumerate(zip(claims, claim_vectors, strict=True)):
         check_stop()
-        rows.append([features(claim, vector, chunk, f) for chunk, f in zip(prepared, facts, strict=True)])
+        rows.append(
+            [
+                features(claim, vector, chunk, float(logits[i, j]), f)
+                for j, (chunk, f) in enumerate(zip(prepared, facts, strict=True))
+            ]
+        )
     return rows
 
 
-def ground(embedder: Embedder, claims: Sequence[str], chunks: Sequence[str]) -> list[list[Grounding]]:
+def ground(
+    embedder: Embedder, support: SupportModel, claims: Sequence[str], chunks: Sequence[str]
+) -> list[list[Grounding]]:
     """Read every claim against every chunk: ``result[claim][chunk]``."""
     result: list[list[Grounding]] = []
-    for claim, row in zip(claims, feature_matrix(embedder, claims, chunks), strict=True):
+    for claim, row in zip(claims, feature_matrix(embedder, support, claims, chunks), strict=True):
         readings: list[Grounding] = []
         for values, best_unit in row:
             p = support_probability(values)

@@ -1,12 +1,15 @@
 """The offline judge: scores with no API key, no network and no model download.
 
-``OfflineJudge`` answers the steps a small local model can answer honestly, with all-MiniLM-L6-v2
-(int8 ONNX, see ``_offline_embedder``) and text evidence (``_offline_text``), through a grounding
-model calibrated on HaluEval (``_offline_grounding``, ``bench/calibrate_offline.py``):
+``OfflineJudge`` answers the steps small local models can answer honestly: two int8 ONNX models run
+by onnxruntime, all-MiniLM-L6-v2 as an embedder (``_offline_embedder``) and a MiniLM cross-encoder
+trained to read whether a passage supports a claim (``_offline_support``, ``training/judge``), with
+text evidence (``_offline_text``), through a grounding model calibrated on HaluEval
+(``_offline_grounding``, ``bench/calibrate_offline.py``):
 
 - ``extract_claims``: sentences (pysbd) split into clauses; a bare short answer becomes one claim
   together with its question.
-- ``verify`` / ``classify_claims``: the grounding model, claim x chunk.
+- ``verify`` / ``classify_claims``: the grounding model (support model, embeddings and word
+  evidence), claim x chunk.
 - ``rate_statements``: query-statement cosine against a fitted threshold.
 - ``detect_noncommittal``: evasive wording, or a short answer close to known evasions.
 - ``embed``: unit vectors.
@@ -16,7 +19,7 @@ It does not offer ``generate_questions``, ``rate_answer`` or G-Eval: those need 
 and a number made up from similarity would pass for a judgement it is not. Asking raises
 ``JudgeCapabilityError``, so the metric is skipped with ``judge_lacks_capability``.
 
-Cost: every step is one call (``embedding_calls=1``, the only model this judge has), 0 tokens, and
+Cost: every step is one call (``embedding_calls=1``: local model runs, no chat), 0 tokens, and
 the seconds it took. Model work runs in a worker thread so the event loop stays responsive.
 """
 
@@ -55,6 +58,7 @@ from ragtrace.judges._base import (
     Verdict,
 )
 from ragtrace.judges._offline_embedder import Embedder, check_stop, default_embedder, stop_when
+from ragtrace.judges._offline_support import SupportModel, default_support_model
 from ragtrace.metrics._base import Cost
 
 __all__ = ["Embedder", "OfflineJudge", "embed_texts"]
@@ -101,10 +105,17 @@ class OfflineJudge:
         {EXTRACT_CLAIMS, VERIFY, CLASSIFY_CLAIMS, RATE_STATEMENTS, DETECT_NONCOMMITTAL, EMBED, RATE_CHUNKS}
     )
 
-    def __init__(self, *, embedder: Embedder | None = None, max_concurrency: int = 1) -> None:
+    def __init__(
+        self,
+        *,
+        embedder: Embedder | None = None,
+        support_model: SupportModel | None = None,
+        max_concurrency: int = 1,
+    ) -> None:
         if not isinstance(max_concurrency, int) or max_concurrency < 1:
             raise ConfigurationError(f"OfflineJudge(max_concurrency={max_concurrency!r}): give a whole number >= 1")
         self._embedder = embedder
+        self._support_model = support_model
         self._slots = threading.BoundedSemaphore(max_concurrency)
 
     def __repr__(self) -> str:
@@ -116,6 +127,18 @@ class OfflineJudge:
         if self._embedder is None:
             self._embedder = default_embedder()
         return self._embedder
+
+    @property
+    def support_model(self) -> SupportModel:
+        """The support model (cross-encoder) this judge verifies claims with."""
+        if self._support_model is None:
+            self._support_model = default_support_model()
+        return self._support_model
+
+    def load(self) -> None:
+        """Load both models now (otherwise the first step that needs each does)."""
+        self.embedder.load()
+        self.support_model.load()
 
     async def _run(self, work: Callable[[], T]) -> JudgeReply[T]:
         stop = threading.Event()
@@ -152,7 +175,9 @@ class OfflineJudge:
         """``value[claim][chunk]`` from the grounding model."""
 
         def work() -> list[list[Verdict]]:
-            return [[g.verdict for g in row] for row in grounding.ground(self.embedder, claims, chunks)]
+            return [
+                [g.verdict for g in row] for row in grounding.ground(self.embedder, self.support_model, claims, chunks)
+            ]
 
         return await self._run(work)
 
@@ -164,7 +189,10 @@ class OfflineJudge:
         """
 
         def work() -> list[list[float]]:
-            return [[g.probability for g in row] for row in grounding.ground(self.embedder, claims, chunks)]
+            return [
+                [g.probability for g in row]
+                for row in grounding.ground(self.embedder, self.support_model, claims, chunks)
+            ]
 
         return await self._run(work)
 
@@ -172,7 +200,7 @@ class OfflineJudge:
         """True for a claim the reference supports (same grounding model, the reference as the chunk)."""
 
         def work() -> list[bool]:
-            rows = grounding.ground(self.embedder, claims, [reference])
+            rows = grounding.ground(self.embedder, self.support_model, claims, [reference])
             return [bool(row) and row[0].verdict is Verdict.SUPPORTED for row in rows]
 
         return await self._run(work)

@@ -31,6 +31,10 @@ Summarization rows (document, right and hallucinated summaries):
   document, unchanged or altered as above, against the window it came from;
 - ``copy`` and its alterations, as for QA.
 
+Kept: every ``answer`` and ``span`` pair (``--full-kinds``; they teach reading the question, which the
+length-controlled set measures, and a sample of the rest would leave a model at chance there), plus a
+random sample of ``--max-pairs`` pairs of all kinds, without repeats, shuffled (17,036 pairs).
+
     python training/judge/build_data.py --out training/.work/pairs.jsonl
 """
 
@@ -205,11 +209,28 @@ def summarization_pairs(rows: list[dict[str, str]]) -> Iterator[Pair]:
         yield from copies(document, rng, i)
 
 
+def _merged(first: list[Pair], second: list[Pair]) -> list[Pair]:
+    """Both lists without repeated (claim, context) pairs, shuffled together."""
+    seen: set[tuple[str, str]] = set()
+    out: list[Pair] = []
+    for pair in [*first, *second]:
+        if (pair.claim, pair.context) not in seen:
+            seen.add((pair.claim, pair.context))
+            out.append(pair)
+    random.Random(SEED).shuffle(out)
+    return out
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=ROOT / "training" / ".work" / "pairs.jsonl")
     parser.add_argument("--max-pairs", type=int, default=9000, help="keep a random sample of this many (0: all)")
     parser.add_argument("--kinds", help="keep only these kinds, comma-separated (e.g. answer,span)")
+    parser.add_argument(
+        "--full-kinds",
+        default="answer,span",
+        help="kinds kept in full beside the sample (default answer,span: the pairs that teach reading the question)",
+    )
     args = parser.parse_args()
     pairs = [
         *qa_pairs(read("halueval_qa_train.jsonl")),
@@ -218,10 +239,15 @@ def main() -> int:
     if args.kinds:
         wanted = set(args.kinds.split(","))
         pairs = [p for p in pairs if p.kind in wanted]
+    full_kinds = set(args.full_kinds.split(",")) if args.full_kinds else set()
+    full = [p for p in pairs if p.kind in full_kinds]
+    random.Random(SEED).shuffle(full)
     rng = random.Random(SEED)
     if args.max_pairs and len(pairs) > args.max_pairs:
         pairs = rng.sample(pairs, args.max_pairs)
     rng.shuffle(pairs)
+    if full:
+        pairs = _merged(full, pairs)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     with open(args.out, "w", encoding="utf-8") as handle:
         for pair in pairs:

@@ -1,6 +1,6 @@
 """Measure the exported support model alone on the HaluEval dev files, beside word overlap.
 
-A record's score is its least-supported claim's support (each claim's best probability over its
+A record's score is its least-supported claim's support (each claim's best logit over its
 windows of the chunk): a text is as faithful as its weakest claim. Printed for the calibration split
 (first 80 %, where a model is chosen) and the test split (last 20 %), for QA, summarization and the
 length-controlled set (``bench/judge_accuracy.py``), with the bag-of-words baseline and 95 %
@@ -20,7 +20,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from judge_accuracy import LENGTH_CONTROLLED, SETS, auroc, bag_of_words, bootstrap_intervals, load  # noqa: E402
-from support import MODEL_FILE, OnnxSupport  # noqa: E402
+from support import MODEL_FILE, SupportModel  # noqa: E402
 
 from ragtrace.judges import _offline_text as text  # noqa: E402
 
@@ -30,7 +30,7 @@ def main() -> int:
     parser.add_argument("--model", type=Path, default=MODEL_FILE)
     parser.add_argument("--limit", type=int, default=0, help="at most this many records per set and split")
     args = parser.parse_args()
-    model = OnnxSupport(args.model)
+    model = SupportModel(str(args.model))
     print(f"{'split':<7}{'set':<22}{'n':>6}{'model AUROC':>13}{'base AUROC':>12}  95 % intervals")
     for split in ("train", "test"):
         for name in (*SETS, LENGTH_CONTROLLED):
@@ -40,7 +40,7 @@ def main() -> int:
             scores = []
             for example in examples:
                 claims = text.extract_claims(example.text, example.question)
-                scores.append(float(model.support(claims, example.chunk).min()) if claims else 0.0)
+                scores.append(float(model.support(claims, [example.chunk]).min()) if claims else -99.0)
             labels = [e.grounded for e in examples]
             base = [bag_of_words(e.text, e.chunk) for e in examples]
             ci = bootstrap_intervals([e.row for e in examples], labels, {"model": scores, "baseline": base})

@@ -30,12 +30,12 @@ from model import SupportModel  # noqa: E402
 from support import (  # noqa: E402
     INPUTS,
     MODEL_FILE,
-    OnnxSupport,
     best_windows,
     chunk_windows,
     encode_pairs,
     load_tokenizer,
 )
+from support import SupportModel as OnnxModel  # noqa: E402
 
 from ragtrace.judges import _offline_text as text  # noqa: E402
 
@@ -78,7 +78,7 @@ def main() -> int:
         with torch.no_grad():
             reference = model(*(torch.from_numpy(a) for a in encoded)).numpy().reshape(-1)
         for label, path in (("float ONNX", float_path), ("int8 ONNX", args.out)):
-            logits = OnnxSupport(path).logits(encoded)
+            logits = OnnxModel(str(path)).pair_logits(pairs)
             flipped = np.mean((logits >= 0) != (reference >= 0))
             gap = np.max(np.abs(logits - reference))
             print(f"{label}: max |logit - torch| {gap:.4f}; decisions changed {flipped:.3%}")

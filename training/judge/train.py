@@ -50,7 +50,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pairs", type=Path, default=ROOT / "training" / ".work" / "pairs.jsonl")
     parser.add_argument("--out", type=Path, default=ROOT / "training" / ".work" / "model")
-    parser.add_argument("--epochs", type=float, default=2.0)
+    parser.add_argument("--epochs", type=float, default=1.2)
     parser.add_argument("--batch", type=int, default=16)
     parser.add_argument("--lr", type=float, default=8e-5, help="the encoder's peak learning rate")
     parser.add_argument("--head-lr", type=float, default=1e-3, help="the head's peak learning rate")

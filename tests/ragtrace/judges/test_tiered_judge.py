@@ -39,6 +39,7 @@ class SupportingFake(FakeJudge):
         steps.setdefault("rate_chunks", lambda query, chunks: [0.8] * len(chunks))
         super().__init__(**steps)
         self.name = OFFLINE
+        self.support_threshold = 0.5  # its verdicts cut its probabilities at 0.5, whatever the real judge's is
         self.probabilities = probabilities
         self.support_calls = 0
 
