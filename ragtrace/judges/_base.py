@@ -18,35 +18,20 @@ from typing import Generic, Protocol, TypeVar, runtime_checkable
 
 from ragtrace._cost import ZERO_COST, Cost
 
+# Step names, used in ``Judge.capabilities`` and ``Metric.capabilities``: declared in the step table.
+from ragtrace.judges._steps import ALL_CAPABILITIES as ALL_CAPABILITIES
+from ragtrace.judges._steps import CLASSIFY_CLAIMS as CLASSIFY_CLAIMS
+from ragtrace.judges._steps import DETECT_NONCOMMITTAL as DETECT_NONCOMMITTAL
+from ragtrace.judges._steps import EMBED as EMBED
+from ragtrace.judges._steps import EXTRACT_CLAIMS as EXTRACT_CLAIMS
+from ragtrace.judges._steps import GENERATE_QUESTIONS as GENERATE_QUESTIONS
+from ragtrace.judges._steps import GEVAL as GEVAL
+from ragtrace.judges._steps import RATE_ANSWER as RATE_ANSWER
+from ragtrace.judges._steps import RATE_CHUNKS as RATE_CHUNKS
+from ragtrace.judges._steps import RATE_STATEMENTS as RATE_STATEMENTS
+from ragtrace.judges._steps import VERIFY as VERIFY
+
 T = TypeVar("T")
-
-# Step names, used in ``Judge.capabilities`` and ``Metric.capabilities``.
-EXTRACT_CLAIMS = "extract_claims"
-VERIFY = "verify"
-CLASSIFY_CLAIMS = "classify_claims"
-RATE_STATEMENTS = "rate_statements"
-GENERATE_QUESTIONS = "generate_questions"
-DETECT_NONCOMMITTAL = "detect_noncommittal"
-EMBED = "embed"
-RATE_CHUNKS = "rate_chunks"
-RATE_ANSWER = "rate_answer"
-GEVAL = "geval"
-
-ALL_CAPABILITIES = frozenset(
-    {
-        EXTRACT_CLAIMS,
-        VERIFY,
-        CLASSIFY_CLAIMS,
-        RATE_STATEMENTS,
-        GENERATE_QUESTIONS,
-        DETECT_NONCOMMITTAL,
-        EMBED,
-        RATE_CHUNKS,
-        RATE_ANSWER,
-        GEVAL,
-    }
-)
-"""Every step a judge can offer."""
 
 
 class Verdict(str, enum.Enum):

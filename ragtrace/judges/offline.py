@@ -59,6 +59,7 @@ from ragtrace.judges._base import (
 )
 from ragtrace.judges._offline_embedder import Embedder, check_stop, default_embedder, stop_when
 from ragtrace.judges._offline_support import SupportModel, default_support_model
+from ragtrace.judges._steps import serves_every_step
 from ragtrace.metrics._base import Cost
 
 __all__ = ["Embedder", "OfflineJudge", "embed_texts"]
@@ -93,6 +94,7 @@ def _sigmoid(z: float) -> float:
     return 1.0 / (1.0 + math.exp(-z))
 
 
+@serves_every_step
 class OfflineJudge:
     """The judge that needs nothing but the installed package. See the module docstring.
 

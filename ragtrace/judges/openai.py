@@ -44,6 +44,7 @@ from ragtrace.judges._openai_retry import _Tally as _Tally  # still importable f
 from ragtrace.judges._openai_steps import _JudgeSteps
 from ragtrace.judges._openai_transport import ResponseMode
 from ragtrace.judges._openai_verify import _ClaimVerification
+from ragtrace.judges._steps import serves_every_step
 
 __all__ = ["DEFAULT_TIMEOUT", "INVALID_REPLY", "ExtractMode", "OpenAIJudge", "ResponseMode", "VerifyMode"]
 
@@ -70,6 +71,7 @@ _PLACEHOLDER_KEY = "not-needed"
 # The steps are inherited from their modules' bases, not delegated to functions: they use the
 # transport's per-judge state (clients, response mode, logprobs opt-out) through ``self`` exactly as
 # before the split, and each step's docstring stays beside its code.
+@serves_every_step
 class OpenAIJudge(_ClaimVerification, _JudgeSteps):
     """A judge served by an OpenAI-compatible endpoint; see the module docstring for the behaviour.
 

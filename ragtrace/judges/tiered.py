@@ -45,6 +45,7 @@ from ragtrace.judges._base import (
     Rating,
     Verdict,
 )
+from ragtrace.judges._steps import serves_every_step
 
 __all__ = ["TieredJudge", "audit_draw", "needs_llm", "rescore"]
 
@@ -103,6 +104,7 @@ def _offline_threshold(offline: object = None) -> float:
         return 0.5
 
 
+@serves_every_step
 class TieredJudge:
     """Offline judge first, LLM judge for the doubtful records and an audit share; see the module docstring.
 

@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 from ragtrace.judges._base import GEvalRating, Judge, JudgeError, JudgeReply, Question, Rating, Verdict
 from ragtrace.judges._degenerate import watch
+from ragtrace.judges._steps import serves_every_step
 from ragtrace.metrics._base import ZERO_COST, Cost
 
 T = TypeVar("T")
@@ -32,6 +33,7 @@ def _freeze(value: Any) -> Hashable:
     return value  # type: ignore[no-any-return]
 
 
+@serves_every_step
 class MemoJudge:
     """Wraps a judge for one record; see the module docstring. Satisfies ``Judge``."""
 

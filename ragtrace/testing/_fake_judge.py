@@ -45,6 +45,7 @@ from ragtrace.judges._base import (
     Rating,
     Verdict,
 )
+from ragtrace.judges._steps import METHODS, serves_every_step
 from ragtrace.metrics._base import ZERO_COST, Cost
 
 __all__ = ["DEFAULT_CHAT_COST", "DEFAULT_EMBED_COST", "FakeCall", "FakeJudge"]
@@ -55,19 +56,7 @@ DEFAULT_CHAT_COST = Cost(chat_calls=1, prompt_tokens=100, completion_tokens=20)
 DEFAULT_EMBED_COST = Cost(embedding_calls=1, prompt_tokens=10)
 """What one scripted ``embed`` call costs unless ``costs`` says otherwise."""
 
-_STEPS = (
-    "extract_claims",
-    "verify",
-    "classify_claims",
-    "rate_statements",
-    "generate_questions",
-    "detect_noncommittal",
-    "embed",
-    "rate_chunks",
-    "rate_answer",
-    "geval_steps",
-    "geval_score",
-)
+_STEPS = METHODS
 
 
 def _freeze(value: Any) -> Any:
@@ -87,6 +76,7 @@ class FakeCall:
     kwargs: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
 
 
+@serves_every_step
 class FakeJudge:
     """A scripted judge; see the module docstring. Satisfies ``ragtrace.judges.Judge``."""
 
