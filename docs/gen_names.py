@@ -6,14 +6,31 @@ tests/ragtrace/test_readme.py checks that the README lists every name, so regene
 from __future__ import annotations
 
 import ast
+import importlib
 import inspect
+from types import ModuleType
 
 from ragtrace import semconv
+
+MODULES = ("_openinference", "_genai", "_openllmetry", "_ragtrace")
+"""The modules of ``ragtrace.semconv``, one per vocabulary, in the table's order."""
+
+
+def modules() -> list[ModuleType]:
+    """The modules of ``ragtrace.semconv`` that define names (``semconv`` itself only re-exports them)."""
+    return [importlib.import_module(f"{semconv.__name__}.{name}") for name in MODULES]
 
 
 def rows() -> list[tuple[str, str, str]]:
     """(constant, value, first sentence of its docstring) for every string constant of semconv."""
-    tree = ast.parse(inspect.getsource(semconv))
+    found = []
+    for module in modules():
+        found.extend(_rows(module))
+    return found
+
+
+def _rows(module: ModuleType) -> list[tuple[str, str, str]]:
+    tree = ast.parse(inspect.getsource(module))
     found = []
     for node, after in zip(tree.body, tree.body[1:], strict=False):
         if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
