@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from opentelemetry.util.types import AttributeValue
 
 from ragtrace import semconv
+from ragtrace._capture._documents import documents_json
 from ragtrace._capture._records import RECORDS
 from ragtrace._capture._settings import CaptureSettings
 from ragtrace._capture._state import Text, prepare_value
@@ -37,19 +38,10 @@ def complete(call: Call, result: object, streamed: bool, failed: bool, partial: 
         found = call.captured_chunks(result, streamed)
         normalized = found or Normalized((), 0)
         truncated = put_documents(attributes, normalized.chunks, settings)
-        documents = json.dumps(
-            [
-                {
-                    semconv.RETRIEVAL_DOCUMENT_JSON_ID: c.chunk.id,
-                    semconv.RETRIEVAL_DOCUMENT_JSON_SCORE: c.chunk.score,
-                }
-                for c in normalized.chunks
-            ]
-        )
-        attributes[semconv.GEN_AI_RETRIEVAL_DOCUMENTS], cut = export_text(
-            documents, False, settings.max_attribute_length
-        )
-        truncated |= cut
+        documents, dropped = documents_json((c.chunk for c in normalized.chunks), settings.max_attribute_length)
+        if documents is not None:
+            attributes[semconv.GEN_AI_RETRIEVAL_DOCUMENTS] = documents
+        truncated |= dropped
         attributes[semconv.RAGTRACE_CHUNK_COUNT] = normalized.total
         truncated |= put_content(attributes, semconv.INPUT_VALUE, query, settings)
         if semconv.INPUT_VALUE in attributes:

@@ -67,13 +67,14 @@ GEN_AI_RETRIEVAL_QUERY_TEXT: Final = "gen_ai.retrieval.query.text"
 """The query text a retriever was called with."""
 
 GEN_AI_RETRIEVAL_DOCUMENTS: Final = "gen_ai.retrieval.documents"
-"""The retrieved documents as a JSON array of ``{"id": ..., "score": ...}`` objects (no content)."""
+"""The retrieved documents as a JSON array of ``{"id": ..., "score": ...}`` objects (no content), in rank
+order; always valid JSON within the export bound: the lowest-ranked documents are left out to fit."""
 
 RETRIEVAL_DOCUMENT_JSON_ID: Final = "id"
-"""Key of a document's id (string or null) in each object of ``gen_ai.retrieval.documents``."""
+"""Key of a document's id (a string; left out when the chunk has none) in ``gen_ai.retrieval.documents``."""
 
 RETRIEVAL_DOCUMENT_JSON_SCORE: Final = "score"
-"""Key of a document's retrieval score (number or null) in each object of ``gen_ai.retrieval.documents``."""
+"""Key of a document's retrieval score (a finite number; left out when none) in ``gen_ai.retrieval.documents``."""
 
 RETRIEVAL_DOCUMENT_JSON_METADATA: Final = "metadata"
 """Read: key of a document's metadata in JSON documents (``gen_ai.retrieval.documents``, OpenLLMetry's retrievers)."""
