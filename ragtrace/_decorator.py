@@ -23,7 +23,7 @@ from opentelemetry import trace
 from opentelemetry.util.types import AttributeValue
 
 from ragtrace import semconv
-from ragtrace._capture._spec import QuerySpec, Spec, check_options
+from ragtrace._capture._spec import QuerySpec, Spec, check_options, check_provider
 from ragtrace._capture._state import record
 from ragtrace._capture._wrappers import wrap
 from ragtrace._exceptions import ConfigurationError
@@ -93,6 +93,8 @@ def retrieve(
     query: QuerySpec = None,
     chunks: Callable[[Any], Any] | None = None,
     data_source: str | None = None,
+    top_k: int | None = None,
+    provider: str | None = None,
     tracer_provider: trace.TracerProvider | None = None,
 ) -> Callable[[F], F]: ...
 
@@ -105,16 +107,26 @@ def retrieve(
     query: QuerySpec = None,
     chunks: Callable[[Any], Any] | None = None,
     data_source: str | None = None,
+    top_k: int | None = None,
+    provider: str | None = None,
     tracer_provider: trace.TracerProvider | None = None,
 ) -> Any:
     """Mark a retriever: its span is OpenInference RETRIEVER with ``gen_ai.operation.name=retrieval``.
 
     Its chunks (the return value, or ``chunks(return value)``; for a generator, each yielded item)
     go on its span and are added, in order, to the enclosing ``@rag`` call. ``query`` as for ``rag``.
-    ``data_source``: the index or collection read, exported as ``gen_ai.data_source.id``.
+    ``data_source``: the index or collection read, exported as ``gen_ai.data_source.id``. ``top_k``: how
+    many documents the retriever asks for, exported as ``gen_ai.retrieval.top_k``. ``provider``: the GenAI
+    provider that retrieves (``openai`` for its vector stores, ...), exported as ``gen_ai.provider.name``;
+    leave it out for a retriever of your own (a local index, a database).
+
+    The span keeps kind INTERNAL and the function's name (see docs/backends.md, "Span kinds and names").
     """
     if data_source is not None and not isinstance(data_source, str):
         raise ConfigurationError(f"data_source={data_source!r} is not a str: pass the index or collection name")
+    if top_k is not None and (not isinstance(top_k, int) or isinstance(top_k, bool) or top_k < 1):
+        raise ConfigurationError(f"top_k={top_k!r} is invalid: pass a whole number >= 1")
+    check_provider(provider)
     check_options(name, query, None, chunks, tracer_provider)
 
     def spec_of(f: Callable[..., Any]) -> Spec:
@@ -124,6 +136,10 @@ def retrieve(
         }
         if data_source:
             start[semconv.GEN_AI_DATA_SOURCE_ID] = data_source
+        if top_k is not None:
+            start[semconv.GEN_AI_RETRIEVAL_TOP_K] = top_k
+        if provider:
+            start[semconv.GEN_AI_PROVIDER_NAME] = provider
         return Spec(f, semconv.ROLE_RETRIEVE, start, name, query, None, chunks, tracer_provider)
 
     return wrap(func, spec_of) if func is not None else lambda f: wrap(f, spec_of)
@@ -140,6 +156,7 @@ def generate(
     query: QuerySpec = None,
     answer: Callable[[Any], Any] | None = None,
     model: str | None = None,
+    provider: str | None = None,
     tracer_provider: trace.TracerProvider | None = None,
 ) -> Callable[[F], F]: ...
 
@@ -152,6 +169,7 @@ def generate(
     query: QuerySpec = None,
     answer: Callable[[Any], Any] | None = None,
     model: str | None = None,
+    provider: str | None = None,
     tracer_provider: trace.TracerProvider | None = None,
 ) -> Any:
     """Mark the answer generation: its span is OpenInference LLM with ``gen_ai.operation.name=chat``.
@@ -159,10 +177,15 @@ def generate(
     ``query`` gives ``input.value`` (default: the first str argument), ``answer`` gives ``output.value``
     (default: a str return value; for a generator, the str pieces it yields, concatenated). The answer
     becomes the enclosing ``@rag`` call's answer when that call has none of its own. ``model``: exported
-    as ``gen_ai.request.model``.
+    as ``gen_ai.request.model``. ``provider``: the GenAI provider the model is served by (``openai``,
+    ``anthropic``, ``aws.bedrock``, ...; the conventions' well-known values), exported as
+    ``gen_ai.provider.name``, which the conventions require on inference spans: pass it.
+
+    The span keeps kind INTERNAL and the function's name (see docs/backends.md, "Span kinds and names").
     """
     if model is not None and not isinstance(model, str):
         raise ConfigurationError(f"model={model!r} is not a str: pass the model name")
+    check_provider(provider)
     check_options(name, query, answer, None, tracer_provider)
 
     def spec_of(f: Callable[..., Any]) -> Spec:
@@ -172,6 +195,8 @@ def generate(
         }
         if model:
             start[semconv.GEN_AI_REQUEST_MODEL] = model
+        if provider:
+            start[semconv.GEN_AI_PROVIDER_NAME] = provider
         return Spec(f, semconv.ROLE_GENERATE, start, name, query, answer, None, tracer_provider)
 
     return wrap(func, spec_of) if func is not None else lambda f: wrap(f, spec_of)

@@ -70,6 +70,12 @@ def check_options(name: object, query: object, answer: object, chunks: object, t
         raise ConfigurationError(f"tracer_provider={tracer_provider!r} is not an opentelemetry TracerProvider")
 
 
+def check_provider(provider: object) -> None:
+    """Raise ConfigurationError for a ``provider=`` that is not a non-empty str (``gen_ai.provider.name``)."""
+    if provider is not None and (not isinstance(provider, str) or not provider):
+        raise ConfigurationError(f"provider={provider!r} is not a provider name: pass e.g. 'openai' or 'anthropic'")
+
+
 def argument_index(func: Callable[..., Any], name: str) -> int | None:
     """Position of argument ``name`` (None: keyword-only or **kwargs); ConfigurationError if unknown."""
     try:
