@@ -7,7 +7,10 @@ reader) both go through here, so a score means the same thing whoever wrote it:
   the metric says how it computed), ``.judge`` (when the judge says which of its tiers decided) and
   ``.reason`` (only when there is no value: why it is absent);
 * per metric, one ``gen_ai.evaluation.result`` event with the name, value, label, an explanation (the
-  reason stands in for an absent value's explanation) and ``error.type`` on failure;
+  reason stands in for an absent value's explanation) and ``error.type`` on failure; the caller puts it
+  on the span and/or sends it as a log record (``ragtrace._eval_logs``);
+* per metric ``i`` (in ``scores``' order), OpenInference's ``evaluations.{i}.evaluation.*``: name, score,
+  label, explanation and annotator kind (``LLM`` or ``CODE``), so OpenInference-aware backends list them;
 * per span, who judged and what it cost (``ragtrace.eval.judge*``), the decision and the seconds spent,
   and ``ragtrace.eval.error.type`` when every metric failed;
 * a carrier span (late or server-side scores) adds its OpenInference kind and the target's ids.
@@ -37,6 +40,7 @@ __all__ = [
     "FIELDS",
     "Encoded",
     "EventData",
+    "annotator_kind",
     "carrier_attributes",
     "decode",
     "decode_scores",
@@ -79,7 +83,8 @@ def encode(scores: Sequence[Score], cost: Cost, judge_name: str) -> Encoded:
         semconv.EVAL_JUDGE_COMPLETION_TOKENS: cost.completion_tokens,
     }
     events: list[EventData] = []
-    for score in scores:
+    for index, score in enumerate(scores):
+        attributes.update(_openinference_evaluation(index, score, judge_name))
         event: dict[str, AttributeValue] = {semconv.GEN_AI_EVALUATION_NAME: score.name}
         if score.value is not None:
             attributes[semconv.eval_score(score.name)] = float(score.value)
@@ -106,6 +111,34 @@ def encode(scores: Sequence[Score], cost: Cost, judge_name: str) -> Encoded:
         attributes[semconv.EVAL_ERROR_TYPE] = failed[0].error_type or REASON_JUDGE_ERROR
         return Encoded(semconv.DECISION_ERROR, attributes, tuple(events))
     return Encoded(semconv.DECISION_EVALUATED, attributes, tuple(events))
+
+
+def annotator_kind(judge: str) -> str:
+    """OpenInference's annotator kind of a score: ``LLM`` when an LLM judge took part (the OpenAI-compatible
+    judge, alone or as a tier: its name contains ``openai:``), else ``CODE`` (computed in process)."""
+    return semconv.ANNOTATOR_KIND_LLM if _LLM_JUDGE in judge else semconv.ANNOTATOR_KIND_CODE
+
+
+_LLM_JUDGE: Final = "openai:"  # the OpenAI-compatible judge's name prefix (judges/openai.py)
+
+
+def _openinference_evaluation(index: int, score: Score, judge_name: str) -> dict[str, AttributeValue]:
+    # The same result as the event, in OpenInference's flattened form, for backends that read those.
+    tier = score.details.get(DETAIL_JUDGE) if score.details else None
+    found: dict[str, AttributeValue] = {
+        semconv.evaluation(index, semconv.EVALUATION_NAME): score.name,
+        semconv.evaluation(index, semconv.EVALUATION_ANNOTATOR_KIND): annotator_kind(
+            tier if isinstance(tier, str) else judge_name
+        ),
+    }
+    if score.value is not None:
+        found[semconv.evaluation(index, semconv.EVALUATION_SCORE)] = float(score.value)
+    if score.label:
+        found[semconv.evaluation(index, semconv.EVALUATION_LABEL)] = score.label
+    explanation = score.explanation or (score.reason if score.value is None else None)
+    if explanation:
+        found[semconv.evaluation(index, semconv.EVALUATION_EXPLANATION)] = explanation
+    return found
 
 
 def finished(attributes: Mapping[str, AttributeValue], decision: str, seconds: float) -> dict[str, AttributeValue]:
