@@ -24,6 +24,7 @@ from ragtrace_collector import __version__
 from ragtrace_collector._alert_cli import add_alert_commands, run_alert_command
 from ragtrace_collector._budget import DEFAULT_MAX_INFLIGHT_BYTES
 from ragtrace_collector._http import DEFAULT_MAX_BODY_BYTES
+from ragtrace_collector._join import JoinLimits
 from ragtrace_collector._server import Collector, CollectorConfig
 
 TOKEN_VARIABLE = env.RAGTRACE_COLLECTOR_TOKEN
@@ -78,6 +79,43 @@ def _parser() -> argparse.ArgumentParser:
         default=True,
         help="score RAG spans that arrive unscored (default on; rate from RAGTRACE_SAMPLE_RATE)",
     )
+    limits = JoinLimits()
+    serve.add_argument(
+        "--join",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="join and score RAG calls traced by OpenInference, OpenLLMetry or the GenAI conventions (default on)",
+    )
+    serve.add_argument(
+        "--join-settle-seconds",
+        type=float,
+        default=limits.settle_seconds,
+        help=(
+            "join a trace once its root arrived and no span of it arrived for this many seconds "
+            f"(default {limits.settle_seconds:g})"
+        ),
+    )
+    serve.add_argument(
+        "--join-max-seconds",
+        type=float,
+        default=limits.max_seconds,
+        help=f"join a trace whose root never arrives this long after its first span (default {limits.max_seconds:g})",
+    )
+    serve.add_argument(
+        "--join-max-traces",
+        type=int,
+        default=limits.max_traces,
+        help=f"traces waiting to be joined at once; the oldest past it are dropped (default {limits.max_traces})",
+    )
+    serve.add_argument(
+        "--join-max-bytes",
+        type=int,
+        default=limits.max_bytes,
+        help=(
+            "approximate bytes of the waiting traces' RAG spans; past it the oldest are dropped "
+            f"(default {limits.max_bytes})"
+        ),
+    )
     cpus = os.cpu_count() or 1
     serve.add_argument(
         "--decode-processes",
@@ -119,6 +157,13 @@ def _serve(args: argparse.Namespace) -> int:
         max_inflight_bytes=args.max_inflight_bytes,
         score=args.score,
         decode_processes=args.decode_processes,
+        join=args.join,
+        join_limits=JoinLimits(
+            settle_seconds=args.join_settle_seconds,
+            max_seconds=args.join_max_seconds,
+            max_traces=args.join_max_traces,
+            max_bytes=args.join_max_bytes,
+        ),
     )
     collector = Collector(config)
 

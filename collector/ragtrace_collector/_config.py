@@ -6,7 +6,7 @@ collector calls it before anything starts.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ragtrace._exceptions import ConfigurationError
@@ -14,6 +14,7 @@ from ragtrace_collector._address import is_loopback
 from ragtrace_collector._budget import DEFAULT_MAX_INFLIGHT_BYTES
 from ragtrace_collector._forward import traces_url
 from ragtrace_collector._http._body import DEFAULT_MAX_BODY_BYTES
+from ragtrace_collector._join import JoinLimits
 
 __all__ = ["CollectorConfig"]
 
@@ -44,6 +45,10 @@ class CollectorConfig:
     """Start the alert watcher (``_alerts.Watcher``) when that module is installed."""
     page: bool = True
     """Serve the live page (``_report.page_routes``) when that module is installed."""
+    join: bool = True
+    """Join and score the RAG calls other instrumentations traced (``_join``) once their traces settle."""
+    join_limits: JoinLimits = field(default_factory=JoinLimits)
+    """The settle window and the bounds on the traces waiting to be joined."""
 
     def validate(self) -> None:
         """Raise ``ConfigurationError`` naming the fix when the configuration is unsafe or wrong."""
@@ -75,3 +80,4 @@ class CollectorConfig:
             raise ConfigurationError(f"--rules {self.rules}: no such file; give the path of a rules TOML file")
         if self.forward is not None:
             traces_url(self.forward)
+        self.join_limits.validate()

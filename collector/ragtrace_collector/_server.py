@@ -25,6 +25,7 @@ from ragtrace_collector._config import CollectorConfig
 from ragtrace_collector._forward import Forwarder
 from ragtrace_collector._grpc import create_grpc_server
 from ragtrace_collector._http import alert_api_routes, create_app
+from ragtrace_collector._join import Settler
 from ragtrace_collector._pipeline import Pipeline
 from ragtrace_collector._prometheus import Sources, Stats, metrics_routes
 from ragtrace_collector._store import Store
@@ -63,6 +64,9 @@ class Collector:
         self.scorer: Any = None
         self.forwarder: Forwarder | None = None
         self.watcher: Any = None
+        self.settler: Settler | None = None
+        """Joins the RAG calls other instrumentations traced (``_join.Settler``) once started; None when
+        ``join`` is off. Tests drive it with ``settle_once(now_ns)``."""
         """The alert watcher (``_alerts.Watcher``) once started; None when ``watch`` is off."""
         self.budget = ByteBudget(config.max_inflight_bytes)
         """The in-flight byte budget both receivers hold request bytes against."""
@@ -121,6 +125,11 @@ class Collector:
                 scorer = self.scorer = ServerScorer(store, forward=forward_carrier, stats=self.stats)
                 scorer.start()
                 stack.push_async_callback(asyncio.to_thread, scorer.stop)
+            if config.join:
+                # Started after scoring and so stopped before it: it hands scoring what it joins.
+                settler = self.settler = Settler(store, config.join_limits, scorer=scorer, stats=self.stats)
+                settler.start()
+                stack.push_async_callback(asyncio.to_thread, settler.stop)
             pipeline = self.pipeline = Pipeline(
                 store, scorer=scorer, forwarder=forwarder, decode_processes=config.decode_processes, stats=self.stats
             )
@@ -196,6 +205,7 @@ class Collector:
 
     def _metric_sources(self, scorer: Any, forwarder: Forwarder | None, watching: bool) -> Sources:
         """What ``/metrics`` reads: the counters, the budget, the queues of the parts that run, the alert groups."""
+        settler = self.settler
         return Sources(
             stats=self.stats,
             db_path=self.config.db,
@@ -204,6 +214,8 @@ class Collector:
             scoring_queue=(lambda: scorer.pending) if scorer is not None else None,
             forward_queue=(lambda: forwarder.pending) if forwarder is not None else None,
             forward_dropped=(lambda: forwarder.dropped) if forwarder is not None else None,
+            join_waiting=settler.waiting if settler is not None else None,
+            join_dropped=(lambda: settler.stats.dropped) if settler is not None else None,
             watching=watching,
         )
 

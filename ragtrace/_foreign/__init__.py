@@ -13,7 +13,9 @@ cannot be scored). The parts, one job each:
   bytes and time, with what was dropped counted);
 * ``_assemble``: the record of a root, or ``no_content`` when the instrumentation kept the text off;
 * ``_settings``: the joiner's settings and variables, and the instrumentations' privacy switches;
-* ``_parts``: the frozen values passed between them.
+* ``_parts``: the frozen values passed between them;
+* ``_whole``: the same RAG calls found in a whole trace at once (``join_trace`` over ``SpanView``s), for the
+  collector, which has every span of a trace once it settled.
 """
 
 from __future__ import annotations
@@ -21,5 +23,6 @@ from __future__ import annotations
 from ragtrace._foreign._joiner import Joiner, JoinStats
 from ragtrace._foreign._parts import Verdict
 from ragtrace._foreign._settings import VARIABLES, JoinSettings
+from ragtrace._foreign._whole import Joined, SpanView, join_trace
 
-__all__ = ["VARIABLES", "JoinSettings", "JoinStats", "Joiner", "Verdict"]
+__all__ = ["VARIABLES", "JoinSettings", "JoinStats", "Joined", "Joiner", "SpanView", "Verdict", "join_trace"]

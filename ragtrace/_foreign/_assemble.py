@@ -13,8 +13,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from opentelemetry.trace import StatusCode
 
@@ -33,26 +33,52 @@ def assemble(candidate: Candidate, hidden: frozenset[str]) -> Verdict:
     """The verdict on a RAG root: its record, or why it is not scored. ``hidden``: shapes whose
     instrumentations were told to keep content off their spans."""
     span = candidate.span
-    if span.status.status_code is StatusCode.ERROR:
+    record, reason = decide(
+        candidate.shape,
+        span.attributes or {},
+        failed=span.status.status_code is StatusCode.ERROR,
+        retrieved=candidate.retrieved,
+        answer=candidate.answer,
+        hidden=hidden,
+    )
+    return Verdict(span, root=True, record=record, reason=reason)
+
+
+def decide(
+    shape: str,
+    attributes: Mapping[str, Any],
+    *,
+    failed: bool,
+    retrieved: Iterable[Retrieved],
+    answer: str | None,
+    hidden: frozenset[str],
+) -> tuple[RagRecord | None, str | None]:
+    """A RAG root's record, or ``(None, reason)`` (``semconv.NOT_SCORED_*``) when it is not scored.
+
+    ``shape`` and ``attributes``: the root's; ``failed``: its status is ERROR; ``retrieved`` and ``answer``:
+    what its subtree gathered. Works on anything that has attributes, so the collector reads stored span
+    rows with it as the processor reads ended spans.
+    """
+    if failed:
         # The call raised: nothing to score, and no judge to blame (as for ragtrace's own RAG spans).
-        return Verdict(span, root=True, reason=semconv.NOT_SCORED_APP_ERROR)
-    retrieved = sorted(candidate.retrieved, key=lambda r: r.start)
-    io = _classify.root_io(candidate.shape, span.attributes or {})
-    shapes = {candidate.shape, *(r.shape for r in retrieved)}
-    if io.hidden or not shapes.isdisjoint(hidden) or not all(r.captured for r in retrieved):
-        return Verdict(span, root=True, reason=semconv.NOT_SCORED_NO_CONTENT)
-    query = io.query if io.query is not None else next((r.query for r in retrieved if r.query is not None), None)
-    answer = io.answer if io.answer is not None else candidate.answer
+        return None, semconv.NOT_SCORED_APP_ERROR
+    ordered = sorted(retrieved, key=lambda r: r.start)
+    io = _classify.root_io(shape, attributes)
+    shapes = {shape, *(r.shape for r in ordered)}
+    if io.hidden or not shapes.isdisjoint(hidden) or not all(r.captured for r in ordered):
+        return None, semconv.NOT_SCORED_NO_CONTENT
+    query = io.query if io.query is not None else next((r.query for r in ordered if r.query is not None), None)
+    answer = io.answer if io.answer is not None else answer
     if query is None or answer is None:
-        return Verdict(span, root=True, reason=semconv.NOT_SCORED_NO_CONTENT)
+        return None, semconv.NOT_SCORED_NO_CONTENT
     settings = _capture.get_settings()
-    chunks = merge(retrieved)[: settings.max_record_chunks]
+    chunks = merge(ordered)[: settings.max_record_chunks]
     record = RagRecord(
         query=_text(query, settings),
         chunks=tuple(_chunk(c, settings) for c in chunks),
         answer=_text(answer, settings),
     )
-    return Verdict(span, root=True, record=record)
+    return record, None
 
 
 def merge(retrieved: Iterable[Retrieved]) -> list[Chunk]:

@@ -39,6 +39,12 @@ class Batch:
     """Spans that could not be decoded and were not stored."""
     errors: list[str] = field(default_factory=list)
     """Why spans were rejected (the first few reasons), for the partial-success message."""
+    pending: list[Row] = field(default_factory=list)
+    """One row per span that may be part of a RAG call another instrumentation traced (``_join``): its trace
+    waits in ``join_pending`` until it settles. Written in the same transaction as the spans."""
+    settled: list[str] = field(default_factory=list)
+    """Trace ids whose ``join_pending`` rows go (joined, or dropped to stay bounded), in the same transaction
+    as the records joining wrote."""
 
     @property
     def error_message(self) -> str:
@@ -58,6 +64,8 @@ class Batch:
         self.spans.extend(other.spans)
         self.rag_records.extend(other.rag_records)
         self.scores.extend(other.scores)
+        self.pending.extend(other.pending)
+        self.settled.extend(other.settled)
         for reason in other.errors:
             if len(self.errors) < _MAX_REJECTION_MESSAGES:
                 self.errors.append(reason)

@@ -10,6 +10,8 @@ from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from ragtrace import _wire, semconv
+from ragtrace._foreign._classify import role_of
+from ragtrace._foreign._pending import span_size
 from ragtrace_collector._otlp._batch import SOURCE_APP, SOURCE_CARRIER, Batch, Part, short
 from ragtrace_collector._otlp._keys import DOC, KEY_KINDS, chunks_from_documents, classify, span_attributes
 from ragtrace_collector._otlp._values import attributes, dumps, int_or_none, number, text
@@ -53,13 +55,14 @@ def scope_rows(
         if not _times_valid(span):
             batch.reject(1, f"span {span_id}: start/end time out of range (nanoseconds since 1970, before 2262)")
             continue
-        marks = len(batch.spans), len(batch.rag_records), len(batch.scores)
+        marks = len(batch.spans), len(batch.rag_records), len(batch.scores), len(batch.pending)
         try:
             _span_rows(batch, span, span_id, trace_id, service, scope_name, resource_json, received_ns)
         except Exception as exc:
             # A bug or an input we did not foresee costs this span only, never the batch.
             # Drop whatever the span had added, so that no half of it is stored.
             del batch.spans[marks[0] :], batch.rag_records[marks[1] :], batch.scores[marks[2] :]
+            del batch.pending[marks[3] :]
             batch.reject(1, f"span {span_id}: not convertible: {type(exc).__name__}: {short(exc)}")
             continue
         if kept is not None:
@@ -85,6 +88,9 @@ def _span_rows(
         chunks = chunks_from_documents(documents)
     elif documents:
         attrs.update(documents)
+    if role_of(attrs) is not None:
+        # A span of a RAG call another instrumentation traced: its trace waits to be joined once it settles.
+        batch.pending.append({"trace_id": trace_id, "received_ns": received_ns, "bytes": span_size(attrs)})
     events = [
         {
             "time_ns": e.time_unix_nano,

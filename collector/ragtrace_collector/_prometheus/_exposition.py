@@ -42,6 +42,8 @@ class Sources:
     scoring_queue: Callable[[], int] | None = None
     forward_queue: Callable[[], int] | None = None
     forward_dropped: Callable[[], int] | None = None
+    join_waiting: Callable[[], int] | None = None
+    join_dropped: Callable[[], int] | None = None
     watching: bool = False
 
 
@@ -147,6 +149,17 @@ class _Families:
             )
             yield CounterMetricFamily(
                 f"{PREFIX}_forward_dropped", "Exports given up forwarding", sources.forward_dropped()
+            )
+        if sources.join_waiting is not None and sources.join_dropped is not None:
+            yield GaugeMetricFamily(
+                f"{PREFIX}_join_waiting_traces",
+                "Traces of other instrumentations' RAG calls waiting to settle and be joined",
+                sources.join_waiting(),
+            )
+            yield CounterMetricFamily(
+                f"{PREFIX}_join_dropped_traces",
+                "Waiting traces dropped unjoined to stay within the bounds (--join-max-*)",
+                sources.join_dropped(),
             )
         if sources.watching:
             yield from _alert_families(sources.db_path, self.now_ns)

@@ -13,6 +13,8 @@ from ragtrace_collector._store._alert_schema import ALERTS, ensure_alert_tables
 
 __all__ = [
     "ALERTS",
+    "JOIN_PENDING",
+    "JOIN_PENDING_COLUMNS",
     "RAG_COLUMNS",
     "RAG_RECORDS",
     "SCORES",
@@ -25,6 +27,8 @@ __all__ = [
 SPANS = "spans"
 RAG_RECORDS = "rag_records"
 SCORES = "scores"
+JOIN_PENDING = "join_pending"
+"""Traces with spans of a RAG call another instrumentation traced, waiting to settle and be joined (``_join``)."""
 
 SPAN_COLUMNS: dict[str, type] = {
     "span_id": str,
@@ -75,6 +79,15 @@ SCORE_COLUMNS: dict[str, type] = {
     "time_ns": int,
     "source": str,
 }
+JOIN_PENDING_COLUMNS: dict[str, type] = {
+    "trace_id": str,
+    "first_ns": int,
+    "last_ns": int,
+    "spans": int,
+    "bytes": int,
+}
+"""``first_ns``/``last_ns``: when its first and latest such span arrived (``last_ns`` is also moved on when the
+joiner looked and the trace was not ready); ``spans``, ``bytes``: how many, and their approximate size."""
 _INDEXES: tuple[tuple[str, tuple[str, ...]], ...] = (
     (SCORES, ("metric", "time_ns")),
     (SCORES, ("service", "metric", "time_ns")),
@@ -82,6 +95,8 @@ _INDEXES: tuple[tuple[str, tuple[str, ...]], ...] = (
     (RAG_RECORDS, ("time_ns",)),
     (RAG_RECORDS, ("service", "time_ns")),
     (SPANS, ("trace_id",)),
+    (JOIN_PENDING, ("first_ns",)),
+    (JOIN_PENDING, ("last_ns",)),
 )
 
 
@@ -92,6 +107,7 @@ def create_schema(db: sqlite_utils.Database) -> None:
     db[SCORES].create(  # type: ignore[union-attr]
         SCORE_COLUMNS, pk=("span_id", "metric"), if_not_exists=True
     )
+    db[JOIN_PENDING].create(JOIN_PENDING_COLUMNS, pk="trace_id", if_not_exists=True)  # type: ignore[union-attr]
     for table, columns in _INDEXES:
         db[table].create_index(columns, if_not_exists=True)  # type: ignore[union-attr]
     ensure_alert_tables(db.conn)

@@ -11,9 +11,9 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import sqlite_utils
 
@@ -23,6 +23,8 @@ from ragtrace_collector._store._schema import RAG_RECORDS, create_schema
 from ragtrace_collector._store._shared_lock import SharedLock
 
 __all__ = ["Store", "StoreError"]
+
+T = TypeVar("T")
 
 _CHECKPOINT_EVERY_SECONDS = 0.5
 _BACKSTOP_CHECKPOINT_PAGES = 20_000
@@ -85,7 +87,7 @@ class Store:
 
         Raises ``StoreError`` when the transaction could not be committed (nothing of it is kept).
         """
-        if not (batch.spans or batch.rag_records or batch.scores):
+        if not (batch.spans or batch.rag_records or batch.scores or batch.pending or batch.settled):
             return
         try:
             with self._lock, self._shared, self._conn:
@@ -104,6 +106,16 @@ class Store:
     def reader(self) -> sqlite_utils.Database:
         """A new connection for reading from another thread (WAL lets it read while the writer writes)."""
         return sqlite_utils.Database(sqlite3.connect(str(self.path), check_same_thread=False, timeout=30.0))
+
+    def read(self, query: Callable[..., T], *args: Any) -> T:
+        """``query(connection, *args)`` on the writer's connection, under its lock (the collector's own reads)."""
+        with self._lock:
+            return query(self._conn, *args)
+
+    def change(self, change: Callable[..., T], *args: Any) -> T:
+        """``change(connection, *args)`` in one transaction under the write locks (small bookkeeping writes)."""
+        with self._lock, self._shared, self._conn:
+            return change(self._conn, *args)
 
     def decided(self, span_ids: Sequence[str]) -> set[str]:
         """The span ids among ``span_ids`` whose stored RAG record already has a decision."""

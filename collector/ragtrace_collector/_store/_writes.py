@@ -18,6 +18,7 @@ from ragtrace_collector._otlp import Batch, Row
 from ragtrace_collector._store._alert_schema import ALERT_ACKS, ALERT_SILENCES, ALERTS
 from ragtrace_collector._store._queries import span_ids_where
 from ragtrace_collector._store._schema import (
+    JOIN_PENDING,
     RAG_COLUMNS,
     RAG_RECORDS,
     SCORE_COLUMNS,
@@ -59,6 +60,30 @@ _FILL_ROUTE_SQL = (
 )
 
 
+# A trace's pending row grows with each of its spans; a retried export counts twice (the bounds are approximate).
+_PENDING_SQL = (
+    f"INSERT INTO {JOIN_PENDING} (trace_id, first_ns, last_ns, spans, bytes) VALUES (?, ?, ?, ?, ?) "
+    f"ON CONFLICT (trace_id) DO UPDATE SET first_ns = min(first_ns, excluded.first_ns), "
+    f"last_ns = max(last_ns, excluded.last_ns), spans = spans + excluded.spans, bytes = bytes + excluded.bytes"
+)
+_SETTLED_SQL = f"DELETE FROM {JOIN_PENDING} WHERE trace_id = ?"
+
+
+def _pending(rows: Sequence[Row]) -> list[tuple[str, int, int, int, int]]:
+    """One row per trace: a batch usually holds several spans of one trace."""
+    traces: dict[str, list[int]] = {}
+    for row in rows:
+        found = traces.get(row["trace_id"])
+        if found is None:
+            traces[row["trace_id"]] = [row["received_ns"], row["received_ns"], 1, row["bytes"]]
+        else:
+            found[0] = min(found[0], row["received_ns"])
+            found[1] = max(found[1], row["received_ns"])
+            found[2] += 1
+            found[3] += row["bytes"]
+    return [(trace_id, *values) for trace_id, values in traces.items()]  # type: ignore[misc]
+
+
 def upsert(conn: sqlite3.Connection, batch: Batch) -> None:
     """Upsert the batch's rows on ``conn``, inside the caller's transaction."""
     if batch.spans:
@@ -73,6 +98,10 @@ def upsert(conn: sqlite3.Connection, batch: Batch) -> None:
     if batch.rag_records:
         # A record that arrives after its carrier: give the carrier's scores their route.
         _fill_routes_for(conn, batch.rag_records)
+    if batch.settled:
+        conn.executemany(_SETTLED_SQL, [(trace_id,) for trace_id in batch.settled])
+    if batch.pending:
+        conn.executemany(_PENDING_SQL, _pending(batch.pending))
 
 
 def _fill_routes_for(conn: sqlite3.Connection, records: Sequence[Row]) -> None:

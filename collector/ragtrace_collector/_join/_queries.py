@@ -1,0 +1,67 @@
+"""The joiner's reads on the store's connection (the caller holds the store's lock). Writes go through
+``Store.write`` (``Batch.settled``), so a join's records and the end of its wait commit together."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from typing import Any
+
+from ragtrace_collector._store._schema import JOIN_PENDING, RAG_RECORDS, SPANS
+
+__all__ = ["due", "existing_records", "oldest_over", "spans_of", "totals", "touch"]
+
+
+def due(conn: sqlite3.Connection, quiet_since_ns: int, born_before_ns: int, limit: int) -> list[tuple[str, int]]:
+    """``(trace_id, first_ns)`` of waiting traces quiet since ``quiet_since_ns`` or older than ``born_before_ns``."""
+    cursor = conn.execute(
+        f"SELECT trace_id, first_ns FROM {JOIN_PENDING} WHERE last_ns <= ? OR first_ns <= ? ORDER BY last_ns LIMIT ?",
+        (quiet_since_ns, born_before_ns, limit),
+    )
+    return [(str(row[0]), int(row[1])) for row in cursor]
+
+
+def touch(conn: sqlite3.Connection, trace_id: str, last_ns: int) -> None:
+    """Look at ``trace_id`` again a settle window after ``last_ns`` (run it in ``Store.change``)."""
+    conn.execute(f"UPDATE {JOIN_PENDING} SET last_ns = max(last_ns, ?) WHERE trace_id = ?", (last_ns, trace_id))
+
+
+def totals(conn: sqlite3.Connection) -> tuple[int, int]:
+    """Traces waiting, and the approximate bytes of their RAG spans."""
+    count, size = conn.execute(f"SELECT count(*), total(bytes) FROM {JOIN_PENDING}").fetchone()
+    return int(count), int(size)
+
+
+def oldest_over(conn: sqlite3.Connection, max_traces: int, max_bytes: int) -> list[str]:
+    """The oldest waiting traces to drop so that at most ``max_traces`` and ``max_bytes`` remain."""
+    count, size = totals(conn)
+    dropped: list[str] = []
+    if count <= max_traces and size <= max_bytes:
+        return dropped
+    for trace_id, spans_bytes in conn.execute(f"SELECT trace_id, bytes FROM {JOIN_PENDING} ORDER BY first_ns"):
+        if count <= max_traces and size <= max_bytes:
+            break
+        dropped.append(str(trace_id))
+        count -= 1
+        size -= int(spans_bytes)
+    return dropped
+
+
+def spans_of(conn: sqlite3.Connection, trace_id: str, limit: int) -> list[dict[str, Any]]:
+    """Up to ``limit`` stored spans of ``trace_id`` (``spans(trace_id)`` is indexed)."""
+    cursor = conn.execute(
+        f"SELECT span_id, parent_span_id, name, service, start_ns, end_ns, status_code, attributes, received_ns "
+        f"FROM {SPANS} WHERE trace_id = ? LIMIT ?",
+        (trace_id, limit),
+    )
+    names = [d[0] for d in cursor.description]
+    return [dict(zip(names, row, strict=True)) for row in cursor]
+
+
+def existing_records(conn: sqlite3.Connection, span_ids: Sequence[str]) -> set[str]:
+    """The span ids among ``span_ids`` that already have a RAG record (joined before, or ragtrace's own)."""
+    if not span_ids:
+        return set()
+    marks = ", ".join("?" for _ in span_ids)
+    cursor = conn.execute(f"SELECT span_id FROM {RAG_RECORDS} WHERE span_id IN ({marks})", list(span_ids))
+    return {str(row[0]) for row in cursor}

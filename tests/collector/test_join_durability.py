@@ -1,0 +1,132 @@
+"""A trace waiting to be joined survives a restart, and its scores reach a downstream backend on a carrier span.
+
+Real collector processes' parts on a real SQLite file: the first collector acknowledges half of an OpenInference
+LangChain trace and stops; the second, on the same file, gets the rest, joins the whole trace once it settles
+and scores it once. The settler is driven with ``settle_once`` at chosen times (the window is an hour).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ragtrace_collector._join import JoinLimits
+from ragtrace_collector._server import Collector
+
+from ragtrace import semconv
+from ragtrace.metrics import build_suite
+from tests.collector._spans import start_collector
+from tests.collector._traced_app import langchain_app, send, shuffled_parts, span_id
+from tests.ragtrace.test_foreign_langchain import ANSWER, QUESTION, RANKED, lcel_chain
+
+pytestmark = pytest.mark.filterwarnings("ignore:Calling .text\\(\\) as a method is deprecated")
+
+HOUR = 3600 * 1_000_000_000
+LIMITS = JoinLimits(settle_seconds=3600, max_seconds=7200)
+SUITE = build_suite()
+
+
+@pytest.fixture(autouse=True)
+def _offline_judge(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RAGTRACE_JUDGE", "offline")
+    monkeypatch.setenv("RAGTRACE_SAMPLE_RATE", "1.0")
+    for name in ("OPENAI_API_KEY", "RAGTRACE_JUDGE_BASE_URL", "RAGTRACE_METRICS"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def _rows(db: Path, sql: str) -> list[tuple[Any, ...]]:
+    with sqlite3.connect(db) as conn:
+        return list(conn.execute(sql))
+
+
+def _settle(collector: Collector, at_ns: int) -> list[str]:
+    assert collector.settler is not None and collector.scorer is not None
+    written = collector.settler.settle_once(at_ns)
+    assert collector.scorer.wait_idle(120)
+    return written
+
+
+@pytest.mark.parametrize("decode_processes", [0, 1])
+def test_a_restart_mid_trace_loses_nothing_acknowledged_and_scores_once(tmp_path: Path, decode_processes: int) -> None:
+    db = tmp_path / "c.db"
+    with langchain_app() as app:
+        lcel_chain().invoke(QUESTION)
+        spans = app.spans()
+    (root,) = [s for s in spans if s.parent is None]
+    first, second = shuffled_parts(spans, 2, seed=5)
+    options: dict[str, Any] = {"score": True, "join_limits": LIMITS, "decode_processes": decode_processes}
+    before = start_collector(db, **options)
+    try:
+        send(before, first)  # acknowledged: from here on the collector owes this trace a join
+    finally:
+        before.stop()
+    trace_id = format(root.context.trace_id, "032x")
+    assert _rows(db, "SELECT trace_id FROM join_pending") == [(trace_id,)]
+    after = start_collector(db, **options)
+    try:
+        send(after, second)
+        assert _settle(after, time.time_ns() + 2 * HOUR) == [span_id(root)]
+        assert _settle(after, time.time_ns() + 4 * HOUR) == []
+    finally:
+        after.stop()
+    ((query, answer, chunks, decision),) = _rows(db, "SELECT query, answer, chunks, decision FROM rag_records")
+    assert (query, answer, decision) == (QUESTION, ANSWER, semconv.DECISION_EVALUATED)
+    assert [c["content"] for c in json.loads(chunks)] == RANKED
+    assert _rows(db, "SELECT count(*), count(DISTINCT metric) FROM scores") == [(len(SUITE.names),) * 2]
+    assert _rows(db, "SELECT count(*) FROM join_pending") == [(0,)]
+
+
+def test_joining_resumes_after_a_restart_with_no_new_span(tmp_path: Path) -> None:
+    db = tmp_path / "c.db"
+    with langchain_app() as app:
+        lcel_chain().invoke(QUESTION)
+        spans = app.spans()
+    before = start_collector(db, score=True, join_limits=LIMITS)
+    try:
+        for part in shuffled_parts(spans, 3, seed=1):
+            send(before, part)
+    finally:
+        before.stop()  # stopped before the trace settled
+    after = start_collector(db, score=True, join_limits=LIMITS)
+    try:
+        assert len(_settle(after, time.time_ns() + 2 * HOUR)) == 1
+    finally:
+        after.stop()
+    assert _rows(db, "SELECT decision FROM rag_records") == [(semconv.DECISION_EVALUATED,)]
+
+
+def test_scores_go_downstream_on_an_evaluator_carrier_linked_to_the_root(tmp_path: Path) -> None:
+    with langchain_app() as app:
+        lcel_chain().invoke(QUESTION)
+        spans = app.spans()
+    (root,) = [s for s in spans if s.parent is None]
+    downstream = start_collector(tmp_path / "down.db", join=False)
+    try:
+        upstream = start_collector(
+            tmp_path / "up.db",
+            score=True,
+            join_limits=LIMITS,
+            forward=f"http://127.0.0.1:{downstream.http_port}",
+        )
+        try:
+            for part in shuffled_parts(spans, 3, seed=9):
+                send(upstream, part)
+            assert _settle(upstream, time.time_ns() + 2 * HOUR) == [span_id(root)]
+        finally:
+            upstream.stop()  # drains the forward queue
+        assert upstream.forwarder is not None and upstream.forwarder.dropped == 0
+    finally:
+        downstream.stop()
+    down = tmp_path / "down.db"
+    assert _rows(down, "SELECT count(*) FROM spans") == [(len(spans) + 1,)]
+    carrier = f"SELECT attributes, links FROM spans WHERE name = '{semconv.CARRIER_SPAN_NAME}'"
+    ((attributes, links),) = _rows(down, carrier)
+    assert json.loads(attributes)[semconv.OPENINFERENCE_SPAN_KIND] == semconv.SPAN_KIND_EVALUATOR
+    assert [link["span_id"] for link in json.loads(links)] == [span_id(root)]
+    scores = _rows(down, "SELECT span_id, metric, source FROM scores")
+    assert sorted(m for _, m, _ in scores) == sorted(SUITE.names)
+    assert {(s, src) for s, _, src in scores} == {(span_id(root), "carrier")}
