@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml collector/pyproject.toml
 
 # Debian packages the tests drive for real (headless Chromium for the collector's page; promtool and
 # amtool for the shipped Prometheus rules and Alertmanager example, see prometheus-deps).
-system-deps: prometheus-deps
+system-deps: prometheus-deps node-deps
 	@command -v chromium >/dev/null 2>&1 || { \
 	  echo "installing chromium (Debian) for the page tests"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
@@ -55,6 +55,18 @@ prometheus-deps:
 	  echo "installing prometheus and prometheus-alertmanager (Debian) for the rules tests"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
 	    prometheus prometheus-alertmanager >/dev/null; }
+
+# Debian's Node.js and npm for tests/collector/test_join_node.py (a Node.js RAG app traced with the OpenTelemetry
+# JS SDK, scored by the collector); the test installs its npm packages into .ragtrace/node itself. Skipped when
+# node and npm are there (any origin, e.g. NodeSource's nodejs, which bundles npm). Debian's npm is 356 small
+# packages (23 MB) without recommends: about 4 s to unpack here; the install was not timed end to end because
+# this machine's NodeSource nodejs conflicts with Debian's npm.
+.PHONY: node-deps
+node-deps:
+	@command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || { \
+	  echo "installing nodejs and npm (Debian) for the Node.js collector test"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+	    nodejs npm >/dev/null; }
 
 # Not part of `make test`: the support bot's score metrics scraped by a real Prometheus running the shipped
 # rules, a hallucination spike, and Alertmanager delivering RagHallucinationSpike to a local webhook
