@@ -2,16 +2,20 @@
 
 ``JobScorer.score`` is what the worker runs for each job: it scores the record with the metrics the
 sampler picked for it (a suite per distinct selection, built once), then charges the budget, records
-the score, cost and judge-error metrics and logs judge failures. Those steps run after the scores are
-computed, so a step that fails is logged and never costs the scores.
+the score, cost and judge-error metrics and logs judge failures, and sends the evaluations as OTel log
+records and/or leaves them off the span (``ragtrace._eval_logs``, switched by ``RAGTRACE_EVALUATION_*``,
+read once here). Those steps run after the scores are computed, so a step that fails is logged and never
+costs the scores.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from ragtrace._eval_logs import EvaluationLogs, EvaluationOutput
 from ragtrace._jobs import Job, Outcome, outcome_of
 from ragtrace._judge_errors import JudgeErrorLog
 from ragtrace.metrics import Suite
@@ -34,26 +38,33 @@ class JobScorer:
         self._sampler = sampler
         self._telemetry = telemetry
         self._errors = JudgeErrorLog(judge.name)
+        self._output = EvaluationOutput.from_env()
+        self._logs = EvaluationLogs() if self._output.log_records else None
 
     async def score(self, job: Job) -> Outcome:
         result = await self.suite_for(job.metrics).score(job.record, self.judge)
         scores = [result.scores[name] for name in job.metrics if name in result.scores]
         cost = result.cost
         name = self.judge.name
+        outcome = outcome_of(scores, cost, name)
+        logs = self._logs
         # The scores are computed: a failing budget or metrics pipeline is logged, never costs them.
-        steps: list[tuple[str, Callable[[], None]]] = [
+        steps: list[tuple[str, Callable[[], object]]] = [
             ("charging the budget", lambda: self._sampler.charge(name, cost)),
             ("recording score metrics", lambda: self._telemetry.scores(scores)),
             ("recording judge cost metrics", lambda: self._telemetry.cost(cost, judge=name)),
             ("recording judge errors", lambda: self._telemetry.judge_errors(scores, judge=name)),
             ("logging judge errors", lambda: self._errors.report(scores)),
         ]
+        if logs is not None:
+            steps.append(("emitting evaluation log records", lambda: logs.emit(job.span, outcome.events)))
         for what, step in steps:
             try:
                 step()
             except Exception:
                 _log.exception("ragtrace: %s failed; the scores are kept", what)
-        return outcome_of(scores, cost, name)
+        # Without span events the evaluations still go out as attributes (and log records, when on).
+        return outcome if self._output.span_events else replace(outcome, events=())
 
     def suite_for(self, names: tuple[str, ...]) -> Suite:
         """The suite of the metrics ``names`` (in the full suite's order)."""

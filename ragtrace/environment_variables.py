@@ -92,6 +92,18 @@ RAGTRACE_SHUTDOWN_TIMEOUT: Final = "RAGTRACE_SHUTDOWN_TIMEOUT"
 records still queued before exporting the rest unscored."""
 
 # --------------------------------------------------------------------------------------------------
+# Evaluation output
+# --------------------------------------------------------------------------------------------------
+
+RAGTRACE_EVALUATION_SPAN_EVENTS: Final = "RAGTRACE_EVALUATION_SPAN_EVENTS"
+"""``true`` (default) or ``false``: one ``gen_ai.evaluation.result`` span event per metric on the scored span.
+The flat ``ragtrace.eval.*`` and OpenInference ``evaluations.*`` attributes are written either way."""
+
+RAGTRACE_EVALUATION_LOGS: Final = "RAGTRACE_EVALUATION_LOGS"
+"""``true`` or ``false`` (default): each ``gen_ai.evaluation.result`` also as an OpenTelemetry log record with
+the scored span's trace and span id, to the global LoggerProvider (the app's OTLP log pipeline)."""
+
+# --------------------------------------------------------------------------------------------------
 # Judge
 # --------------------------------------------------------------------------------------------------
 
