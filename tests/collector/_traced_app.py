@@ -8,6 +8,7 @@ import random
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 from openinference.instrumentation.langchain import LangChainInstrumentor
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
@@ -35,10 +36,17 @@ class TracedApp:
 @contextmanager
 def langchain_app(service: str = "lc-app") -> Iterator[TracedApp]:
     """A provider instrumented by OpenInference for LangChain; its ended spans are kept in memory, to be sent."""
+    with traced_app(LangChainInstrumentor(), service) as app:
+        yield app
+
+
+@contextmanager
+def traced_app(instrumentor: Any, service: str) -> Iterator[TracedApp]:
+    """A provider instrumented by ``instrumentor`` (an OpenTelemetry ``BaseInstrumentor``); its ended spans are
+    kept in memory, to be sent."""
     memory = InMemorySpanExporter()
     provider = TracerProvider(resource=Resource.create({semconv.SERVICE_NAME: service}))
     provider.add_span_processor(SimpleSpanProcessor(memory))
-    instrumentor = LangChainInstrumentor()
     instrumentor.instrument(tracer_provider=provider)
     try:
         yield TracedApp(provider, memory)

@@ -130,3 +130,30 @@ def test_scores_go_downstream_on_an_evaluator_carrier_linked_to_the_root(tmp_pat
     scores = _rows(down, "SELECT span_id, metric, source FROM scores")
     assert sorted(m for _, m, _ in scores) == sorted(SUITE.names)
     assert {(s, src) for s, _, src in scores} == {(span_id(root), "carrier")}
+
+
+def test_a_call_joined_but_not_yet_scored_when_the_collector_stopped_is_scored_after_the_restart(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "c.db"
+    with langchain_app() as app:
+        lcel_chain().invoke(QUESTION)
+        spans = app.spans()
+    # No scorer in the first run: its joined record is stored undecided, as after a stop between the two.
+    before = start_collector(db, join_limits=LIMITS)
+    try:
+        send(before, spans)
+        assert before.settler is not None and len(before.settler.settle_once(time.time_ns() + 2 * HOUR)) == 1
+    finally:
+        before.stop()
+    assert _rows(db, "SELECT decision FROM rag_records") == [(None,)]
+    after = start_collector(db, score=True, join_limits=LIMITS)
+    try:
+        assert after.settler is not None and after.scorer is not None
+        after.settler.resume()  # the settler's thread does this as it starts; twice is harmless
+        assert after.scorer.wait_idle(120)
+        assert after.scorer.scored == 1
+    finally:
+        after.stop()
+    assert _rows(db, "SELECT decision FROM rag_records") == [(semconv.DECISION_EVALUATED,)]
+    assert _rows(db, "SELECT count(*) FROM scores") == [(len(SUITE.names),)]

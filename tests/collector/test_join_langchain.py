@@ -23,7 +23,15 @@ from ragtrace import semconv
 from ragtrace.metrics import build_suite
 from tests.collector._spans import start_collector
 from tests.collector._traced_app import langchain_app, send, shuffled_parts, span_id
-from tests.ragtrace.test_foreign_langchain import ANSWER, DOCUMENTS, QUESTION, RANKED, KeywordRetriever, lcel_chain
+from tests.ragtrace.test_foreign_langchain import (
+    ANSWER,
+    DOCUMENTS,
+    QUESTION,
+    RANKED,
+    KeywordRetriever,
+    instrumented,
+    lcel_chain,
+)
 
 pytestmark = pytest.mark.filterwarnings("ignore:Calling .text\\(\\) as a method is deprecated")
 
@@ -159,6 +167,24 @@ def test_a_chain_that_raised_is_not_scored(tmp_path: Path) -> None:
         collector.stop()
     assert _rows(db, "SELECT decision FROM rag_records") == [(semconv.DECISION_NOT_SCORED,)]
     assert _rows(db, "SELECT count(*) FROM scores") == [(0,)]
+
+
+def test_a_root_the_apps_processor_scored_keeps_the_apps_decision_and_is_not_scored_again(tmp_path: Path) -> None:
+    db = tmp_path / "c.db"
+    with instrumented() as p:  # ragtrace's processor in the app, recognising the chain itself
+        lcel_chain().invoke(QUESTION)
+        spans = p.exported()
+        (scored,) = p.roots()
+    collector = start_collector(db, score=True, join_limits=LIMITS)
+    try:
+        for part in shuffled_parts(spans, 2, seed=11):
+            send(collector, part)
+        assert _settle(collector, time.time_ns() + 2 * HOUR) == [span_id(scored)]
+        assert collector.scorer is not None and collector.scorer.scored == 0
+    finally:
+        collector.stop()
+    assert _rows(db, "SELECT query, decision FROM rag_records") == [(QUESTION, semconv.DECISION_EVALUATED)]
+    assert _rows(db, "SELECT metric, value, source FROM scores") == [("seen", 1.0, "app")]
 
 
 def _json(text: str) -> list[dict[str, Any]]:

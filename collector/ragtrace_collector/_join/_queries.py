@@ -9,7 +9,7 @@ from typing import Any
 
 from ragtrace_collector._store._schema import JOIN_PENDING, RAG_RECORDS, SPANS
 
-__all__ = ["due", "existing_records", "oldest_over", "spans_of", "totals", "touch"]
+__all__ = ["due", "existing_records", "oldest_over", "spans_of", "totals", "touch", "undecided_since"]
 
 
 def due(conn: sqlite3.Connection, quiet_since_ns: int, born_before_ns: int, limit: int) -> list[tuple[str, int]]:
@@ -65,3 +65,15 @@ def existing_records(conn: sqlite3.Connection, span_ids: Sequence[str]) -> set[s
     marks = ", ".join("?" for _ in span_ids)
     cursor = conn.execute(f"SELECT span_id FROM {RAG_RECORDS} WHERE span_id IN ({marks})", list(span_ids))
     return {str(row[0]) for row in cursor}
+
+
+def undecided_since(conn: sqlite3.Connection, received_ns: int, limit: int) -> list[dict[str, Any]]:
+    """Up to ``limit`` RAG records still undecided whose span arrived at or after ``received_ns``: what a
+    collector that stopped (or crashed) between storing and scoring them left unscored."""
+    cursor = conn.execute(
+        f"SELECT r.* FROM {RAG_RECORDS} r JOIN {SPANS} s ON s.span_id = r.span_id "
+        "WHERE r.decision IS NULL AND s.received_ns >= ? LIMIT ?",
+        (received_ns, limit),
+    )
+    names = [d[0] for d in cursor.description]
+    return [dict(zip(names, row, strict=True)) for row in cursor]

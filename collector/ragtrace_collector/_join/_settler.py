@@ -9,7 +9,9 @@ span with no parent) has arrived and no span of it arrived for ``settle_seconds`
 calls with ragtrace's own readers (``ragtrace._foreign.join_trace``), writes their ``rag_records`` rows and
 removes the trace from the table in one transaction, then hands the undecided records to server-side scoring,
 which writes the scores and, when forwarding, sends the carrier span. A root that already has a record (a
-trace joined before whose late span reopened it, ragtrace's own RAG span) is not written again.
+trace joined before whose late span reopened it, ragtrace's own RAG span) is not written again. Records a
+previous run stored but did not get to decide (it stopped in between) are handed to scoring again when the
+settler starts (``resume``).
 
 Bounds: ``max_traces`` traces and ``max_bytes`` of their RAG spans wait at once (the oldest are dropped, never
 joined, and counted), and a trace of more than ``max_trace_spans`` spans is dropped rather than read. Nothing
@@ -39,6 +41,10 @@ __all__ = ["JoinStats", "Settler"]
 _log = logging.getLogger("ragtrace_collector")
 _NS = 1_000_000_000
 _TRACES_PER_LOOK = 64
+_RESUME_SECONDS = 3600.0
+"""How far back, at start, records left undecided by the previous run are handed to scoring again: long enough
+for a restart, short enough that a file once served with ``--no-score`` is not scored wholesale."""
+_RESUME_RECORDS = 1024  # the scorer's queue: more would be decided ``overflow``
 
 
 class Scorer(Protocol):
@@ -107,7 +113,24 @@ class Settler:
             self._thread.join(timeout)
             self._thread = None
 
+    def resume(self) -> int:
+        """Hand scoring the records the previous run stored and did not decide (it stopped between the two);
+        return how many. The scorer skips a record already decided or being scored, so calling it twice is
+        harmless. The thread calls it once as it starts."""
+        if self._scorer is None:
+            return 0
+        since = self._clock() - int(_RESUME_SECONDS * _NS)
+        rows = self.store.read(_queries.undecided_since, since, _RESUME_RECORDS)
+        if rows:
+            _log.info("scoring %d RAG record(s) the previous run left undecided", len(rows))
+            self._scorer.submit(Batch(rag_records=rows))
+        return len(rows)
+
     def _loop(self) -> None:
+        try:
+            self.resume()
+        except Exception:
+            _log.warning("could not read the records left undecided", exc_info=True)
         while not self._stop.wait(self._poll):
             try:
                 self.settle_once()
