@@ -1,0 +1,75 @@
+"""The collector joins and scores a RAG call an app traced with OpenLLMetry's LangChain instrumentation
+(``opentelemetry-instrumentation-langchain``) and sent with a ``BatchSpanProcessor`` and the OTLP/HTTP exporter,
+from a process of its own (``_openllmetry_app.py``): the workflow span is the root, the retriever task's entity
+output gives the chunks. ``TRACELOOP_TRACE_CONTENT=false`` in the app: stored ``not_scored``, no score.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from ragtrace_collector._join import JoinLimits
+
+from ragtrace import semconv
+from tests.collector._spans import start_collector
+from tests.ragtrace.test_foreign_langchain import ANSWER, QUESTION, RANKED
+
+ROOT = Path(__file__).resolve().parents[2]
+HOUR = 3600 * 1_000_000_000
+
+
+@pytest.fixture(autouse=True)
+def _offline_judge(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RAGTRACE_JUDGE", "offline")
+    monkeypatch.setenv("RAGTRACE_SAMPLE_RATE", "1.0")
+    for name in ("OPENAI_API_KEY", "RAGTRACE_JUDGE_BASE_URL", "RAGTRACE_METRICS"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def _run_app(db: Path, **env: str) -> tuple[str, str | None, str | None, list[dict[str, object]], int]:
+    collector = start_collector(db, score=True, join_limits=JoinLimits(settle_seconds=3600, max_seconds=7200))
+    try:
+        ran = subprocess.run(
+            [
+                sys.executable,
+                "-W",
+                "ignore",
+                "-m",
+                "tests.collector._openllmetry_app",
+                f"http://127.0.0.1:{collector.http_port}",
+            ],
+            cwd=ROOT,
+            env={**os.environ, **env},
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert ran.returncode == 0, ran.stderr[-2000:]
+        assert collector.settler is not None and collector.scorer is not None
+        assert len(collector.settler.settle_once(time.time_ns() + 2 * HOUR)) == 1
+        assert collector.scorer.wait_idle(120)
+    finally:
+        collector.stop()
+    with sqlite3.connect(db) as conn:
+        ((decision, query, answer, chunks),) = conn.execute("SELECT decision, query, answer, chunks FROM rag_records")
+        scores = int(conn.execute("SELECT count(*) FROM scores").fetchone()[0])
+    return decision, query, answer, json.loads(chunks), scores
+
+
+def test_an_openllmetry_workflow_is_joined_and_scored(tmp_path: Path) -> None:
+    decision, query, answer, chunks, scores = _run_app(tmp_path / "c.db")
+    assert (decision, query, answer) == (semconv.DECISION_EVALUATED, QUESTION, ANSWER)
+    assert [c["content"] for c in chunks] == RANKED
+    assert scores > 0
+
+
+def test_content_tracing_off_is_stored_not_scored(tmp_path: Path) -> None:
+    decision, query, answer, chunks, scores = _run_app(tmp_path / "c.db", TRACELOOP_TRACE_CONTENT="false")
+    assert (decision, query, answer, chunks, scores) == (semconv.DECISION_NOT_SCORED, None, None, [], 0)
