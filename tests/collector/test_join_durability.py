@@ -14,12 +14,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ragtrace_collector._join import JoinLimits
+from ragtrace_collector._join import JoinLimits, Settler
+from ragtrace_collector._otlp import Batch, decode_protobuf
 from ragtrace_collector._server import Collector
+from ragtrace_collector._store import Store, StoreError
 
 from ragtrace import semconv
 from ragtrace.metrics import build_suite
-from tests.collector._spans import start_collector
+from tests.collector._spans import otlp_bytes, start_collector
 from tests.collector._traced_app import langchain_app, send, shuffled_parts, span_id
 from tests.ragtrace.test_foreign_langchain import ANSWER, QUESTION, RANKED, lcel_chain
 
@@ -157,3 +159,42 @@ def test_a_call_joined_but_not_yet_scored_when_the_collector_stopped_is_scored_a
         after.stop()
     assert _rows(db, "SELECT decision FROM rag_records") == [(semconv.DECISION_EVALUATED,)]
     assert _rows(db, "SELECT count(*) FROM scores") == [(len(SUITE.names),)]
+
+
+def test_a_file_written_before_records_had_a_reason_gets_the_column_and_keeps_its_rows(tmp_path: Path) -> None:
+    db = tmp_path / "old.db"
+    Store(db).close()
+    with sqlite3.connect(db) as conn:
+        conn.execute("ALTER TABLE rag_records DROP COLUMN reason")
+        conn.execute(
+            "INSERT INTO rag_records (span_id, query, decision) VALUES ('00000000000000aa', 'q?', 'evaluated')"
+        )
+    Store(db).close()
+    assert _rows(db, "SELECT span_id, query, decision, reason FROM rag_records") == [
+        ("00000000000000aa", "q?", "evaluated", None)
+    ]
+
+
+def test_a_join_that_could_not_be_written_stays_waiting_and_is_tried_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with langchain_app() as app:
+        lcel_chain().invoke(QUESTION)
+        spans = app.spans()
+    store = Store(tmp_path / "c.db")
+    try:
+        store.write(decode_protobuf(otlp_bytes(spans), time.time_ns()))
+        settler = Settler(store, LIMITS)
+        write = store.write
+
+        def full_disk_once(batch: Batch) -> None:
+            monkeypatch.setattr(store, "write", write)
+            raise StoreError("database or disk is full")
+
+        monkeypatch.setattr(store, "write", full_disk_once)
+        assert settler.settle_once(time.time_ns() + 2 * HOUR) == []
+        assert settler.waiting() == 1
+        assert len(settler.settle_once(time.time_ns() + 2 * HOUR)) == 1
+        assert settler.waiting() == 0
+    finally:
+        store.close()

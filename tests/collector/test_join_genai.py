@@ -51,11 +51,19 @@ def test_a_genai_workflow_sent_over_grpc_is_joined(tmp_path: Path, documents: ob
     finally:
         collector.stop()
     with sqlite3.connect(db) as conn:
-        ((decision, query, answer, chunks),) = conn.execute("SELECT decision, query, answer, chunks FROM rag_records")
+        ((decision, query, answer, chunks, reason),) = conn.execute(
+            "SELECT decision, query, answer, chunks, reason FROM rag_records"
+        )
         scores = int(conn.execute("SELECT count(*) FROM scores").fetchone()[0])
     if documents is DOCUMENTS:
         assert (decision, query, answer) == (semconv.DECISION_EVALUATED, QUESTION, ANSWER)
         assert [(c["id"], c["content"]) for c in json.loads(chunks)] == [(d["id"], d["content"]) for d in DOCUMENTS]
         assert scores > 0
     else:  # ids and scores only: the text was not captured
-        assert (decision, query, answer, scores) == (semconv.DECISION_NOT_SCORED, None, None, 0)
+        assert (decision, reason, query, answer, scores) == (
+            semconv.DECISION_NOT_SCORED,
+            semconv.NOT_SCORED_NO_CONTENT,
+            None,
+            None,
+            0,
+        )

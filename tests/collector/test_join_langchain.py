@@ -117,8 +117,8 @@ def test_hidden_inputs_are_stored_not_scored_with_no_content(tmp_path: Path, mon
         (root,) = _settle(collector, time.time_ns() + 2 * HOUR)
     finally:
         collector.stop()
-    assert _rows(db, "SELECT span_id, query, answer, decision FROM rag_records") == [
-        (root, None, None, semconv.DECISION_NOT_SCORED)
+    assert _rows(db, "SELECT span_id, query, answer, decision, reason FROM rag_records") == [
+        (root, None, None, semconv.DECISION_NOT_SCORED, semconv.NOT_SCORED_NO_CONTENT)
     ]
     assert _rows(db, "SELECT count(*) FROM scores") == [(0,)]
 
@@ -165,7 +165,9 @@ def test_a_chain_that_raised_is_not_scored(tmp_path: Path) -> None:
         assert len(_settle(collector, time.time_ns() + 2 * HOUR)) == 1
     finally:
         collector.stop()
-    assert _rows(db, "SELECT decision FROM rag_records") == [(semconv.DECISION_NOT_SCORED,)]
+    assert _rows(db, "SELECT decision, reason FROM rag_records") == [
+        (semconv.DECISION_NOT_SCORED, semconv.NOT_SCORED_APP_ERROR)
+    ]
     assert _rows(db, "SELECT count(*) FROM scores") == [(0,)]
 
 

@@ -33,7 +33,7 @@ def _offline_judge(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(name, raising=False)
 
 
-def _run_app(db: Path, **env: str) -> tuple[str, str | None, str | None, list[dict[str, object]], int]:
+def _run_app(db: Path, **env: str) -> tuple[str, str | None, str | None, list[dict[str, object]], int, str | None]:
     collector = start_collector(db, score=True, join_limits=JoinLimits(settle_seconds=3600, max_seconds=7200))
     try:
         ran = subprocess.run(
@@ -58,18 +58,21 @@ def _run_app(db: Path, **env: str) -> tuple[str, str | None, str | None, list[di
     finally:
         collector.stop()
     with sqlite3.connect(db) as conn:
-        ((decision, query, answer, chunks),) = conn.execute("SELECT decision, query, answer, chunks FROM rag_records")
+        ((decision, query, answer, chunks, reason),) = conn.execute(
+            "SELECT decision, query, answer, chunks, reason FROM rag_records"
+        )
         scores = int(conn.execute("SELECT count(*) FROM scores").fetchone()[0])
-    return decision, query, answer, json.loads(chunks), scores
+    return decision, query, answer, json.loads(chunks), scores, reason
 
 
 def test_an_openllmetry_workflow_is_joined_and_scored(tmp_path: Path) -> None:
-    decision, query, answer, chunks, scores = _run_app(tmp_path / "c.db")
-    assert (decision, query, answer) == (semconv.DECISION_EVALUATED, QUESTION, ANSWER)
+    decision, query, answer, chunks, scores, reason = _run_app(tmp_path / "c.db")
+    assert (decision, query, answer, reason) == (semconv.DECISION_EVALUATED, QUESTION, ANSWER, None)
     assert [c["content"] for c in chunks] == RANKED
     assert scores > 0
 
 
 def test_content_tracing_off_is_stored_not_scored(tmp_path: Path) -> None:
-    decision, query, answer, chunks, scores = _run_app(tmp_path / "c.db", TRACELOOP_TRACE_CONTENT="false")
-    assert (decision, query, answer, chunks, scores) == (semconv.DECISION_NOT_SCORED, None, None, [], 0)
+    decision, query, answer, chunks, scores, reason = _run_app(tmp_path / "c.db", TRACELOOP_TRACE_CONTENT="false")
+    assert (decision, reason) == (semconv.DECISION_NOT_SCORED, semconv.NOT_SCORED_NO_CONTENT)
+    assert (query, answer, chunks, scores) == (None, None, [], 0)

@@ -149,12 +149,16 @@ class Settler:
             written: list[str] = []
             quiet_since = now - int(limits.settle_seconds * _NS)
             born_before = now - int(limits.max_seconds * _NS)
+            looked: set[str] = set()
             while True:
                 due = self.store.read(_queries.due, quiet_since, born_before, _TRACES_PER_LOOK)
-                for trace_id, first_ns in due:
+                fresh = [(t, first_ns) for t, first_ns in due if t not in looked]
+                for trace_id, first_ns in fresh:
+                    looked.add(trace_id)
                     written.extend(self._settle(trace_id, now, expired=first_ns <= born_before))
-                # Each trace looked at was joined, dropped or moved on (``touch``): the next query finds others.
-                if len(due) < _TRACES_PER_LOOK:
+                # Each trace looked at was joined, dropped or moved on (``touch``), so the next query finds others;
+                # one whose write failed stays due and is looked at again next time, not again in this pass.
+                if len(due) < _TRACES_PER_LOOK or not fresh:
                     return written
 
     def _settle(self, trace_id: str, now: int, *, expired: bool) -> list[str]:

@@ -63,4 +63,5 @@ def record_row(joined: Joined, span: Mapping[str, Any], trace_id: str) -> Row:
         "prompt_tokens": int_or_none(attributes.get(semconv.EVAL_JUDGE_PROMPT_TOKENS)),
         "completion_tokens": int_or_none(attributes.get(semconv.EVAL_JUDGE_COMPLETION_TOKENS)),
         "seconds": number(attributes.get(semconv.EVAL_SECONDS)),
+        "reason": text(attributes.get(semconv.EVAL_NOT_SCORED_REASON)) or joined.reason,
     }

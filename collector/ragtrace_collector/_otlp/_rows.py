@@ -189,6 +189,7 @@ def _rag_and_scores(
                 "prompt_tokens": int_or_none(attrs.get(semconv.EVAL_JUDGE_PROMPT_TOKENS)),
                 "completion_tokens": int_or_none(attrs.get(semconv.EVAL_JUDGE_COMPLETION_TOKENS)),
                 "seconds": number(attrs.get(semconv.EVAL_SECONDS)),
+                "reason": text(attrs.get(semconv.EVAL_NOT_SCORED_REASON)),
             }
         )
     scores = _scores(evals, events)

@@ -64,7 +64,10 @@ RAG_COLUMNS: dict[str, type] = {
     "prompt_tokens": int,
     "completion_tokens": int,
     "seconds": float,
+    "reason": str,
 }
+"""``reason``: why a ``not_scored`` record was not scored (``ragtrace.eval.not_scored.reason``: ``no_content``,
+``app_error``); added after the first release, so ``create_schema`` adds it to an older file."""
 SCORE_COLUMNS: dict[str, type] = {
     "span_id": str,
     "metric": str,
@@ -104,6 +107,7 @@ def create_schema(db: sqlite_utils.Database) -> None:
     """Create the tables and indexes that do not exist yet (the caller holds the write lock)."""
     db[SPANS].create(SPAN_COLUMNS, pk="span_id", if_not_exists=True)  # type: ignore[union-attr]
     db[RAG_RECORDS].create(RAG_COLUMNS, pk="span_id", if_not_exists=True)  # type: ignore[union-attr]
+    _add_missing_columns(db, RAG_RECORDS, RAG_COLUMNS)
     db[SCORES].create(  # type: ignore[union-attr]
         SCORE_COLUMNS, pk=("span_id", "metric"), if_not_exists=True
     )
@@ -111,3 +115,14 @@ def create_schema(db: sqlite_utils.Database) -> None:
     for table, columns in _INDEXES:
         db[table].create_index(columns, if_not_exists=True)  # type: ignore[union-attr]
     ensure_alert_tables(db.conn)
+
+
+_SQL_TYPES = {str: "TEXT", int: "INTEGER", float: "FLOAT"}
+
+
+def _add_missing_columns(db: sqlite_utils.Database, table: str, columns: dict[str, type]) -> None:
+    """A file written by an older collector lacks the columns added since: add them, keeping its rows."""
+    present = {row[1] for row in db.conn.execute(f"PRAGMA table_info([{table}])")}
+    for column, kind in columns.items():
+        if column not in present:
+            db.conn.execute(f"ALTER TABLE [{table}] ADD COLUMN [{column}] {_SQL_TYPES[kind]}")

@@ -30,7 +30,7 @@ from ragtrace_collector._store._schema import (
 __all__ = ["prune", "upsert"]
 
 # rag_records columns that server-side scoring fills: a retried export of the unscored span must not erase them.
-_KEEP_WHEN_NULL = ("decision", "judge", "calls", "prompt_tokens", "completion_tokens", "seconds")
+_KEEP_WHEN_NULL = ("decision", "judge", "calls", "prompt_tokens", "completion_tokens", "seconds", "reason")
 
 
 def _upsert_sql(table: str, columns: Sequence[str], pk: Sequence[str], keep_when_null: Sequence[str] = ()) -> str:
