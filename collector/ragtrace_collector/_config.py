@@ -76,8 +76,8 @@ class CollectorConfig:
                 f"--retention-days {self.retention_days} must be a positive number of days up to "
                 f"{_MAX_RETENTION_DAYS}, e.g. 30 (leave it out to keep everything)"
             )
+        self.join_limits.validate()
         if self.rules is not None and not self.rules.is_file():
             raise ConfigurationError(f"--rules {self.rules}: no such file; give the path of a rules TOML file")
         if self.forward is not None:
             traces_url(self.forward)
-        self.join_limits.validate()

@@ -15,6 +15,7 @@ import pytest
 from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
+from ragtrace_collector.__main__ import main
 from ragtrace_collector._join import JoinLimits
 
 from ragtrace import semconv
@@ -115,3 +116,24 @@ def test_a_rag_call_whose_root_never_arrives_is_joined_after_the_longest_wait(
     with sqlite3.connect(db) as conn:
         rows = conn.execute("SELECT query, answer, decision FROM rag_records").fetchall()
     assert rows == [("q?", "a.", semconv.DECISION_NOT_SAMPLED)]
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("--join-settle-seconds", "0"),
+        ("--join-settle-seconds", "nan"),
+        ("--join-max-seconds", "5"),
+        ("--join-max-traces", "0"),
+        ("--join-max-bytes", "-1"),
+    ],
+)
+def test_unusable_join_limits_stop_serve_naming_the_option(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], option: str, value: str
+) -> None:
+    # --rules names a missing file, checked after the limits: were a limit let through, the command would stop on
+    # the rules (a failed assertion below) rather than serve forever.
+    argv = ["serve", "--db", str(tmp_path / "c.db"), f"{option}={value}", "--rules", str(tmp_path / "none")]
+    assert main(argv) == 2
+    assert option in capsys.readouterr().err
+    assert not (tmp_path / "c.db").exists()
