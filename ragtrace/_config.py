@@ -4,7 +4,8 @@ The handle they return lives in ``_handles.py``, the OTLP exporters they build i
 
 ``configure()`` builds ``TracerProvider -> ScoringSpanProcessor -> BatchSpanProcessor -> OTLP exporter``
 with the standard ``OTEL_*`` variables honoured (the SDK and exporters read them; explicit arguments
-win), a MeterProvider with an OTLP metric exporter for the score histogram and counters, points the
+win), a MeterProvider with an OTLP metric exporter for the score histogram and counters (and, with
+``RAGTRACE_EVALUATION_LOGS=true``, a global LoggerProvider for the evaluation log records), points the
 ragtrace decorators at the provider and applies the capture settings. With ``set_global=False`` it
 never touches the OpenTelemetry globals (tests inject an exporter and keep it that way).
 
@@ -24,7 +25,8 @@ from opentelemetry.sdk.resources import SERVICE_NAME, Resource
 from opentelemetry.sdk.trace import SpanLimits, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExporter
 
-from ragtrace import _capture
+from ragtrace import _capture, _exporters
+from ragtrace._eval_logs import EvaluationOutput, set_global_logger_provider
 from ragtrace._exceptions import ConfigurationError
 from ragtrace._export_deadline import CountingSpanExporter, ExportDeadline
 from ragtrace._exporters import meter_provider_for, metrics_enabled, otlp_span_exporter
@@ -144,12 +146,17 @@ def configure(
     if built is not None:
         # Only the exporters ragtrace built are cut at the shutdown deadline: the app's own are its own.
         cut = [built.inner, *([metric_exporter] if metric_exporter is not None else [])]
-        processor.export_deadline = ExportDeadline(built, cut, _export_target(built.inner, endpoint))
+        processor.export_deadline = ExportDeadline(built, cut, _exporters.export_target(built.inner, endpoint))
     provider = TracerProvider(resource=resource, span_limits=span_limits)
     provider.add_span_processor(processor)
+    logs = None
     if set_global:
         set_globals(provider, meter_provider if owns_meter_provider else None)
-    return activate(provider, processor, meter_provider, settings, owns=True, owns_meter=owns_meter_provider)
+        if built is not None and EvaluationOutput.from_env().log_records:  # to the endpoint the spans go to
+            logs = set_global_logger_provider(
+                _exporters.evaluation_logger_provider(resource, endpoint, protocol, headers)
+            )
+    return activate(provider, processor, meter_provider, settings, owns=True, owns_meter=owns_meter_provider, logs=logs)
 
 
 def instrument(
@@ -289,9 +296,3 @@ def _sampler(
         budget_usd_per_day=budget_usd,
         prices=prices,
     )
-
-
-def _export_target(exporter: SpanExporter, endpoint: str | None) -> str:
-    """Where ``exporter`` sends spans, for messages: the endpoint given, else the one the exporter
-    resolved from ``OTEL_EXPORTER_OTLP_*``."""
-    return endpoint or str(getattr(exporter, "_endpoint", None) or "the OTLP endpoint")

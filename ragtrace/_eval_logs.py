@@ -8,7 +8,8 @@ what they read today, so each way is switched on its own (``EvaluationOutput``, 
   ragtrace collector and most trace backends read;
 * log records (default off): the same events emitted through the OpenTelemetry Logs API, with the trace
   and span id of the evaluated span, to the ``LoggerProvider`` set here or else the global one (the app's
-  OTLP log pipeline exports them). The ragtrace collector does not receive OTLP logs yet.
+  own, or the OTLP one ``configure()`` builds and makes global). The ragtrace collector does not receive
+  OTLP logs yet.
 
 Both carry exactly the attributes ``ragtrace._wire.encode`` writes; nothing here reads a clock or does I/O
 beyond handing records to the logger.
@@ -30,9 +31,16 @@ from ragtrace._fork import at_fork_in_child
 from ragtrace.environment_variables import RAGTRACE_EVALUATION_LOGS, RAGTRACE_EVALUATION_SPAN_EVENTS, read_bool
 
 if TYPE_CHECKING:
+    from opentelemetry.sdk._logs import LoggerProvider
     from opentelemetry.sdk.trace import Event, ReadableSpan
 
-__all__ = ["EvaluationLogs", "EvaluationOutput", "get_logger_provider", "set_logger_provider"]
+__all__ = [
+    "EvaluationLogs",
+    "EvaluationOutput",
+    "get_logger_provider",
+    "set_global_logger_provider",
+    "set_logger_provider",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +83,16 @@ def get_logger_provider() -> logs_api.LoggerProvider:
     """The provider set with ``set_logger_provider``, else the global one (the API's proxy until the app
     sets one, so records emitted before that are dropped, as any other OTel log would be)."""
     return _state.provider or logs_api.get_logger_provider()
+
+
+def set_global_logger_provider(provider: LoggerProvider) -> LoggerProvider | None:
+    """Make ``provider`` (built by ``configure()``) the OpenTelemetry global LoggerProvider and return it; when
+    the app set a global one already, shut ``provider`` down and return None: the records go to the app's."""
+    logs_api.set_logger_provider(provider)  # OpenTelemetry takes a global once per process
+    if logs_api.get_logger_provider() is provider:
+        return provider
+    provider.shutdown()
+    return None
 
 
 class EvaluationLogs:

@@ -1,4 +1,4 @@
-"""The OTLP exporters ``configure()`` builds: spans and metrics over http/protobuf or grpc.
+"""The OTLP exporters ``configure()`` builds: spans, metrics and evaluation log records over http/protobuf or grpc.
 
 Arguments win over the ``OTEL_EXPORTER_OTLP_*`` variables (the exporters read those themselves when an
 argument is not given); a wrong protocol or endpoint raises ``ConfigurationError`` naming the fix.
@@ -17,6 +17,7 @@ from ragtrace import environment_variables as env
 from ragtrace._exceptions import ConfigurationError
 
 if TYPE_CHECKING:
+    from opentelemetry.sdk._logs import LoggerProvider
     from opentelemetry.sdk.metrics import MeterProvider
     from opentelemetry.sdk.metrics.export import MetricReader
 
@@ -25,6 +26,7 @@ PROTOCOLS: Final = ("http/protobuf", "grpc")
 
 _TRACES_PATH: Final = "/v1/traces"
 _METRICS_PATH: Final = "/v1/metrics"
+_LOGS_PATH: Final = "/v1/logs"
 
 
 def _protocol(protocol: str | None, signal: str) -> str:
@@ -46,7 +48,7 @@ def _http_url(endpoint: str, path: str) -> str:
     base = endpoint.rstrip("/")
     if base.endswith(path):
         return base
-    if base.endswith((_TRACES_PATH, _METRICS_PATH)):
+    if base.endswith((_TRACES_PATH, _METRICS_PATH, _LOGS_PATH)):
         base = base.rsplit("/v1/", 1)[0]
     return base + path
 
@@ -114,3 +116,36 @@ def meter_provider_for(
             metric_exporter = HttpMetricExporter(endpoint=url, headers=hdrs)
         readers = [PeriodicExportingMetricReader(metric_exporter)]
     return MeterProvider(resource=resource, metric_readers=list(readers)), metric_exporter
+
+
+def evaluation_logger_provider(
+    resource: Resource, endpoint: str | None, protocol: str | None, headers: Mapping[str, str] | None
+) -> LoggerProvider:
+    """The LoggerProvider ``configure`` builds for evaluation log records (``RAGTRACE_EVALUATION_LOGS``): a
+    batch of OTLP log records to the span exporter's endpoint, protocol and headers (``/v1/logs`` over http)."""
+    from opentelemetry.sdk._logs import LoggerProvider
+    from opentelemetry.sdk._logs.export import BatchLogRecordProcessor, LogRecordExporter
+
+    chosen = _protocol(protocol, "LOGS")
+    hdrs = dict(headers) if headers else None
+    exporter: LogRecordExporter
+    if chosen == "grpc":
+        from opentelemetry.exporter.otlp.proto.grpc._log_exporter import OTLPLogExporter as GrpcLogExporter
+
+        insecure = endpoint.startswith("http://") if endpoint is not None else None
+        exporter = GrpcLogExporter(endpoint=endpoint, insecure=insecure, headers=hdrs)
+    else:
+        from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter as HttpLogExporter
+
+        exporter = HttpLogExporter(
+            endpoint=_http_url(endpoint, _LOGS_PATH) if endpoint is not None else None, headers=hdrs
+        )
+    provider = LoggerProvider(resource=resource)
+    provider.add_log_record_processor(BatchLogRecordProcessor(exporter))
+    return provider
+
+
+def export_target(exporter: SpanExporter, endpoint: str | None) -> str:
+    """Where ``exporter`` sends spans, for messages: the endpoint given, else the one the exporter
+    resolved from ``OTEL_EXPORTER_OTLP_*``."""
+    return endpoint or str(getattr(exporter, "_endpoint", None) or "the OTLP endpoint")

@@ -12,6 +12,7 @@ import warnings
 
 from opentelemetry import metrics as metrics_api
 from opentelemetry import trace as trace_api
+from opentelemetry.sdk._logs import LoggerProvider
 from opentelemetry.sdk.trace import TracerProvider
 
 from ragtrace import _capture
@@ -23,7 +24,9 @@ class RagtraceHandle:
     """What ``configure()``/``instrument()`` set up; ``shutdown()`` undoes it after draining.
 
     ``tracer_provider``: the provider the decorators use. ``processor``: the scoring processor.
-    ``meter_provider``: where score metrics go (``None`` when metrics are off).
+    ``meter_provider``: where score metrics go (``None`` when metrics are off). ``logger_provider``: the
+    LoggerProvider ``configure`` built for evaluation log records (``None``: none built), flushed and shut
+    down with the handle.
 
     Handles stack: the newest one's provider and capture settings are in force. Shutting down the
     newest puts back what was in force before it; shutting down an older one changes nothing that is
@@ -42,6 +45,7 @@ class RagtraceHandle:
         settings: _capture.CaptureSettings,
         previous_settings: _capture.CaptureSettings,
         previous_provider: trace_api.TracerProvider | None,
+        logger_provider: LoggerProvider | None = None,
     ) -> None:
         self.tracer_provider = tracer_provider
         self.processor = processor
@@ -51,6 +55,7 @@ class RagtraceHandle:
         self._settings = settings
         self._previous_settings = previous_settings
         self._previous_provider = previous_provider
+        self.logger_provider = logger_provider
         self._closed = False
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
@@ -60,6 +65,8 @@ class RagtraceHandle:
             flush = getattr(self.meter_provider, "force_flush", None)
             if flush is not None:
                 ok = bool(flush(timeout_millis)) and ok
+        if self.logger_provider is not None:
+            ok = self.logger_provider.force_flush(timeout_millis) and ok
         return ok
 
     def shutdown(self, timeout_millis: float | None = None) -> None:
@@ -76,6 +83,8 @@ class RagtraceHandle:
                 shutdown = getattr(self.meter_provider, "shutdown", None)
                 if shutdown is not None:
                     shutdown()
+            if self.logger_provider is not None:
+                self.logger_provider.shutdown()
         finally:
             deactivate(self)
 
@@ -99,6 +108,7 @@ def activate(
     *,
     owns: bool,
     owns_meter: bool,
+    logs: LoggerProvider | None = None,
 ) -> RagtraceHandle:
     with _handles_lock:
         handle = RagtraceHandle(
@@ -110,6 +120,7 @@ def activate(
             settings=settings,
             previous_settings=_capture.get_settings(),
             previous_provider=_capture.get_tracer_provider(),
+            logger_provider=logs,
         )
         _capture.set_settings(settings)
         _capture.set_tracer_provider(provider)
