@@ -53,12 +53,16 @@ TRACELOOP_SKIP = (
 
 
 def _load_semconv() -> ModuleType:
-    # Loaded by path so the langfuse subprocess (a venv without ragtrace) uses the same wire names.
-    spec = importlib.util.spec_from_file_location("_bench_semconv", ROOT / "ragtrace" / "semconv.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    # Loaded by path so the langfuse subprocess (a venv without ragtrace) uses the same wire names: the
+    # package's vocabularies (ragtrace/semconv/_*.py import nothing of ragtrace), merged into one module.
+    merged = ModuleType("_bench_semconv")
+    for path in sorted((ROOT / "ragtrace" / "semconv").glob("_*.py")):
+        spec = importlib.util.spec_from_file_location(f"_bench_semconv{path.stem}", path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        merged.__dict__.update({k: v for k, v in vars(module).items() if not k.startswith("__")})
+    return merged
 
 
 sc = _load_semconv()
