@@ -84,7 +84,7 @@ e2e-prometheus: prometheus-deps $(PROMETHEUS_VENV)/.installed-stamp
 # Not part of `make test`: rebuilds the offline judge's support model from ../shared/data's *_train files
 # (seeded), exports it to int8 ONNX, measures it on the dev files, puts it in the package and refits the
 # judge's calibration on it (training/judge/README.md). torch and transformers live in their own venv;
-# about 45 minutes on 2 CPU cores.
+# about an hour on 2 CPU cores.
 TRAIN_VENV ?= .venv-train
 $(TRAIN_VENV)/.installed-stamp: training/requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(TRAIN_VENV)
@@ -94,7 +94,9 @@ $(TRAIN_VENV)/.installed-stamp: training/requirements.txt pyproject.toml
 
 judge-model: $(TRAIN_VENV)/.installed-stamp
 	$(TRAIN_VENV)/bin/python training/judge/build_data.py
-	$(TRAIN_VENV)/bin/python training/judge/train.py
+	$(TRAIN_VENV)/bin/python training/judge/train.py --out training/.work/model-first
+	$(TRAIN_VENV)/bin/python training/judge/train.py --init training/.work/model-first --out training/.work/model \
+	  --epochs 0.6 --lr 4e-5 --head-lr 5e-4 --seed 14
 	$(TRAIN_VENV)/bin/python training/judge/export.py
 	$(TRAIN_VENV)/bin/python training/judge/evaluate.py
 	cp training/.work/support-minilm-l6-int8.onnx ragtrace/judges/_assets/

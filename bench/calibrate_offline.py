@@ -124,7 +124,8 @@ def claim_features(
 ) -> tuple[list[np.ndarray], list[np.ndarray]]:
     """Per example, the feature matrix of its claims against its chunk (one row per claim), and per
     claim the rules' reading by words alone: for a bare answer, 1 named, 0 not named (the support
-    model's cut is fitted on top); for other claims, -2 restated by the chunk, else -1."""
+    model's cut is fitted on top); for other claims, -3 a conflicting number, -2 restated by the
+    chunk, else -1."""
     out: list[np.ndarray] = []
     named: list[np.ndarray] = []
     for example in examples:
@@ -138,15 +139,11 @@ def claim_features(
         readings = [
             grounding.bare_answer_named(c, row[0][0], min_logit=-np.inf) for c, row in zip(claims, rows, strict=True)
         ]
-        restated = [grounding.restated(row[0][0]) for row in rows]
-        named.append(
-            np.array(
-                [
-                    (-2.0 if again else -1.0) if r is None else float(r)
-                    for r, again in zip(readings, restated, strict=True)
-                ]
-            )
-        )
+        others = [
+            -3.0 if grounding.conflicting(row[0][0]) else -2.0 if grounding.restated(row[0][0]) else -1.0
+            for row in rows
+        ]
+        named.append(np.array([other if r is None else float(r) for r, other in zip(readings, others, strict=True)]))
     return out, named
 
 
@@ -154,10 +151,12 @@ def supported_claims(
     probabilities: np.ndarray, named: np.ndarray, logits: np.ndarray, threshold: float, min_logit: float
 ) -> np.ndarray:
     """Which claims the judge calls supported: the bare-answer rule where it applies (``named`` 1: named
-    by the chunk, and the support model's logit at least ``min_logit``), else a restatement (``named``
-    -2, ``_offline_grounding.restated``) or the threshold."""
+    by the chunk, and the support model's logit at least ``min_logit``), else, without a conflicting
+    number (``named`` -3, ``_offline_grounding.conflicting``), a restatement (``named`` -2,
+    ``_offline_grounding.restated``) or the threshold."""
     answers = np.isnan(logits) | (logits >= min_logit)
-    return np.where(named >= 0, (named == 1.0) & answers, (named == -2.0) | (probabilities >= threshold))
+    others = (named != -3.0) & ((named == -2.0) | (probabilities >= threshold))
+    return np.where(named >= 0, (named == 1.0) & answers, others)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -199,7 +199,7 @@ def restated(values: Sequence[float]) -> bool:
 
     Such a claim is supported whatever the support model reads: the model was trained to tell which
     claim a passage supports, not to accept every restatement, and it rejects some plain ones ("The
-    Eiffel Tower is in Paris." against a three-sentence passage on the tower: logit -3.7). Words in
+    Eiffel Tower is in Paris." against a three-sentence passage on the tower: logit -2.9). Words in
     the chunk are evidence it may not overrule; a swapped relation between names the chunk does
     mention ("A beat B" for "B beat A") passes here, as it did before the model."""
     return (
@@ -210,11 +210,21 @@ def restated(values: Sequence[float]) -> bool:
     )
 
 
+def conflicting(values: Sequence[float]) -> bool:
+    """Whether the sentences the claim matches state another number, year or month than the claim
+    ("World War I" against "World War II"). Such a claim is not supported whatever the support model
+    reads: a conflicting number is evidence against it that the model may miss."""
+    return values[FEATURES.index("conflicts")] > 0
+
+
 def verdict_of(probability: float, values: Sequence[float], named: bool | None = None) -> Verdict:
-    """SUPPORTED when a bare answer is named by the chunk (``named``) or, for other claims, when the
-    chunk restates it (``restated``) or at or above the fitted threshold; else CONTRADICTED on the
-    claim's topic with a conflicting fact."""
-    supported = (probability >= cal.SUPPORT_THRESHOLD or restated(values)) if named is None else named
+    """SUPPORTED when a bare answer is named by the chunk (``named``) or, for other claims without a
+    ``conflicting`` number, when the chunk restates it (``restated``) or at or above the fitted
+    threshold; else CONTRADICTED on the claim's topic with a conflicting fact."""
+    if named is None:
+        supported = not conflicting(values) and (probability >= cal.SUPPORT_THRESHOLD or restated(values))
+    else:
+        supported = named
     if supported:
         return Verdict.SUPPORTED
     best_cosine = values[0]

@@ -60,6 +60,7 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--seed", type=int, default=13)
     parser.add_argument("--max-steps", type=int, default=0, help="stop after this many steps (0: all)")
+    parser.add_argument("--init", type=Path, help="start from this saved model instead of the base (its pooling kept)")
     args = parser.parse_args()
 
     torch.manual_seed(args.seed)
@@ -73,7 +74,7 @@ def main() -> int:
     lengths = [len(e.ids) for e in tokenizer.encode_batch(texts)]
     print(f"{len(rows)} pairs, mean {sum(lengths) / len(lengths):.0f} tokens, positives {labels.mean():.3f}")
 
-    model = SupportModel.from_base(args.pool)
+    model = SupportModel.load(args.init) if args.init else SupportModel.from_base(args.pool)
     # The embeddings and the lowest layers stay as pre-trained: a few thousand pairs cannot improve
     # them, and not back-propagating through them saves a third of each step on a CPU.
     model.freeze(args.frozen_layers)
