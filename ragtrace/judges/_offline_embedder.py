@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from ragtrace.judges._onnx import cpu_session
+
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
 
@@ -90,19 +92,14 @@ class Embedder:
             return session, tokenizer
         with self._lock:
             if self._session is None or self._tokenizer is None:
-                import onnxruntime as ort
                 from tokenizers import Tokenizer
 
-                options = ort.SessionOptions()
-                options.intra_op_num_threads = 1
-                options.inter_op_num_threads = 1
-                options.log_severity_level = 3
                 asset = resources.files("ragtrace.judges").joinpath("_assets", TOKENIZER_ASSET)
                 tokenizer = Tokenizer.from_str(asset.read_text(encoding="utf-8"))
                 tokenizer.enable_truncation(MAX_TOKENS)
                 tokenizer.no_padding()
                 self._tokenizer = tokenizer
-                self._session = ort.InferenceSession(_model_path(), options, providers=["CPUExecutionProvider"])
+                self._session = cpu_session(_model_path())
                 self.loads += 1
             return self._session, self._tokenizer
 

@@ -16,8 +16,7 @@ these same functions, so the model is measured on the pairs it is run on.
 The model was trained on English pairs only: a claim whose letters are mostly of another script is
 not read (``reads``; its logit is NaN, and the judge falls back to word evidence for it).
 
-The ONNX session is loaded on first use, once per process, with one intra-op thread (the app runs
-beside the judge).
+The ONNX session is loaded on first use, once per process (``_onnx.cpu_session``: one thread).
 """
 
 from __future__ import annotations
@@ -34,6 +33,7 @@ import numpy.typing as npt
 
 from ragtrace.judges import _offline_text as text
 from ragtrace.judges._offline_embedder import TOKENIZER_ASSET, check_stop
+from ragtrace.judges._onnx import cpu_session
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
@@ -154,15 +154,9 @@ class SupportModel:
             return session, tokenizer
         with self._lock:
             if self._session is None or self._tokenizer is None:
-                import onnxruntime as ort
-
-                options = ort.SessionOptions()
-                options.intra_op_num_threads = 1
-                options.inter_op_num_threads = 1
-                options.log_severity_level = 3
                 path = self._path or str(resources.files("ragtrace.judges").joinpath("_assets", MODEL_ASSET))
                 self._tokenizer = load_tokenizer()
-                self._session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+                self._session = cpu_session(path)
                 self.loads += 1
             return self._session, self._tokenizer
 
