@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from ragtrace.judges._onnx import cpu_session
+from ragtrace.judges._onnx import ProcessWide, cpu_session
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
@@ -174,15 +174,9 @@ def _cache_key(text: str) -> str | bytes:
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
-_default: Embedder | None = None
-_default_lock = threading.Lock()
+_default = ProcessWide(Embedder)
 
 
 def default_embedder() -> Embedder:
     """The process-wide embedder the offline judge and ``embed_texts`` share (created once)."""
-    global _default
-    if _default is None:
-        with _default_lock:
-            if _default is None:
-                _default = Embedder()
-    return _default
+    return _default.get()

@@ -33,7 +33,7 @@ import numpy.typing as npt
 
 from ragtrace.judges import _offline_text as text
 from ragtrace.judges._offline_embedder import TOKENIZER_ASSET, check_stop
-from ragtrace.judges._onnx import cpu_session
+from ragtrace.judges._onnx import ProcessWide, cpu_session
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
@@ -206,15 +206,9 @@ class SupportModel:
         return out
 
 
-_default: SupportModel | None = None
-_default_lock = threading.Lock()
+_default = ProcessWide(SupportModel)
 
 
 def default_support_model() -> SupportModel:
     """The process-wide support model the offline judge shares (created once)."""
-    global _default
-    if _default is None:
-        with _default_lock:
-            if _default is None:
-                _default = SupportModel()
-    return _default
+    return _default.get()
