@@ -141,6 +141,31 @@ RAGTRACE_JUDGE_MAX_CONCURRENCY: Final = "RAGTRACE_JUDGE_MAX_CONCURRENCY"
 """Integer >= 1 (default 16): judge calls in flight at once."""
 
 # --------------------------------------------------------------------------------------------------
+# Other instrumentations' RAG calls (read by ragtrace._foreign)
+# --------------------------------------------------------------------------------------------------
+
+RAGTRACE_RECOGNIZE: Final = "RAGTRACE_RECOGNIZE"
+"""``true`` (default) or ``false``: score the RAG calls other instrumentations traced (OpenInference's
+LangChain and LlamaIndex instrumentations, OpenLLMetry, the GenAI conventions). A value that does not parse
+turns it off: recognising sends what those spans hold to the judge."""
+
+RAGTRACE_RAG_ROOTS: Final = "RAGTRACE_RAG_ROOTS"
+"""Comma-separated rules naming spans that are RAG roots, whatever their kind: ``name:GLOB`` or
+``attr:KEY=VALUE`` (e.g. ``name:answer_question``). A rule that does not parse is left out."""
+
+RAGTRACE_JOIN_MAX_TRACES: Final = "RAGTRACE_JOIN_MAX_TRACES"
+"""Integer >= 1 (default 1024): traces whose RAG calls are being gathered at once; past it the oldest is
+dropped (its RAG call goes unscored) and counted."""
+
+RAGTRACE_JOIN_MAX_BYTES: Final = "RAGTRACE_JOIN_MAX_BYTES"
+"""Integer >= 1 (default 67108864, 64 MiB): approximate bytes of documents and held spans gathered at once;
+past it the oldest traces are dropped and counted."""
+
+RAGTRACE_JOIN_MAX_SECONDS: Final = "RAGTRACE_JOIN_MAX_SECONDS"
+"""Finite float seconds > 0 (default 300): longest a trace's gathering is kept; an older one is dropped
+(checked as spans end) and counted."""
+
+# --------------------------------------------------------------------------------------------------
 # Collector (read by ragtrace-collector, documented here so every RAGTRACE_* name lives in one place)
 # --------------------------------------------------------------------------------------------------
 

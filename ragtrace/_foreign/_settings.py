@@ -19,26 +19,12 @@ from ragtrace._exceptions import ConfigurationError
 from ragtrace._foreign._parts import OPENINFERENCE, OPENLLMETRY, RERANK
 from ragtrace._sampling._rules import Rule, SpanPredicate, rules_from
 
-RAGTRACE_RECOGNIZE: Final = "RAGTRACE_RECOGNIZE"
-"""``true`` (default) or ``false``: score the RAG calls other instrumentations traced (OpenInference's
-LangChain and LlamaIndex instrumentations, OpenLLMetry, the GenAI conventions). A value that does not parse
-turns it off: recognising sends what those spans hold to the judge."""
-
-RAGTRACE_RAG_ROOTS: Final = "RAGTRACE_RAG_ROOTS"
-"""Comma-separated rules naming spans that are RAG roots, whatever their kind: ``name:GLOB`` or
-``attr:KEY=VALUE`` (e.g. ``name:answer_question``). A rule that does not parse is left out."""
-
-RAGTRACE_JOIN_MAX_TRACES: Final = "RAGTRACE_JOIN_MAX_TRACES"
-"""Integer >= 1 (default 1024): traces whose RAG calls are being gathered at once; past it the oldest is
-dropped (its RAG call goes unscored) and counted."""
-
-RAGTRACE_JOIN_MAX_BYTES: Final = "RAGTRACE_JOIN_MAX_BYTES"
-"""Integer >= 1 (default 67108864, 64 MiB): approximate bytes of documents and held spans gathered at once;
-past it the oldest traces are dropped and counted."""
-
-RAGTRACE_JOIN_MAX_SECONDS: Final = "RAGTRACE_JOIN_MAX_SECONDS"
-"""Finite float seconds > 0 (default 300): longest a trace's gathering is kept; an older one is dropped
-(checked as spans end) and counted."""
+# The variables are documented in ragtrace.environment_variables, with every RAGTRACE_* name.
+RAGTRACE_RECOGNIZE = env.RAGTRACE_RECOGNIZE
+RAGTRACE_RAG_ROOTS = env.RAGTRACE_RAG_ROOTS
+RAGTRACE_JOIN_MAX_TRACES = env.RAGTRACE_JOIN_MAX_TRACES
+RAGTRACE_JOIN_MAX_BYTES = env.RAGTRACE_JOIN_MAX_BYTES
+RAGTRACE_JOIN_MAX_SECONDS = env.RAGTRACE_JOIN_MAX_SECONDS
 
 VARIABLES: Final = (
     RAGTRACE_RECOGNIZE,
