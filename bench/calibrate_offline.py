@@ -18,8 +18,7 @@ What it fits, all on the calibration split only (the last 20 % stays for bench/j
    by the chunk and read as the answer by the support model), not by the logistic layer: in HaluEval
    QA nearly every right answer is bare and nearly every hallucinated one a sentence, so anything
    fitted per form would learn the form (see docs/offline-judge.md).
-2. Contradiction: a chunk is on a claim's topic when the best cosine reaches the 25th percentile of
-   best cosines of supported claims.
+2. Contradiction: not fitted (``_offline_grounding.ON_TOPIC_COVERAGE``).
 3. Chunk relevance (``rate_chunks``): logistic map of (cosine with the whole chunk, best sentence
    cosine), positives = a QA question with its own knowledge, negatives = with the knowledge of the
    most similar other question and of a random other one.
@@ -119,9 +118,7 @@ GROUNDING_SETS = (*SETS, LENGTH_CONTROLLED)
 MODEL = grounding.FEATURES.index("model_support")
 
 
-def claim_features(
-    embedder: Embedder, support: SupportModel, examples: Sequence[Example]
-) -> tuple[list[np.ndarray], list[np.ndarray]]:
+def claim_features(support: SupportModel, examples: Sequence[Example]) -> tuple[list[np.ndarray], list[np.ndarray]]:
     """Per example, the feature matrix of its claims against its chunk (one row per claim), and per
     claim the rules' reading by words alone: for a bare answer, 1 named, 0 not named (the support
     model's cut is fitted on top); for other claims, -3 a conflicting number, -2 restated by the
@@ -134,7 +131,7 @@ def claim_features(
             out.append(np.zeros((0, len(grounding.FEATURES))))
             named.append(np.zeros(0))
             continue
-        rows = grounding.feature_matrix(embedder, support, claims, [example.chunk])
+        rows = grounding.feature_matrix(support, claims, [example.chunk])
         out.append(np.array([row[0][0] for row in rows]))
         readings = [
             grounding.bare_answer_named(c, row[0][0], min_logit=-np.inf) for c, row in zip(claims, rows, strict=True)
@@ -173,7 +170,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     named_per_set: dict[str, list[np.ndarray]] = {}
     for name in GROUNDING_SETS:
         examples = load(name, "train")
-        feats, named = claim_features(embedder, support, examples)
+        feats, named = claim_features(support, examples)
         per_set[name] = (examples, feats)
         named_per_set[name] = named
         print(f"features {name}: {len(examples)} records, {time.perf_counter() - started:.0f} s", file=sys.stderr)
@@ -243,10 +240,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("weights", dict(zip(grounding.FEATURES, np.round(coefficients, 3), strict=True)), "bias", round(bias, 3))
     print("support threshold", round(threshold, 3), "bare-answer model logit", round(min_logit, 3))
 
-    # 2. Contradiction: "on topic" cosine.
-    supported_cosines = x[(y == 1.0), 0]
-    contradiction_min_cosine = float(np.percentile(supported_cosines, 25))
-
     # 3. Chunk relevance and 4. statement relevance, on QA questions.
     qa = [e for e in per_set["qa"][0] if e.grounded]
     questions = [e.question or "" for e in qa]
@@ -311,8 +304,6 @@ SUPPORT_THRESHOLD = {threshold:.6f}
 """Support probability at or above which a chunk SUPPORTS a claim."""
 MODEL_ANSWER_MIN_LOGIT = {min_logit:.6f}
 """Support-model logit from which a bare answer the chunk names is read as the answer (bare_answer_named)."""
-CONTRADICTION_MIN_COSINE = {contradiction_min_cosine:.6f}
-"""Best claim-unit cosine from which a chunk is on the claim's topic (may then CONTRADICT it)."""
 
 # rate_chunks: sigmoid(bias + a * cos(query, chunk) + b * max cos(query, chunk sentence)).
 RELEVANCE_WEIGHTS = {tup(rel_coefficients)}

@@ -5,16 +5,14 @@ files: do not edit by hand, re-run the script. See that script for what each con
 """
 
 # Grounding model: standardised features (order of _offline_grounding.FEATURES), logistic layer.
-FEATURE_MEANS = (0.655194, 0.843805, 1.362225, 0.720600, 0.203105, 0.027536, 0.052116, 0.077989, 0.594322)
-FEATURE_SCALES = (0.136181, 0.212016, 1.968334, 0.313504, 0.578329, 0.170282, 0.245944, 0.268155, 2.703566)
-GROUNDING_WEIGHTS = (0.000000, 0.128834, -1.296574, 0.000000, 0.000000, -0.016332, 0.000000, 0.000000, 1.664738)
+FEATURE_MEANS = (0.843805, 1.362225, 0.745001, 0.203105, 0.027536, 0.043060, 0.082979, 0.594322)
+FEATURE_SCALES = (0.212016, 1.968334, 0.287377, 0.578329, 0.170282, 0.222121, 0.275851, 2.703566)
+GROUNDING_WEIGHTS = (0.128834, -1.296574, 0.000000, 0.000000, -0.016332, 0.000000, 0.000000, 1.664738)
 GROUNDING_BIAS = -0.391374
 SUPPORT_THRESHOLD = 0.390000
 """Support probability at or above which a chunk SUPPORTS a claim."""
 MODEL_ANSWER_MIN_LOGIT = -0.500000
 """Support-model logit from which a bare answer the chunk names is read as the answer (bare_answer_named)."""
-CONTRADICTION_MIN_COSINE = 0.585853
-"""Best claim-unit cosine from which a chunk is on the claim's topic (may then CONTRADICT it)."""
 
 # rate_chunks: sigmoid(bias + a * cos(query, chunk) + b * max cos(query, chunk sentence)).
 RELEVANCE_WEIGHTS = (8.823921, 10.622332)

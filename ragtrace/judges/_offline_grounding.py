@@ -4,10 +4,9 @@ For one claim and one chunk the model computes a few features (``FEATURES``):
 
 - the logit of the support model, a cross-encoder that reads claim and chunk together
   (``_offline_support``): the one feature that reads meaning, not words,
-- the best cosine between the claim and a sentence of the chunk (its best unit),
-- the share of the claim's content words found in the chunk, and around that best unit (with its
-  neighbour sentences), and the number it lacks; for a bare answer joined to its question, the
-  words of the answer (``claim_focus``),
+- the share of the claim's content words found in the chunk, and around its best unit (the sentence
+  sharing the most content words with it, with its neighbour sentences), and the number it lacks; for
+  a bare answer joined to its question, the words of the answer (``claim_focus``),
 - the claim's proper names and numbers that the chunk never mentions,
 - numbers, years and months the best unit's window states otherwise (another year where the claim
   has one),
@@ -15,11 +14,12 @@ For one claim and one chunk the model computes a few features (``FEATURES``):
 
 and turns them into a probability of support with a logistic layer fitted by
 ``bench/calibrate_offline.py`` on HaluEval (constants in ``_offline_calibration``), each weight held
-to its sign (``FEATURE_SIGNS``). The verdict is
-SUPPORTED at or above the fitted threshold, except for a bare answer joined to its question, which
-is SUPPORTED when the chunk names it and the support model reads it as the answer to the question
-(``bare_answer_named``); otherwise CONTRADICTED when the chunk
-is on the claim's topic and states another number, date or polarity, else NEITHER.
+to its sign (``FEATURE_SIGNS``). The verdict is SUPPORTED at or above the fitted threshold or when the
+chunk restates the claim (``restated``), never with a ``conflicting`` number; a bare answer joined to
+its question is SUPPORTED when the chunk names it and the support model reads it as the answer to the
+question (``bare_answer_named``). Otherwise CONTRADICTED when the chunk is on the claim's topic and
+states another number, date or polarity, else NEITHER. No embedding is computed for verification
+(``prepare_chunks`` serves ``rate_chunks``).
 
 The word-level features are evidence matching, not inference; what the support model adds, and what
 it still cannot tell apart, is measured in docs/offline-judge.md.
@@ -31,8 +31,6 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numpy as np
-
 from ragtrace.judges import _offline_calibration as cal
 from ragtrace.judges import _offline_text as text
 from ragtrace.judges._base import Verdict
@@ -40,7 +38,6 @@ from ragtrace.judges._offline_embedder import Embedder, Vectors, check_stop
 from ragtrace.judges._offline_support import SupportModel
 
 FEATURES = (
-    "best_cosine",
     "coverage",
     "missing_words",
     "best_unit_coverage",
@@ -50,7 +47,7 @@ FEATURES = (
     "negation_mismatch",
     "model_support",
 )
-FEATURE_SIGNS = (1, 1, -1, 1, -1, -1, -1, -1, 1)
+FEATURE_SIGNS = (1, -1, 1, -1, -1, -1, -1, 1)
 """The direction each feature may push support in (order of ``FEATURES``): more similarity or
 coverage can only help, more missing or conflicting evidence can only hurt. The calibration drops a
 feature whose fitted weight comes out the other way (a data set's artifact, not evidence)."""
@@ -69,6 +66,21 @@ class ChunkUnits:
     text: str
     units: tuple[str, ...]
     vectors: Vectors
+
+
+@dataclass(frozen=True, slots=True)
+class LexicalUnits:
+    """A chunk cut into units the claims are read around, and each unit's content words."""
+
+    text: str
+    units: tuple[str, ...]
+    words: tuple[frozenset[str], ...]
+
+
+ON_TOPIC_COVERAGE = 0.5
+"""Share of a claim's content words its best unit (with its neighbours) must hold for the chunk to be on
+the claim's topic, and so able to CONTRADICT it (set by design: a conflicting number in a sentence about
+something else is no contradiction)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,17 +134,20 @@ def _bounded(units: list[str], focus_words: set[str]) -> list[str]:
 
 def features(
     claim: str,
-    claim_vector: Vectors,
-    chunk: ChunkUnits,
+    chunk: LexicalUnits,
     model_logit: float,
     facts: text.ContextFacts | None = None,
 ) -> tuple[tuple[float, ...], str]:
     """The feature vector of ``claim`` against ``chunk`` (order of ``FEATURES``) and the best unit;
     ``model_logit``: the support model's reading of the pair (``SupportModel.support``, NaN when it
-    does not read the claim); ``facts``:
-    the chunk's ``text.context_facts``, when the caller has read them already."""
-    sims = chunk.vectors @ claim_vector
-    best = int(np.argmax(sims))
+    does not read the claim); ``facts``: the chunk's ``text.context_facts``, when the caller has read
+    them already.
+
+    The best unit is the sentence sharing the most content words with the claim (the earlier on ties):
+    the word evidence is read around it. Picking it by embedding cosine cost two thirds of a QA
+    record's time (14.6 ms of about 21) once the support model carried the meaning."""
+    wanted = text.content_words(text.claim_focus(claim)) | text.content_words(claim)
+    best = max(range(len(chunk.units)), key=lambda i: (len(chunk.words[i] & wanted), -i))
     best_unit = chunk.units[best]
     # The sentences beside the best one often carry its facts behind a pronoun ("It was completed
     # in 1889"), so local evidence is read in that window.
@@ -142,7 +157,6 @@ def features(
     local = text.lexical_evidence(focus, window)
     negation_mismatch = float(text.has_negation(focus) != text.has_negation(best_unit))
     values = (
-        float(sims[best]),
         whole.coverage,
         min(float(whole.missing_words), _MAX_MISSING_WORDS),
         local.coverage,
@@ -227,45 +241,51 @@ def verdict_of(probability: float, values: Sequence[float], named: bool | None =
         supported = named
     if supported:
         return Verdict.SUPPORTED
-    best_cosine = values[0]
     conflicts, negation_mismatch = values[FEATURES.index("conflicts")], values[FEATURES.index("negation_mismatch")]
-    on_topic = best_cosine >= cal.CONTRADICTION_MIN_COSINE
+    on_topic = values[FEATURES.index("best_unit_coverage")] >= ON_TOPIC_COVERAGE
     if on_topic and (conflicts > 0 or negation_mismatch > 0):
         return Verdict.CONTRADICTED
     return Verdict.NEITHER
 
 
+def lexical_units(chunks: Sequence[str], claims: Sequence[str]) -> list[LexicalUnits]:
+    """Every chunk cut into units with their content words; a chunk of more than
+    ``MAX_UNITS_PER_CHUNK`` units keeps those closest in words to the claims."""
+    focus_words = set().union(*(text.content_words(c) for c in claims))
+    out: list[LexicalUnits] = []
+    for chunk in chunks:
+        units = tuple(_bounded(chunk_units(chunk), focus_words))
+        out.append(LexicalUnits(chunk, units, tuple(frozenset(text.content_words(u)) for u in units)))
+    return out
+
+
 def feature_matrix(
-    embedder: Embedder, support: SupportModel, claims: Sequence[str], chunks: Sequence[str]
+    support: SupportModel, claims: Sequence[str], chunks: Sequence[str]
 ) -> list[list[tuple[tuple[float, ...], str]]]:
     """Features and best unit of every claim against every chunk, ``[claim][chunk]``, with no
-    calibration constants involved (the calibration fits on these); two embedding batches and one
-    support-model run in all."""
+    calibration constants involved (the calibration fits on these); one support-model run in all."""
     if not claims or not chunks:
         return [[] for _ in claims]
-    prepared = prepare_chunks(embedder, chunks, extra=claims)
-    claim_vectors = embedder.embed(list(claims))
+    prepared = lexical_units(chunks, claims)
     logits = support.support(claims, chunks)
     # Each chunk's words are read once for all the claims (a long chunk is not cached across records).
     facts = [text.context_facts(chunk.text) for chunk in prepared]
     rows: list[list[tuple[tuple[float, ...], str]]] = []
-    for i, (claim, vector) in enumerate(zip(claims, claim_vectors, strict=True)):
+    for i, claim in enumerate(claims):
         check_stop()
         rows.append(
             [
-                features(claim, vector, chunk, float(logits[i, j]), f)
+                features(claim, chunk, float(logits[i, j]), f)
                 for j, (chunk, f) in enumerate(zip(prepared, facts, strict=True))
             ]
         )
     return rows
 
 
-def ground(
-    embedder: Embedder, support: SupportModel, claims: Sequence[str], chunks: Sequence[str]
-) -> list[list[Grounding]]:
+def ground(support: SupportModel, claims: Sequence[str], chunks: Sequence[str]) -> list[list[Grounding]]:
     """Read every claim against every chunk: ``result[claim][chunk]``."""
     result: list[list[Grounding]] = []
-    for claim, row in zip(claims, feature_matrix(embedder, support, claims, chunks), strict=True):
+    for claim, row in zip(claims, feature_matrix(support, claims, chunks), strict=True):
         readings: list[Grounding] = []
         for values, best_unit in row:
             p = support_probability(values)

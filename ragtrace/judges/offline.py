@@ -8,8 +8,8 @@ text evidence (``_offline_text``), through a grounding model calibrated on HaluE
 
 - ``extract_claims``: sentences (pysbd) split into clauses; a bare short answer becomes one claim
   together with its question.
-- ``verify`` / ``classify_claims``: the grounding model (support model, embeddings and word
-  evidence), claim x chunk.
+- ``verify`` / ``classify_claims``: the grounding model (support model and word evidence), claim x
+  chunk.
 - ``rate_statements``: query-statement cosine against a fitted threshold.
 - ``detect_noncommittal``: evasive wording, or a short answer close to known evasions.
 - ``embed``: unit vectors.
@@ -177,9 +177,7 @@ class OfflineJudge:
         """``value[claim][chunk]`` from the grounding model."""
 
         def work() -> list[list[Verdict]]:
-            return [
-                [g.verdict for g in row] for row in grounding.ground(self.embedder, self.support_model, claims, chunks)
-            ]
+            return [[g.verdict for g in row] for row in grounding.ground(self.support_model, claims, chunks)]
 
         return await self._run(work)
 
@@ -191,10 +189,7 @@ class OfflineJudge:
         """
 
         def work() -> list[list[float]]:
-            return [
-                [g.probability for g in row]
-                for row in grounding.ground(self.embedder, self.support_model, claims, chunks)
-            ]
+            return [[g.probability for g in row] for row in grounding.ground(self.support_model, claims, chunks)]
 
         return await self._run(work)
 
@@ -202,7 +197,7 @@ class OfflineJudge:
         """True for a claim the reference supports (same grounding model, the reference as the chunk)."""
 
         def work() -> list[bool]:
-            rows = grounding.ground(self.embedder, self.support_model, claims, [reference])
+            rows = grounding.ground(self.support_model, claims, [reference])
             return [bool(row) and row[0].verdict is Verdict.SUPPORTED for row in rows]
 
         return await self._run(work)

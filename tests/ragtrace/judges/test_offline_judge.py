@@ -14,6 +14,7 @@ from ragtrace import ConfigurationError
 from ragtrace.judges import ALL_CAPABILITIES, Judge, JudgeCapabilityError, Verdict
 from ragtrace.judges._offline_embedder import Embedder, Stopped
 from ragtrace.judges._offline_grounding import MAX_UNITS_PER_CHUNK
+from ragtrace.judges._offline_support import SupportModel
 from ragtrace.judges._offline_text import claim_focus, content_words, extract_claims, numbers, split_sentences, words
 from ragtrace.judges.offline import OfflineJudge, embed_texts
 
@@ -395,8 +396,8 @@ async def test_steps_take_their_protocol_argument_names(judge: OfflineJudge) -> 
     assert claims == ["The capital of Brazil is Brasilia."]
 
 
-class _GatedEmbedder(Embedder):
-    """The real embedder, held at its first model run until released; records whether it stopped."""
+class _GatedSupportModel(SupportModel):
+    """The real support model, held at its first pair until released; records whether it stopped."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -404,29 +405,33 @@ class _GatedEmbedder(Embedder):
         self.release = threading.Event()
         self.stopped = False
 
-    def _run(self, texts: list[str]) -> Any:
-        self.entered.set()
-        self.release.wait(30)
+    def run(self, encoded: Any) -> Any:
+        if not self.entered.is_set():
+            self.entered.set()
+            self.release.wait(30)
+        return super().run(encoded)
+
+    def pair_logits(self, pairs: Sequence[tuple[str, str]]) -> Any:
         try:
-            return super()._run(texts)
+            return super().pair_logits(pairs)
         except Stopped:
             self.stopped = True
             raise
 
 
 async def test_a_cancelled_call_stops_its_model_work_and_frees_the_slot() -> None:
-    embedder = _GatedEmbedder()
-    judge = OfflineJudge(embedder=embedder)
+    model = _GatedSupportModel()
+    judge = OfflineJudge(support_model=model)
     claims = [f"Claim number {i} says the tower is {i} metres tall." for i in range(64)]
     task = asyncio.create_task(judge.verify(claims, [EIFFEL]))
-    assert await asyncio.to_thread(embedder.entered.wait, 30)
+    assert await asyncio.to_thread(model.entered.wait, 30)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    embedder.release.set()
+    model.release.set()
     # The only slot is free again once the abandoned work stopped, and the next call is served.
     assert (await judge.verify(["The Eiffel Tower is in Paris."], [EIFFEL])).value == [[Verdict.SUPPORTED]]
-    assert embedder.stopped
+    assert model.stopped
 
 
 class _CountingEmbedder(Embedder):
@@ -439,16 +444,20 @@ class _CountingEmbedder(Embedder):
         return super()._run(texts)
 
 
-async def test_a_long_chunk_embeds_the_sentences_closest_to_the_claim_only() -> None:
+async def test_a_long_chunk_is_verified_without_embedding_it() -> None:
     filler = " ".join(f"Filler sentence {i} talks about gardening and the weather in spring." for i in range(400))
     chunk = filler + " " + EIFFEL + " " + filler.replace("Filler", "Other")
     embedder = _CountingEmbedder()
     judge = OfflineJudge(embedder=embedder)
     verdicts = (await judge.verify(["The Eiffel Tower was completed in 1889."], [chunk])).value
     assert verdicts == [[Verdict.SUPPORTED]]
-    # One claim and at most MAX_UNITS_PER_CHUNK of the chunk's 800-odd sentences went through the model.
-    assert embedder.texts <= 1 + MAX_UNITS_PER_CHUNK
+    # Verification reads words and the support model (a claim against at most TOP_WINDOWS windows), not
+    # embeddings: none of the chunk's 800-odd sentences went through the embedder. rate_chunks embeds the
+    # query, the chunk and at most MAX_UNITS_PER_CHUNK of its sentences.
+    assert embedder.texts == 0
     assert len(split_sentences(chunk)) > 800
+    await judge.rate_chunks("When was the Eiffel Tower completed?", [chunk])
+    assert 2 < embedder.texts <= 2 + MAX_UNITS_PER_CHUNK
 
 
 def test_the_text_caches_keep_usual_chunks_and_never_long_ones() -> None:
