@@ -33,6 +33,7 @@ import numpy.typing as npt
 
 from ragtrace.judges import _offline_text as text
 from ragtrace.judges._offline_embedder import TOKENIZER_ASSET, check_stop
+from ragtrace.judges._offline_segment import CACHED_TEXT_CHARS
 from ragtrace.judges._onnx import ProcessWide, cpu_session
 
 if TYPE_CHECKING:
@@ -79,9 +80,21 @@ def encode_pairs(tokenizer: Tokenizer, pairs: Sequence[tuple[str, str]]) -> Enco
     return ids, mask, types
 
 
-@lru_cache(maxsize=4096)
 def chunk_windows(chunk: str) -> tuple[str, ...]:
-    """The windows of ``chunk``: itself when short, else overlapping runs of whole sentences."""
+    """The windows of ``chunk``: itself when short, else overlapping runs of whole sentences.
+
+    Cached for chunks up to ``CACHED_TEXT_CHARS`` (the usual chunks a RAG app retrieves again and
+    again); a longer one is cut anew each time, so many distinct long chunks (their windows are twice
+    their size) never stay in memory."""
+    return _cached_windows(chunk) if len(chunk) <= CACHED_TEXT_CHARS else _windows(chunk)
+
+
+@lru_cache(maxsize=4096)
+def _cached_windows(chunk: str) -> tuple[str, ...]:
+    return _windows(chunk)
+
+
+def _windows(chunk: str) -> tuple[str, ...]:
     stripped = chunk.strip()
     if len(stripped.split()) <= WINDOW_WORDS:
         return (stripped,) if stripped else ()
@@ -185,8 +198,8 @@ class SupportModel:
         return out
 
     def support(self, claims: Sequence[str], chunks: Sequence[str]) -> Logits:
-        """Each claim's best logit over its windows of each chunk, ``[claim, chunk]``; one model run
-        for all pairs. An empty chunk supports nothing (``-inf``); a claim the model does not
+        """Each claim's best logit over its windows of each chunk, ``[claim, chunk]`` (one model run
+        per pair, ``pair_logits``). An empty chunk supports nothing (``-inf``); a claim the model does not
         ``reads`` is NaN."""
         out = np.full((len(claims), len(chunks)), -np.inf)
         pairs: list[tuple[str, str]] = []

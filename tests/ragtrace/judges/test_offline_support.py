@@ -43,6 +43,19 @@ def test_a_long_chunk_is_cut_into_overlapping_windows_of_whole_sentences() -> No
         assert set(first.split(". ")) & set(second.split(". "))
 
 
+def test_only_usual_chunks_keep_their_windows_cached() -> None:
+    # A long chunk's windows are about twice its size: caching 4,096 of 1 MB chunks would hold gigabytes.
+    from ragtrace.judges import _offline_support
+
+    _offline_support._cached_windows.cache_clear()
+    long_chunk = " ".join(_sentences(20_000))
+    assert len(long_chunk) > _offline_support.CACHED_TEXT_CHARS
+    assert chunk_windows(long_chunk) == chunk_windows(long_chunk)
+    assert _offline_support._cached_windows.cache_info().currsize == 0
+    chunk_windows(" ".join(_sentences(40)))
+    assert _offline_support._cached_windows.cache_info().currsize == 1
+
+
 def test_a_sentence_longer_than_a_window_is_cut_into_runs_of_words() -> None:
     long_sentence = " ".join(f"word{i}" for i in range(WINDOW_WORDS * 2 + 5)) + "."
     windows = chunk_windows(long_sentence)
