@@ -99,9 +99,10 @@ def chunk_units(chunk: str) -> list[str]:
 
 
 MAX_UNITS_PER_CHUNK = 64
-"""Sentences of one chunk that are embedded at most. A longer chunk (a 60 KB chunk has hundreds)
-keeps the ones sharing the most content words with the claims (or the query), in their order: the
-model run per sentence is the judge's main cost, and the lexical evidence still reads the whole chunk."""
+"""Sentences of one chunk that are read as candidate best units (``lexical_units``) or embedded
+(``prepare_chunks``, for ``rate_chunks``) at most. A longer chunk (a 60 KB chunk has hundreds) keeps the
+ones sharing the most content words with the claims (or the query), in their order; the lexical
+evidence still reads the whole chunk."""
 
 
 def prepare_chunks(
