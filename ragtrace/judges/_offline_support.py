@@ -16,12 +16,11 @@ these same functions, so the model is measured on the pairs it is run on.
 The model was trained on English pairs only: a claim whose letters are mostly of another script is
 not read (``reads``; its logit is NaN, and the judge falls back to word evidence for it).
 
-The ONNX session is loaded on first use, once per process (``_onnx.cpu_session``: one thread).
+The ONNX session is loaded on first use, once per process (``_onnx.LazyModel``: one thread).
 """
 
 from __future__ import annotations
 
-import threading
 import unicodedata
 from collections.abc import Sequence
 from functools import lru_cache
@@ -32,9 +31,9 @@ import numpy as np
 import numpy.typing as npt
 
 from ragtrace.judges import _offline_text as text
-from ragtrace.judges._offline_embedder import TOKENIZER_ASSET, check_stop
+from ragtrace.judges._offline_embedder import check_stop
 from ragtrace.judges._offline_segment import CACHED_TEXT_CHARS
-from ragtrace.judges._onnx import ProcessWide, cpu_session
+from ragtrace.judges._onnx import LazyModel, ProcessWide, read_tokenizer
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
@@ -54,10 +53,7 @@ Encoded = tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int
 def load_tokenizer() -> Tokenizer:
     """MiniLM's tokenizer (the file ragtrace ships) set up for pairs: cut to ``MAX_TOKENS``, longest
     text first."""
-    from tokenizers import Tokenizer
-
-    asset = resources.files("ragtrace.judges").joinpath("_assets", TOKENIZER_ASSET)
-    tokenizer = Tokenizer.from_str(asset.read_text(encoding="utf-8"))
+    tokenizer = read_tokenizer()
     tokenizer.enable_truncation(max_length=MAX_TOKENS, strategy="longest_first")
     tokenizer.no_padding()
     return tokenizer
@@ -147,6 +143,10 @@ def reads(claim: str) -> bool:
     return 2 * latin >= len(letters)
 
 
+def _shipped_path() -> str:
+    return str(resources.files("ragtrace.judges").joinpath("_assets", MODEL_ASSET))
+
+
 class SupportModel:
     """The support model run by onnxruntime; thread-safe; loads on first use, once.
 
@@ -154,24 +154,15 @@ class SupportModel:
     ragtrace ships)."""
 
     def __init__(self, path: str | None = None) -> None:
-        self._path = path
-        self._lock = threading.Lock()
-        self._session: Any = None
-        self._tokenizer: Tokenizer | None = None
-        self.loads = 0
+        self._model = LazyModel(lambda: path or _shipped_path(), load_tokenizer)
+
+    @property
+    def loads(self) -> int:
         """How many times the model was loaded (1 after first use)."""
+        return self._model.loads
 
     def _load(self) -> tuple[Any, Tokenizer]:
-        session, tokenizer = self._session, self._tokenizer
-        if session is not None and tokenizer is not None:
-            return session, tokenizer
-        with self._lock:
-            if self._session is None or self._tokenizer is None:
-                path = self._path or str(resources.files("ragtrace.judges").joinpath("_assets", MODEL_ASSET))
-                self._tokenizer = load_tokenizer()
-                self._session = cpu_session(path)
-                self.loads += 1
-            return self._session, self._tokenizer
+        return self._model.get()
 
     def load(self) -> None:
         """Load the model now (otherwise the first call does)."""

@@ -9,9 +9,15 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Any, Generic, TypeVar
+from importlib import resources
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer
 
 T = TypeVar("T")
+TOKENIZER_ASSET = "all-MiniLM-L6-v2.tokenizer.json"
+"""MiniLM's tokenizer, shipped in ``_assets/`` (both models use it)."""
 
 
 def cpu_session(path: str) -> Any:
@@ -23,6 +29,39 @@ def cpu_session(path: str) -> Any:
     options.inter_op_num_threads = 1
     options.log_severity_level = 3
     return ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+
+
+def read_tokenizer() -> Tokenizer:
+    """A fresh copy of MiniLM's tokenizer from the package (its caller sets truncation and padding)."""
+    from tokenizers import Tokenizer
+
+    asset = resources.files("ragtrace.judges").joinpath("_assets", TOKENIZER_ASSET)
+    return Tokenizer.from_str(asset.read_text(encoding="utf-8"))
+
+
+class LazyModel:
+    """An ONNX session and its tokenizer, made on the first ``get()``, once, under a lock; thread-safe.
+
+    ``path`` and ``tokenizer`` are called then (a path inside a package is looked up only when needed)."""
+
+    def __init__(self, path: Callable[[], str], tokenizer: Callable[[], Tokenizer]) -> None:
+        self._path = path
+        self._make_tokenizer = tokenizer
+        self._lock = threading.Lock()
+        self._loaded: tuple[Any, Tokenizer] | None = None
+        self.loads = 0
+        """How many times the model was loaded (1 after first use; tests check it)."""
+
+    def get(self) -> tuple[Any, Tokenizer]:
+        loaded = self._loaded
+        if loaded is None:
+            with self._lock:
+                if self._loaded is None:
+                    tokenizer = self._make_tokenizer()
+                    self._loaded = (cpu_session(self._path()), tokenizer)
+                    self.loads += 1
+                loaded = self._loaded
+        return loaded
 
 
 class ProcessWide(Generic[T]):
