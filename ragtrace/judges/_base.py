@@ -12,6 +12,7 @@ Every step returns a ``JudgeReply``: the value and what it cost. A step that fai
 from __future__ import annotations
 
 import enum
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar, runtime_checkable
@@ -48,11 +49,19 @@ class JudgeReply(Generic[T]):
 
     ``judge`` names who decided it when a judge delegates to others (the tiered judge: its offline or
     its LLM tier); a metric's score then says which tier produced it. None: the judge itself.
+
+    ``support`` is for ``verify`` only: the judge's probability that each chunk supports each claim,
+    shaped like ``value`` (``support[claim][chunk]``), when the judge reads one (the offline judge's
+    calibrated probability, an LLM's P("yes") from logprobs). It agrees with the verdicts: at least
+    the judge's own cut exactly where the verdict is SUPPORTED, so a claim's best probability and its
+    verdict never tell two stories. None when the judge gives verdicts only; the claim metrics then
+    count verdicts.
     """
 
     value: T
     cost: Cost = ZERO_COST
     judge: str | None = None
+    support: list[list[float]] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +91,15 @@ class GEvalRating:
     score: float
     explanation: str
     weighted: bool
+
+
+def agreeing(probability: float, verdict: Verdict, cut: float) -> float:
+    """``probability`` moved to the side of ``cut`` its verdict is on, when a rule decided against it
+    (an offline judge's word evidence, an LLM's written answer): SUPPORTED is at least ``cut``, any
+    other verdict below it. What ``JudgeReply.support`` promises."""
+    if verdict is Verdict.SUPPORTED:
+        return max(probability, cut)
+    return max(0.0, min(probability, math.nextafter(cut, -math.inf)))
 
 
 class JudgeError(Exception):

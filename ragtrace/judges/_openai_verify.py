@@ -49,7 +49,9 @@ class _ClaimVerification(_Transport):
         one-chunk record) when P(yes) >= ``support_threshold`` (0.5 unless set), P(yes) read from
         the logprobs of the answer token normalised over yes and no, or the written answer when the
         endpoint returns no logprobs; else CONTRADICTED there when the judge says the context
-        contradicts it, else NEITHER.
+        contradicts it, else NEITHER. P(yes) goes with the verdicts as ``JudgeReply.support`` (at
+        the chunk named, 0.0 at the others), so faithfulness is the expected share of supported
+        claims rather than a count of cuts.
         Batched, a chunk the judge lists both as supporting and contradicting a claim counts as
         neither: a self-contradictory verdict is not evidence either way.
 
@@ -62,8 +64,10 @@ class _ClaimVerification(_Transport):
             return JudgeReply(value=[[] for _ in claims])
         if self.verify_mode == "per_claim":
             reply = await self._claim_answers(claims, chunks)
-            verdicts = [answer.verdicts(len(chunks), self.support_threshold) for answer in reply.value]
-            return JudgeReply(verdicts, reply.cost)
+            n = len(chunks)
+            verdicts = [answer.verdicts(n, self.support_threshold) for answer in reply.value]
+            support = [answer.probabilities(n) for answer in reply.value]
+            return JudgeReply(verdicts, reply.cost, support=support)
         return await self._verify_batched(claims, chunks)
 
     async def support(self, claims: Sequence[str], chunks: Sequence[str]) -> JudgeReply[list[list[float]]]:

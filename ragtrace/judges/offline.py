@@ -56,6 +56,7 @@ from ragtrace.judges._base import (
     Question,
     Rating,
     Verdict,
+    agreeing,
 )
 from ragtrace.judges._offline_embedder import Embedder, check_stop, default_embedder, stop_when
 from ragtrace.judges._offline_support import SupportModel, default_support_model
@@ -174,12 +175,19 @@ class OfflineJudge:
         return await self._run(lambda: _text.extract_claims(text, question))
 
     async def verify(self, claims: Sequence[str], chunks: Sequence[str]) -> JudgeReply[list[list[Verdict]]]:
-        """``value[claim][chunk]`` from the grounding model."""
+        """``value[claim][chunk]`` from the grounding model, with its calibrated support probability
+        (``JudgeReply.support``; moved to the threshold where the word rules decided against it)."""
 
-        def work() -> list[list[Verdict]]:
-            return [[g.verdict for g in row] for row in grounding.ground(self.support_model, claims, chunks)]
+        def work() -> list[list[grounding.Grounding]]:
+            return grounding.ground(self.support_model, claims, chunks)
 
-        return await self._run(work)
+        reply = await self._run(work)
+        cut = cal.SUPPORT_THRESHOLD
+        return JudgeReply(
+            [[g.verdict for g in row] for row in reply.value],
+            reply.cost,
+            support=[[agreeing(g.probability, g.verdict, cut) for g in row] for row in reply.value],
+        )
 
     async def support(self, claims: Sequence[str], chunks: Sequence[str]) -> JudgeReply[list[list[float]]]:
         """Beyond the protocol: the grounding model's support probability, ``value[claim][chunk]``.

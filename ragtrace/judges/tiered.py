@@ -24,7 +24,6 @@ logged (at most once a minute) and counted in ``llm_failures``.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import threading
 from collections.abc import Mapping, Sequence
@@ -44,64 +43,23 @@ from ragtrace.judges._base import (
     Question,
     Rating,
     Verdict,
+    agreeing,
 )
 from ragtrace.judges._steps import serves_every_step
+from ragtrace.judges._tiered_routing import (
+    DEFAULT_AUDIT_SHARE,
+    DEFAULT_MARGIN,
+    audit_draw,
+    needs_llm,
+    offline_threshold,
+    record_key,
+    rescore,
+)
 
 __all__ = ["TieredJudge", "audit_draw", "needs_llm", "rescore"]
 
 _logger = logging.getLogger("ragtrace")
 _LLM_ONLY = frozenset({GENERATE_QUESTIONS, RATE_ANSWER, GEVAL})
-
-DEFAULT_MARGIN = 0.15
-"""A claim is doubtful when its offline support probability is within this of the threshold."""
-DEFAULT_AUDIT_SHARE = 0.05
-"""Share of records re-scored by the LLM whatever the offline tier says."""
-
-
-def audit_draw(key: str) -> float:
-    """A number in [0, 1) fixed by ``key`` (BLAKE2b): the same record gets the same draw everywhere."""
-    digest = hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=8).digest()
-    return int.from_bytes(digest, "big") / 2.0**64
-
-
-def needs_llm(
-    probabilities: Sequence[float],
-    key: str,
-    *,
-    threshold: float = 0.5,
-    margin: float = DEFAULT_MARGIN,
-    audit_share: float = DEFAULT_AUDIT_SHARE,
-) -> bool:
-    """True when the LLM tier should answer: a claim's offline support probability (its best over the
-    chunks) is within ``margin`` of ``threshold``, or the record's audit draw is below ``audit_share``."""
-    if any(abs(p - threshold) <= margin for p in probabilities):
-        return True
-    return audit_draw(key) < audit_share
-
-
-def rescore(p_llm: float, threshold: float, margin: float) -> float:
-    """The LLM tier's probability placed in the offline tier's doubt band, ``threshold +- margin``: on
-    the same side of the threshold as the LLM's verdict (p >= 0.5), ordered as the LLM orders them.
-    Putting the LLM's raw probability among the offline tier's would mix two scales in one ranking."""
-    return min(1.0, max(0.0, threshold + margin * (2.0 * p_llm - 1.0)))
-
-
-def _record_key(claims: Sequence[str], chunks: Sequence[str]) -> str:
-    return "\x1e".join(claims) + "\x1d" + "\x1e".join(chunks)
-
-
-def _offline_threshold(offline: object = None) -> float:
-    """The offline tier's own ``support_threshold`` when it has one, else the offline judge's calibrated
-    ``SUPPORT_THRESHOLD``, else 0.5."""
-    own = getattr(offline, "support_threshold", None)
-    if isinstance(own, (int, float)) and not isinstance(own, bool):
-        return float(own)
-    try:
-        from ragtrace.judges import _offline_calibration as cal
-
-        return float(getattr(cal, "SUPPORT_THRESHOLD", 0.5))
-    except Exception:
-        return 0.5
 
 
 @serves_every_step
@@ -141,7 +99,7 @@ class TieredJudge:
                 raise ConfigurationError(f"TieredJudge({label}={value!r}): give a number from {low} to {high}")
         self.offline = offline
         self.llm = llm
-        self.threshold = _offline_threshold(offline) if threshold is None else float(threshold)
+        self.threshold = offline_threshold(offline) if threshold is None else float(threshold)
         self.margin = float(margin)
         self.audit_share = float(audit_share)
         self.name = f"tiered:{offline.name}+{llm.name}"
@@ -169,7 +127,7 @@ class TieredJudge:
         best = [max(row) if row else 0.0 for row in probabilities.value]
         go = needs_llm(
             best,
-            _record_key(claims, chunks),
+            record_key(claims, chunks),
             threshold=self.threshold,
             margin=self.margin,
             audit_share=self.audit_share,
@@ -191,7 +149,11 @@ class TieredJudge:
             )
 
     async def verify(self, claims: Sequence[str], chunks: Sequence[str]) -> JudgeReply[list[list[Verdict]]]:
-        """The offline tier's verdicts, or the LLM tier's for a doubtful or audited record."""
+        """The offline tier's verdicts, or the LLM tier's for a doubtful or audited record.
+
+        ``support`` is on one scale whichever tier decided: the offline tier's probabilities, or the
+        LLM's placed in the doubt band (``rescore``, as ``support`` does), each on its verdict's side
+        of ``threshold``."""
         if not claims or not chunks:
             return await self.offline.verify(claims, chunks)
         go, probabilities = await self._route(claims, chunks)
@@ -202,15 +164,30 @@ class TieredJudge:
                 self._llm_failed(error)
                 probabilities = JudgeReply(probabilities.value, probabilities.cost + error.cost)
             else:
-                return JudgeReply(reply.value, probabilities.cost + reply.cost, judge=self.llm.name)
+                cost = probabilities.cost + reply.cost
+                return JudgeReply(reply.value, cost, judge=self.llm.name, support=self._banded(reply))
         verdicts = [
             [Verdict.SUPPORTED if p >= self.threshold else Verdict.NEITHER for p in row] for row in probabilities.value
         ]
         if any(v is Verdict.NEITHER for row in verdicts for v in row):
             # The offline tier's own verdicts also tell contradiction from no basis: ask it for them.
             offline = await self.offline.verify(claims, chunks)
-            return JudgeReply(offline.value, probabilities.cost + offline.cost, judge=self.offline.name)
-        return JudgeReply(verdicts, probabilities.cost, judge=self.offline.name)
+            cost = probabilities.cost + offline.cost
+            support = offline.support if offline.support is not None else probabilities.value
+            return JudgeReply(offline.value, cost, judge=self.offline.name, support=support)
+        return JudgeReply(verdicts, probabilities.cost, judge=self.offline.name, support=probabilities.value)
+
+    def _banded(self, reply: JudgeReply[list[list[Verdict]]]) -> list[list[float]]:
+        """The LLM tier's support (its verdicts as 1.0/0.0 when it gives none) in the doubt band,
+        agreeing with its verdicts."""
+        rows = reply.support or [[1.0 if v is Verdict.SUPPORTED else 0.0 for v in row] for row in reply.value]
+        return [
+            [
+                agreeing(rescore(p, self.threshold, self.margin) if p > 0.0 else 0.0, v, self.threshold)
+                for p, v in zip(ps, vs, strict=True)
+            ]
+            for ps, vs in zip(rows, reply.value, strict=True)
+        ]
 
     async def support(self, claims: Sequence[str], chunks: Sequence[str]) -> JudgeReply[list[list[float]]]:
         """Support scores ``value[claim][chunk]``: the offline tier's probabilities, or, for a doubtful or

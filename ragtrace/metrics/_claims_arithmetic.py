@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from ragtrace.judges._base import Verdict
 
 __all__ = [
+    "claim_support",
     "contradicted_chunks",
     "faithfulness_label",
     "fraction",
@@ -29,6 +30,15 @@ def fraction(flags: Sequence[bool]) -> float:
 def supported_by_any(matrix: Sequence[Sequence[Verdict]]) -> list[bool]:
     """For every claim (row): is it supported by at least one chunk?"""
     return [any(v is Verdict.SUPPORTED for v in row) for row in matrix]
+
+
+def claim_support(matrix: Sequence[Sequence[Verdict]], support: Sequence[Sequence[float]] | None) -> list[float]:
+    """For every claim: the judge's probability that some chunk supports it, its best over the chunks
+    (0.0 with no chunk); 1.0 or 0.0 by the verdicts when the judge gives no probabilities. Their mean
+    is the expected share of supported claims, which is the share itself when every value is 0 or 1."""
+    if support is None:
+        return [1.0 if s else 0.0 for s in supported_by_any(matrix)]
+    return [max(row, default=0.0) for row in support]
 
 
 def supporting_chunks(matrix: Sequence[Sequence[Verdict]], n_chunks: int) -> list[bool]:

@@ -50,6 +50,10 @@ class Steps:
         return "+".join(sorted(self._deciders)) if self._deciders else None
 
     async def __call__(self, step: Awaitable[JudgeReply[T]]) -> T:
+        return (await self.reply(step)).value
+
+    async def reply(self, step: Awaitable[JudgeReply[T]]) -> JudgeReply[T]:
+        """The whole reply (value, cost, tier, support), its cost and tier accounted as ``__call__`` does."""
         try:
             reply = await step
         except JudgeError as err:
@@ -58,7 +62,7 @@ class Steps:
         self.cost = self.cost + reply.cost
         if reply.judge is not None and reply.judge not in self._deciders:
             self._deciders.append(reply.judge)
-        return reply.value
+        return reply
 
 
 # --------------------------------------------------------------------------------------------------
@@ -165,8 +169,28 @@ async def reference_claims(steps: Steps, record: RagRecord) -> list[str]:
 
 async def verdicts(steps: Steps, claims: Sequence[str], chunks: Sequence[str]) -> list[list[Verdict]]:
     """All claims against all chunks, one call: ``value[claim][chunk]``."""
-    matrix = await steps(steps.judge.verify(list(claims), list(chunks)))
-    return check_verdicts(matrix, len(claims), len(chunks))
+    return (await verification(steps, claims, chunks))[0]
+
+
+async def verification(
+    steps: Steps, claims: Sequence[str], chunks: Sequence[str]
+) -> tuple[list[list[Verdict]], list[list[float]] | None]:
+    """All claims against all chunks, one call: the verdicts ``[claim][chunk]`` and the judge's
+    support probabilities of the same shape (None when it gives verdicts only)."""
+    reply = await steps.reply(steps.judge.verify(list(claims), list(chunks)))
+    matrix = check_verdicts(reply.value, len(claims), len(chunks))
+    if reply.support is None:
+        return matrix, None
+    return matrix, check_support(reply.support, matrix)
+
+
+def check_support(value: Any, matrix: Sequence[Sequence[Verdict]]) -> list[list[float]]:
+    """Support probabilities shaped like the verdict ``matrix``, each a finite number in [0, 1]."""
+    rows = _checked_len(value, len(matrix), "support rows", "claims")
+    return [
+        [check_unit(p, "support probabilities") for p in _checked_len(row, len(cells), f"support in row {i}", "chunks")]
+        for i, (row, cells) in enumerate(zip(rows, matrix, strict=True))
+    ]
 
 
 async def correct_flags(steps: Steps, claims: Sequence[str], reference: str) -> list[bool]:

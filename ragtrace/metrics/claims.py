@@ -6,7 +6,7 @@ one ``classify_claims`` of the answer claims against it and one ``verify`` of re
 
 | metric | value | direction |
 |---|---|---|
-| faithfulness | claims supported by some chunk / claims | higher |
+| faithfulness | claims supported by some chunk / claims (weighed by support, ``_faithfulness``) | higher |
 | hallucination | claims supported by no chunk / claims (= 1 - faithfulness) | lower |
 | context_contradiction | chunks contradicting at least one claim / chunks | lower |
 | answer_relevancy | claims relevant to the query / claims | higher |
@@ -27,10 +27,11 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
-from ragtrace._exceptions import ConfigurationError
 from ragtrace.judges._base import CLASSIFY_CLAIMS, EXTRACT_CLAIMS, RATE_STATEMENTS, VERIFY, Verdict
+from ragtrace.metrics._answer_claims import AnswerClaimsMetric
 from ragtrace.metrics._base import REASON_NO_CLAIMS, Direction, Score
 from ragtrace.metrics._claims_arithmetic import (
+    claim_support,
     contradicted_chunks,
     faithfulness_label,
     fraction,
@@ -39,6 +40,7 @@ from ragtrace.metrics._claims_arithmetic import (
     supported_by_any,
     supporting_chunks,
 )
+from ragtrace.metrics._faithfulness import SCORINGS, Faithfulness, Hallucination, Scoring
 from ragtrace.metrics._metric import NEEDS_CHUNKS, NEEDS_REFERENCE, JudgeMetric
 from ragtrace.metrics._steps import (
     Steps,
@@ -53,6 +55,7 @@ if TYPE_CHECKING:
     from ragtrace._record import RagRecord
 
 __all__ = [
+    "SCORINGS",
     "AnswerRelevancy",
     "ContextContradiction",
     "ContextRecall",
@@ -61,6 +64,8 @@ __all__ = [
     "IrrelevantNoiseSensitivity",
     "NoiseSensitivity",
     "RelevantNoiseSensitivity",
+    "Scoring",
+    "claim_support",
     "contradicted_chunks",
     "faithfulness_label",
     "fraction",
@@ -71,77 +76,7 @@ __all__ = [
 ]
 
 
-class _AnswerClaimsMetric(JudgeMetric):
-    """Frame of the metrics over the answer's claims: no claims means nothing to measure."""
-
-    async def _measure(self, record: RagRecord, steps: Steps) -> Score:
-        claims = await answer_claims(steps, record)
-        if not claims:
-            return self._no_claims(steps)
-        return await self._measure_claims(record, steps, claims)
-
-    async def _measure_claims(self, record: RagRecord, steps: Steps, claims: list[str]) -> Score:
-        raise NotImplementedError
-
-    def _no_claims(self, steps: Steps) -> Score:
-        return self.absent("unmeasured", REASON_NO_CLAIMS, "the answer makes no factual claim", steps)
-
-
-class Faithfulness(_AnswerClaimsMetric):
-    """Claims of the answer supported by at least one chunk, over all claims."""
-
-    name = "faithfulness"
-    needs = frozenset({NEEDS_CHUNKS})
-    capabilities = frozenset({EXTRACT_CLAIMS, VERIFY})
-
-    async def _measure_claims(self, record: RagRecord, steps: Steps, claims: list[str]) -> Score:
-        supported = supported_by_any(await verdicts(steps, claims, record.texts))
-        n = sum(supported)
-        return self.measured(
-            fraction(supported),
-            steps,
-            label=faithfulness_label(n, len(claims)),
-            explanation=f"{n} of {len(claims)} claims supported by the chunks",
-            details={"claims": len(claims), "supported_claims": n, "unsupported": picked(claims, supported, False)},
-        )
-
-
-class Hallucination(_AnswerClaimsMetric):
-    """Claims of the answer supported by no chunk (contradicted or without basis), over all claims.
-
-    Label ``hallucinated`` when the value exceeds ``threshold`` (default 0: any unsupported claim).
-    """
-
-    name = "hallucination"
-    direction: Direction = "lower"
-    needs = frozenset({NEEDS_CHUNKS})
-    capabilities = frozenset({EXTRACT_CLAIMS, VERIFY})
-
-    def __init__(self, threshold: float = 0.0) -> None:
-        if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0.0 <= threshold < 1.0:
-            raise ConfigurationError(f"hallucination: threshold={threshold!r}: set it in [0, 1) (default 0)")
-        self.threshold = float(threshold)
-
-    async def _measure_claims(self, record: RagRecord, steps: Steps, claims: list[str]) -> Score:
-        matrix = await verdicts(steps, claims, record.texts)
-        unsupported = [not s for s in supported_by_any(matrix)]
-        contradicted = sum(any(v is Verdict.CONTRADICTED for v in row) for row in matrix)
-        value = fraction(unsupported)
-        return self.measured(
-            value,
-            steps,
-            label="hallucinated" if value > self.threshold else "grounded",
-            explanation=f"{sum(unsupported)} of {len(claims)} claims without support, {contradicted} contradicted",
-            details={
-                "claims": len(claims),
-                "unsupported_claims": sum(unsupported),
-                "contradicted_claims": contradicted,
-                "unsupported": picked(claims, unsupported, True),
-            },
-        )
-
-
-class ContextContradiction(_AnswerClaimsMetric):
+class ContextContradiction(AnswerClaimsMetric):
     """Chunks that the answer contradicts (a chunk contradicting at least one claim), over all chunks."""
 
     name = "context_contradiction"
@@ -161,7 +96,7 @@ class ContextContradiction(_AnswerClaimsMetric):
         )
 
 
-class AnswerRelevancy(_AnswerClaimsMetric):
+class AnswerRelevancy(AnswerClaimsMetric):
     """Statements of the answer (its extracted claims) relevant to the query, over all statements."""
 
     name = "answer_relevancy"
@@ -183,7 +118,7 @@ class AnswerRelevancy(_AnswerClaimsMetric):
         )
 
 
-class NoiseSensitivity(_AnswerClaimsMetric):
+class NoiseSensitivity(AnswerClaimsMetric):
     """Claims of the answer that the reference does not support, over all claims."""
 
     name = "noise_sensitivity"
@@ -202,7 +137,7 @@ class NoiseSensitivity(_AnswerClaimsMetric):
         )
 
 
-class _ChunkNoise(_AnswerClaimsMetric):
+class _ChunkNoise(AnswerClaimsMetric):
     """Incorrect answer claims entailed by relevant (or irrelevant) chunks, over all claims."""
 
     direction: Direction = "lower"

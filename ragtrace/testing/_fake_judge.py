@@ -18,6 +18,10 @@ with no script, fails the call with ``JudgeError(error_type="unscripted")`` so a
 Plain numbers are accepted for ``rate_answer`` and ``geval_score``, strings or (text, flag) pairs
 for ``generate_questions``.
 
+``support=`` scripts the support probabilities ``verify`` returns beside its verdicts
+(``JudgeReply.support``), keyed by claim like ``verify`` (a row, or one number for every chunk), or
+a function of (claims, chunks); unscripted, ``verify`` gives verdicts only.
+
 ``fail={"verify": "timeout"}`` makes a step raise ``JudgeError`` with that ``error_type`` (or pass
 an exception instance to raise it as is). ``capabilities`` limits the steps offered; asking for
 another raises ``JudgeCapabilityError``. Every call is logged in ``calls`` (step name and
@@ -98,6 +102,7 @@ class FakeJudge:
         rate_answer: Any = None,
         geval_steps: Any = None,
         geval_score: Any = None,
+        support: Any = None,
     ) -> None:
         self.name = name
         self.capabilities: frozenset[str] = ALL_CAPABILITIES if capabilities is None else frozenset(capabilities)
@@ -114,6 +119,8 @@ class FakeJudge:
             "geval_steps": geval_steps,
             "geval_score": geval_score,
         }
+        # Not ``self.support``: judges that give probabilities have a ``support`` method of that name.
+        self._support_script = support
         self.costs = dict(costs or {})
         self.fail: dict[str, str | BaseException] = dict(fail or {})
         unknown = (set(self.costs) | set(self.fail)) - set(_STEPS)
@@ -207,7 +214,23 @@ class FakeJudge:
     async def verify(self, claims: Sequence[str], chunks: Sequence[str]) -> JudgeReply[list[list[Verdict]]]:
         rows = await self._per_item("verify", claims, claims, chunks)
         matrix = [[row] * len(chunks) if isinstance(row, (str, Verdict)) else row for row in rows]
-        return self._reply("verify", matrix)
+        if self._support_script is None:
+            return self._reply("verify", matrix)
+        value: Any = matrix  # verdict strings or Verdicts, as scripted; the metrics check them
+        return JudgeReply(value, self._cost("verify"), support=self._support(claims, chunks))
+
+    def _support(self, claims: Sequence[str], chunks: Sequence[str]) -> list[list[float]]:
+        script = self._support_script
+        if callable(script):
+            rows = list(script(claims, chunks))
+        elif isinstance(script, Mapping):
+            missing = [c for c in claims if c not in script]
+            if missing:
+                raise self._unscripted("verify", f"no support entry for {missing[0]!r}")
+            rows = [script[c] for c in claims]
+        else:
+            rows = [script] * len(claims)
+        return [[float(row)] * len(chunks) if isinstance(row, (int, float)) else list(row) for row in rows]
 
     async def classify_claims(self, claims: Sequence[str], reference: str) -> JudgeReply[list[bool]]:
         return self._reply("classify_claims", await self._per_item("classify_claims", claims, claims, reference))

@@ -237,8 +237,15 @@ async def test_faithfulness_per_claim_over_real_http(stub: StubOpenAIServer, mak
         "Brasilia is the capital of Brazil. Brasilia replaced Rio de Janeiro as the capital in 1960. Lima is big.",
     )
     score = await Faithfulness().score(record, judge)
-    assert score.value == pytest.approx(2 / 3)
-    assert score.cost.chat_calls == 3
+    by_verdicts = await Faithfulness(scoring="verdicts").score(record, judge)
+    assert by_verdicts.value == pytest.approx(2 / 3)
+    # By default each claim counts by its P("yes"): the expected share of supported claims.
+    claims = (await judge.extract_claims(record.answer, question=record.query)).value
+    support = (await judge.support(claims, [CHUNK])).value
+    assert score.value == pytest.approx(sum(max(row) for row in support) / 3)
+    assert score.value != pytest.approx(by_verdicts.value)
+    assert score.label == by_verdicts.label == "partially_faithful"
+    assert score.cost.chat_calls == by_verdicts.cost.chat_calls == 3
 
 
 def test_wrong_modes_raise_configuration_error() -> None:

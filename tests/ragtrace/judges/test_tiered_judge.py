@@ -71,6 +71,7 @@ async def test_a_sure_record_never_reaches_the_llm(stub: StubOpenAIServer, llm: 
     judge = tiered(llm)
     reply = await judge.verify([SURE_YES, SURE_NO], [CHUNK])
     assert reply.value == [[Verdict.SUPPORTED], [Verdict.CONTRADICTED]]  # the offline tier's own verdicts
+    assert reply.support == [[TABLE[SURE_YES]], [TABLE[SURE_NO]]]  # and its probabilities
     assert reply.judge == OFFLINE
     assert stub.chat_requests == []
     assert (judge.records, judge.llm_records) == (1, 0)
@@ -82,6 +83,10 @@ async def test_a_doubtful_claim_sends_the_record_to_the_llm(stub: StubOpenAIServ
     assert reply.judge == "openai:small"
     assert [r.step for r in stub.chat_requests] == ["verify_claim", "verify_claim"]
     assert reply.cost.chat_calls == 2
+    # verify's support is on the offline scale too: the LLM's P(yes) in the band, beside its verdicts.
+    assert reply.support is not None
+    for (p,), (v,) in zip(reply.support, reply.value, strict=True):
+        assert 0.35 <= p <= 0.65 and (p >= 0.5) is (v is Verdict.SUPPORTED)
     support = await judge.support([DOUBTFUL], [CHUNK])
     # The LLM's P(yes) re-scored within the doubt band (0.5 +- 0.15), on the side of its verdict.
     assert support.judge == "openai:small" and 0.5 <= support.value[0][0] <= 0.65
@@ -130,7 +135,8 @@ async def test_every_score_names_its_tier_on_the_wire(stub: StubOpenAIServer, ll
         assert encoded.attributes[semconv.eval_judge("hallucination")] == verdict_tier
         assert encoded.attributes[semconv.eval_judge("context_relevance")] == OFFLINE
         assert encoded.attributes[semconv.EVAL_JUDGE] == "tiered:offline:fake+openai:small"
-    assert sure.scores["faithfulness"].value == 1.0
+    assert sure.scores["faithfulness"].value == TABLE[SURE_YES]  # the offline tier's support probability
+    assert sure.scores["faithfulness"].label == "faithful"
     # The LLM tier saw one question per claim of the doubtful record, nothing else.
     assert [r.step for r in stub.chat_requests] == ["verify_claim", "verify_claim"]
     assert semconv.eval_judge("faithfulness") == "ragtrace.eval.faithfulness.judge"

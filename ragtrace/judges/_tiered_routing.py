@@ -1,0 +1,68 @@
+"""The tiered judge's routing rules: which records the LLM tier answers, and how its probabilities
+sit among the offline tier's. Pure functions, re-exported by ``tiered``."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+
+__all__ = [
+    "DEFAULT_AUDIT_SHARE",
+    "DEFAULT_MARGIN",
+    "audit_draw",
+    "needs_llm",
+    "offline_threshold",
+    "record_key",
+    "rescore",
+]
+
+DEFAULT_MARGIN = 0.15
+"""A claim is doubtful when its offline support probability is within this of the threshold."""
+DEFAULT_AUDIT_SHARE = 0.05
+"""Share of records re-scored by the LLM whatever the offline tier says."""
+
+
+def audit_draw(key: str) -> float:
+    """A number in [0, 1) fixed by ``key`` (BLAKE2b): the same record gets the same draw everywhere."""
+    digest = hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+    return int.from_bytes(digest, "big") / 2.0**64
+
+
+def needs_llm(
+    probabilities: Sequence[float],
+    key: str,
+    *,
+    threshold: float = 0.5,
+    margin: float = DEFAULT_MARGIN,
+    audit_share: float = DEFAULT_AUDIT_SHARE,
+) -> bool:
+    """True when the LLM tier should answer: a claim's offline support probability (its best over the
+    chunks) is within ``margin`` of ``threshold``, or the record's audit draw is below ``audit_share``."""
+    if any(abs(p - threshold) <= margin for p in probabilities):
+        return True
+    return audit_draw(key) < audit_share
+
+
+def rescore(p_llm: float, threshold: float, margin: float) -> float:
+    """The LLM tier's probability placed in the offline tier's doubt band, ``threshold +- margin``: on
+    the same side of the threshold as the LLM's verdict (p >= 0.5), ordered as the LLM orders them.
+    Putting the LLM's raw probability among the offline tier's would mix two scales in one ranking."""
+    return min(1.0, max(0.0, threshold + margin * (2.0 * p_llm - 1.0)))
+
+
+def record_key(claims: Sequence[str], chunks: Sequence[str]) -> str:
+    return "\x1e".join(claims) + "\x1d" + "\x1e".join(chunks)
+
+
+def offline_threshold(offline: object = None) -> float:
+    """The offline tier's own ``support_threshold`` when it has one, else the offline judge's calibrated
+    ``SUPPORT_THRESHOLD``, else 0.5."""
+    own = getattr(offline, "support_threshold", None)
+    if isinstance(own, (int, float)) and not isinstance(own, bool):
+        return float(own)
+    try:
+        from ragtrace.judges import _offline_calibration as cal
+
+        return float(getattr(cal, "SUPPORT_THRESHOLD", 0.5))
+    except Exception:
+        return 0.5
