@@ -7,12 +7,13 @@ hallucinated one. The first 80 % of each file is for calibration (bench/calibrat
 script reports on the last 20 % unless told otherwise.
 
 For each set it prints, side by side from the same run:
-- the judge's faithfulness (extract_claims + verify -> supported claims / claims): AUROC and balanced
-  accuracy (a record is called grounded when every claim is supported, the metric's own label rule),
-- for the offline judge, "continuous AUROC": the AUROC of its continuous faithfulness, the mean over
-  claims of the best support probability across chunks (the ranking the verdicts are cut from). It
-  is printed beside the verdict-based figure, never instead of it: the metric reports the verdicts,
-  and for a one-claim answer its value is 0 or 1, so its AUROC equals its balanced accuracy,
+- the judge's faithfulness as the metric reports it (``ragtrace.metrics.Faithfulness``: extract_claims,
+  verify, each claim counted by the judge's support probability when it gives one, else by its
+  verdict): AUROC, and balanced accuracy of its label (a record is called grounded when every claim
+  is supported, the metric's own label rule),
+- "verdicts AUROC": the AUROC of the share of claims supported by the verdicts alone (what
+  ``Faithfulness(scoring="verdicts")`` reports, and every judge without probabilities); for a
+  one-claim answer it is 0 or 1, so this AUROC equals the balanced accuracy,
 - a bag-of-words baseline (share of the answer's words found in the chunk): AUROC, and balanced
   accuracy at its best threshold on the calibration split,
 - seconds per record of the judge on one core (the process pins itself unless ``--all-cores``; model
@@ -212,7 +213,9 @@ class Judged:
     """A judge's reading of one example."""
 
     faithfulness: float
-    support: float | None
+    """As the metric reports it (weighed by support probabilities when the judge gives them)."""
+    verdict_share: float
+    """Share of claims the verdicts support."""
     seconds: float
     failed: str | None = None
     """The error type when the judge failed on this record (its faithfulness then counts as 0)."""
@@ -223,42 +226,20 @@ SUMMARY_QUERY = "Summarize the document."
 
 
 async def judge_one(judge: Any, example: Example) -> Judged:
-    """Faithfulness of one example through the judge's steps (and the offline support probability).
+    """Faithfulness of one example through ``ragtrace.metrics.Faithfulness`` (the question goes to
+    extract_claims as context). A failed score, or an answer without claims, counts as 0."""
+    from ragtrace import RagRecord
+    from ragtrace.metrics import Faithfulness
 
-    Uses ``ragtrace.metrics.Faithfulness`` (extract_claims with the question, verify, supported / claims)
-    when it is importable, else the same arithmetic here. An answer without claims counts as 0.
-    """
-    start = time.perf_counter()
-    value, failed = await _faithfulness(judge, example)
-    seconds = time.perf_counter() - start
-    support = None
-    if hasattr(judge, "support"):
-        claims = (await judge.extract_claims(example.text, question=example.question)).value
-        if claims:
-            probabilities = (await judge.support(claims, [example.chunk])).value
-            support = sum(max(row) for row in probabilities) / len(probabilities)
-        else:
-            support = 0.0
-    return Judged(value, support, seconds, failed)
-
-
-async def _faithfulness(judge: Any, example: Example) -> tuple[float, str | None]:
-    """The faithfulness and, when the judge failed on the record, its error type (the record counts
-    as 0 then: a failed score raises no "grounded" call, and the failures are printed)."""
-    try:
-        from ragtrace import RagRecord
-        from ragtrace.metrics import Faithfulness
-    except ImportError:
-        claims = (await judge.extract_claims(example.text, question=example.question)).value
-        if not claims:
-            return 0.0, None
-        verdicts = (await judge.verify(claims, [example.chunk])).value
-        return sum(1 for row in verdicts if any(v.value == "supported" for v in row)) / len(claims), None
     record = RagRecord.of(example.question or SUMMARY_QUERY, [example.chunk], example.text)
+    start = time.perf_counter()
     score = await Faithfulness().score(record, judge)
+    seconds = time.perf_counter() - start
     if score.status == "error":
-        return 0.0, score.error_type or "error"
-    return (score.value if score.value is not None else 0.0), None
+        return Judged(0.0, 0.0, seconds, score.error_type or "error")
+    claims = score.details.get("claims", 0) if score.value is not None else 0
+    share = score.details["supported_claims"] / claims if claims else 0.0
+    return Judged(score.value if score.value is not None else 0.0, share, seconds)
 
 
 def make_judge(args: argparse.Namespace) -> Any:
@@ -294,7 +275,7 @@ async def run(args: argparse.Namespace) -> int:
         (judge.offline if args.judge == "tiered" else judge).load()
         load_seconds = time.perf_counter() - start
     print(f"judge {judge.name}; split {args.split}; {cores}; model load {load_seconds:.2f} s (excluded below)")
-    header = f"{'set':<22}{'n':>6}{'judge AUROC':>13}{'judge BA':>10}{'continuous AUROC':>18}"
+    header = f"{'set':<22}{'n':>6}{'judge AUROC':>13}{'judge BA':>10}{'verdicts AUROC':>16}"
     header += f"{'base AUROC':>12}{'base BA':>9}{'AUROC ratio':>13}{'AUROC gain':>12}{'s/record':>10}"
     print(header)
     intervals: list[tuple[str, str]] = []
@@ -309,15 +290,14 @@ async def run(args: argparse.Namespace) -> int:
         judged = [await judge_one(judge, e) for e in examples]
         faith = [j.faithfulness for j in judged]
         judge_auc = auroc(faith, labels)
-        judge_ba = balanced_accuracy([f >= 1.0 for f in faith], labels)
-        supports = [j.support for j in judged]
-        support_auc = auroc([s or 0.0 for s in supports], labels) if all(s is not None for s in supports) else None
+        shares = [j.verdict_share for j in judged]
+        judge_ba = balanced_accuracy([s >= 1.0 for s in shares], labels)
+        verdicts_auc = auroc(shares, labels)
         base_auc = auroc(base, labels)
         base_ba = balanced_accuracy([b >= base_threshold for b in base], labels)
         per_record = sum(j.seconds for j in judged) / len(judged)
-        support_text = f"{support_auc:>18.3f}" if support_auc is not None else f"{'-':>18}"
         print(
-            f"{name:<22}{len(examples):>6}{judge_auc:>13.3f}{judge_ba:>10.3f}{support_text}"
+            f"{name:<22}{len(examples):>6}{judge_auc:>13.3f}{judge_ba:>10.3f}{verdicts_auc:>16.3f}"
             f"{base_auc:>12.3f}{base_ba:>9.3f}{judge_auc / base_auc:>13.3f}{judge_auc - base_auc:>+12.3f}"
             f"{per_record:>10.4f}"
         )
@@ -326,10 +306,7 @@ async def run(args: argparse.Namespace) -> int:
             kinds = ", ".join(f"{kind} {count}" for kind, count in failures.most_common())
             failed = sum(failures.values())
             print(f"{name}: the judge failed on {failed} of {len(judged)} records ({kinds}); counted as 0")
-        named: dict[str, Sequence[float]] = {"judge": faith}
-        if support_auc is not None:
-            named["continuous"] = [s or 0.0 for s in supports]
-        named["baseline"] = base
+        named: dict[str, Sequence[float]] = {"judge": faith, "verdicts": shares, "baseline": base}
         ci = bootstrap_intervals([e.row for e in examples], labels, named)
         intervals.append((name, "; ".join(f"{k} [{lo:.3f}, {hi:.3f}]" for k, (lo, hi) in ci.items())))
     for name, text in intervals:

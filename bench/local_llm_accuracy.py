@@ -14,9 +14,11 @@ For every record (HaluEval QA dev, test split rows 800-999, the right and the ha
 the lead's length-controlled set built from the same rows) it measures, in one process, one record
 after the other:
 
-- ours: ``OpenAIJudge`` (verify per claim): the answer's claims, one yes/no question each; the
-  continuous score is the mean over claims of P(yes) (logprobs), the verdict score the share of claims
-  with P(yes) >= 0.5 (what the faithfulness metric reports);
+- ours: ``OpenAIJudge`` (verify per claim): the answer's claims, one yes/no question each; "ours
+  P(yes)" is the mean over claims of P(yes) (logprobs), which is what the faithfulness metric reports
+  (each claim weighed by its support probability; tests/ragtrace/judges/test_openai_per_claim.py
+  checks the two agree); "ours verdicts" the share of claims with P(yes) >= 0.5
+  (``Faithfulness(scoring="verdicts")``);
 - ragas 0.4.3 ``Faithfulness`` (collections API, same model through the same endpoint);
 - the offline judge's support probability (no LLM), and the tiered judge's routing
   (``ragtrace.judges.tiered.needs_llm``): the offline score where the offline tier is sure, the LLM
@@ -221,10 +223,10 @@ def cross_fitted_verdicts(
 
 
 def report(path: str, threshold: float | None = None) -> None:
-    from ragtrace.judges.tiered import DEFAULT_MARGIN, _offline_threshold, needs_llm, rescore
+    from ragtrace.judges._tiered_routing import DEFAULT_MARGIN, needs_llm, offline_threshold, rescore
 
     if threshold is None:
-        threshold = _offline_threshold()  # as TieredJudge() uses
+        threshold = offline_threshold()  # as TieredJudge() uses
 
     records = _read(path)
     print(f"{path}: {len(records)} records")
@@ -296,7 +298,7 @@ def report(path: str, threshold: float | None = None) -> None:
             f"tiered: {share:.1%} of records sent to the LLM; LLM calls per record {tiered_calls:.2f} vs "
             f"{ours_calls:.2f} for the LLM judge alone ({tiered_calls / ours_calls if ours_calls else 0:.2f}x); "
             f"AUROC {auroc(tiered, labels) - auroc(ours_p, labels):+.3f} vs the LLM judge alone "
-            f"(offline threshold {threshold:.3f}, margin 0.15, audit share 5 %)"
+            f"(offline threshold {threshold:.3f}, margin {DEFAULT_MARGIN:.2f}, audit share 5 %)"
         )
 
 

@@ -51,7 +51,7 @@ class SupportingFake(FakeJudge):
 SURE_YES = "Brasilia is the capital of Brazil."
 SURE_NO = "Lima is the capital of Brazil."
 DOUBTFUL = "Brasilia became the capital in 1960."
-TABLE = {SURE_YES: 0.95, SURE_NO: 0.05, DOUBTFUL: 0.55}
+TABLE = {SURE_YES: 0.95, SURE_NO: 0.05, DOUBTFUL: 0.52}  # DOUBTFUL within the default margin of 0.5
 CHUNK = "Brasilia is the capital of Brazil. It replaced Rio de Janeiro as the capital in 1960."
 
 
@@ -88,7 +88,7 @@ async def test_a_doubtful_claim_sends_the_record_to_the_llm(stub: StubOpenAIServ
     for (p,), (v,) in zip(reply.support, reply.value, strict=True):
         assert 0.35 <= p <= 0.65 and (p >= 0.5) is (v is Verdict.SUPPORTED)
     support = await judge.support([DOUBTFUL], [CHUNK])
-    # The LLM's P(yes) re-scored within the doubt band (0.5 +- 0.15), on the side of its verdict.
+    # The LLM's P(yes) re-scored within the doubt band (0.5 +- the margin), on the side of its verdict.
     assert support.judge == "openai:small" and 0.5 <= support.value[0][0] <= 0.65
     assert rescore(0.0, 0.5, 0.15) == pytest.approx(0.35) and rescore(1.0, 0.5, 0.15) == pytest.approx(0.65)
     assert (judge.records, judge.llm_records) == (2, 2)
