@@ -29,9 +29,13 @@ class ThresholdParams:
 @dataclass(frozen=True, slots=True)
 class SpikeParams:
     """Bernoulli CUSUM of bad records (beyond ``cutoff``) in the recent window against the rate learnt
-    from the baseline window just before it (or the fixed ``baseline_rate``). See ``_drift.CusumDesign``."""
+    from the baseline window just before it (or the fixed ``baseline_rate``). See ``_drift.CusumDesign``.
 
-    cutoff: float = 0.0
+    ``cutoff`` 0.5: for hallucination, the judge expects more than half the answer's claims unsupported.
+    Scores weigh claims by the judge's support probability, so a grounded answer scores about 0.1-0.3,
+    not 0 (docs/metrics.md); a cutoff of 0 would call nearly every answer bad."""
+
+    cutoff: float = 0.5
     shift: float = 4.0
     h: float = 8.0
     warning_h: float = 4.0

@@ -55,7 +55,7 @@ def _send(port: int, start_ns: int, end_ns: int, count: int, every: int) -> None
     factory = SpanFactory(service="shop")
     step = (end_ns - start_ns) // count
     for i in range(count):
-        value = 0.5 if i % every == 0 else 0.0
+        value = 0.9 if i % every == 0 else 0.2
         factory.rag(scores={"hallucination": value}, decision="evaluated", end_ns=start_ns + i * step, events=False)
     request = urllib.request.Request(
         f"http://127.0.0.1:{port}/v1/traces",

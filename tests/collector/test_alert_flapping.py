@@ -82,7 +82,7 @@ class App:
         self.pending: dict[int, list[Any]] = {}
         for i in range(until_s * PER_SECOND):
             second = i / PER_SECOND
-            value = 0.5 if _hallucinated(i, second) else 0.0
+            value = 0.9 if _hallucinated(i, second) else 0.2
             span = self.factory.rag(
                 scores={"hallucination": value}, decision="evaluated", end_ns=T0 + int(second * NS), events=False
             )

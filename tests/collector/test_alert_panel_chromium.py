@@ -110,10 +110,10 @@ def _devtools(browser: subprocess.Popen[bytes], url: str) -> Iterator[DevTools]:
 def _send_spike(port: int, now: int) -> None:
     shop = SpanFactory(service="shop")
     for i in range(400):  # a day at 5 %, then the last hour at 25 %
-        shop.rag(scores={"hallucination": 0.5 if i % 20 == 0 else 0.0}, decision="evaluated",
+        shop.rag(scores={"hallucination": 0.9 if i % 20 == 0 else 0.2}, decision="evaluated",
                  end_ns=now - 25 * HOUR + i * 200 * NS, events=False)  # fmt: skip
     for i in range(80):
-        shop.rag(scores={"hallucination": 0.5 if i % 4 == 0 else 0.0}, decision="evaluated",
+        shop.rag(scores={"hallucination": 0.9 if i % 4 == 0 else 0.2}, decision="evaluated",
                  end_ns=now - HOUR + (i + 1) * 40 * NS, events=False)  # fmt: skip
     reply = httpx.post(f"http://127.0.0.1:{port}/v1/traces", content=otlp_bytes(shop.all()),
                        headers={"Content-Type": "application/x-protobuf", "Authorization": "Bearer s3cret"},

@@ -104,8 +104,9 @@ def add_scores(
 
 
 def pattern(n: int, every: int) -> list[float]:
-    """``n`` hallucination scores, one in ``every`` hallucinated (0.5), the others grounded (0.0)."""
-    return [0.5 if i % every == 0 else 0.0 for i in range(n)]
+    """``n`` hallucination scores, one in ``every`` hallucinated (0.9), the others grounded (0.2: claims
+    weighed by support probability leave a grounded answer a little above 0)."""
+    return [0.9 if i % every == 0 else 0.2 for i in range(n)]
 
 
 SPIKE_RULES = """
@@ -358,7 +359,7 @@ def test_end_to_end_spans_over_otlp_raise_an_alert_on_the_webhook(tmp_path: Path
     )
     factory = SpanFactory(service="shop")
     for i in range(60):
-        hallucination = 0.5 if i % 3 == 0 else 0.0
+        hallucination = 0.9 if i % 3 == 0 else 0.2
         factory.rag(scores={"hallucination": hallucination, "faithfulness": 1.0 - hallucination}, decision="evaluated")
     collector = start_collector(tmp_path / "ragtrace.db", watch=True, page=True, rules=rules_path)
     try:

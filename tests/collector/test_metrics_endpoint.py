@@ -57,10 +57,10 @@ def test_metrics_count_what_arrived_and_show_each_alert_groups_state_and_statist
     now = 1_800_000_000 * NS
     shop = SpanFactory(service="shop")
     for i in range(400):  # a day at 5 %, then the last hour at 25 %
-        value = 0.5 if i % 20 == 0 else 0.0
+        value = 0.9 if i % 20 == 0 else 0.2
         shop.rag(scores={"hallucination": value}, decision="evaluated", end_ns=now - 25 * HOUR + i * 200 * NS)
     for i in range(80):
-        value = 0.5 if i % 4 == 0 else 0.0
+        value = 0.9 if i % 4 == 0 else 0.2
         shop.rag(scores={"hallucination": value}, decision="evaluated", end_ns=now - HOUR + (i + 1) * 40 * NS)
     unscored = SpanFactory(service="docs")
     for _ in range(5):

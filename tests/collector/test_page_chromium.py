@@ -54,7 +54,7 @@ def _history(store: Store) -> None:
         spike = 150 <= i < 180
         for metric, value in (
             ("faithfulness", 0.55 if spike else 0.85 + 0.1 * ((i * 7) % 3) / 2),
-            ("hallucination", 0.45 if spike else (0.5 if i % 20 == 0 else 0.0)),
+            ("hallucination", 0.8 if spike else (0.9 if i % 20 == 0 else 0.2)),
         ):
             rows.append(
                 {

@@ -27,7 +27,7 @@ def test_default_rules_are_the_documented_ones() -> None:
     assert set(by_name) == {"faithfulness-low", "hallucination-spike", "faithfulness-drift"}
     low = by_name["faithfulness-low"]
     assert low.kind == "threshold" and low.metric == "faithfulness"
-    assert low.params == ThresholdParams(threshold=0.7, warning=0.75, window_ns=15 * 60 * NS, min_records=20)
+    assert low.params == ThresholdParams(threshold=0.5, warning=0.55, window_ns=15 * 60 * NS, min_records=20)
     spike = by_name["hallucination-spike"]
     assert spike.metric == "hallucination"
     # The benchmark measures DEFAULT_SPIKE: the packaged file must not drift away from it.
