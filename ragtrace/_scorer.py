@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from ragtrace import semconv
 from ragtrace._eval_logs import EvaluationLogs, EvaluationOutput
 from ragtrace._jobs import Job, Outcome, outcome_of
 from ragtrace._judge_errors import JudgeErrorLog
@@ -46,7 +47,9 @@ class JobScorer:
         scores = [result.scores[name] for name in job.metrics if name in result.scores]
         cost = result.cost
         name = self.judge.name
-        outcome = outcome_of(scores, cost, name)
+        # Claims are the answer's words: on the wire only when the span carries the content itself.
+        captured = (job.span.attributes or {}).get(semconv.RAGTRACE_CONTENT_CAPTURED) is not False
+        outcome = outcome_of(scores, cost, name, claim_text=captured)
         logs = self._logs
         # The scores are computed: a failing budget or metrics pipeline is logged, never costs them.
         steps: list[tuple[str, Callable[[], object]]] = [

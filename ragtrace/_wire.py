@@ -28,7 +28,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from ragtrace import semconv
-from ragtrace.metrics._base import DETAIL_JUDGE, DETAIL_METHOD, REASON_JUDGE_ERROR
+from ragtrace._wire_claims import decode_claims, encode_claims
+from ragtrace.metrics._base import DETAIL_CLAIMS, DETAIL_JUDGE, DETAIL_METHOD, REASON_JUDGE_ERROR
 
 if TYPE_CHECKING:
     from opentelemetry.util.types import AttributeValue
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
     from ragtrace.metrics._base import Score
 
 __all__ = [
+    "CLAIMS",
     "FIELDS",
     "Encoded",
     "EventData",
@@ -57,8 +59,10 @@ LABEL: Final = "label"
 REASON: Final = "reason"
 EXPLANATION: Final = "explanation"
 ERROR_TYPE: Final = "error_type"
+CLAIMS: Final = "claims"
 FIELDS: Final = (VALUE, LABEL, EXPLANATION, REASON, ERROR_TYPE)
-"""The fields a decoded score has (the collector's ``scores`` columns)."""
+"""The fields a decoded score has (the collector's ``scores`` columns); a claim metric's also has
+``CLAIMS``, its claims' verdicts as canonical JSON (``_wire_claims.decode_claims``), or None."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,8 +74,12 @@ class Encoded:
     events: tuple[EventData, ...]
 
 
-def encode(scores: Sequence[Score], cost: Cost, judge_name: str) -> Encoded:
+def encode(scores: Sequence[Score], cost: Cost, judge_name: str, *, claim_text: bool = True) -> Encoded:
     """The decision, attributes and events for a span scored with ``scores`` at ``cost`` by ``judge_name``.
+
+    A claim metric's event also carries its claims' verdicts (``semconv.EVAL_CLAIMS``, bounded;
+    ``ragtrace._wire_claims``), with the claims' text only when ``claim_text`` (the span's content
+    was captured).
 
     The decision is ``error`` only when every metric failed with a judge error (scoring failed as a
     whole); a metric that was merely skipped or unmeasured keeps ``evaluated`` with its reason.
@@ -105,6 +113,11 @@ def encode(scores: Sequence[Score], cost: Cost, judge_name: str) -> Encoded:
             event[semconv.GEN_AI_EVALUATION_EXPLANATION] = explanation
         if score.error_type:
             event[semconv.ERROR_TYPE] = score.error_type
+        claims = score.details.get(DETAIL_CLAIMS) if score.details else None
+        if claims:
+            event[semconv.EVAL_CLAIMS], omitted = encode_claims(claims, text=claim_text)
+            if omitted:
+                event[semconv.EVAL_CLAIMS_OMITTED] = omitted
         events.append((semconv.GEN_AI_EVALUATION_RESULT, event))
     failed = [s for s in scores if s.status == "error"]
     if scores and len(failed) == len(scores):
@@ -170,6 +183,7 @@ _RESERVED_EVAL_KEYS: Final = frozenset(
         semconv.EVAL_SECONDS,
         semconv.EVAL_TARGET_SPAN_ID,
         semconv.EVAL_TARGET_TRACE_ID,
+        semconv.EVAL_CLAIMS,  # an event attribute, never a metric named "claims"
     )
 )
 _LABEL_SUFFIX: Final = semconv.eval_label("x")[len(semconv.eval_score("x")) :]
@@ -232,6 +246,9 @@ def decode_scores(
             EXPLANATION: text(eattrs.get(semconv.GEN_AI_EVALUATION_EXPLANATION)),
             ERROR_TYPE: text(eattrs.get(semconv.ERROR_TYPE)),
         }
+        claims = decode_claims(eattrs.get(semconv.EVAL_CLAIMS))
+        if claims:
+            found[name][CLAIMS] = json.dumps(claims, ensure_ascii=False, separators=(",", ":"))
     for metric, field_name, value in evals:
         if field_name == VALUE:
             number = _number(value)

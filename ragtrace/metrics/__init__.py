@@ -5,7 +5,7 @@ run any metric alone with ``await metric.score(record, judge)``. ``metric_by_nam
 ``build_suite`` build metrics from configuration names.
 """
 
-from ragtrace.metrics._base import DETAIL_METHOD, Cost, Direction, Metric, Score, Status
+from ragtrace.metrics._base import DETAIL_CLAIMS, DETAIL_METHOD, Cost, Direction, Metric, Score, Status
 from ragtrace.metrics._registry import (
     METRIC_NAMES,
     PRODUCTION_METRICS,
@@ -17,6 +17,7 @@ from ragtrace.metrics._suite import Suite, SuiteResult
 from ragtrace.metrics.chunks import ContextPrecision, ContextRelevance, ContextRelevanceWeighted
 from ragtrace.metrics.claims import (
     AnswerRelevancy,
+    ClaimVerdict,
     ContextContradiction,
     ContextRecall,
     Faithfulness,
@@ -31,6 +32,7 @@ from ragtrace.metrics.rating import AnswerRelevancyRating
 from ragtrace.metrics.relevancy_embedding import AnswerRelevancyEmbedding
 
 __all__ = [
+    "DETAIL_CLAIMS",
     "DETAIL_METHOD",
     "METRIC_NAMES",
     "PRODUCTION_METRICS",
@@ -38,6 +40,7 @@ __all__ = [
     "AnswerRelevancy",
     "AnswerRelevancyEmbedding",
     "AnswerRelevancyRating",
+    "ClaimVerdict",
     "ContextContradiction",
     "ContextPrecision",
     "ContextRecall",

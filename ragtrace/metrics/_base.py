@@ -46,6 +46,10 @@ DETAIL_METHOD = "method"
 """``Score.details[DETAIL_METHOD]``: how the metric was computed when there is more than one way
 (exported as ``semconv.eval_method(name)``)."""
 
+DETAIL_CLAIMS = "claim_verdicts"
+"""``Score.details[DETAIL_CLAIMS]``: a claim metric's ``ClaimVerdict``s, one per claim in the answer's order
+(faithfulness, hallucination; exported on the evaluation event as ``semconv.EVAL_CLAIMS``)."""
+
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
 
 

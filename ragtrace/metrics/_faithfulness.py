@@ -6,12 +6,14 @@ Re-exported by ``claims``, the family's import path (the table of the family is 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from ragtrace._exceptions import ConfigurationError
 from ragtrace.judges._base import EXTRACT_CLAIMS, VERIFY, Verdict
 from ragtrace.metrics._answer_claims import AnswerClaimsMetric
-from ragtrace.metrics._base import Direction, Score
+from ragtrace.metrics._base import DETAIL_CLAIMS, Direction, Score
+from ragtrace.metrics._claim_verdicts import ClaimVerdict, claim_verdicts
 from ragtrace.metrics._claims_arithmetic import claim_support, faithfulness_label, fraction, picked, supported_by_any
 from ragtrace.metrics._metric import NEEDS_CHUNKS
 from ragtrace.metrics._steps import Steps, verification
@@ -44,15 +46,25 @@ class _SupportShare(AnswerClaimsMetric):
             raise ConfigurationError(f"{self.name}: scoring={scoring!r}: use one of {', '.join(SCORINGS)}")
         self.scoring: Scoring = scoring
 
-    async def _support(
-        self, steps: Steps, claims: list[str], chunks: list[str]
-    ) -> tuple[list[list[Verdict]], list[bool], float, bool]:
-        """The verdicts, which claims are supported, the share of support and whether it was weighed
-        by probabilities."""
+    async def _support(self, steps: Steps, claims: list[str], chunks: list[str]) -> _Reading:
         matrix, support = await verification(steps, claims, chunks)
         weighed = support if self.scoring == "support" else None
         share = sum(claim_support(matrix, weighed)) / len(claims)
-        return matrix, supported_by_any(matrix), share, weighed is not None
+        verdicts = claim_verdicts(claims, matrix, support)
+        return _Reading(matrix, supported_by_any(matrix), share, weighed is not None, verdicts)
+
+
+@dataclass(frozen=True, slots=True)
+class _Reading:
+    """The judge's reading of an answer's claims, as both metrics use it."""
+
+    matrix: list[list[Verdict]]
+    supported: list[bool]
+    """Per claim: does some chunk's verdict support it?"""
+    share: float
+    """Share of supported claims, weighed by support probabilities when ``weighed``."""
+    weighed: bool
+    verdicts: tuple[ClaimVerdict, ...]
 
 
 def _weighed(weighed: bool, share: float, what: str) -> str:
@@ -66,14 +78,20 @@ class Faithfulness(_SupportShare):
     name = "faithfulness"
 
     async def _measure_claims(self, record: RagRecord, steps: Steps, claims: list[str]) -> Score:
-        _, supported, share, weighed = await self._support(steps, claims, record.texts)
-        n = sum(supported)
+        reading = await self._support(steps, claims, record.texts)
+        n, share = sum(reading.supported), reading.share
         return self.measured(
             share,
             steps,
             label=faithfulness_label(n, len(claims)),
-            explanation=f"{n} of {len(claims)} claims supported by the chunks" + _weighed(weighed, share, "expected"),
-            details={"claims": len(claims), "supported_claims": n, "unsupported": picked(claims, supported, False)},
+            explanation=f"{n} of {len(claims)} claims supported by the chunks"
+            + _weighed(reading.weighed, share, "expected"),
+            details={
+                "claims": len(claims),
+                "supported_claims": n,
+                "unsupported": picked(claims, reading.supported, False),
+                DETAIL_CLAIMS: reading.verdicts,
+            },
         )
 
 
@@ -95,20 +113,21 @@ class Hallucination(_SupportShare):
         self.threshold = float(threshold)
 
     async def _measure_claims(self, record: RagRecord, steps: Steps, claims: list[str]) -> Score:
-        matrix, supported, share, weighed = await self._support(steps, claims, record.texts)
-        unsupported = [not s for s in supported]
-        contradicted = sum(any(v is Verdict.CONTRADICTED for v in row) for row in matrix)
-        value = 1.0 - share
+        reading = await self._support(steps, claims, record.texts)
+        unsupported = [not s for s in reading.supported]
+        contradicted = sum(any(v is Verdict.CONTRADICTED for v in row) for row in reading.matrix)
+        value = 1.0 - reading.share
         explanation = f"{sum(unsupported)} of {len(claims)} claims without support, {contradicted} contradicted"
         return self.measured(
             value,
             steps,
             label="hallucinated" if fraction(unsupported) > self.threshold else "grounded",
-            explanation=explanation + _weighed(weighed, value, "expected unsupported share"),
+            explanation=explanation + _weighed(reading.weighed, value, "expected unsupported share"),
             details={
                 "claims": len(claims),
                 "unsupported_claims": sum(unsupported),
                 "contradicted_claims": contradicted,
                 "unsupported": picked(claims, unsupported, True),
+                DETAIL_CLAIMS: reading.verdicts,
             },
         )

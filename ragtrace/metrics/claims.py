@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 from ragtrace.judges._base import CLASSIFY_CLAIMS, EXTRACT_CLAIMS, RATE_STATEMENTS, VERIFY, Verdict
 from ragtrace.metrics._answer_claims import AnswerClaimsMetric
 from ragtrace.metrics._base import REASON_NO_CLAIMS, Direction, Score
+from ragtrace.metrics._claim_verdicts import ClaimVerdict
 from ragtrace.metrics._claims_arithmetic import (
     claim_support,
     contradicted_chunks,
@@ -57,6 +58,7 @@ if TYPE_CHECKING:
 __all__ = [
     "SCORINGS",
     "AnswerRelevancy",
+    "ClaimVerdict",
     "ContextContradiction",
     "ContextRecall",
     "Faithfulness",

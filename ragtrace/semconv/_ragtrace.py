@@ -137,6 +137,26 @@ EVAL_JUDGE_COMPLETION_TOKENS: Final = "ragtrace.eval.judge.completion_tokens"
 EVAL_SECONDS: Final = "ragtrace.eval.seconds"
 """Wall time, in seconds, spent scoring this span."""
 
+EVAL_CLAIMS: Final = "ragtrace.eval.claims"
+"""On a claim metric's ``gen_ai.evaluation.result`` event (span event or log record): its claims' verdicts as a
+JSON array of ``{"claim", "verdict", "chunk", "support"}`` (``ragtrace._wire_claims``), bounded; ``claim`` left
+out when the span's content was not captured."""
+
+EVAL_CLAIMS_OMITTED: Final = "ragtrace.eval.claims.omitted"
+"""Beside ``EVAL_CLAIMS`` when the answer had more claims than the wire carries: how many were left out."""
+
+CLAIM_SUPPORTED: Final = "supported"
+"""An ``EVAL_CLAIMS`` verdict: some chunk supports the claim."""
+
+CLAIM_CONTRADICTED: Final = "contradicted"
+"""An ``EVAL_CLAIMS`` verdict: no chunk supports the claim and one contradicts it."""
+
+CLAIM_UNSUPPORTED: Final = "unsupported"
+"""An ``EVAL_CLAIMS`` verdict: no chunk supports or contradicts the claim (no basis)."""
+
+CLAIM_VERDICTS: Final = (CLAIM_SUPPORTED, CLAIM_CONTRADICTED, CLAIM_UNSUPPORTED)
+"""Every verdict ``EVAL_CLAIMS`` can give a claim."""
+
 EVAL_TARGET_SPAN_ID: Final = "ragtrace.eval.target.span_id"
 """On a carrier (EVALUATOR) span: hex id of the RAG span its late scores belong to."""
 

@@ -18,7 +18,14 @@ from ragtrace.metrics import (
     NoiseSensitivity,
     RelevantNoiseSensitivity,
 )
-from ragtrace.metrics.claims import contradicted_chunks, faithfulness_label, noisy_claims, supported_by_any
+from ragtrace.metrics._base import DETAIL_CLAIMS
+from ragtrace.metrics.claims import (
+    ClaimVerdict,
+    contradicted_chunks,
+    faithfulness_label,
+    noisy_claims,
+    supported_by_any,
+)
 from ragtrace.testing import DEFAULT_CHAT_COST, FakeJudge
 
 S, C, N = Verdict.SUPPORTED, Verdict.CONTRADICTED, Verdict.NEITHER
@@ -66,7 +73,18 @@ async def test_einstein_three_of_four_claims_supported() -> None:
     )
     score = await Faithfulness().score(record, judge)
     assert score.value == pytest.approx(0.75, abs=1e-4)
-    assert score.details == {"claims": 4, "supported_claims": 3, "unsupported": [claims[3]]}
+    assert {k: v for k, v in score.details.items() if k != DETAIL_CLAIMS} == {
+        "claims": 4,
+        "supported_claims": 3,
+        "unsupported": [claims[3]],
+    }
+    # Which chunk decided each claim (no support probabilities from this judge).
+    assert score.details[DETAIL_CLAIMS] == (
+        ClaimVerdict(claims[0], "supported", 0, None),
+        ClaimVerdict(claims[1], "supported", 0, None),
+        ClaimVerdict(claims[2], "supported", 1, None),
+        ClaimVerdict(claims[3], "unsupported", None, None),
+    )
     # Alone, a metric pays for its own steps: one extraction and one verification.
     assert [c.step for c in judge.calls] == ["extract_claims", "verify"]
     assert score.cost == DEFAULT_CHAT_COST + DEFAULT_CHAT_COST

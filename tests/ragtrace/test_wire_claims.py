@@ -1,0 +1,128 @@
+"""Claims on the wire: a claim metric's per-claim verdicts on its evaluation event, bounded, without the
+claims' text when the span's content was not captured, and read back safely by the collector's decoder."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+import ragtrace
+from ragtrace import _wire, semconv
+from ragtrace._cost import Cost
+from ragtrace._wire_claims import MAX_CLAIM_CHARS, MAX_CLAIMS, decode_claims, encode_claims
+from ragtrace.metrics import DETAIL_CLAIMS, ClaimVerdict, Score
+from ragtrace.testing import FakeJudge, capture
+
+CHUNKS = ["Paris is the capital of France.", "The Seine flows through Paris."]
+ANSWER = "Paris is the capital of France. It has ten million cats. Lyon is the capital."
+CLAIMS = ["Paris is the capital of France.", "It has ten million cats.", "Lyon is the capital."]
+
+
+def _judge() -> FakeJudge:
+    return FakeJudge(
+        extract_claims=lambda text, question=None: CLAIMS,
+        verify={CLAIMS[0]: ["supported", "neither"], CLAIMS[1]: "neither", CLAIMS[2]: ["contradicted", "neither"]},
+        support={CLAIMS[0]: [0.93, 0.2], CLAIMS[1]: [0.1, 0.05], CLAIMS[2]: [0.02, 0.1]},
+    )
+
+
+def _event_claims(span: Any, metric: str) -> list[dict[str, Any]]:
+    (event,) = [
+        e
+        for e in span.events
+        if e.name == semconv.GEN_AI_EVALUATION_RESULT and e.attributes[semconv.GEN_AI_EVALUATION_NAME] == metric
+    ]
+    claims: list[dict[str, Any]] = json.loads(event.attributes[semconv.EVAL_CLAIMS])
+    return claims
+
+
+def _scored(**options: Any) -> Any:
+    with capture(_judge(), metrics=["faithfulness", "hallucination"], **options) as captured:
+
+        @ragtrace.rag
+        def ask(question: str) -> str:
+            ragtrace.record(chunks=CHUNKS)
+            return ANSWER
+
+        ask("Tell me about Paris.")
+        [span] = captured.rag_spans()
+    return span
+
+
+def test_each_claim_goes_out_with_its_verdict_deciding_chunk_and_probability() -> None:
+    span = _scored()
+    expected = [
+        {"claim": CLAIMS[0], "verdict": "supported", "chunk": 0, "support": 0.93},
+        {"claim": CLAIMS[1], "verdict": "unsupported", "chunk": None, "support": 0.1},
+        {"claim": CLAIMS[2], "verdict": "contradicted", "chunk": 0, "support": 0.1},
+    ]
+    assert _event_claims(span, "faithfulness") == expected
+    assert _event_claims(span, "hallucination") == expected
+    # And the collector's decoder reads them back as the same entries.
+    attributes = dict(span.attributes)
+    events = [(e.name, dict(e.attributes)) for e in span.events]
+    decoded = _wire.decode(attributes, events)
+    assert json.loads(decoded["faithfulness"][_wire.CLAIMS]) == expected
+
+
+def test_without_captured_content_the_claims_go_without_their_text() -> None:
+    span = _scored(capture_content=False)
+    assert span.attributes[semconv.RAGTRACE_CONTENT_CAPTURED] is False
+    claims = _event_claims(span, "faithfulness")
+    assert [c["verdict"] for c in claims] == ["supported", "unsupported", "contradicted"]
+    assert all("claim" not in c for c in claims)
+    assert "Paris" not in json.dumps([dict(e.attributes) for e in span.events])
+
+
+def _score_with(verdicts: tuple[ClaimVerdict, ...]) -> Score:
+    return Score(name="faithfulness", value=0.5, direction="higher", details={DETAIL_CLAIMS: verdicts})
+
+
+def test_the_claims_on_an_event_are_bounded() -> None:
+    many = tuple(ClaimVerdict(f"claim {i} " + "x" * 400, "supported", 0, 0.9) for i in range(MAX_CLAIMS + 5))
+    encoded = _wire.encode([_score_with(many)], Cost(), "fake")
+    (_, event) = encoded.events[0]
+    claims = json.loads(str(event[semconv.EVAL_CLAIMS]))
+    assert len(claims) == MAX_CLAIMS and event[semconv.EVAL_CLAIMS_OMITTED] == 5
+    assert all(len(c["claim"]) == MAX_CLAIM_CHARS and c["claim"].endswith("…") for c in claims)
+    assert claims[0]["claim"].startswith("claim 0 ")
+    few = _wire.encode([_score_with(many[:2])], Cost(), "fake").events[0][1]
+    assert semconv.EVAL_CLAIMS_OMITTED not in few
+
+
+def test_a_score_without_claims_adds_nothing() -> None:
+    (_, event) = _wire.encode([_score_with(())], Cost(), "fake").events[0]
+    assert semconv.EVAL_CLAIMS not in event
+    assert _wire.decode({}, [(semconv.GEN_AI_EVALUATION_RESULT, {semconv.GEN_AI_EVALUATION_NAME: "x"})]) == {
+        "x": {"value": None, "label": None, "explanation": None, "error_type": None}
+    }
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("not json", None),
+        ('{"claim": "a"}', None),
+        (
+            '[{"claim": "a", "verdict": "supported", "chunk": 1, "support": 0.5}, {"verdict": "maybe"}, 7]',
+            [{"claim": "a", "verdict": "supported", "chunk": 1, "support": 0.5}],
+        ),
+        (
+            [{"claim": 3, "verdict": "unsupported", "chunk": -1, "support": 1.5}],
+            [{"claim": None, "verdict": "unsupported", "chunk": None, "support": None}],
+        ),
+        ([{"verdict": "contradicted", "chunk": True, "support": float("nan")}], [
+            {"claim": None, "verdict": "contradicted", "chunk": None, "support": None}
+        ]),
+    ],
+)  # fmt: skip
+def test_decoding_keeps_only_well_formed_entries(value: Any, expected: Any) -> None:
+    assert decode_claims(value) == expected
+
+
+def test_encoding_without_text_round_trips() -> None:
+    text, omitted = encode_claims((ClaimVerdict("secret words", "unsupported", None, None),), text=False)
+    assert omitted == 0 and "secret" not in text
+    assert decode_claims(text) == [{"claim": None, "verdict": "unsupported", "chunk": None, "support": None}]
