@@ -25,6 +25,7 @@ from ragtrace_collector._alert_cli import add_alert_commands, run_alert_command
 from ragtrace_collector._budget import DEFAULT_MAX_INFLIGHT_BYTES
 from ragtrace_collector._http import DEFAULT_MAX_BODY_BYTES
 from ragtrace_collector._join import JoinLimits
+from ragtrace_collector._phoenix import PHOENIX_API_KEY_VARIABLE, PHOENIX_URL_VARIABLE
 from ragtrace_collector._server import Collector, CollectorConfig
 
 TOKEN_VARIABLE = env.RAGTRACE_COLLECTOR_TOKEN
@@ -58,6 +59,14 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--rules", type=Path, default=None, help="alert rules TOML file (default: built-in rules)")
     serve.add_argument("--retention-days", type=float, default=None, help="delete rows older than this many days")
     serve.add_argument("--forward", default=None, help="forward spans and scores to this OTLP/HTTP endpoint")
+    serve.add_argument(
+        "--phoenix-url",
+        default=None,
+        help=(
+            "post every stored score to Arize Phoenix at this base URL as a span annotation "
+            f"(or {PHOENIX_URL_VARIABLE}; API key from {PHOENIX_API_KEY_VARIABLE})"
+        ),
+    )
     serve.add_argument(
         "--max-body-bytes",
         type=int,
@@ -153,6 +162,8 @@ def _serve(args: argparse.Namespace) -> int:
         rules=args.rules,
         retention_days=args.retention_days,
         forward=args.forward,
+        phoenix_url=args.phoenix_url or env.read_str(PHOENIX_URL_VARIABLE),
+        phoenix_api_key=env.read_str(PHOENIX_API_KEY_VARIABLE),
         max_body_bytes=args.max_body_bytes,
         max_inflight_bytes=args.max_inflight_bytes,
         score=args.score,

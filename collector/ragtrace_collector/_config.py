@@ -15,6 +15,7 @@ from ragtrace_collector._budget import DEFAULT_MAX_INFLIGHT_BYTES
 from ragtrace_collector._forward import traces_url
 from ragtrace_collector._http._body import DEFAULT_MAX_BODY_BYTES
 from ragtrace_collector._join import JoinLimits
+from ragtrace_collector._phoenix import annotations_url
 
 __all__ = ["CollectorConfig"]
 
@@ -49,6 +50,10 @@ class CollectorConfig:
     """Join and score the RAG calls other instrumentations traced (``_join``) once their traces settle."""
     join_limits: JoinLimits = field(default_factory=JoinLimits)
     """The settle window and the bounds on the traces waiting to be joined."""
+    phoenix_url: str | None = None
+    """Arize Phoenix's base URL: post every stored score there as a span annotation (``_phoenix``); None: off."""
+    phoenix_api_key: str | None = field(default=None, repr=False)
+    """Phoenix's API key (``Authorization: Bearer``), when its authentication is on."""
 
     def validate(self) -> None:
         """Raise ``ConfigurationError`` naming the fix when the configuration is unsafe or wrong."""
@@ -81,3 +86,5 @@ class CollectorConfig:
             raise ConfigurationError(f"--rules {self.rules}: no such file; give the path of a rules TOML file")
         if self.forward is not None:
             traces_url(self.forward)
+        if self.phoenix_url is not None:
+            annotations_url(self.phoenix_url)

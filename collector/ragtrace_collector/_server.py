@@ -26,6 +26,7 @@ from ragtrace_collector._forward import Forwarder
 from ragtrace_collector._grpc import create_grpc_server
 from ragtrace_collector._http import alert_api_routes, create_app
 from ragtrace_collector._join import Settler
+from ragtrace_collector._phoenix import PhoenixAnnotator
 from ragtrace_collector._pipeline import Pipeline
 from ragtrace_collector._prometheus import Sources, Stats, metrics_routes
 from ragtrace_collector._store import Store
@@ -63,6 +64,8 @@ class Collector:
         self.pipeline: Pipeline | None = None
         self.scorer: Any = None
         self.forwarder: Forwarder | None = None
+        self.annotator: PhoenixAnnotator | None = None
+        """Posts the stored scores to Phoenix as span annotations once started; None without ``phoenix_url``."""
         self.watcher: Any = None
         self.settler: Settler | None = None
         """Joins the RAG calls other instrumentations traced (``_join.Settler``) once started; None when
@@ -85,7 +88,8 @@ class Collector:
         ``on_ready`` is called once both receivers listen (``http_port``, ``grpc_port`` and ``page_url`` are set).
         Every part is stopped in the reverse order of its start, also when the start-up fails half-way: the
         receivers first, then the watcher, scoring (which still writes), forwarding (which still sends what
-        scoring produced), the pipeline, and the store last.
+        scoring produced), the pipeline, the Phoenix annotator (which posts what they all stored), and the store
+        last.
         """
         config = self.config
         loop = asyncio.get_running_loop()
@@ -106,6 +110,13 @@ class Collector:
             write_lock = multiprocessing.get_context("spawn").Lock() if config.decode_processes else None
             store = self.store = Store(config.db, write_lock=write_lock)
             stack.callback(store.close)
+            if config.phoenix_url:
+                # Started before, so stopped after, everything that writes scores: its last read sees them all.
+                annotator = self.annotator = PhoenixAnnotator(
+                    config.phoenix_url, config.db, api_key=config.phoenix_api_key
+                )
+                annotator.start()
+                stack.push_async_callback(annotator.stop)
             forwarder: Forwarder | None = None
             if config.forward:
                 forwarder = self.forwarder = Forwarder(config.forward)

@@ -1,0 +1,261 @@
+"""``PhoenixAnnotator``: the store's new scores, posted to Arize Phoenix as span annotations from a background task.
+
+Every ``poll_seconds`` it reads the scores committed since its cursor (``ScoreTail``, on a worker thread with a
+connection of its own) and posts them in batches of ``batch_size``. Ingest never waits for it: it reads what the
+receivers already committed, and at most ``queue_size`` annotations are held in memory; past that it reads no
+further until some are delivered or given up (the rest wait in the store, which holds them anyway).
+
+Phoenix's replies (``_wire.classify``):
+
+- a span Phoenix does not hold yet (the app's own export, or ``--forward``, may reach it after the collector
+  stored the score): that annotation waits and is tried again, 1 s later, then 2, 4 ... (at most 10 s apart),
+  for up to ``span_wait_seconds``; the rest of the batch is sent again at once;
+- 5xx, 408, 429 or no connection: the batch is sent again after 0.5 s, 1, 2 ... (at most 10 s), at most
+  ``max_retries`` times;
+- any other refusal: the batch is given up.
+
+Given-up annotations are logged and counted (``dropped``, by reason in ``dropped_by``). Phoenix upserts on
+(span, name, identifier), so a batch sent again after a lost reply leaves no duplicate. The cursor starts past
+the scores stored before ``start()`` and lives in memory: a collector that crashes loses the annotations it had
+not sent yet (a stop sends what it can in ``stop``'s time).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+from ragtrace_collector._phoenix._tail import ScoreTail
+from ragtrace_collector._phoenix._wire import Annotation, Outcome, Reply, annotations_url, classify, request_body
+
+__all__ = ["PhoenixAnnotator"]
+
+_log = logging.getLogger("ragtrace_collector")
+
+_MAX_DELAY_SECONDS = 10.0
+
+
+@dataclass(frozen=True, slots=True)
+class _Waiting:
+    """An annotation whose span Phoenix did not hold: since when (loop time), its next try, and how many so far."""
+
+    annotation: Annotation
+    first_missing: float
+    due: float
+    tries: int
+
+
+_Key = tuple[str, str]
+"""(span id, metric): what Phoenix keeps one annotation of (with the fixed identifier)."""
+
+
+class PhoenixAnnotator:
+    """Posts the scores the store at ``db`` commits to Phoenix at ``url``. ``start``/``stop`` on the event loop."""
+
+    def __init__(
+        self,
+        url: str,
+        db: Path,
+        *,
+        api_key: str | None = None,
+        batch_size: int = 100,
+        queue_size: int = 1000,
+        poll_seconds: float = 1.0,
+        timeout: float = 10.0,
+        max_retries: int = 5,
+        retry_seconds: float = 0.5,
+        span_retry_seconds: float = 1.0,
+        span_wait_seconds: float = 120.0,
+    ) -> None:
+        self.url = annotations_url(url)
+        self._db = db
+        self._headers = {"authorization": f"Bearer {api_key}"} if api_key else {}
+        self._batch_size = batch_size
+        self._queue_size = queue_size
+        self._poll_seconds = poll_seconds
+        self._timeout = timeout
+        self._max_retries = max_retries
+        self._retry_seconds = retry_seconds
+        self._span_retry_seconds = span_retry_seconds
+        self._span_wait_seconds = span_wait_seconds
+        self._ready: deque[Annotation] = deque()
+        self._posting: list[Annotation] = []
+        self._waiting: list[_Waiting] = []
+        self._missing: dict[_Key, _Waiting] = {}
+        """Every annotation found missing and not delivered or given up yet, waiting or back in line."""
+        self._tail: ScoreTail | None = None
+        self._cursor = 0
+        self._drained = False
+        self._read_failed = False
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._closing = False
+        self.sent = 0
+        """Annotations Phoenix stored."""
+        self.dropped_by: dict[str, int] = {}
+        """Annotations given up, by reason: ``refused``, ``retries`` (spent), ``span_missing`` (the span did not
+        reach Phoenix in ``span_wait_seconds``), ``stopped`` (still unsent when ``stop`` ran out of time)."""
+
+    @property
+    def dropped(self) -> int:
+        """Annotations given up, whatever the reason."""
+        return sum(self.dropped_by.values())
+
+    @property
+    def pending(self) -> int:
+        """Annotations read from the store and not yet delivered or given up."""
+        return len(self._ready) + len(self._posting) + len(self._waiting)
+
+    def start(self) -> None:
+        """Start posting what the store commits from now on (on the running loop)."""
+        if self._task is None:
+            self._tail = ScoreTail(self._db)
+            # Read here, not in the task: a score committed between start() and the task's first read counts.
+            self._cursor = self._tail.end()
+            self._task = asyncio.get_running_loop().create_task(self._run(), name="ragtrace-phoenix-annotator")
+
+    async def stop(self, timeout: float = 5.0) -> None:
+        """Post what is stored and not sent yet, for at most ``timeout`` seconds, then stop.
+
+        Call after everything that writes scores has stopped: the last read happens here.
+        """
+        self._closing = True
+        self._wake.set()
+        if self._task is not None:
+            try:
+                await asyncio.wait_for(self._task, timeout)
+            except TimeoutError:
+                if self.pending:
+                    _log.warning("Phoenix annotator stopped with %d annotation(s) unsent", self.pending)
+                    self._drop("stopped", self.pending)
+            self._task = None
+        if self._tail is not None:
+            self._tail.close()
+            self._tail = None
+
+    # -- the task ----------------------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        async with httpx.AsyncClient(timeout=self._timeout, headers=self._headers) as client:
+            while True:
+                closing = self._closing  # read before the store: the last read then sees every score
+                await self._read()
+                self._release_due()
+                if self._ready:
+                    count = min(self._batch_size, len(self._ready))
+                    self._posting = [self._ready.popleft() for _ in range(count)]
+                    await self._post(client, self._posting)
+                    self._posting = []
+                    continue
+                if closing and self._drained and not self._waiting:
+                    return
+                await self._pause()
+
+    async def _read(self) -> None:
+        room = self._queue_size - self.pending
+        if room <= 0 or self._tail is None:
+            return
+        try:
+            found, self._cursor, self._drained = await asyncio.to_thread(self._tail.read, self._cursor, room)
+        except Exception:
+            # A locked or vanished file: the next poll reads again from the same cursor.
+            _log.warning("Phoenix annotator could not read the stored scores", exc_info=True)
+            self._drained, self._read_failed = False, True
+            return
+        self._read_failed = False
+        self._ready.extend(found)
+
+    def _release_due(self) -> None:
+        now = asyncio.get_running_loop().time()
+        if any(w.due <= now for w in self._waiting):
+            due = [w.annotation for w in self._waiting if w.due <= now]
+            self._waiting = [w for w in self._waiting if w.due > now]
+            self._ready.extendleft(reversed(due))
+
+    async def _pause(self) -> None:
+        """Sleep until the next poll, the next waiting annotation's turn, or ``stop``."""
+        self._wake.clear()  # before reading ``_closing``: a stop() from now on ends the wait at once
+        delay = self._poll_seconds
+        if self._closing and not self._drained and not self._read_failed and self.pending < self._queue_size:
+            delay = 0.0  # stopping: read the rest of the store now
+        elif self._closing:
+            delay = _MAX_DELAY_SECONDS  # only the waiting annotations are left
+        if self._waiting:
+            next_due = min(w.due for w in self._waiting) - asyncio.get_running_loop().time()
+            delay = min(delay, max(0.0, next_due))
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._wake.wait(), delay)
+
+    async def _post(self, client: httpx.AsyncClient, batch: list[Annotation]) -> None:
+        span_ids = frozenset(a.span_id for a in batch)
+        body = request_body(batch)
+        delay = self._retry_seconds
+        for attempt in range(self._max_retries + 1):
+            reply = await self._send(client, body, span_ids)
+            if reply.outcome is Outcome.SENT:
+                self.sent += len(batch)
+                self._forget(batch)
+                return
+            if reply.outcome is Outcome.MISSING:
+                self._wait_for_spans(batch, reply)
+                return
+            if reply.outcome is Outcome.REFUSED:
+                _log.warning("Phoenix refused %d annotation(s) (%s): dropped", len(batch), reply.reason)
+                self._drop("refused", len(batch), batch)
+                return
+            if attempt < self._max_retries:
+                # Also while stopping: ``stop``'s timeout bounds how long the retries may take.
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, _MAX_DELAY_SECONDS)
+        _log.warning("Phoenix did not take %d annotation(s) (%s): dropped", len(batch), reply.reason)
+        self._drop("retries", len(batch), batch)
+
+    async def _send(self, client: httpx.AsyncClient, body: dict[str, object], span_ids: frozenset[str]) -> Reply:
+        try:
+            response = await client.post(self.url, params={"sync": "true"}, json=body)
+        except httpx.HTTPError as exc:
+            return Reply(Outcome.RETRY, reason=f"{type(exc).__name__}: {exc}")
+        return classify(response.status_code, response.text, span_ids)
+
+    def _wait_for_spans(self, batch: list[Annotation], reply: Reply) -> None:
+        """Hold the annotations of the spans Phoenix lacks (Phoenix wrote none of the batch); put the others
+        first in line again."""
+        now = asyncio.get_running_loop().time()
+        self._ready.extendleft(reversed([a for a in batch if a.span_id not in reply.missing]))
+        given_up: list[Annotation] = []
+        for annotation in batch:
+            if annotation.span_id not in reply.missing:
+                continue
+            key = (annotation.span_id, annotation.name)
+            previous = self._missing.get(key)
+            first = now if previous is None else previous.first_missing
+            tries = 1 if previous is None else previous.tries + 1
+            if now - first >= self._span_wait_seconds:
+                given_up.append(annotation)
+                continue
+            pause = min(self._span_retry_seconds * 2 ** (tries - 1), _MAX_DELAY_SECONDS)
+            waiting = self._missing[key] = _Waiting(annotation, first, now + pause, tries)
+            self._waiting.append(waiting)
+        if given_up:
+            _log.warning(
+                "%d annotation(s) dropped: their spans did not reach Phoenix in %g s (%s)",
+                len(given_up),
+                self._span_wait_seconds,
+                reply.reason,
+            )
+            self._drop("span_missing", len(given_up), given_up)
+
+    def _forget(self, annotations: list[Annotation]) -> None:
+        if self._missing:
+            for annotation in annotations:
+                self._missing.pop((annotation.span_id, annotation.name), None)
+
+    def _drop(self, reason: str, count: int, annotations: list[Annotation] | None = None) -> None:
+        self.dropped_by[reason] = self.dropped_by.get(reason, 0) + count
+        self._forget(annotations or [])
