@@ -17,6 +17,9 @@ SOURCE_CARRIER = "carrier"
 """``scores.source`` of a late score brought by a carrier (EVALUATOR) span."""
 SOURCE_COLLECTOR = "collector"
 """``scores.source`` of a score computed by the collector's server-side scoring."""
+SOURCE_LOG = "log"
+"""``scores.source`` of a score that so far arrived only as an OTLP log record (``_logs``): the span's own
+evaluation of the same metric, when it arrives, takes the row over (``_store._writes``)."""
 
 _MAX_REJECTION_MESSAGES = 5
 
@@ -45,6 +48,9 @@ class Batch:
     settled: list[str] = field(default_factory=list)
     """Trace ids whose ``join_pending`` rows go (joined, or dropped to stay bounded), in the same transaction
     as the records joining wrote."""
+    log_scores: list[Row] = field(default_factory=list)
+    """``scores`` rows read from evaluation log records (``decode_logs_*``): written with the log rule, which
+    never overwrites what a span brought for the same ``(span_id, metric)`` (``_store._writes``)."""
 
     @property
     def error_message(self) -> str:
@@ -66,6 +72,7 @@ class Batch:
         self.scores.extend(other.scores)
         self.pending.extend(other.pending)
         self.settled.extend(other.settled)
+        self.log_scores.extend(other.log_scores)
         for reason in other.errors:
             if len(self.errors) < _MAX_REJECTION_MESSAGES:
                 self.errors.append(reason)

@@ -71,7 +71,7 @@ def _request_from_parts(parts: list[Part]) -> ExportTraceServiceRequest:
     return request
 
 
-def _load_json(body: bytes) -> tuple[object, str | None]:
+def load_json(body: bytes) -> tuple[object, str | None]:
     """The parsed body, and the marker of the values cut for their depth (None when nothing was cut)."""
     text = body.decode("utf-8", errors="replace")
     try:
@@ -86,7 +86,7 @@ def _load_json(body: bytes) -> tuple[object, str | None]:
 
 
 def _json_parts(body: bytes, batch: Batch) -> list[Part]:
-    document, marker = _load_json(body)
+    document, marker = load_json(body)
     if not isinstance(document, dict):
         raise OtlpDecodeError("an OTLP/JSON export is a JSON object with a 'resourceSpans' array")
     resource_spans = json_list(document, "resourceSpans", "resource_spans")

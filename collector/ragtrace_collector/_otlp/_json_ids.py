@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from google.protobuf import json_format
+from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 _ID_KEYS = frozenset({"traceId", "trace_id", "spanId", "span_id", "parentSpanId", "parent_span_id"})
@@ -49,3 +50,12 @@ def json_span(raw: Any) -> Span:
     span = Span()
     json_format.ParseDict(fixed, span, ignore_unknown_fields=True)
     return span
+
+
+def json_log_record(raw: Any) -> LogRecord:
+    """An OTLP/JSON log record (hex ``traceId``/``spanId``) as a protobuf message; raise when it does not parse."""
+    if not isinstance(raw, dict):
+        raise ValueError("a log record is not a JSON object")
+    record = LogRecord()
+    json_format.ParseDict(_fix_ids(raw), record, ignore_unknown_fields=True)
+    return record

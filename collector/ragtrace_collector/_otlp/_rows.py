@@ -14,6 +14,7 @@ from ragtrace._foreign._classify import role_of
 from ragtrace._foreign._pending import span_size
 from ragtrace_collector._otlp._batch import SOURCE_APP, SOURCE_CARRIER, Batch, Part, short
 from ragtrace_collector._otlp._keys import DOC, KEY_KINDS, chunks_from_documents, classify, span_attributes
+from ragtrace_collector._otlp._score_row import score_row
 from ragtrace_collector._otlp._values import attributes, dumps, int_or_none, number, text
 
 
@@ -209,20 +210,16 @@ def _rag_and_scores(
         owner_span, owner_trace, source, owner_route = span_id, trace_id, SOURCE_APP, route
     for metric, fields in scores.items():
         batch.scores.append(
-            {
-                "span_id": owner_span,
-                "metric": metric,
-                "value": fields.get("value"),
-                "label": fields.get("label"),
-                "explanation": fields.get("explanation"),
-                "reason": fields.get("reason"),
-                "error_type": fields.get("error_type"),
-                "trace_id": owner_trace,
-                "service": service,
-                "route": owner_route,
-                "time_ns": time_ns,
-                "source": source,
-            }
+            score_row(
+                metric,
+                fields,
+                span_id=owner_span,
+                trace_id=owner_trace,
+                service=service,
+                route=owner_route,
+                time_ns=time_ns,
+                source=source,
+            )
         )
 
 

@@ -18,7 +18,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Sp
 from ragtrace_collector._otlp._batch import Batch, OtlpDecodeError, Part
 from ragtrace_collector._otlp._rows import rows_from_parts
 
-_WIRE_VARINT, _WIRE_I64, _WIRE_LEN, _WIRE_I32 = 0, 1, 2, 5
+_WIRE_VARINT, _WIRE_I64, WIRE_LEN, _WIRE_I32 = 0, 1, 2, 5
 
 
 def _read_varint(buf: bytes, pos: int) -> tuple[int, int]:
@@ -35,7 +35,7 @@ def _read_varint(buf: bytes, pos: int) -> tuple[int, int]:
         shift += 7
 
 
-def _fields(buf: bytes) -> Iterator[tuple[int, int, bytes | int]]:
+def fields(buf: bytes) -> Iterator[tuple[int, int, bytes | int]]:
     """Yield (field number, wire type, payload) of one message level; raise on a broken structure."""
     pos = 0
     end = len(buf)
@@ -47,7 +47,7 @@ def _fields(buf: bytes) -> Iterator[tuple[int, int, bytes | int]]:
         if wire == _WIRE_VARINT:
             value, pos = _read_varint(buf, pos)
             yield number, wire, value
-        elif wire == _WIRE_LEN:
+        elif wire == WIRE_LEN:
             size, pos = _read_varint(buf, pos)
             if pos + size > end:
                 raise OtlpDecodeError("length-delimited field runs past the end of the body")
@@ -78,14 +78,14 @@ def salvage_parts(body: bytes, batch: Batch) -> list[Part]:
 
     parts: list[tuple[bytes, list[tuple[bytes | None, list[bytes]]]]] = []
     # Walk the whole structure first, so that a broken body is refused as a whole (nothing half-stored).
-    for number, wire, payload in _fields(body):
-        if number != rs_field or wire != _WIRE_LEN:
+    for number, wire, payload in fields(body):
+        if number != rs_field or wire != WIRE_LEN:
             continue  # unknown field: ignored, as protobuf does
         assert isinstance(payload, bytes)
         resource_bytes = b""
         scopes: list[tuple[bytes | None, list[bytes]]] = []
-        for rnum, rwire, rpayload in _fields(payload):
-            if rwire != _WIRE_LEN:
+        for rnum, rwire, rpayload in fields(payload):
+            if rwire != WIRE_LEN:
                 continue
             assert isinstance(rpayload, bytes)
             if rnum == resource_field:
@@ -93,8 +93,8 @@ def salvage_parts(body: bytes, batch: Batch) -> list[Part]:
             elif rnum == scope_spans_field:
                 scope_bytes: bytes | None = None
                 spans: list[bytes] = []
-                for snum, swire, spayload in _fields(rpayload):
-                    if swire != _WIRE_LEN:
+                for snum, swire, spayload in fields(rpayload):
+                    if swire != WIRE_LEN:
                         continue
                     assert isinstance(spayload, bytes)
                     if snum == scope_field:
@@ -106,16 +106,16 @@ def salvage_parts(body: bytes, batch: Batch) -> list[Part]:
 
     result: list[Part] = []
     for resource_bytes, scopes in parts:
-        resource = _parse_or_none(Resource, resource_bytes)
+        resource = parse_or_none(Resource, resource_bytes)
         if resource is None:
             # Keep the spans: a resource we cannot read costs the service name, not the data.
             batch.reject(0, "resource not decodable (spans kept without resource attributes)")
             resource = Resource()
         for scope_bytes, span_payloads in scopes:
-            scope = _parse_or_none(InstrumentationScope, scope_bytes or b"") or InstrumentationScope()
+            scope = parse_or_none(InstrumentationScope, scope_bytes or b"") or InstrumentationScope()
             good: list[Span] = []
             for payload in span_payloads:
-                span = _parse_or_none(Span, payload)
+                span = parse_or_none(Span, payload)
                 if span is None:
                     batch.reject(1, "span not decodable (malformed field or invalid UTF-8)")
                 else:
@@ -124,7 +124,7 @@ def salvage_parts(body: bytes, batch: Batch) -> list[Part]:
     return result
 
 
-def _parse_or_none(cls: Any, payload: bytes) -> Any:
+def parse_or_none(cls: Any, payload: bytes) -> Any:
     try:
         return cls.FromString(payload)
     except DecodeError:

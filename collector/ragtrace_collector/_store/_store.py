@@ -87,7 +87,7 @@ class Store:
 
         Raises ``StoreError`` when the transaction could not be committed (nothing of it is kept).
         """
-        if not (batch.spans or batch.rag_records or batch.scores or batch.pending or batch.settled):
+        if not (batch.spans or batch.rag_records or batch.scores or batch.log_scores or batch.pending or batch.settled):
             return
         try:
             with self._lock, self._shared, self._conn:
@@ -95,7 +95,8 @@ class Store:
             self._dirty.set()
         except (sqlite3.Error, OverflowError, ValueError, TypeError) as exc:
             # Rolled back as a whole; the receivers answer "retry later" and acknowledge nothing.
-            raise StoreError(f"could not commit {len(batch.spans)} span(s): {exc}") from exc
+            what = f"{len(batch.spans)} span(s)" if not batch.log_scores else f"{len(batch.log_scores)} evaluation(s)"
+            raise StoreError(f"could not commit {what}: {exc}") from exc
 
     def prune(self, older_than_ns: int) -> dict[str, int]:
         """Delete every row older than ``older_than_ns`` (span end, record/score/alert time); return counts."""

@@ -4,17 +4,19 @@ Every write is an upsert, so a retried export never duplicates a row; the hot pa
 table, binding tuples in the schema's column order. The functions run inside the caller's transaction on the
 connection it gives them (``Store`` holds its locks and commits).
 
-A carrier's late scores may arrive before or after the RAG record they belong to, without its route: either
-way the scores take the route (and, when they have none, the service) from the record once both are stored.
+A carrier's late scores, and scores from evaluation log records, may arrive before or after the RAG record they
+belong to, without its route: either way the scores take the route (and, when they have none, the service) from
+the record once both are stored. A score from a log record and one from a span for the same ``(span_id, metric)``
+are one row, the span's, whichever came first (``_scores_sql``, ``_log_scores_sql``).
 """
 
 from __future__ import annotations
 
 import operator
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
-from ragtrace_collector._otlp import Batch, Row
+from ragtrace_collector._otlp import SOURCE_LOG, Batch, Row
 from ragtrace_collector._store._alert_schema import ALERT_ACKS, ALERT_SILENCES, ALERTS
 from ragtrace_collector._store._queries import span_ids_where
 from ragtrace_collector._store._schema import (
@@ -50,7 +52,49 @@ _rag_values = operator.itemgetter(*RAG_COLUMNS)
 _score_values = operator.itemgetter(*SCORE_COLUMNS)
 _SPANS_SQL = _upsert_sql(SPANS, list(SPAN_COLUMNS), ["span_id"])
 _RAG_SQL = _upsert_sql(RAG_RECORDS, list(RAG_COLUMNS), ["span_id"], _KEEP_WHEN_NULL)
-_SCORES_SQL = _upsert_sql(SCORES, list(SCORE_COLUMNS), ["span_id", "metric"])
+_SCORE_KEY = ("span_id", "metric")
+
+# Scores from evaluation log records (``Batch.log_scores``) and from spans share the key (span_id, metric): an app
+# that sends an evaluation both as a span event and as a log record gets one row. The span's row wins, whichever
+# arrives first; the log record's fills only what the span left NULL (a span without events carries no
+# explanation or error type), and only when both hold the same value, so they are the same evaluation. A row
+# written again with the same value (a retried export) never loses a column the new write lacks, so the merged
+# row stays whole whatever the order of retries.
+_SAME_VALUE = f"{SCORES}.value IS excluded.value"
+
+
+def _scores_upsert(update: Callable[[str], str]) -> str:
+    """An upsert of a ``scores`` row keyed on (span_id, metric), each other column set to ``update(column)``."""
+    names = ", ".join(SCORE_COLUMNS)
+    marks = ", ".join("?" for _ in SCORE_COLUMNS)
+    key = ", ".join(_SCORE_KEY)
+    updates = ", ".join(f"{c} = {update(c)}" for c in SCORE_COLUMNS if c not in _SCORE_KEY)
+    return f"INSERT INTO {SCORES} ({names}) VALUES ({marks}) ON CONFLICT ({key}) DO UPDATE SET {updates}"
+
+
+def _scores_sql() -> str:
+    """Scores from spans (and the collector's own): the new row, but a column it leaves NULL keeps the stored
+    row's when both hold the same value (the same evaluation, e.g. one a log record brought first)."""
+    return _scores_upsert(lambda c: f"COALESCE(excluded.{c}, CASE WHEN {_SAME_VALUE} THEN {SCORES}.{c} END)")
+
+
+def _log_scores_sql() -> str:
+    """Scores from log records: a row that came from a log record too is replaced (a retry, or a later record of
+    the same evaluation; its route, which the store filled, kept); a row a span brought keeps every column and
+    takes the log record's only where it is NULL and the values agree (the reverse of ``_scores_sql``)."""
+
+    def update(c: str) -> str:
+        replaced = f"COALESCE(excluded.{c}, {SCORES}.{c})" if c == "route" else f"excluded.{c}"
+        return (
+            f"CASE WHEN {SCORES}.source = '{SOURCE_LOG}' THEN {replaced} "
+            f"WHEN {_SAME_VALUE} THEN COALESCE({SCORES}.{c}, excluded.{c}) ELSE {SCORES}.{c} END"
+        )
+
+    return _scores_upsert(update)
+
+
+_SCORES_SQL = _scores_sql()
+_LOG_SCORES_SQL = _log_scores_sql()
 # A carrier's late scores arrive without the RAG route; take it (and the service) from the target's record.
 _FILL_ROUTE_SQL = (
     f"UPDATE {SCORES} SET "
@@ -92,9 +136,12 @@ def upsert(conn: sqlite3.Connection, batch: Batch) -> None:
         conn.executemany(_RAG_SQL, map(_rag_values, batch.rag_records))
     if batch.scores:
         conn.executemany(_SCORES_SQL, map(_score_values, batch.scores))
-        orphans = {(row["span_id"],) for row in batch.scores if row["route"] is None}
-        if orphans:
-            conn.executemany(_FILL_ROUTE_SQL, sorted(orphans))
+    if batch.log_scores:
+        conn.executemany(_LOG_SCORES_SQL, map(_score_values, batch.log_scores))
+    # Late (carrier) and log-record scores arrive without the RAG route: take it from the record, if stored.
+    orphans = {(row["span_id"],) for rows in (batch.scores, batch.log_scores) for row in rows if row["route"] is None}
+    if orphans:
+        conn.executemany(_FILL_ROUTE_SQL, sorted(orphans))
     if batch.rag_records:
         # A record that arrives after its carrier: give the carrier's scores their route.
         _fill_routes_for(conn, batch.rag_records)
