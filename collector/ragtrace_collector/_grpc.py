@@ -1,5 +1,7 @@
 """OTLP/gRPC receiver: ``opentelemetry.proto.collector.trace.v1.TraceService/Export`` on a grpc.aio server.
 
+``opentelemetry.proto.collector.logs.v1.LogsService/Export`` stores the evaluations a logs export carries, exactly
+as ``POST /v1/logs`` does (``ragtrace_collector._http.accept_logs``), with the same replies as traces.
 ``opentelemetry.proto.collector.metrics.v1.MetricsService/Export`` is answered too, not stored, exactly as
 ``POST /v1/metrics`` is (``ragtrace_collector._http.metrics_not_stored``): an app pointed at this port sends its
 score histogram here by default, and must get the spec's partial success, not ``UNIMPLEMENTED``.
@@ -22,12 +24,12 @@ import grpc
 from google.protobuf.duration_pb2 import Duration
 from google.protobuf.message import Message
 from google.rpc.error_details_pb2 import RetryInfo
+from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
 from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
 from ragtrace_collector._budget import RETRY_AFTER_SECONDS, ByteBudget, Hold, OverBudget
-from ragtrace_collector._http import bearer_matches, metrics_not_stored
+from ragtrace_collector._http import accept_logs, bearer_matches, logs_reply, metrics_not_stored, traces_reply
 from ragtrace_collector._otlp import OtlpDecodeError
 from ragtrace_collector._pipeline import Pipeline
 from ragtrace_collector._prometheus import Stats
@@ -37,6 +39,9 @@ _log = logging.getLogger("ragtrace_collector")
 
 SERVICE_NAME = trace_service_pb2.DESCRIPTOR.services_by_name["TraceService"].full_name
 """``opentelemetry.proto.collector.trace.v1.TraceService``, from the proto's own descriptor."""
+
+LOGS_SERVICE_NAME = logs_service_pb2.DESCRIPTOR.services_by_name["LogsService"].full_name
+"""``opentelemetry.proto.collector.logs.v1.LogsService``, from the proto's own descriptor."""
 
 METRICS_SERVICE_NAME = metrics_service_pb2.DESCRIPTOR.services_by_name["MetricsService"].full_name
 """``opentelemetry.proto.collector.metrics.v1.MetricsService``, from the proto's own descriptor."""
@@ -70,8 +75,8 @@ def create_grpc_server(
     """A grpc.aio server bound to ``address`` (``host:port``, port 0 picks one); return it and the port.
 
     ``budget``: the in-flight byte budget each message is held against while it is handled (shared with the
-    HTTP receiver); a budget of its own with the default limit when not given. ``stats``: counts the exports (traces
-    and metrics) refused whole.
+    HTTP receiver); a budget of its own with the default limit when not given. ``stats``: counts the exports (traces,
+    logs and metrics) refused whole.
     Call inside the running event loop; ``await server.start()`` to serve, ``await server.stop(grace)`` to stop.
     """
     budget = budget if budget is not None else ByteBudget()
@@ -96,12 +101,15 @@ def create_grpc_server(
             refused("over_budget")
             await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc), trailing_metadata=_RETRY_LATER)
 
-    async def export(request: bytes, context: grpc.aio.ServicerContext[bytes, Message]) -> object:
+    async def receive(
+        request: bytes, context: grpc.aio.ServicerContext[bytes, Message], store: Callable[[bytes], Awaitable[Message]]
+    ) -> Message:
+        """``store(request)``'s reply once its rows are committed, or the call aborted with the OTLP status."""
         await check_token(context)
         with budget.hold() as hold:
             await take(hold, len(request), context)
             try:
-                batch = await pipeline.accept_protobuf(request)
+                return await store(request)
             except OtlpDecodeError as exc:
                 refused("malformed")
                 await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"malformed OTLP body: {exc}")
@@ -109,12 +117,22 @@ def create_grpc_server(
                 _log.error("store write failed, export not acknowledged: %s", exc)
                 refused("store_unavailable")
                 await context.abort(grpc.StatusCode.UNAVAILABLE, "store unavailable, retry later")
-        reply = ExportTraceServiceResponse()
+        raise AssertionError("context.abort raises")  # for the type checker: abort never returns
+
+    async def store_spans(request: bytes) -> Message:
+        batch = await pipeline.accept_protobuf(request)
         if batch.rejected or batch.errors:
             _log.warning("partial success: %s", batch.error_message)
-            reply.partial_success.rejected_spans = batch.rejected
-            reply.partial_success.error_message = batch.error_message or "; ".join(batch.errors)
-        return reply
+        return traces_reply(batch)
+
+    async def store_evaluations(request: bytes) -> Message:
+        return logs_reply(await accept_logs(pipeline, request))
+
+    async def export(request: bytes, context: grpc.aio.ServicerContext[bytes, Message]) -> object:
+        return await receive(request, context, store_spans)
+
+    async def export_logs(request: bytes, context: grpc.aio.ServicerContext[bytes, Message]) -> object:
+        return await receive(request, context, store_evaluations)
 
     async def export_metrics(request: bytes, context: grpc.aio.ServicerContext[bytes, Message]) -> object:
         await check_token(context)
@@ -145,7 +163,11 @@ def create_grpc_server(
         ]
     )
     server.add_generic_rpc_handlers(
-        (export_handler(SERVICE_NAME, export), export_handler(METRICS_SERVICE_NAME, export_metrics))
+        (
+            export_handler(SERVICE_NAME, export),
+            export_handler(LOGS_SERVICE_NAME, export_logs),
+            export_handler(METRICS_SERVICE_NAME, export_metrics),
+        )
     )
     try:
         port = server.add_insecure_port(address)

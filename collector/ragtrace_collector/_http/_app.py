@@ -1,16 +1,18 @@
-"""The collector's Starlette app: the routes (``POST /v1/traces``, ``POST /v1/metrics``, ``GET /healthz`` and the
-page's) and what each receiver does with a request it has read.
+"""The collector's Starlette app: the routes (``POST /v1/traces``, ``POST /v1/logs``, ``POST /v1/metrics``,
+``GET /healthz`` and the page's) and what each receiver does with a request it has read.
 
-A trace export is held against the in-flight budget until its rows are committed, then answered with a 200
-(partial success when some spans were rejected); a body that does not decode is a 400, a store that cannot
-commit a 503 with ``Retry-After``. A metrics export is answered, never stored.
+Every OTLP export is read the same way (``_receive``): held against the in-flight budget until its rows are
+committed, then answered with a 200 (partial success when some spans or log records were rejected); a body that
+does not decode is a 400, a store that cannot commit a 503 with ``Retry-After``. A trace export stores its spans,
+a logs export the evaluations it carries (``_logs``); a metrics export is answered, never stored.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
+from google.protobuf.message import Message
 from google.rpc import code_pb2
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -19,6 +21,7 @@ from starlette.routing import BaseRoute, Route
 
 from ragtrace_collector._budget import ByteBudget
 from ragtrace_collector._http._body import DEFAULT_MAX_BODY_BYTES, read_otlp
+from ragtrace_collector._http._logs import LOGS_PATH, accept_logs, logs_reply
 from ragtrace_collector._http._replies import (
     JSON,
     PROTOBUF,
@@ -27,7 +30,7 @@ from ragtrace_collector._http._replies import (
     media_type,
     metrics_not_stored,
     status_response,
-    success,
+    traces_reply,
 )
 from ragtrace_collector._http._token import PageTokenMiddleware
 from ragtrace_collector._otlp import OtlpDecodeError
@@ -48,6 +51,9 @@ METRICS_PATH = "/v1/metrics"
 _HEALTHZ_PATH = "/healthz"
 _STORE_RETRY_AFTER_SECONDS = 5
 
+_Handle = Callable[[str, bytes], Awaitable[Message]]
+"""What a receiver does with a request's media type and body: its rows committed, the OTLP reply."""
+
 
 def create_app(
     pipeline: Pipeline,
@@ -58,27 +64,25 @@ def create_app(
     extra_routes: Sequence[BaseRoute] = (),
     stats: Stats | None = None,
 ) -> Starlette:
-    """The collector's HTTP app: ``POST /v1/traces``, ``GET /healthz`` and ``extra_routes`` (the page).
+    """The collector's HTTP app: the OTLP receivers, ``GET /healthz`` and ``extra_routes`` (the page).
 
-    ``token``: when set, ``/v1/traces`` and ``/v1/metrics`` require ``Authorization: Bearer <token>`` (the scheme in
-    any case) and answer without it in OTLP terms; every other path but ``/healthz`` requires it too.
-    ``budget``: the in-flight byte budget the request bodies are held against (shared with the gRPC receiver);
-    a budget of its own with the default limit when not given. ``stats``: counts the exports (traces and metrics)
-    refused whole.
+    ``token``: when set, ``/v1/traces``, ``/v1/logs`` and ``/v1/metrics`` require ``Authorization: Bearer <token>``
+    (the scheme in any case) and answer without it in OTLP terms; every other path but ``/healthz`` requires it
+    too. ``budget``: the in-flight byte budget the request bodies are held against (shared with the gRPC
+    receiver); a budget of its own with the default limit when not given. ``stats``: counts the exports refused
+    whole.
     """
     budget = budget if budget is not None else ByteBudget()
 
-    async def traces(request: Request) -> Response:
+    async def receive(request: Request, handle: _Handle) -> Response:
+        """Read the request within the limits and answer ``handle``'s reply, or the refusal, in its encoding."""
         reply_type = JSON if media_type(request) == JSON else PROTOBUF
         # Held until the rows are committed: the body, and the rows decoded from it, live until then.
         with budget.hold() as hold:
             try:
                 media, body = await read_otlp(request, hold, token=token, max_body_bytes=max_body_bytes)
                 try:
-                    if media == JSON:
-                        batch = await pipeline.accept_json(body)
-                    else:
-                        batch = await pipeline.accept_protobuf(body)
+                    reply = await handle(media, body)
                 except OtlpDecodeError as exc:
                     raise Reject(400, code_pb2.INVALID_ARGUMENT, f"malformed OTLP body: {exc}") from None
                 except StoreError as exc:
@@ -95,36 +99,39 @@ def create_app(
                         "http", http_refusal_reason(reject.status, cancelled=reject.code == code_pb2.CANCELLED)
                     )
                 return status_response(reject, reply_type)
+        return Response(encode(reply, reply_type), status_code=200, media_type=reply_type)
+
+    async def store_spans(media: str, body: bytes) -> Message:
+        batch = await (pipeline.accept_json(body) if media == JSON else pipeline.accept_protobuf(body))
         if batch.rejected:
             _log.warning("partial success: %s", batch.error_message)
-        return success(batch, reply_type)
+        return traces_reply(batch)
 
-    async def metrics(request: Request) -> Response:
+    async def store_evaluations(media: str, body: bytes) -> Message:
+        return logs_reply(await accept_logs(pipeline, body, json_body=media == JSON))
+
+    async def answer_metrics(media: str, body: bytes) -> Message:
         # ragtrace.configure() exports the score histogram to the same endpoint as the spans by default.
         # The collector derives its statistics from the spans it stores and keeps no metrics: it says so
         # with the spec's partial success (every data point rejected, do not retry) instead of a 404 the
         # exporter would log every minute.
-        reply_type = JSON if media_type(request) == JSON else PROTOBUF
-        with budget.hold() as hold:
-            try:
-                media, body = await read_otlp(request, hold, token=token, max_body_bytes=max_body_bytes)
-                try:
-                    reply = metrics_not_stored(body, json_body=media == JSON)
-                except OtlpDecodeError as exc:
-                    raise Reject(400, code_pb2.INVALID_ARGUMENT, f"malformed OTLP body: {exc}") from None
-            except Reject as reject:
-                if stats is not None:
-                    stats.refused(
-                        "http", http_refusal_reason(reject.status, cancelled=reject.code == code_pb2.CANCELLED)
-                    )
-                return status_response(reject, reply_type)
-        return Response(encode(reply, reply_type), status_code=200, media_type=reply_type)
+        return metrics_not_stored(body, json_body=media == JSON)
+
+    async def traces(request: Request) -> Response:
+        return await receive(request, store_spans)
+
+    async def logs(request: Request) -> Response:
+        return await receive(request, store_evaluations)
+
+    async def metrics(request: Request) -> Response:
+        return await receive(request, answer_metrics)
 
     async def healthz(request: Request) -> Response:
         return PlainTextResponse("ok")
 
     routes: list[BaseRoute] = [
         Route(TRACES_PATH, traces, methods=["POST"]),
+        Route(LOGS_PATH, logs, methods=["POST"]),
         Route(METRICS_PATH, metrics, methods=["POST"]),
         Route(_HEALTHZ_PATH, healthz, methods=["GET"]),
         *extra_routes,
@@ -133,5 +140,7 @@ def create_app(
     if token:
         # The page shows stored queries and answers: with a token set it is as private as the receiver.
         # The receivers answer without the token in OTLP terms, and a health check needs none.
-        app.add_middleware(PageTokenMiddleware, token=token, open_paths=(TRACES_PATH, METRICS_PATH, _HEALTHZ_PATH))
+        app.add_middleware(
+            PageTokenMiddleware, token=token, open_paths=(TRACES_PATH, LOGS_PATH, METRICS_PATH, _HEALTHZ_PATH)
+        )
     return app

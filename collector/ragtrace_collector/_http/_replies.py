@@ -1,6 +1,6 @@
 """What the OTLP/HTTP receiver answers, in the request's encoding: a ``Reject`` as a ``google.rpc.Status``, a
-trace export's ``ExportTraceServiceResponse`` and a metrics export's reply (``metrics_not_stored``, which the
-gRPC receiver gives too).
+trace export's ``ExportTraceServiceResponse`` (``traces_reply``) and a metrics export's reply
+(``metrics_not_stored``), both of which the gRPC receiver gives too (a logs export's is ``_logs.logs_reply``).
 
 ``Reject`` is how every part of a request's handling refuses it: the HTTP status, the ``google.rpc`` code, the
 message and, for a retryable refusal, the ``Retry-After`` seconds.
@@ -31,7 +31,7 @@ __all__ = [
     "media_type",
     "metrics_not_stored",
     "status_response",
-    "success",
+    "traces_reply",
 ]
 
 PROTOBUF = "application/x-protobuf"
@@ -75,12 +75,14 @@ def status_response(reject: Reject, media_type: str) -> Response:
     return Response(body, status_code=reject.status, media_type=media_type, headers=headers)
 
 
-def success(batch: Batch, media_type: str) -> Response:
+def traces_reply(batch: Batch) -> ExportTraceServiceResponse:
+    """A trace export's reply (OTLP/HTTP and OTLP/gRPC alike): empty, or ``partial_success`` with the spans
+    rejected and why (a message with none rejected is a warning, e.g. a resource that could not be read)."""
     reply = ExportTraceServiceResponse()
     if batch.rejected or batch.errors:
         reply.partial_success.rejected_spans = batch.rejected
         reply.partial_success.error_message = batch.error_message or "; ".join(batch.errors)
-    return Response(encode(reply, media_type), status_code=200, media_type=media_type)
+    return reply
 
 
 def metrics_not_stored(body: bytes, *, json_body: bool = False) -> ExportMetricsServiceResponse:

@@ -1,11 +1,11 @@
 """The collector's state in the Prometheus text exposition format: ``render(sources)``.
 
-Read at scrape time, never kept: the counters of ``Stats``, the queues' depths and the in-flight bytes as
-gauges, and each alert group's state, statistic (the CUSUM statistic for a spike rule, the window mean for a
-threshold rule, the PSI or KS p-value for a drift rule), level, silence and acknowledgement from the store's
-``alert_groups`` (what the watcher wrote at its last evaluation). Every alert series carries the labels ``rule``,
-``kind``, ``metric``, ``service`` and ``route`` (empty when the rule does not split by it), so Alertmanager can
-route, group and silence them like any other alert.
+Read at scrape time, never kept: the counters of ``Stats`` (spans, log records, refusals, decisions), the
+queues' depths and the in-flight bytes as gauges, and each alert group's state, statistic (the CUSUM statistic
+for a spike rule, the window mean for a threshold rule, the PSI or KS p-value for a drift rule), level, silence
+and acknowledgement from the store's ``alert_groups`` (what the watcher wrote at its last evaluation). Every alert
+series carries the labels ``rule``, ``kind``, ``metric``, ``service`` and ``route`` (empty when the rule does not
+split by it), so Alertmanager can route, group and silence them like any other alert.
 """
 
 from __future__ import annotations
@@ -116,6 +116,24 @@ class _Families:
         yield CounterMetricFamily(f"{PREFIX}_spans_stored", "Spans committed to the store", snap.spans_stored)
         yield CounterMetricFamily(
             f"{PREFIX}_spans_rejected", "Spans refused one by one (partial success): not stored", snap.spans_rejected
+        )
+        yield CounterMetricFamily(
+            f"{PREFIX}_log_records_received",
+            "Log records in exports the collector took in (stored + ignored + rejected)",
+            snap.logs_stored + snap.logs_ignored + snap.logs_rejected,
+        )
+        yield CounterMetricFamily(
+            f"{PREFIX}_log_records_stored",
+            "Evaluation log records (gen_ai.evaluation.result) committed to the store as scores",
+            snap.logs_stored,
+        )
+        yield CounterMetricFamily(
+            f"{PREFIX}_log_records_ignored", "Log records that are not evaluations: not stored", snap.logs_ignored
+        )
+        yield CounterMetricFamily(
+            f"{PREFIX}_log_records_rejected",
+            "Log records refused one by one (partial success): not stored",
+            snap.logs_rejected,
         )
         refused = CounterMetricFamily(
             f"{PREFIX}_requests_refused", "Exports refused whole, nothing stored", labels=["receiver", "reason"]

@@ -1,4 +1,5 @@
-"""The collector's own counters: spans received, stored and rejected, requests refused whole, decisions made.
+"""The collector's own counters: spans and log records received, stored and rejected (log records that are not
+evaluations: ignored), requests refused whole, decisions made.
 
 The receivers, the pipeline and server-side scoring add to one ``Stats``; ``/metrics`` reads a ``snapshot``.
 Counters only grow (Prometheus computes rates from them); they start at 0 with the process, as Prometheus
@@ -56,6 +57,12 @@ class StatsSnapshot:
     spans_rejected: int
     refused: Mapping[tuple[str, str], int]
     decisions: Mapping[tuple[str, str], int]
+    logs_stored: int = 0
+    """Evaluation log records stored (each one ``scores`` row, or merged into its span's)."""
+    logs_ignored: int = 0
+    """Log records that are not evaluations: taken in and dropped."""
+    logs_rejected: int = 0
+    """Log records refused one by one (partial success)."""
 
 
 class Stats:
@@ -67,12 +74,20 @@ class Stats:
         self._rejected = 0
         self._refused: Counter[tuple[str, str]] = Counter()
         self._decisions: Counter[tuple[str, str]] = Counter()
+        self._logs = [0, 0, 0]  # stored, ignored, rejected
 
     def exported(self, stored: int, rejected: int) -> None:
         """One export committed: ``stored`` spans written, ``rejected`` refused one by one (partial success)."""
         with self._lock:
             self._stored += stored
             self._rejected += rejected
+
+    def logs_exported(self, stored: int, ignored: int, rejected: int) -> None:
+        """One logs export committed: ``stored`` evaluation records written, ``ignored`` records that are not
+        evaluations, ``rejected`` refused one by one (partial success)."""
+        with self._lock:
+            for index, count in enumerate((stored, ignored, rejected)):
+                self._logs[index] += count
 
     def refused(self, receiver: Receiver, reason: str) -> None:
         """One export refused whole (nothing of it stored)."""
@@ -88,4 +103,4 @@ class Stats:
 
     def snapshot(self) -> StatsSnapshot:
         with self._lock:
-            return StatsSnapshot(self._stored, self._rejected, dict(self._refused), dict(self._decisions))
+            return StatsSnapshot(self._stored, self._rejected, dict(self._refused), dict(self._decisions), *self._logs)
