@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from ragtrace._evaluate import aevaluate, evaluate
     from ragtrace._evaluation_result import EvaluationResult
     from ragtrace._handles import RagtraceHandle
+    from ragtrace._options import CaptureOptions, JoinOptions, ScoringOptions
     from ragtrace._processor import ScoringSpanProcessor
     from ragtrace.metrics._base import Cost, Metric, Score
     from ragtrace.metrics._registry import PRODUCTION_METRICS, build_suite, metric_by_name
@@ -30,6 +31,9 @@ if TYPE_CHECKING:
 # in its import time.
 _LAZY = {
     "RagtraceHandle": "ragtrace._handles",
+    "CaptureOptions": "ragtrace._options",
+    "JoinOptions": "ragtrace._options",
+    "ScoringOptions": "ragtrace._options",
     "configure": "ragtrace._config",
     "instrument": "ragtrace._config",
     "EvaluationResult": "ragtrace._evaluation_result",
@@ -53,10 +57,12 @@ __version__ = "0.1.0"
 
 __all__ = [
     "PRODUCTION_METRICS",
+    "CaptureOptions",
     "Chunk",
     "ConfigurationError",
     "Cost",
     "EvaluationResult",
+    "JoinOptions",
     "Metric",
     "Price",
     "RagRecord",
@@ -64,6 +70,7 @@ __all__ = [
     "Rule",
     "Sampler",
     "Score",
+    "ScoringOptions",
     "ScoringSpanProcessor",
     "Suite",
     "SuiteResult",

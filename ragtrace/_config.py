@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from opentelemetry import metrics as metrics_api
@@ -31,15 +31,14 @@ from ragtrace._exceptions import ConfigurationError
 from ragtrace._export_deadline import CountingSpanExporter, ExportDeadline
 from ragtrace._exporters import meter_provider_for, metrics_enabled, otlp_span_exporter
 from ragtrace._handles import RagtraceHandle, activate, has_open_handle, set_globals
+from ragtrace._options import CaptureOptions, JoinOptions, ScoringOptions
 from ragtrace._processor import ScoringSpanProcessor
-from ragtrace._sampling import Price, Rule, Sampler, SpanPredicate
-from ragtrace.judges._default import as_judge
+from ragtrace._shorthands import SETUP, SetupKeywords, merge
 
 if TYPE_CHECKING:
-    from opentelemetry.sdk.metrics.export import MetricReader
+    from typing import Unpack
 
-    from ragtrace.judges._base import Judge
-    from ragtrace.metrics._base import Metric
+    from opentelemetry.sdk.metrics.export import MetricReader
 
 _log = logging.getLogger(__name__)
 
@@ -57,30 +56,14 @@ def configure(
     exporter: SpanExporter | None = None,
     batch: bool = True,
     resource_attributes: Mapping[str, Any] | None = None,
-    judge: Judge | str | None = None,
-    metrics: Sequence[str | Metric] | None = None,
-    sampler: Sampler | None = None,
-    sample_rate: float | None = None,
-    metric_rates: Mapping[str, float] | None = None,
-    always: Iterable[Rule | SpanPredicate] | None = None,
-    never: Iterable[Rule | SpanPredicate] | None = None,
-    throttle: int | None = None,
-    budget_tokens: int | None = None,
-    budget_usd: float | None = None,
-    prices: Mapping[str, Price | tuple[float, float]] | None = None,
-    queue_size: int | None = None,
-    max_concurrency: int | None = None,
-    hold_timeout: float | None = None,
-    shutdown_timeout: float | None = None,
-    capture_content: bool | None = None,
-    redact: Callable[[str], str] | None = None,
-    max_attribute_length: int | None = None,
-    max_record_chunk_length: int | None = None,
-    max_record_chunks: int | None = None,
+    scoring: ScoringOptions | None = None,
+    capture: CaptureOptions | None = None,
+    join: JoinOptions | None = None,
     export_metrics: bool | None = None,
     meter_provider: metrics_api.MeterProvider | None = None,
     metric_readers: Sequence[MetricReader] | None = None,
     set_global: bool = True,
+    **shorthands: Unpack[SetupKeywords],
 ) -> RagtraceHandle:
     """Set up tracing and background scoring for a RAG app in one call; returns a handle to ``shutdown()``.
 
@@ -88,10 +71,11 @@ def configure(
     ``BatchSpanProcessor`` (``batch=False``: ``SimpleSpanProcessor``) and ``exporter`` (default: OTLP
     over ``protocol`` to ``endpoint``, both falling back to the ``OTEL_EXPORTER_OTLP_*`` variables).
     ``service_name`` and ``resource_attributes`` win over ``OTEL_SERVICE_NAME`` and
-    ``OTEL_RESOURCE_ATTRIBUTES``. Sampling, scoring and capture arguments are those of ``Sampler``,
-    ``ScoringSpanProcessor`` and ``CaptureSettings`` (see docs/configuration.md); ``judge`` is a
-    ``ragtrace.judges.Judge`` or one of the ``RAGTRACE_JUDGE`` values ``"auto"``, ``"openai"``,
-    ``"offline"`` (see ``_judge``). Score metrics go to
+    ``OTEL_RESOURCE_ATTRIBUTES``. ``scoring``, ``capture`` and ``join`` are the option objects
+    (``ragtrace.ScoringOptions``, ``CaptureOptions``, ``JoinOptions``); ``shorthands`` are their fields as
+    flat keywords (``judge=``, ``sample_rate=``, ``queue_size=``, ``redact=``, ``rag_roots=``, ...; see
+    ``ragtrace._shorthands`` and docs/configuration.md). ``judge`` is a ``ragtrace.judges.Judge`` or one of
+    the ``RAGTRACE_JUDGE`` values ``"auto"``, ``"openai"``, ``"offline"``, ``"tiered"``. Score metrics go to
     ``meter_provider`` when given, else to a new MeterProvider with ``metric_readers`` or an OTLP
     metric exporter (``export_metrics=False`` or ``OTEL_METRICS_EXPORTER=none``: no metrics).
     ``set_global`` makes the providers the OpenTelemetry globals too; OpenTelemetry takes a global
@@ -102,14 +86,13 @@ def configure(
     no thread or provider behind.
     """
     # Everything that only checks settings first: nothing runs yet that a mistake would leave behind.
-    judge = as_judge(judge)
-    capture_overrides = _capture_overrides(
-        capture_content, redact, max_attribute_length, max_record_chunk_length, max_record_chunks
-    )
-    settings = _capture.CaptureSettings.from_env(**capture_overrides)
+    options = merge("configure()", shorthands, SETUP, scoring=scoring, capture=capture, join=join)
+    settings = options.capture.resolve()
     span_limits = _span_limits(settings)
     resource = _resource(service_name, resource_attributes)
-    sampler = _sampler(sampler, sample_rate, metric_rates, always, never, throttle, budget_tokens, budget_usd, prices)
+    # Resolved here, so a wrong scoring setting raises before anything starts; the processor gets the
+    # values back with every field given, so the judge is built once.
+    scored = options.scoring.resolve()
     built: CountingSpanExporter | None = None
     if exporter is None:
         exporter = built = CountingSpanExporter(otlp_span_exporter(endpoint, protocol, headers))
@@ -127,13 +110,8 @@ def configure(
         downstream = BatchSpanProcessor(exporter) if batch else SimpleSpanProcessor(exporter)
         processor = ScoringSpanProcessor(
             downstream,
-            judge=judge,
-            metrics=metrics,
-            sampler=sampler,
-            queue_size=queue_size,
-            max_concurrency=max_concurrency,
-            hold_timeout=hold_timeout,
-            shutdown_timeout=shutdown_timeout,
+            scoring=scored.options(),
+            join=options.join,
             meter_provider=meter_provider or metrics_api.NoOpMeterProvider(),
             service_name=_service_of(resource),
         )
@@ -163,20 +141,11 @@ def instrument(
     tracer_provider: TracerProvider,
     downstream: SpanProcessor | SpanExporter,
     *,
-    judge: Judge | str | None = None,
-    metrics: Sequence[str | Metric] | None = None,
-    sampler: Sampler | None = None,
-    sample_rate: float | None = None,
-    queue_size: int | None = None,
-    max_concurrency: int | None = None,
-    hold_timeout: float | None = None,
-    shutdown_timeout: float | None = None,
-    capture_content: bool | None = None,
-    redact: Callable[[str], str] | None = None,
-    max_attribute_length: int | None = None,
-    max_record_chunk_length: int | None = None,
-    max_record_chunks: int | None = None,
+    scoring: ScoringOptions | None = None,
+    capture: CaptureOptions | None = None,
+    join: JoinOptions | None = None,
     meter_provider: metrics_api.MeterProvider | None = None,
+    **shorthands: Unpack[SetupKeywords],
 ) -> RagtraceHandle:
     """Add ragtrace to an app's own TracerProvider without replacing anything.
 
@@ -191,7 +160,7 @@ def instrument(
     score nothing). To send scored spans to two backends, pass one downstream that fans out, e.g.
     ``SynchronousMultiSpanProcessor`` with a ``BatchSpanProcessor`` per exporter.
 
-    ``judge`` is taken as by ``configure()``: a ``Judge``, or ``"auto"``, ``"openai"`` or ``"offline"``.
+    ``scoring``, ``capture``, ``join`` and the flat keywords are taken as by ``configure()``.
     """
     if not isinstance(tracer_provider, TracerProvider):
         raise ConfigurationError(
@@ -205,41 +174,17 @@ def instrument(
             "every exporter (SynchronousMultiSpanProcessor with a BatchSpanProcessor each), or shut the "
             "first handle down"
         )
-    settings = _capture.CaptureSettings.from_env(
-        **_capture_overrides(capture_content, redact, max_attribute_length, max_record_chunk_length, max_record_chunks)
-    )
+    options = merge("instrument()", shorthands, SETUP, scoring=scoring, capture=capture, join=join)
+    settings = options.capture.resolve()
     processor = ScoringSpanProcessor(
         downstream,
-        judge=judge,
-        metrics=metrics,
-        sampler=sampler,
-        sample_rate=sample_rate,
-        queue_size=queue_size,
-        max_concurrency=max_concurrency,
-        hold_timeout=hold_timeout,
-        shutdown_timeout=shutdown_timeout,
+        scoring=options.scoring,
+        join=options.join,
         meter_provider=meter_provider,
         service_name=_service_of(tracer_provider.resource),
     )
     tracer_provider.add_span_processor(processor)
     return activate(tracer_provider, processor, meter_provider, settings, owns=False, owns_meter=False)
-
-
-def _capture_overrides(
-    capture_content: bool | None,
-    redact: Callable[[str], str] | None,
-    max_attribute_length: int | None,
-    max_record_chunk_length: int | None,
-    max_record_chunks: int | None,
-) -> dict[str, Any]:
-    given = {
-        "capture_content": capture_content,
-        "redact": redact,
-        "max_attribute_length": max_attribute_length,
-        "max_record_chunk_length": max_record_chunk_length,
-        "max_record_chunks": max_record_chunks,
-    }
-    return {name: value for name, value in given.items() if value is not None}
 
 
 def _span_limits(settings: _capture.CaptureSettings) -> SpanLimits:
@@ -265,34 +210,3 @@ def _resource(service_name: str | None, attributes: Mapping[str, Any] | None) ->
 def _service_of(resource: Resource) -> str | None:
     value = resource.attributes.get(SERVICE_NAME)
     return str(value) if value is not None else None
-
-
-def _sampler(
-    sampler: Sampler | None,
-    sample_rate: float | None,
-    metric_rates: Mapping[str, float] | None,
-    always: Iterable[Rule | SpanPredicate] | None,
-    never: Iterable[Rule | SpanPredicate] | None,
-    throttle: int | None,
-    budget_tokens: int | None,
-    budget_usd: float | None,
-    prices: Mapping[str, Price | tuple[float, float]] | None,
-) -> Sampler:
-    given = [sample_rate, metric_rates, always, never, throttle, budget_tokens, budget_usd, prices]
-    if sampler is not None:
-        if any(v is not None for v in given):
-            raise ConfigurationError(
-                "pass either sampler= or the sampling arguments (sample_rate, metric_rates, always, never, "
-                "throttle, budget_tokens, budget_usd, prices), not both: give them to Sampler(...)"
-            )
-        return sampler
-    return Sampler(
-        sample_rate,
-        metric_rates=metric_rates,
-        always=always,
-        never=never,
-        throttle_per_minute=throttle,
-        budget_tokens_per_day=budget_tokens,
-        budget_usd_per_day=budget_usd,
-        prices=prices,
-    )

@@ -23,64 +23,55 @@ import logging
 import threading
 import time
 import weakref
-from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING
 
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 from opentelemetry.trace import StatusCode
 
-from ragtrace import _settings as settings
-from ragtrace import environment_variables as env
 from ragtrace import semconv
 from ragtrace._capture import RECORDS, RecordStore
 from ragtrace._exceptions import ConfigurationError
 from ragtrace._exit import before_thread_pools_close, drain_ref, shutdown_ref
 from ragtrace._export_deadline import ExportDeadline
-from ragtrace._foreign import Joiner, JoinSettings, JoinStats, Verdict
+from ragtrace._foreign import Joiner, JoinStats, Verdict
 from ragtrace._fork import at_fork_in_child_of
 from ragtrace._handoff import ERROR_NO_RECORD as ERROR_NO_RECORD
 from ragtrace._handoff import Handoff
 from ragtrace._jobs import wait_seconds
-from ragtrace._sampling import Sampler
+from ragtrace._options import JoinOptions, ScoringOptions
 from ragtrace._scorer import JobScorer
+from ragtrace._shorthands import PROCESSOR, ProcessorKeywords, merge
 from ragtrace._telemetry import Telemetry
 from ragtrace._worker import Worker
-from ragtrace.metrics._registry import configured_suite
 
 if TYPE_CHECKING:
+    from typing import Unpack
+
     from opentelemetry.metrics import MeterProvider
 
-    from ragtrace._sampling import Rule, SpanPredicate
+    from ragtrace._sampling import Sampler
     from ragtrace.judges._base import Judge
-    from ragtrace.metrics._base import Metric
 
 _log = logging.getLogger(__name__)
-
-QUEUE_SIZE: Final = settings.whole_number("queue_size", env.RAGTRACE_QUEUE_SIZE, default=2048, minimum=1)
-MAX_CONCURRENCY: Final = settings.whole_number("max_concurrency", env.RAGTRACE_MAX_CONCURRENCY, default=8, minimum=1)
-HOLD_TIMEOUT: Final = settings.seconds("hold_timeout", env.RAGTRACE_HOLD_TIMEOUT, default=30.0)
-SHUTDOWN_TIMEOUT: Final = settings.seconds("shutdown_timeout", env.RAGTRACE_SHUTDOWN_TIMEOUT, default=30.0)
 
 
 class ScoringSpanProcessor(SpanProcessor, Handoff):
     """Scores sampled RAG spans in the background and forwards every span to ``downstream`` exactly once.
 
     ``downstream``: the processor that exports (or an exporter, wrapped in a ``BatchSpanProcessor``).
-    ``judge``: a ``ragtrace.judges.Judge`` (default: ``default_judge()``). The processor owns it: judge
-    calls run on the worker's own loop, and ``shutdown`` closes the judge there.
-    ``metrics``: metric names or ``Metric`` objects (default: ``RAGTRACE_METRICS`` or the production suite).
-    ``sampler`` / ``sample_rate``: who is scored (default ``Sampler()``, i.e. ``RAGTRACE_SAMPLE_*``).
-    ``queue_size`` / ``max_concurrency`` / ``hold_timeout`` / ``shutdown_timeout``: see
-    ``docs/configuration.md``; constructor arguments win over ``RAGTRACE_*`` variables.
+    ``scoring``: a ``ragtrace.ScoringOptions`` (the judge, the metrics, the ``Sampler``, the worker's bounds).
+    The processor owns the judge: judge calls run on the worker's own loop, and ``shutdown`` closes it there.
+    ``join``: a ``ragtrace.JoinOptions``: how RAG calls traced by other instrumentations (OpenInference,
+    OpenLLMetry, GenAI conventions) are joined and scored too (``ragtrace._foreign``, docs/integrations.md).
+    ``shorthands``: the same settings as flat keywords (``judge=``, ``queue_size=``, ``sample_rate=``,
+    ``rag_roots=``, ``join_max_traces=``, ...; ``ragtrace._shorthands``). Arguments win over ``RAGTRACE_*``
+    variables, variables over defaults (docs/configuration.md).
     ``meter_provider`` / ``service_name``: where the score histogram and counters go.
     ``records``: the store the decorators hand each RAG span's record through (default: the process-wide
     ``ragtrace._capture.RECORDS``, which the decorators fill). Only tests pass one: they put records into
     a store of their own by hand, so no other processor or decorated call can take them.
-    ``recognize`` / ``rag_roots`` / ``join_max_traces`` / ``join_max_bytes`` / ``join_max_seconds``: RAG
-    calls traced by other instrumentations (OpenInference, OpenLLMetry, GenAI conventions) are scored too
-    (``ragtrace._foreign``); see ``docs/integrations.md``.
     Wrong values raise ``ConfigurationError`` naming the fix.
     """
 
@@ -88,60 +79,37 @@ class ScoringSpanProcessor(SpanProcessor, Handoff):
         self,
         downstream: SpanProcessor | SpanExporter,
         *,
-        judge: Judge | str | None = None,
-        metrics: Sequence[str | Metric] | None = None,
-        sampler: Sampler | None = None,
-        sample_rate: float | None = None,
-        queue_size: int | None = None,
-        max_concurrency: int | None = None,
-        hold_timeout: float | None = None,
-        shutdown_timeout: float | None = None,
+        scoring: ScoringOptions | None = None,
+        join: JoinOptions | None = None,
         meter_provider: MeterProvider | None = None,
         service_name: str | None = None,
         records: RecordStore | None = None,
-        recognize: bool | None = None,
-        rag_roots: Iterable[Rule | SpanPredicate] | None = None,
-        join_max_traces: int | None = None,
-        join_max_bytes: int | None = None,
-        join_max_seconds: float | None = None,
+        **shorthands: Unpack[ProcessorKeywords],
     ) -> None:
         if not isinstance(downstream, (SpanProcessor, SpanExporter)):
             raise ConfigurationError(
                 f"downstream={downstream!r} is not a SpanProcessor or SpanExporter: pass e.g. "
                 "BatchSpanProcessor(OTLPSpanExporter())"
             )
-        if sampler is not None and sample_rate is not None:
-            raise ConfigurationError(
-                "pass either sampler= or sample_rate=, not both: put the rate in Sampler(rate=...)"
-            )
-        self.sampler = sampler if sampler is not None else Sampler(sample_rate)
-        self.queue_size = QUEUE_SIZE.resolve(queue_size)
-        self.max_concurrency = MAX_CONCURRENCY.resolve(max_concurrency)
-        self.hold_timeout = HOLD_TIMEOUT.resolve(hold_timeout)
-        self.shutdown_timeout = SHUTDOWN_TIMEOUT.resolve(shutdown_timeout)
-        join = JoinSettings.resolve(
-            recognize=recognize,
-            rag_roots=rag_roots,
-            max_traces=join_max_traces,
-            max_bytes=join_max_bytes,
-            max_seconds=join_max_seconds,
-        )
-        suite = configured_suite(metrics)  # fails now, not in the worker, on an unknown metric
-        self._metric_names: tuple[str, ...] = suite.names
-        from ragtrace.judges._default import as_judge
-
-        judge = as_judge(judge)
-        self.sampler.check_judge(judge.name)
-        self.judge: Judge = judge
+        options = merge("ScoringSpanProcessor()", shorthands, PROCESSOR, scoring=scoring, join=join)
+        joining = options.join.resolve()
+        scored = options.scoring.resolve()  # the judge is built last of what can fail
+        self.sampler: Sampler = scored.sampler
+        self.queue_size = scored.queue_size
+        self.max_concurrency = scored.max_concurrency
+        self.hold_timeout = scored.hold_timeout
+        self.shutdown_timeout = scored.shutdown_timeout
+        self._metric_names: tuple[str, ...] = scored.suite.names
+        self.judge: Judge = scored.judge
         self.telemetry = Telemetry(meter_provider, service_name=service_name)
-        scorer = JobScorer(suite, judge, self.sampler, self.telemetry)
+        scorer = JobScorer(scored.suite, self.judge, self.sampler, self.telemetry)
         # Wrapped only after everything that can raise (settings, the judge, the meter): a
         # BatchSpanProcessor starts a thread that nobody would stop.
         self.downstream: SpanProcessor = (
             BatchSpanProcessor(downstream) if isinstance(downstream, SpanExporter) else downstream
         )
         self._records = records if records is not None else RECORDS
-        self._joiner = Joiner(join) if join.recognize else None
+        self._joiner = Joiner(joining) if joining.recognize else None
         self._admission = threading.Lock()
         self._records.acquire()
         self._shutdown = False

@@ -245,7 +245,15 @@ def test_every_variable_and_configure_argument_is_documented() -> None:
     variables = [v for n, v in vars(environment_variables).items() if n.startswith("RAGTRACE_")]
     assert len(variables) > 20
     assert [v for v in variables if f"`{v}`" not in doc] == []
-    arguments = inspect.signature(ragtrace.configure).parameters
+    # The flat keywords arrive as **shorthands: each of them is an argument too, as is each option field.
+    from dataclasses import fields
+
+    from ragtrace._shorthands import SETUP
+
+    arguments = [a for a in inspect.signature(ragtrace.configure).parameters if a != "shorthands"]
+    arguments += sorted(SETUP)
+    for options in (ragtrace.ScoringOptions, ragtrace.CaptureOptions, ragtrace.JoinOptions):
+        arguments += [f.name for f in fields(options)]
     assert [a for a in arguments if f"`{a}`" not in doc] == []
 
 
