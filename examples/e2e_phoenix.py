@@ -7,7 +7,10 @@
 3. asks Phoenix's GraphQL API for the spans matching ``ragtrace.eval.faithfulness < 0.5`` (Phoenix's
    span filter: the bare dotted attribute name) and checks they are exactly the collector's records with
    faithfulness below 0.5, and that every retriever span shows its chunks as Phoenix documents;
-4. stops Phoenix and the collector (also on failure and Ctrl-C). Exit status 0 when every check passed.
+4. reads the span annotations the collector posted (``--phoenix-url``) back through the same API and checks
+   that every scored span has exactly one per measured metric, with the collector's value and label, and that
+   Phoenix's own annotation filter ``annotations['faithfulness'].score < 0.5`` finds the same spans;
+5. stops Phoenix and the collector (also on failure and Ctrl-C). Exit status 0 when every check passed.
 
 Not part of ``make test``: it installs Phoenix (a few hundred MB) and runs two servers for a minute.
 """
@@ -17,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import sqlite3
 import sys
 import tempfile
@@ -45,6 +49,21 @@ query Spans($project: String!, $filter: String, $after: String) {
   }
 }
 """
+
+ANNOTATIONS_QUERY = """
+query Annotated($project: String!, $filter: String, $after: String) {
+  getProjectByName(name: $project) {
+    spans(first: 100, after: $after, filterCondition: $filter) {
+      edges { node { context { spanId } spanAnnotations { name score label explanation annotatorKind identifier
+                                                          metadata } } }
+      pageInfo { hasNextPage endCursor }
+    }
+  }
+}
+"""
+
+ANNOTATION_FILTER = "annotations['faithfulness'].score < 0.5"
+"""The same question asked of the annotations: Phoenix's own filter on evaluations."""
 
 VALIDATE_QUERY = """
 query Validate($project: String!, $condition: String!) {
@@ -92,12 +111,14 @@ class Phoenix:
         if not result.get("isValid"):
             raise CheckFailed(f"Phoenix rejects the filter {condition!r}: {result.get('errorMessage')}")
 
-    def spans(self, condition: str | None) -> list[dict[str, Any]]:
-        """Every span of the project matching ``condition`` (all pages); [] while the project does not exist."""
+    def spans(self, condition: str | None, query: str = SPANS_QUERY) -> list[dict[str, Any]]:
+        """Every span of the project matching ``condition`` (all pages); [] while the project does not exist.
+
+        ``query`` picks the fields (``SPANS_QUERY``, ``ANNOTATIONS_QUERY``)."""
         out: list[dict[str, Any]] = []
         after: str | None = None
         while True:
-            data = self._post(SPANS_QUERY, {"project": self.project, "filter": condition, "after": after})
+            data = self._post(query, {"project": self.project, "filter": condition, "after": after})
             project = data.get("getProjectByName")
             if project is None:
                 return out
@@ -153,10 +174,13 @@ def _start_phoenix(children: Children, args: argparse.Namespace, workdir: Path, 
     return phoenix, base
 
 
-def _start_collector(children: Children, workdir: Path, db: Path, timeout: float) -> tuple[Child, str]:
+def _start_collector(
+    children: Children, workdir: Path, db: Path, timeout: float, phoenix_url: str
+) -> tuple[Child, str]:
+    """The collector, posting every score it stores to Phoenix as a span annotation (``--phoenix-url``)."""
     port, grpc_port = free_port(), free_port()
     argv = [sys.executable, "-m", "ragtrace_collector", "serve", "--db", str(db), "--host", "127.0.0.1",
-            "--port", str(port), "--grpc-port", str(grpc_port)]  # fmt: skip
+            "--port", str(port), "--grpc-port", str(grpc_port), "--phoenix-url", phoenix_url]  # fmt: skip
     collector = children.start("ragtrace-collector", argv, workdir / "collector.log")
     base = f"http://127.0.0.1:{port}"
     collector.wait_http(f"{base}/", timeout=timeout)
@@ -241,6 +265,75 @@ def check(args: argparse.Namespace, phoenix: Phoenix, db: Path) -> list[str]:
                 f"retriever span {node['context']['spanId']}: Phoenix documents {ids} != collector chunks"
             )
     lines.append(f"retrieval documents: {len(retrievers)} retriever spans show their chunks as Phoenix documents: PASS")
+    lines += check_annotations(args, phoenix, db, expected)
+    return lines
+
+
+def _ragtrace_annotations(phoenix: Phoenix, condition: str | None) -> dict[str, list[dict[str, Any]]]:
+    """The annotations the collector posted (identifier ``ragtrace``), by span id, for the spans matching
+    ``condition``."""
+    return {
+        node["context"]["spanId"].lower(): [a for a in node["spanAnnotations"] if a["identifier"] == "ragtrace"]
+        for node in phoenix.spans(condition, ANNOTATIONS_QUERY)
+    }
+
+
+def check_annotations(args: argparse.Namespace, phoenix: Phoenix, db: Path, low: set[str]) -> list[str]:
+    """Every score the collector holds is a span annotation in Phoenix: one per measured metric, same value.
+
+    ``low``: the collector's span ids with faithfulness below 0.5, which Phoenix's annotation filter must find.
+    """
+    rows = _store(
+        db,
+        "SELECT s.span_id, s.metric, s.value, s.label, s.explanation, r.judge FROM scores s "
+        "LEFT JOIN rag_records r ON r.span_id = s.span_id WHERE s.value IS NOT NULL",
+    )
+    expected = {(row[0].lower(), row[1]): row[2:] for row in rows}
+    scored = {span_id for span_id, _ in expected}
+    chain = f"span_kind == '{semconv.SPAN_KIND_CHAIN}'"
+
+    def annotated() -> dict[str, list[dict[str, Any]]] | None:
+        found = _ragtrace_annotations(phoenix, chain)
+        count = sum(len(found.get(span_id, [])) for span_id in scored)
+        return found if count >= len(expected) else None
+
+    # The collector posts what it stored about a second later, and waits for spans Phoenix has not stored yet.
+    found = poll(annotated, args.timeout, interval=0.5) or _ragtrace_annotations(phoenix, chain)
+    for span_id, posted in found.items():
+        names = [a["name"] for a in posted]
+        if len(names) != len(set(names)):
+            raise CheckFailed(f"span {span_id} has duplicate annotations: {sorted(names)}")
+        if span_id not in scored and posted:
+            raise CheckFailed(f"span {span_id} is annotated but the collector holds no score for it: {names}")
+        measured = {metric for sid, metric in expected if sid == span_id}
+        if set(names) != measured:
+            raise CheckFailed(f"span {span_id}: Phoenix annotations {sorted(names)} != measured {sorted(measured)}")
+        for annotation in posted:
+            value, label, explanation, judge = expected[(span_id, annotation["name"])]
+            if not math.isclose(annotation["score"], value, rel_tol=1e-9, abs_tol=1e-12):
+                raise CheckFailed(f"span {span_id} {annotation['name']}: Phoenix {annotation['score']} != {value}")
+            shown = (annotation["label"], annotation["explanation"], annotation["annotatorKind"])
+            if shown != (label, explanation, "LLM") or (annotation["metadata"] or {}).get("judge") != judge:
+                raise CheckFailed(
+                    f"span {span_id} {annotation['name']}: {annotation} "
+                    f"(collector: {label!r}, {explanation!r}, {judge})"
+                )
+    missing = scored - {span_id for span_id, posted in found.items() if posted}
+    if missing:
+        raise CheckFailed(f"{len(missing)} scored span(s) have no annotation in Phoenix: {sorted(missing)[:5]} ...")
+    metrics = sorted({metric for _, metric in expected})
+    lines = [
+        f"span annotations: {len(expected)} on {len(scored)} scored spans ({', '.join(metrics)}), one per measured "
+        "metric with the collector's value, label, explanation and judge: PASS"
+    ]
+    phoenix.validate(ANNOTATION_FILTER)
+    by_annotation = {node["context"]["spanId"].lower() for node in phoenix.spans(ANNOTATION_FILTER)}
+    if by_annotation != low:
+        raise CheckFailed(
+            f"Phoenix's filter {ANNOTATION_FILTER!r} found {len(by_annotation)} spans, the collector {len(low)}: "
+            f"only in Phoenix {sorted(by_annotation - low)}, only in the collector {sorted(low - by_annotation)}"
+        )
+    lines.append(f"Phoenix filter {ANNOTATION_FILTER!r}: the same {len(low)} spans: PASS")
     return lines
 
 
@@ -253,7 +346,7 @@ def run(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="phoenix-") as tmp, Children() as children:
         print("starting Phoenix and ragtrace-collector ...", flush=True)
         _, phoenix_url = _start_phoenix(children, args, workdir, tmp)
-        _, collector_url = _start_collector(children, workdir, db, args.timeout)
+        _, collector_url = _start_collector(children, workdir, db, args.timeout, phoenix_url)
         print(f"Phoenix on {phoenix_url}, collector on {collector_url}", flush=True)
         _run_bot(args, phoenix_url, collector_url)
         phoenix = Phoenix(phoenix_url, args.project)
