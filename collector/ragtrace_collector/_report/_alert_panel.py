@@ -13,6 +13,7 @@ import html
 import json
 import sqlite3
 from dataclasses import dataclass
+from urllib.parse import urlencode
 
 from ragtrace_collector._alerts import GroupView, Silence, group_views, silences
 from ragtrace_collector._report._format import iso
@@ -61,6 +62,13 @@ document.addEventListener("click", async (event) => {
 """
 
 
+def _group_query(group: GroupView) -> str:
+    """The alert view's query for a group (``/alert`` opens the group's latest ALERT)."""
+    return urlencode(
+        [(k, v) for k, v in (("rule", group.rule), ("service", group.service), ("route", group.route)) if v]
+    )
+
+
 def _scope(service: str | None, route: str | None) -> str:
     return ", ".join(f"{k}={v}" for k, v in (("service", service), ("route", route)) if v is not None) or "all"
 
@@ -97,6 +105,7 @@ def alert_panel_html(panel: AlertPanel) -> str:
             f"<b>{e(group.state)}</b> {e(group.rule)} ({e(group.metric)}, {e(_scope(group.service, group.route))}) "
             f"since {e(iso(group.since_ns))}"
             + (f' <span class="muted">[{e("; ".join(notes))}]</span>' if notes else "")
+            + f' <a class="alert-view" href="/alert?{e(_group_query(group))}">the alert and its records</a>'
             + f'<br><span class="muted">{e(group.message or "")}</span><br>{" ".join(buttons)}</form>'
         )
     if panel.silences:

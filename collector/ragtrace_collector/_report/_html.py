@@ -106,6 +106,7 @@ def html_page(
     recent: list[dict[str, Any]],
     refresh_seconds: int | None,
     alert_panel: str = "",
+    record_links: bool = False,
 ) -> str:
     e = html.escape
     parts = [
@@ -163,7 +164,9 @@ def html_page(
         )
         parts.append(
             f'<p class="muted">service {e(p.service or "-")}, route {e(p.route or "-")}, {e(iso(p.time_ns))}, '
-            f"trace {e(p.trace_id or '-')}, span {e(p.span_id)}</p>"
+            f"trace {e(p.trace_id or '-')}, span {e(p.span_id)}"
+            + (f' · <a href="/records/{e(p.span_id)}">open the record and its claims</a>' if record_links else "")
+            + "</p>"
         )
         parts.append(f"<p>Scores: {e(', '.join(f'{m} {v:.2f}' for m, v in p.scores.items()))}</p>")
         parts.append(f"<h4>Query</h4><pre>{e(p.query or '')}</pre><h4>Answer</h4><pre>{e(p.answer or '')}</pre>")

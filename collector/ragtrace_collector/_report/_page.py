@@ -55,7 +55,9 @@ def report(
         scores_over_time = series(conn, tables, since_ns, until_ns)
         marks = alert_marks(conn, tables)
         panel = alert_panel_html(read_alert_panel(conn, tables, time.time_ns())) if alert_controls else ""
-    return html_page(head, worst, threshold, scores_over_time, marks, recent, refresh_seconds, panel)
+    return html_page(
+        head, worst, threshold, scores_over_time, marks, recent, refresh_seconds, panel, record_links=alert_controls
+    )
 
 
 def write_report(
@@ -73,7 +75,8 @@ def write_report(
 
 def page_routes(store: object, *, refresh_seconds: int = 60) -> list[BaseRoute]:
     """Starlette routes serving the live report at ``/`` (HTML with the alert panel; ``?format=markdown`` for text
-    and ``?threshold=`` to change the problem threshold). Each request reads the store on a worker thread
+    and ``?threshold=`` to change the problem threshold) and the triage pages (``_triage``: records, a record,
+    an alert, cost and coverage). Each request reads the store on a worker thread
     through its own read-only connection, so the page never blocks ingestion or the event loop."""
     from starlette.concurrency import run_in_threadpool
     from starlette.responses import HTMLResponse, PlainTextResponse
@@ -96,7 +99,9 @@ def page_routes(store: object, *, refresh_seconds: int = 60) -> list[BaseRoute]:
         )
         return HTMLResponse(body)
 
-    return [Route("/", page, methods=["GET"], name="report")]
+    from ragtrace_collector._triage import triage_routes
+
+    return [Route("/", page, methods=["GET"], name="report"), *triage_routes(source)]
 
 
 def _page_source(store: object) -> object:

@@ -1,0 +1,168 @@
+"""The records list's filters: parsed from a page's URL query, and written back into links, so a link
+keeps the reader's filters.
+
+``?since=&until=`` (ISO 8601 or ns since the epoch), ``service=``, ``decision=``, ``score=`` (repeatable or
+comma-separated: ``hallucination>0.5``, ``faithfulness<=0.3``), ``meta=`` (the same: ``key:value``, the record's
+OpenInference ``metadata`` or a span attribute of that name), ``q=`` (text in the query or the answer),
+``before=`` (the paging cursor: ``<time_ns>:<span_id>`` of the last record shown) and ``limit=``. A value
+that does not parse is a ``FilterError`` with a message for the reader, never a silent default.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from datetime import datetime, timezone
+from urllib.parse import urlencode
+
+from ragtrace import semconv
+
+__all__ = ["DEFAULT_LIMIT", "MAX_LIMIT", "FilterError", "RecordFilter", "ScoreBound", "parse_filter"]
+
+DEFAULT_LIMIT = 50
+MAX_LIMIT = 500
+_SCORE = re.compile(r"^\s*([a-z_][a-z0-9_]*)\s*(<=|>=|<|>)\s*(-?[0-9.]+)\s*$")
+
+
+class FilterError(ValueError):
+    """A filter the page cannot read; the message says which and how to write it."""
+
+
+@dataclass(frozen=True, slots=True)
+class ScoreBound:
+    """``metric op value``: records whose score of ``metric`` satisfies it (a record without that score does not)."""
+
+    metric: str
+    op: str
+    value: float
+
+    def __str__(self) -> str:
+        return f"{self.metric}{self.op}{self.value:g}"
+
+
+@dataclass(frozen=True, slots=True)
+class RecordFilter:
+    """What the records list shows: every field narrows it; the empty filter shows every record."""
+
+    since_ns: int | None = None
+    until_ns: int | None = None
+    service: str | None = None
+    decision: str | None = None
+    scores: tuple[ScoreBound, ...] = ()
+    meta: tuple[tuple[str, str], ...] = ()
+    text: str | None = None
+    before: tuple[int, str] | None = None
+    """Keyset paging: records strictly older than this ``(time_ns, span_id)``."""
+    limit: int = DEFAULT_LIMIT
+
+    def params(self, *, paging: bool = False) -> list[tuple[str, str]]:
+        """The URL query of this filter (without the cursor unless ``paging``)."""
+        out: list[tuple[str, str]] = []
+        if self.since_ns is not None:
+            out.append(("since", str(self.since_ns)))
+        if self.until_ns is not None:
+            out.append(("until", str(self.until_ns)))
+        for key, value in (("service", self.service), ("decision", self.decision), ("q", self.text)):
+            if value:
+                out.append((key, value))
+        out += [("score", str(bound)) for bound in self.scores]
+        out += [("meta", f"{key}:{value}") for key, value in self.meta]
+        if self.limit != DEFAULT_LIMIT:
+            out.append(("limit", str(self.limit)))
+        if paging and self.before is not None:
+            out.append(("before", f"{self.before[0]}:{self.before[1]}"))
+        return out
+
+    def query(self, *, paging: bool = False) -> str:
+        """``params`` as a URL query string (empty when nothing is filtered)."""
+        return urlencode(self.params(paging=paging))
+
+    def page_after(self, time_ns: int, span_id: str) -> RecordFilter:
+        """The same filter, one page further (older than the given record)."""
+        return replace(self, before=(time_ns, span_id))
+
+
+def parse_filter(params: Mapping[str, str] | object) -> RecordFilter:
+    """A ``RecordFilter`` from a URL query (a Starlette ``QueryParams`` or a plain mapping)."""
+    many = getattr(params, "getlist", None)
+
+    def values(key: str) -> list[str]:
+        if callable(many):
+            return [str(v) for v in many(key)]
+        value = params.get(key) if isinstance(params, Mapping) else None
+        return [str(value)] if value is not None else []
+
+    def one(key: str) -> str | None:
+        found = [v.strip() for v in values(key) if v.strip()]
+        return found[-1] if found else None
+
+    decision = one("decision")
+    if decision is not None and decision not in semconv.DECISIONS:
+        raise FilterError(f"decision={decision!r}: use one of {', '.join(semconv.DECISIONS)}")
+    limit = one("limit")
+    try:
+        count = int(limit) if limit is not None else DEFAULT_LIMIT
+    except ValueError:
+        raise FilterError(f"limit={limit!r}: give a whole number from 1 to {MAX_LIMIT}") from None
+    if not 1 <= count <= MAX_LIMIT:
+        raise FilterError(f"limit={limit!r}: give a whole number from 1 to {MAX_LIMIT}")
+    return RecordFilter(
+        since_ns=_time(one("since"), "since"),
+        until_ns=_time(one("until"), "until"),
+        service=one("service"),
+        decision=decision,
+        scores=tuple(_score(v) for v in _items(values("score"))),
+        meta=tuple(_meta(v) for v in _items(values("meta"))),
+        text=one("q"),
+        before=_cursor(one("before")),
+        limit=count,
+    )
+
+
+def _items(values: list[str]) -> list[str]:
+    """Repeated parameters, each possibly a comma-separated list (the form's one field holds several)."""
+    return [part.strip() for value in values for part in value.split(",") if part.strip()]
+
+
+def _time(value: str | None, key: str) -> int | None:
+    if value is None:
+        return None
+    if value.isdigit():
+        return int(value)
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise FilterError(f"{key}={value!r}: give an ISO 8601 time (2026-11-24T10:00Z) or ns since the epoch") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return int(moment.timestamp() * 1_000_000_000)
+
+
+def _score(value: str) -> ScoreBound:
+    match = _SCORE.match(value)
+    if match is None:
+        raise FilterError(f"score={value!r}: write it as metric<value, e.g. hallucination>0.5 or faithfulness<=0.3")
+    # Any identifier: G-Eval metrics carry the user's own names. An unknown name matches no record.
+    metric, op, number = match.groups()
+    try:
+        bound = float(number)
+    except ValueError:
+        raise FilterError(f"score={value!r}: {number!r} is not a number") from None
+    return ScoreBound(metric, op, bound)
+
+
+def _meta(value: str) -> tuple[str, str]:
+    key, sep, wanted = value.partition(":")
+    if not sep or not key.strip():
+        raise FilterError(f"meta={value!r}: write it as key:value, e.g. user:alice")
+    return key.strip(), wanted.strip()
+
+
+def _cursor(value: str | None) -> tuple[int, str] | None:
+    if value is None:
+        return None
+    time_ns, sep, span_id = value.partition(":")
+    if not sep or not time_ns.isdigit() or not span_id:
+        raise FilterError(f"before={value!r}: a paging cursor is <time_ns>:<span_id>; follow the page's links")
+    return int(time_ns), span_id

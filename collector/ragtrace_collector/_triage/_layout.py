@@ -1,0 +1,108 @@
+"""The triage pages' shared frame: one stylesheet, the navigation, escaping and the small SVG chart.
+
+Everything is inline (no fonts, scripts or styles from the network), so the pages work on a machine
+without internet. Colours are paired with words and underline styles (a verdict is never told by colour
+alone) and meet WCAG AA contrast on white.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+from datetime import datetime, timezone
+
+__all__ = ["e", "fmt_time", "page", "sparkline", "verdict_class"]
+
+_CSS = """
+:root { color-scheme: light; }
+body { font: 15px/1.45 system-ui, sans-serif; margin: 0; color: #1a1a1a; background: #fff; }
+header.top { background: #1f2a44; color: #fff; padding: .6rem 1rem; display: flex; gap: 1.2rem; align-items: baseline; }
+header.top a { color: #fff; }
+header.top b { font-size: 1.1rem; }
+main { padding: 1rem; max-width: 1200px; }
+a { color: #0645ad; }
+a:focus, button:focus, input:focus, select:focus { outline: 3px solid #f0a30a; outline-offset: 1px; }
+table { border-collapse: collapse; width: 100%; }
+th, td { text-align: left; padding: .3rem .5rem; border-bottom: 1px solid #ddd; vertical-align: top; }
+th { background: #f3f4f7; }
+tr.row:focus-within { background: #fff6dc; }
+.muted { color: #555; }
+.chip { display: inline-block; padding: 0 .35rem; margin: 0 .2rem .1rem 0; border-radius: 4px; background: #eef0f4;
+        font-size: .85rem; white-space: nowrap; }
+.chip.bad { background: #fbd9d9; color: #7a0c0c; }
+form.filters { display: flex; flex-wrap: wrap; gap: .5rem 1rem; align-items: end; margin: .5rem 0 1rem; }
+form.filters label { display: flex; flex-direction: column; font-size: .85rem; }
+.claim { text-decoration-thickness: 2px; text-underline-offset: 3px; color: inherit; padding: 0 .1rem; }
+.v-supported { background: #d9f2e0; text-decoration: underline solid #1b6b34; }
+.v-contradicted { background: #fbd9d9; text-decoration: underline wavy #a11212; }
+.v-unsupported { background: #fdf0c8; text-decoration: underline dashed #8a5a00; }
+.verdict { font-weight: 600; }
+.answer { font-size: 1.05rem; padding: .6rem .8rem; border: 1px solid #ddd; border-radius: 6px; }
+ol.chunks li { margin: .4rem 0; padding: .4rem .6rem; border: 1px solid #ddd; border-radius: 6px; }
+ol.chunks li:target { border: 3px solid #f0a30a; background: #fffaf0; }
+.notice { background: #e8f0fe; padding: .3rem .6rem; border-radius: 4px; }
+svg.chart { background: #fafbfc; border: 1px solid #ddd; }
+kbd { border: 1px solid #bbb; border-radius: 3px; padding: 0 .25rem; font-size: .8rem; }
+"""
+
+
+def e(value: object) -> str:
+    """HTML-escaped text of ``value`` (None is empty)."""
+    return "" if value is None else html.escape(str(value), quote=True)
+
+
+def fmt_time(time_ns: int | None) -> str:
+    """``2026-11-24 10:03:04Z`` for ns since the epoch."""
+    if time_ns is None:
+        return ""
+    return datetime.fromtimestamp(time_ns / 1e9, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%SZ")
+
+
+def verdict_class(verdict: str) -> str:
+    """The CSS class of a claim verdict (``supported``, ``contradicted``, ``unsupported``)."""
+    return f"v-{verdict}" if verdict in ("supported", "contradicted", "unsupported") else "v-unsupported"
+
+
+def page(title: str, body: str, *, script: str = "") -> str:
+    """A whole page: the frame around ``body``, with ``script`` inline at the end."""
+    return (
+        '<!doctype html><html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{e(title)} - ragtrace</title><style>{_CSS}</style></head><body>"
+        '<header class="top"><b>ragtrace</b><nav aria-label="pages"><a href="/">overview</a> · '
+        '<a href="/records">records</a> · <a href="/costs">cost and coverage</a></nav></header>'
+        f'<main id="main">{body}</main>' + (f"<script>{script}</script>" if script else "") + "</body></html>"
+    )
+
+
+def sparkline(
+    points: Sequence[tuple[int, float]], *, width: int = 720, height: int = 160, level: float | None = None, label: str
+) -> str:
+    """An inline SVG line chart of ``(time_ns, value)`` points, with a dashed line at ``level`` when given;
+    ``label`` names it for screen readers."""
+    if not points:
+        return f'<p class="muted">{e(label)}: no data</p>'
+    times = [t for t, _ in points]
+    values = [v for _, v in points] + ([level] if level is not None else [])
+    t0, t1 = min(times), max(times)
+    v0, v1 = min(0.0, min(values)), max(values) or 1.0
+    span_t, span_v = (t1 - t0) or 1, (v1 - v0) or 1.0
+
+    def xy(t: int, v: float) -> str:
+        return f"{8 + (width - 16) * (t - t0) / span_t:.1f},{height - 8 - (height - 16) * (v - v0) / span_v:.1f}"
+
+    line = " ".join(xy(t, v) for t, v in points)
+    parts = [
+        f'<svg class="chart" role="img" aria-label="{e(label)}" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}"><title>{e(label)}</title>',
+        f'<polyline fill="none" stroke="#1f5fbf" stroke-width="2" points="{line}"/>',
+    ]
+    if level is not None:
+        y = xy(t0, level).split(",")[1]
+        parts.append(f'<line x1="8" x2="{width - 8}" y1="{y}" y2="{y}" stroke="#a11212" stroke-dasharray="6 4"/>')
+    parts += [
+        f'<circle cx="{xy(t, v).split(",")[0]}" cy="{xy(t, v).split(",")[1]}" r="2.5" fill="#1f5fbf"/>'
+        for t, v in points
+    ]
+    parts.append("</svg>")
+    return "".join(parts)

@@ -1,0 +1,258 @@
+"""The triage pages' SQL: a page of records, one record with its scores and claims, one alert with its
+history and the records that made it fire.
+
+Every query is bounded and rides an index: the list walks ``rag_records`` newest first by ``time_ns``
+(or ``service, time_ns``) and stops at ``limit``; score filters probe ``scores`` by its primary key
+``(span_id, metric)``; paging is by keyset (``time_ns, span_id``), never ``OFFSET``. Connections are the
+caller's (the routes open one read-only connection per request, on a worker thread).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ragtrace import _wire
+from ragtrace_collector._drift import metric_direction
+from ragtrace_collector._triage._filters import RecordFilter
+
+__all__ = [
+    "AlertDetail",
+    "Page",
+    "RecordDetail",
+    "alert_detail",
+    "latest_alert_id",
+    "list_records",
+    "newer_records",
+    "record_detail",
+    "services",
+    "where_clause",
+]
+
+_RAG_FIELDS = (
+    "span_id", "trace_id", "service", "route", "time_ns", "query", "answer", "decision", "judge",
+    "calls", "prompt_tokens", "completion_tokens", "seconds",
+)  # fmt: skip
+_SCORE_FIELDS = ("metric", "value", "label", "explanation", "reason", "error_type", "source")
+_BAD_CUTOFF = 0.5
+"""A record beyond this on its metric's bad side "made the alert fire" (the spike rule's default cutoff)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    """One page of records, newest first, each with its scores by metric; ``next`` filters the next page."""
+
+    records: list[dict[str, Any]]
+    next: RecordFilter | None
+
+
+@dataclass(frozen=True, slots=True)
+class RecordDetail:
+    """A record, its chunks, its scores (with claims where stored) and the tier that produced each score."""
+
+    record: dict[str, Any]
+    chunks: list[dict[str, Any]]
+    scores: list[dict[str, Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class AlertDetail:
+    """An alert row, its group's history (the statistic over time) and the records that made it fire."""
+
+    alert: dict[str, Any]
+    history: list[dict[str, Any]]
+    since_ns: int
+    records: list[dict[str, Any]]
+
+
+def where_clause(f: RecordFilter) -> tuple[str, list[Any]]:
+    clauses: list[str] = []
+    args: list[Any] = []
+    if f.since_ns is not None:
+        clauses.append("r.time_ns >= ?")
+        args.append(f.since_ns)
+    if f.until_ns is not None:
+        clauses.append("r.time_ns <= ?")
+        args.append(f.until_ns)
+    if f.service:
+        clauses.append("r.service = ?")
+        args.append(f.service)
+    if f.decision:
+        clauses.append("r.decision = ?")
+        args.append(f.decision)
+    if f.before is not None:
+        clauses.append("(r.time_ns < ? OR (r.time_ns = ? AND r.span_id < ?))")
+        args += [f.before[0], f.before[0], f.before[1]]
+    for bound in f.scores:
+        # The op comes from the parser's fixed set, never from the URL as text.
+        clauses.append(
+            f"EXISTS (SELECT 1 FROM scores s WHERE s.span_id = r.span_id AND s.metric = ? AND s.value {bound.op} ?)"
+        )
+        args += [bound.metric, bound.value]
+    if f.text:
+        pattern = "%" + f.text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        clauses.append("(r.query LIKE ? ESCAPE '\\' OR r.answer LIKE ? ESCAPE '\\')")
+        args += [pattern, pattern]
+    for key, value in f.meta:
+        path = "$." + json.dumps(key)
+        clauses.append(
+            "EXISTS (SELECT 1 FROM spans p WHERE p.span_id = r.span_id AND (json_extract(p.attributes, ?) = ? "
+            "OR (json_valid(json_extract(p.attributes, '$.metadata')) "
+            "AND json_extract(json_extract(p.attributes, '$.metadata'), ?) = ?)))"
+        )
+        args += [path, value, path, value]
+    return (" WHERE " + " AND ".join(clauses)) if clauses else "", args
+
+
+def list_records(conn: sqlite3.Connection, f: RecordFilter) -> Page:
+    """The records ``f`` selects, newest first, at most ``f.limit``, with their scores."""
+    where, args = where_clause(f)
+    cursor = conn.execute(
+        f"SELECT {', '.join('r.' + c for c in _RAG_FIELDS)} FROM rag_records r{where} "
+        "ORDER BY r.time_ns DESC, r.span_id DESC LIMIT ?",
+        [*args, f.limit + 1],
+    )
+    rows = [dict(zip(_RAG_FIELDS, row, strict=True)) for row in cursor]
+    more = len(rows) > f.limit
+    rows = rows[: f.limit]
+    _attach_scores(conn, rows)
+    last = rows[-1] if rows else None
+    return Page(rows, f.page_after(last["time_ns"], last["span_id"]) if more and last else None)
+
+
+def newer_records(conn: sqlite3.Connection, f: RecordFilter, after: tuple[int, str]) -> list[dict[str, Any]]:
+    """Records ``f`` selects that are newer than ``after`` (the newest one a reader has), newest first,
+    at most ``f.limit``: what live updates add to the top of a list without moving the reader."""
+    where, args = where_clause(f)
+    newer = "(r.time_ns > ? OR (r.time_ns = ? AND r.span_id > ?))"
+    where = f"{where} AND {newer}" if where else f" WHERE {newer}"
+    cursor = conn.execute(
+        f"SELECT {', '.join('r.' + c for c in _RAG_FIELDS)} FROM rag_records r{where} "
+        "ORDER BY r.time_ns DESC, r.span_id DESC LIMIT ?",
+        [*args, after[0], after[0], after[1], f.limit],
+    )
+    rows = [dict(zip(_RAG_FIELDS, row, strict=True)) for row in cursor]
+    _attach_scores(conn, rows)
+    return rows
+
+
+def _attach_scores(conn: sqlite3.Connection, rows: list[dict[str, Any]]) -> None:
+    by_span: dict[str, dict[str, Any]] = {row["span_id"]: row for row in rows}
+    for row in rows:
+        row["scores"] = {}
+    if not by_span:
+        return
+    marks = ", ".join("?" for _ in by_span)
+    for span_id, metric, value, label in conn.execute(
+        f"SELECT span_id, metric, value, label FROM scores WHERE span_id IN ({marks})", list(by_span)
+    ):
+        by_span[span_id]["scores"][metric] = {"value": value, "label": label}
+
+
+def _score_columns(conn: sqlite3.Connection) -> tuple[str, ...]:
+    present = {row[1] for row in conn.execute("PRAGMA table_info(scores)")}
+    return (*_SCORE_FIELDS, _wire.CLAIMS) if _wire.CLAIMS in present else _SCORE_FIELDS
+
+
+def record_detail(conn: sqlite3.Connection, span_id: str) -> RecordDetail | None:
+    """One record with everything the record view shows; None when the store has no such record."""
+    row = conn.execute(
+        f"SELECT {', '.join(_RAG_FIELDS)}, chunks FROM rag_records WHERE span_id = ?", (span_id,)
+    ).fetchone()
+    if row is None:
+        return None
+    record = dict(zip((*_RAG_FIELDS, "chunks"), row, strict=True))
+    chunks = _json_list(record.pop("chunks"))
+    columns = _score_columns(conn)
+    scores = [
+        dict(zip(columns, r, strict=True))
+        for r in conn.execute(f"SELECT {', '.join(columns)} FROM scores WHERE span_id = ? ORDER BY metric", (span_id,))
+    ]
+    attributes = conn.execute("SELECT attributes FROM spans WHERE span_id = ?", (span_id,)).fetchone()
+    attrs = _json_object(attributes[0] if attributes else None)
+    for score in scores:
+        score["claims"] = _json_list(score.get(_wire.CLAIMS))
+        score["judge"] = attrs.get(f"ragtrace.eval.{score['metric']}.judge") or record.get("judge")
+    return RecordDetail(record, [c if isinstance(c, dict) else {"content": str(c)} for c in chunks], scores)
+
+
+def alert_detail(conn: sqlite3.Connection, alert_id: int, limit: int = 100) -> AlertDetail | None:
+    """An alert of the ``alerts`` table by id; None when there is none. The records that made it fire are
+    its metric's records of its service since the group was last OK (the hour before, when it never
+    was), beyond 0.5 on the metric's bad side, worst first."""
+    names = [d[1] for d in conn.execute("PRAGMA table_info(alerts)")]
+    if not names:
+        return None
+    row = conn.execute(f"SELECT {', '.join(names)} FROM alerts WHERE id = ?", (alert_id,)).fetchone()
+    if row is None:
+        return None
+    alert = dict(zip(names, row, strict=True))
+    group = "rule = ? AND IFNULL(service, '') = IFNULL(?, '') AND IFNULL(route, '') = IFNULL(?, '')"
+    key = (alert["rule"], alert.get("service"), alert.get("route"))
+    history = [
+        dict(zip(("time_ns", "state", "value", "threshold"), r, strict=True))
+        for r in conn.execute(
+            f"SELECT time_ns, state, value, threshold FROM alerts WHERE {group} ORDER BY time_ns", key
+        )
+    ]
+    ok = conn.execute(
+        f"SELECT MAX(time_ns) FROM alerts WHERE {group} AND state IN ('OK', 'NO_DATA') AND time_ns < ?",
+        (*key, alert["time_ns"]),
+    ).fetchone()[0]
+    since = ok if ok is not None else alert["time_ns"] - 3600 * 1_000_000_000
+    lower = metric_direction(alert["metric"]) == "lower"
+    bad = "s.value > ?" if lower else "s.value < ?"
+    service = "AND s.service = ?" if alert.get("service") else ""
+    args: list[Any] = [alert["metric"], since, alert["time_ns"], _BAD_CUTOFF]
+    if service:
+        args.append(alert["service"])
+    cursor = conn.execute(
+        f"SELECT {', '.join('r.' + c for c in _RAG_FIELDS)}, s.value FROM scores s "
+        "JOIN rag_records r ON r.span_id = s.span_id "
+        f"WHERE s.metric = ? AND s.time_ns BETWEEN ? AND ? AND {bad} {service} "
+        f"ORDER BY s.value {'DESC' if lower else 'ASC'}, s.time_ns DESC LIMIT ?",
+        [*args, limit],
+    )
+    records = [dict(zip((*_RAG_FIELDS, "value"), r, strict=True)) for r in cursor]
+    _attach_scores(conn, records)
+    return AlertDetail(alert, history, since, records)
+
+
+def latest_alert_id(conn: sqlite3.Connection, rule: str, service: str | None, route: str | None) -> int | None:
+    """The id of a group's latest ALERT row (its latest row of any state when it never fired), or None."""
+    if not any(True for _ in conn.execute("PRAGMA table_info(alerts)")):
+        return None
+    row = conn.execute(
+        "SELECT id FROM alerts WHERE rule = ? AND IFNULL(service, '') = ? AND IFNULL(route, '') = ? "
+        "ORDER BY state = 'ALERT' DESC, time_ns DESC LIMIT 1",
+        (rule, service or "", route or ""),
+    ).fetchone()
+    return int(row[0]) if row else None
+
+
+def _json_list(raw: object) -> list[Any]:
+    if not isinstance(raw, str) or not raw:
+        return []
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        return []
+    return data if isinstance(data, list) else []
+
+
+def _json_object(raw: object) -> dict[str, Any]:
+    if not isinstance(raw, str) or not raw:
+        return {}
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def services(conn: sqlite3.Connection) -> Sequence[str]:
+    """The services the store has records of (for the filter form), by the ``(service, time_ns)`` index."""
+    return [r[0] for r in conn.execute("SELECT DISTINCT service FROM rag_records WHERE service IS NOT NULL")]

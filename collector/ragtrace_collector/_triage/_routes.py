@@ -1,0 +1,124 @@
+"""The triage pages' Starlette routes: ``/records`` (the list), ``/records/{span_id}`` (a record),
+``/alerts/{id}`` (an alert; ``/alert?rule=&service=&route=`` opens a group's latest), ``/costs`` (judge
+cost and coverage) and ``/api/records`` (the list's new rows, for live updates).
+
+Each request reads the store on a worker thread through its own read-only connection, as the overview
+page does, so reading never blocks ingestion or the event loop. A filter that does not parse is a 400
+with the reason; an unknown record or alert a 404.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+from ragtrace_collector._drift import metric_direction
+from ragtrace_collector._report._queries import connect
+from ragtrace_collector._triage._alert_html import alert_page
+from ragtrace_collector._triage._costs import costs_page, read_costs
+from ragtrace_collector._triage._filters import FilterError, RecordFilter, parse_filter
+from ragtrace_collector._triage._list_html import list_page, row_html
+from ragtrace_collector._triage._queries import (
+    alert_detail,
+    latest_alert_id,
+    list_records,
+    newer_records,
+    record_detail,
+    services,
+)
+from ragtrace_collector._triage._record_html import record_page
+
+if TYPE_CHECKING:
+    from starlette.requests import Request
+    from starlette.responses import Response
+    from starlette.routing import BaseRoute
+
+__all__ = ["TRACE_URL_VARIABLE", "triage_routes"]
+
+TRACE_URL_VARIABLE = "RAGTRACE_COLLECTOR_TRACE_URL"
+"""A URL template with ``{trace_id}`` (and ``{span_id}``): the record view links its trace there, e.g.
+``http://127.0.0.1:16686/trace/{trace_id}`` (Jaeger) or Phoenix's trace page."""
+
+
+def triage_routes(source: object, *, trace_url: str | None = None, poll_ms: int = 10_000) -> list[BaseRoute]:
+    """The routes, reading ``source`` (a store file path); ``trace_url`` defaults to
+    ``RAGTRACE_COLLECTOR_TRACE_URL``, ``poll_ms`` is how often the list asks for new records."""
+    from starlette.concurrency import run_in_threadpool
+    from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse
+    from starlette.routing import Route
+
+    template = trace_url if trace_url is not None else (os.environ.get(TRACE_URL_VARIABLE) or None)
+
+    def filtered(request: Request) -> RecordFilter | Response:
+        try:
+            return parse_filter(request.query_params)
+        except FilterError as err:
+            return PlainTextResponse(f"{err}\n", status_code=400)
+
+    def read(work: Any) -> Any:
+        with connect(source) as conn:
+            return work(conn)
+
+    async def records(request: Request) -> Response:
+        f = filtered(request)
+        if not isinstance(f, RecordFilter):
+            return f
+        result, names = await run_in_threadpool(read, lambda c: (list_records(c, f), services(c)))
+        return HTMLResponse(list_page(result, f, names, poll_ms=poll_ms))
+
+    async def api_records(request: Request) -> Response:
+        f = filtered(request)
+        if not isinstance(f, RecordFilter):
+            return f
+        after_text = request.query_params.get("after", "0:")
+        time_text, _, span_id = after_text.partition(":")
+        if not time_text.isdigit():
+            return PlainTextResponse("after must be <time_ns>:<span_id>\n", status_code=400)
+        rows = await run_in_threadpool(read, lambda c: newer_records(c, f, (int(time_text), span_id)))
+        back = f.query()
+        return JSONResponse({"records": [_public(r) for r in rows], "rows_html": [row_html(r, back) for r in rows]})
+
+    async def record(request: Request) -> Response:
+        span_id = request.path_params["span_id"]
+        detail = await run_in_threadpool(read, lambda c: record_detail(c, span_id))
+        if detail is None:
+            return PlainTextResponse(f"no record {span_id} in this store\n", status_code=404)
+        back = "&".join(f"{k}={v}" for k, v in request.query_params.multi_items())
+        return HTMLResponse(record_page(detail, back=back, trace_url=template))
+
+    async def alert(request: Request) -> Response:
+        alert_id = request.path_params["alert_id"]
+        detail = await run_in_threadpool(read, lambda c: alert_detail(c, alert_id))
+        if detail is None:
+            return PlainTextResponse(f"no alert {alert_id} in this store\n", status_code=404)
+        return HTMLResponse(alert_page(detail, lower=metric_direction(str(detail.alert["metric"])) == "lower"))
+
+    async def group_alert(request: Request) -> Response:
+        q = request.query_params
+        rule = q.get("rule")
+        if not rule:
+            return PlainTextResponse("give the alert's rule: /alert?rule=...&service=...\n", status_code=400)
+        found = await run_in_threadpool(read, lambda c: latest_alert_id(c, rule, q.get("service"), q.get("route")))
+        if found is None:
+            return PlainTextResponse(f"no alert of rule {rule} for that group in this store\n", status_code=404)
+        return RedirectResponse(f"/alerts/{found}", status_code=303)
+
+    async def costs(request: Request) -> Response:
+        f = filtered(request)
+        if not isinstance(f, RecordFilter):
+            return f
+        data = await run_in_threadpool(read, lambda c: read_costs(c, f))
+        return HTMLResponse(costs_page(data, f))
+
+    return [
+        Route("/records", records, methods=["GET"], name="records"),
+        Route("/records/{span_id}", record, methods=["GET"], name="record"),
+        Route("/alerts/{alert_id:int}", alert, methods=["GET"], name="alert"),
+        Route("/alert", group_alert, methods=["GET"], name="group_alert"),
+        Route("/costs", costs, methods=["GET"], name="costs"),
+        Route("/api/records", api_records, methods=["GET"], name="api_records"),
+    ]
+
+
+def _public(record: dict[str, Any]) -> dict[str, Any]:
+    return {k: record[k] for k in ("span_id", "trace_id", "service", "time_ns", "decision", "scores")}

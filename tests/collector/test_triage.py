@@ -1,0 +1,152 @@
+"""The triage pages over a real SQLite store, through the real Starlette app: the records list and its
+URL filters and paging, a record with its claims highlighted and linked to their chunks, an alert with
+the records that made it fire, cost and coverage, and the live-update API."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from ragtrace_collector._report import page_routes
+from ragtrace_collector._store import Store
+from ragtrace_collector._triage import FilterError, RecordFilter, ScoreBound, parse_filter
+from ragtrace_collector._triage._record_html import locate_claims
+from starlette.applications import Starlette
+from starlette.datastructures import QueryParams
+from starlette.testclient import TestClient
+
+from tests.collector._triage_seed import BAD_ANSWER, MINUTE, N_RECORDS, SPIKE_FROM, T0, claims_of, seed_triage, span_id
+
+
+@pytest.fixture
+def client(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[TestClient]:
+    monkeypatch.setenv("RAGTRACE_COLLECTOR_TRACE_URL", "http://127.0.0.1:16686/trace/{trace_id}")
+    store = Store(tmp_path / "ragtrace.db")
+    seed_triage(store)
+    with TestClient(Starlette(routes=page_routes(store))) as test_client:
+        yield test_client
+    store.close()
+
+
+def _rows(html: str) -> list[str]:
+    return re.findall(r'data-span="([0-9a-f]{16})"', html)
+
+
+def test_the_list_is_newest_first_and_pages_by_keyset(client: TestClient) -> None:
+    first = client.get("/records?limit=50")
+    assert first.status_code == 200
+    ids = _rows(first.text)
+    assert ids == [span_id(i) for i in range(N_RECORDS - 1, N_RECORDS - 51, -1)]
+    (older,) = re.findall(r'rel="next" href="([^"]+)"', first.text)
+    second = client.get(older.replace("&amp;", "&"))
+    assert _rows(second.text)[0] == span_id(N_RECORDS - 51)
+    assert data_live(second.text) == "0" and data_live(first.text) == "1"  # history does not update itself
+
+
+def data_live(html: str) -> str:
+    (value,) = re.findall(r'data-live="(\d)"', html)
+    return value
+
+
+def test_filters_narrow_the_list_and_stay_in_the_links(client: TestClient) -> None:
+    reply = client.get("/records", params={"service": "shop", "score": "hallucination>0.5", "meta": "user:alice"})
+    ids = _rows(reply.text)
+    expected = [
+        span_id(i) for i in range(N_RECORDS - 1, -1, -1) if i % 5 != 4 and i >= SPIKE_FROM and i % 3 != 0 and i % 2 == 1
+    ]
+    assert ids == expected[:50] and ids
+    # Each record's link carries the filters back; the form shows them.
+    assert "/records/" + ids[0] + "?service=shop&amp;score=hallucination%3E0.5&amp;meta=user%3Aalice" in reply.text
+    assert 'value="hallucination&gt;0.5"' in reply.text
+    assert _rows(client.get("/records", params={"q": "Question 7:"}).text) == [span_id(7)]
+    assert _rows(client.get("/records", params={"decision": "not_sampled"}).text) == []
+    window = client.get("/records", params={"since": str(T0 + 10 * MINUTE), "until": str(T0 + 12 * MINUTE)})
+    assert _rows(window.text) == [span_id(12), span_id(11), span_id(10)]
+
+
+@pytest.mark.parametrize(
+    ("query", "says"),
+    [
+        ("score=hallucination~0.5", "write it as metric<value"),
+        ("decision=maybe", "use one of"),
+        ("since=yesterday", "ISO 8601"),
+        ("limit=0", "whole number"),
+        ("meta=alice", "key:value"),
+        ("before=12", "paging cursor"),
+    ],
+)
+def test_a_filter_that_does_not_parse_is_a_400_that_says_why(client: TestClient, query: str, says: str) -> None:
+    reply = client.get(f"/records?{query}")
+    assert reply.status_code == 400 and says in reply.text
+
+
+def test_parse_filter_round_trips_through_its_query() -> None:
+    f = RecordFilter(since_ns=5, service="shop", scores=(ScoreBound("faithfulness", "<=", 0.3),), meta=(("u", "x"),))
+    assert parse_filter(QueryParams(f.query())) == f
+    assert parse_filter(QueryParams(f.page_after(7, "ab").query(paging=True))).before == (7, "ab")
+    assert parse_filter({"since": "2027-01-15T08:00:00Z"}).since_ns == 1_800_000_000 * 1_000_000_000
+    with pytest.raises(FilterError):
+        parse_filter({"score": "faithfulness"})
+
+
+def test_a_record_shows_each_claim_by_verdict_linked_to_its_chunk(client: TestClient) -> None:
+    bad = next(i for i in range(SPIKE_FROM, N_RECORDS) if i % 5 != 4 and i % 3 != 0)
+    page = client.get(f"/records/{span_id(bad)}?service=shop").text
+    # The answer, with its three claims highlighted in place, by verdict, each linked to what decided it.
+    assert '<a class="claim v-supported" id="answer-claim-0" href="#chunk-0"' in page
+    assert '<a class="claim v-contradicted" id="answer-claim-1" href="#chunk-0"' in page
+    assert '<a class="claim v-unsupported" id="answer-claim-2" href="#claim-2"' in page
+    assert 'title="contradicted by chunk 1 (support 0.04)"' in page
+    assert '<li id="chunk-0"><b>chunk 1</b> <span class="muted">id doc-eiffel, retrieval score 0.91' in page
+    # Every score with its explanation and judge; the trace id links to the configured backend.
+    assert "1 of 3 claims supported" in page and "offline:minilm-int8" in page
+    assert f'<a href="http://127.0.0.1:16686/trace/{span_id(bad) * 2}">' in page
+    assert '<a href="/records?service=shop">← records</a>' in page
+    assert client.get("/records/ffffffffffffffff").status_code == 404
+
+
+def test_claims_are_located_in_the_answer_without_overlap() -> None:
+    claims = claims_of(True)
+    spans = locate_claims(BAD_ANSWER, claims)
+    assert [BAD_ANSWER[s:e] for s, e, _ in spans] == [c["claim"].rstrip(".") + "." for c in claims]
+    # A bare answer joined to its question, a claim not in the answer, and one without text (not captured).
+    located = locate_claims("Paris.", [{"claim": "Where is it? Paris"}, {"claim": "Lyon"}, {"verdict": "supported"}])
+    assert located == [(0, 5, 0)]
+
+
+def test_an_alert_shows_its_statistic_and_the_records_that_made_it_fire(client: TestClient) -> None:
+    redirect = client.get("/alert?rule=hallucination-spike&service=shop", follow_redirects=False)
+    assert redirect.status_code == 303
+    page = client.get(redirect.headers["location"]).text
+    assert "Alert: hallucination-spike (hallucination, service=shop)" in page
+    assert '<svg class="chart" role="img" aria-label="hallucination-spike statistic over time' in page
+    fired = [i for i in range(SPIKE_FROM, 111) if i % 5 != 4 and i % 3 != 0]
+    # Since the group was last OK (minute 90) up to the alert (minute 110), the bad shop records.
+    assert sorted(_rows(page)) == sorted(span_id(i) for i in fired)
+    assert "/records?since=" in page and "score=hallucination%3E0.5" in page
+    assert client.get("/alerts/999").status_code == 404
+    assert client.get("/alert?rule=nope").status_code == 404
+
+
+def test_cost_and_coverage(client: TestClient) -> None:
+    page = client.get("/costs").text
+    assert "Judge calls per scored record, by hour" in page and page.count('<svg class="chart"') == 3
+    assert "<tr><td>docs</td><td>28</td><td>28</td></tr>" in page
+    assert "<tr><td>shop</td><td>112</td><td>112</td></tr>" in page
+
+
+def test_live_updates_return_only_the_newer_rows(client: TestClient) -> None:
+    after = f"{T0 + (N_RECORDS - 3) * MINUTE}:{span_id(N_RECORDS - 3)}"
+    data = client.get("/api/records", params={"after": after}).json()
+    assert [r["span_id"] for r in data["records"]] == [span_id(N_RECORDS - 1), span_id(N_RECORDS - 2)]
+    assert len(data["rows_html"]) == 2 and 'class="row"' in data["rows_html"][0]
+    filtered = client.get("/api/records", params={"after": after, "service": "docs"}).json()
+    assert [r["span_id"] for r in filtered["records"]] == [span_id(N_RECORDS - 1)]
+    assert client.get("/api/records", params={"after": "x"}).status_code == 400
+
+
+def test_the_overview_links_into_the_triage_pages(client: TestClient) -> None:
+    page = client.get("/").text
+    assert "open the record and its claims" in page
