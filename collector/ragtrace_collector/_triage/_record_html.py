@@ -126,7 +126,7 @@ def record_page(detail: RecordDetail, *, back: str = "", trace_url: str | None =
     )
     seconds = r.get("seconds")
     cost = (
-        f"judge {e(r.get('judge') or '-')}: {e(r.get('calls') or 0)} calls, "
+        f"judge {e(r.get('judge') or '-')}: {e(r.get('calls') or 0)} call(s), "
         f"{e(r.get('prompt_tokens') or 0)} prompt and {e(r.get('completion_tokens') or 0)} completion tokens, "
         f"{'-' if seconds is None else f'{seconds:.2f}'} s"
     )

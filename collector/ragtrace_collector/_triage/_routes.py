@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlencode
 
 from ragtrace_collector._drift import metric_direction
 from ragtrace_collector._report._queries import connect
@@ -83,7 +84,7 @@ def triage_routes(source: object, *, trace_url: str | None = None, poll_ms: int 
         detail = await run_in_threadpool(read, lambda c: record_detail(c, span_id))
         if detail is None:
             return PlainTextResponse(f"no record {span_id} in this store\n", status_code=404)
-        back = "&".join(f"{k}={v}" for k, v in request.query_params.multi_items())
+        back = urlencode(request.query_params.multi_items())
         return HTMLResponse(record_page(detail, back=back, trace_url=template))
 
     async def alert(request: Request) -> Response:

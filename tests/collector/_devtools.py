@@ -1,0 +1,85 @@
+"""A headless Chromium driven over the DevTools protocol, for the page tests: the ``browser`` fixture
+(Debian's chromium, a profile in the test's directory) and ``devtools(browser, url)``, one page opened at
+``url``. Tests that use it skip when chromium is not installed (``make system-deps``)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+import subprocess
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from websockets.sync.client import ClientConnection, connect
+
+__all__ = ["CHROMIUM", "DevTools", "browser", "devtools"]
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+class DevTools:
+    """One page of a headless Chromium, over the DevTools protocol (JSON over a websocket)."""
+
+    def __init__(self, socket: ClientConnection) -> None:
+        self.socket = socket
+        self.next_id = 0
+
+    def call(self, method: str, **params: Any) -> dict[str, Any]:
+        self.next_id += 1
+        self.socket.send(json.dumps({"id": self.next_id, "method": method, "params": params}))
+        while True:
+            message = json.loads(self.socket.recv(timeout=120))
+            if message.get("id") == self.next_id:
+                assert "error" not in message, message
+                return dict(message.get("result", {}))
+
+    def wait_for(self, event: str) -> None:
+        while json.loads(self.socket.recv(timeout=120)).get("method") != event:
+            pass
+
+    def run(self, script: str) -> Any:
+        result = self.call("Runtime.evaluate", expression=script, returnByValue=True, awaitPromise=True)
+        return result["result"].get("value")
+
+    def click_and_reload(self, selector: str) -> None:
+        """Click the button; its handler calls the API, then reloads the page: wait for the new page's load."""
+        self.run(f"document.querySelector({json.dumps(selector)}).click()")
+        self.wait_for("Page.loadEventFired")
+
+
+@pytest.fixture
+def browser(tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]:
+    assert CHROMIUM is not None
+    profile = tmp_path / "chromium-profile"
+    process = subprocess.Popen(
+        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync", "--no-first-run", "--remote-debugging-address=127.0.0.1",
+         "--remote-debugging-port=0", f"--user-data-dir={profile}", "--window-size=1280,900", "about:blank"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    process.profile = profile  # type: ignore[attr-defined]
+    yield process
+    process.terminate()
+    process.wait(timeout=60)
+
+
+@contextlib.contextmanager
+def devtools(browser: subprocess.Popen[bytes], url: str) -> Iterator[DevTools]:
+    active = browser.profile / "DevToolsActivePort"  # type: ignore[attr-defined]
+    deadline = time.monotonic() + 120  # Chromium writes it once it listens; a bound, not a timing check
+    while not active.exists() and time.monotonic() < deadline and browser.poll() is None:
+        time.sleep(0.1)
+    port = int(active.read_text().splitlines()[0])
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=60) as response:
+        (page,) = [t for t in json.loads(response.read()) if t["type"] == "page"]
+    with connect(page["webSocketDebuggerUrl"], max_size=None) as socket:
+        tools = DevTools(socket)
+        tools.call("Page.enable")
+        tools.call("Page.navigate", url=url)
+        tools.wait_for("Page.loadEventFired")
+        yield tools
