@@ -132,7 +132,7 @@ def phoenix() -> Iterator[FakePhoenix]:
 
 @pytest.fixture
 def store(tmp_path: Path) -> Iterator[Store]:
-    opened = Store(tmp_path / "c.db", checkpoints=False)
+    opened = Store(tmp_path / "a dir #1?" / "c.db", checkpoints=False)  # read back through a file: URI
     yield opened
     opened.close()
 

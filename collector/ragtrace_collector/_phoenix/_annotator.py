@@ -136,12 +136,20 @@ class PhoenixAnnotator:
                     self._drop("stopped", self.pending)
             self._task = None
         if self._tail is not None:
-            self._tail.close()
-            self._tail = None
+            tail, self._tail = self._tail, None
+            await asyncio.to_thread(tail.close)  # waits for a read that a timed-out stop left running
 
     # -- the task ----------------------------------------------------------------------------------
 
     async def _run(self) -> None:
+        try:
+            await self._deliver()
+        except Exception:
+            # A bug, not Phoenix's answer (those are handled): say so loudly; ingest carries on without it.
+            _log.exception("the Phoenix annotator stopped: %d annotation(s) unsent", self.pending)
+            self._drop("stopped", self.pending)
+
+    async def _deliver(self) -> None:
         async with httpx.AsyncClient(timeout=self._timeout, headers=self._headers) as client:
             while True:
                 closing = self._closing  # read before the store: the last read then sees every score

@@ -8,15 +8,17 @@ reads the store rather than hooking one of them. A score rewritten in place (the
 again: an exporter's retry, a log-borne score taken over by its span) keeps its rowid and is not read again;
 its value is the one already sent.
 
-Reads use a connection of their own (WAL: they never wait for, nor hold up, a write); call them from one thread
-at a time, off the event loop.
+Reads use a connection of their own (WAL: they never wait for, nor hold up, a write), off the event loop; a lock
+keeps ``close`` from closing it under a read still running on a worker thread.
 """
 
 from __future__ import annotations
 
 import math
 import sqlite3
+import threading
 from pathlib import Path
+from urllib.parse import quote
 
 from ragtrace_collector._phoenix._wire import Annotation
 from ragtrace_collector._store._schema import RAG_RECORDS, SCORES
@@ -35,11 +37,15 @@ class ScoreTail:
     """Reads the store at ``path`` (which must exist: the collector's ``Store`` created it)."""
 
     def __init__(self, path: Path) -> None:
-        self._conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False, timeout=30.0)
+        uri = f"file:{quote(str(path))}?mode=ro"  # read-only: the annotator never writes the store
+        self._conn = sqlite3.connect(uri, uri=True, check_same_thread=False, timeout=30.0)
+        self._lock = threading.Lock()
+        self._closed = False
 
     def end(self) -> int:
         """The cursor past every score stored so far (0 for an empty table)."""
-        (last,) = self._conn.execute(_END_SQL).fetchone()
+        with self._lock:
+            (last,) = self._conn.execute(_END_SQL).fetchone()
         return int(last or 0)
 
     def read(self, after: int, limit: int) -> tuple[list[Annotation], int, bool]:
@@ -49,7 +55,8 @@ class ScoreTail:
         Rows without a finite value (a metric that failed or did not apply) move the cursor but give no
         annotation: there is no score to show.
         """
-        rows = self._conn.execute(_AFTER_SQL, (after, limit)).fetchall()
+        with self._lock:
+            rows = self._conn.execute(_AFTER_SQL, (after, limit)).fetchall()
         annotations = [
             Annotation(
                 span_id=str(span_id).lower(),
@@ -67,5 +74,8 @@ class ScoreTail:
         return annotations, cursor, len(rows) < limit
 
     def close(self) -> None:
-        """Close the connection."""
-        self._conn.close()
+        """Close the connection once no read runs (idempotent)."""
+        with self._lock:
+            if not self._closed:
+                self._closed = True
+                self._conn.close()
