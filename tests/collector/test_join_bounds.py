@@ -6,7 +6,6 @@ settler is driven with ``settle_once`` at chosen times.
 
 from __future__ import annotations
 
-import sqlite3
 import time
 import urllib.request
 from pathlib import Path
@@ -19,10 +18,9 @@ from ragtrace_collector.__main__ import main
 from ragtrace_collector._join import JoinLimits
 
 from ragtrace import semconv
+from tests.collector._join import HOUR, LIMITS, rows
 from tests.collector._spans import SpanFactory, start_collector
 from tests.collector._traced_app import send
-
-HOUR = 3600 * 1_000_000_000
 
 
 def _retrievals_under_remote_parents(count: int, text: str = "Refunds are paid within 14 days.") -> list[ReadableSpan]:
@@ -37,8 +35,8 @@ def _retrievals_under_remote_parents(count: int, text: str = "Refunds are paid w
 
 
 def _waiting(db: Path) -> int:
-    with sqlite3.connect(db) as conn:
-        return int(conn.execute("SELECT count(*) FROM join_pending").fetchone()[0])
+    ((waiting,),) = rows(db, "SELECT count(*) FROM join_pending")
+    return int(waiting)
 
 
 def test_ten_thousand_traces_that_never_end_stay_within_the_bound_and_are_counted(tmp_path: Path) -> None:
@@ -60,8 +58,7 @@ def test_ten_thousand_traces_that_never_end_stay_within_the_bound_and_are_counte
     assert "ragtrace_collector_join_waiting_traces 1000.0" in exposition
     assert "ragtrace_collector_join_dropped_traces_total 9000.0" in exposition
     # The oldest went first: the last thousand sent are the ones still waiting.
-    with sqlite3.connect(db) as conn:
-        kept = {int(t, 16) for (t,) in conn.execute("SELECT trace_id FROM join_pending")}
+    kept = {int(t, 16) for (t,) in rows(db, "SELECT trace_id FROM join_pending")}
     assert kept == set(range(9001, 10_001))
 
 
@@ -78,8 +75,8 @@ def test_the_bytes_of_waiting_traces_are_bounded(tmp_path: Path) -> None:
     finally:
         collector.stop()
     assert 0 < dropped < 50 and _waiting(db) == 50 - dropped
-    with sqlite3.connect(db) as conn:
-        assert conn.execute("SELECT total(bytes) FROM join_pending").fetchone()[0] <= 100_000
+    ((waiting_bytes,),) = rows(db, "SELECT total(bytes) FROM join_pending")
+    assert waiting_bytes <= 100_000
 
 
 @pytest.mark.filterwarnings("ignore:Calling .text\\(\\) as a method is deprecated")
@@ -102,7 +99,7 @@ def test_a_rag_call_whose_root_never_arrives_is_joined_after_the_longest_wait(
             retriever.set_attribute(semconv.OPENINFERENCE_SPAN_KIND, semconv.SPAN_KIND_RETRIEVER)
             retriever.set_attribute(semconv.retrieval_document(0, semconv.DOCUMENT_CONTENT), "a.")
     db = tmp_path / "c.db"
-    collector = start_collector(db, score=True, join_limits=JoinLimits(settle_seconds=3600, max_seconds=7200))
+    collector = start_collector(db, score=True, join_limits=LIMITS)
     try:
         send(collector, factory.all())
         start = time.time_ns()
@@ -113,9 +110,7 @@ def test_a_rag_call_whose_root_never_arrives_is_joined_after_the_longest_wait(
         assert collector.settler.stats.expired == 1
     finally:
         collector.stop()
-    with sqlite3.connect(db) as conn:
-        rows = conn.execute("SELECT query, answer, decision FROM rag_records").fetchall()
-    assert rows == [("q?", "a.", semconv.DECISION_NOT_SAMPLED)]
+    assert rows(db, "SELECT query, answer, decision FROM rag_records") == [("q?", "a.", semconv.DECISION_NOT_SAMPLED)]
 
 
 @pytest.mark.parametrize(

@@ -14,42 +14,23 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ragtrace_collector._join import JoinLimits, Settler
+from ragtrace_collector._join import Settler
 from ragtrace_collector._otlp import Batch, decode_protobuf
-from ragtrace_collector._server import Collector
 from ragtrace_collector._store import Store, StoreError
 
 from ragtrace import semconv
 from ragtrace.metrics import build_suite
+from tests.collector._join import HOUR, LIMITS, rows, settle
 from tests.collector._spans import otlp_bytes, start_collector
 from tests.collector._traced_app import langchain_app, send, shuffled_parts, span_id
 from tests.ragtrace.test_foreign_langchain import ANSWER, QUESTION, RANKED, lcel_chain
 
-pytestmark = pytest.mark.filterwarnings("ignore:Calling .text\\(\\) as a method is deprecated")
+pytestmark = [
+    pytest.mark.filterwarnings("ignore:Calling .text\\(\\) as a method is deprecated"),
+    pytest.mark.usefixtures("offline_judge"),
+]
 
-HOUR = 3600 * 1_000_000_000
-LIMITS = JoinLimits(settle_seconds=3600, max_seconds=7200)
 SUITE = build_suite()
-
-
-@pytest.fixture(autouse=True)
-def _offline_judge(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("RAGTRACE_JUDGE", "offline")
-    monkeypatch.setenv("RAGTRACE_SAMPLE_RATE", "1.0")
-    for name in ("OPENAI_API_KEY", "RAGTRACE_JUDGE_BASE_URL", "RAGTRACE_METRICS"):
-        monkeypatch.delenv(name, raising=False)
-
-
-def _rows(db: Path, sql: str) -> list[tuple[Any, ...]]:
-    with sqlite3.connect(db) as conn:
-        return list(conn.execute(sql))
-
-
-def _settle(collector: Collector, at_ns: int) -> list[str]:
-    assert collector.settler is not None and collector.scorer is not None
-    written = collector.settler.settle_once(at_ns)
-    assert collector.scorer.wait_idle(120)
-    return written
 
 
 @pytest.mark.parametrize("decode_processes", [0, 1])
@@ -67,19 +48,19 @@ def test_a_restart_mid_trace_loses_nothing_acknowledged_and_scores_once(tmp_path
     finally:
         before.stop()
     trace_id = format(root.context.trace_id, "032x")
-    assert _rows(db, "SELECT trace_id FROM join_pending") == [(trace_id,)]
+    assert rows(db, "SELECT trace_id FROM join_pending") == [(trace_id,)]
     after = start_collector(db, **options)
     try:
         send(after, second)
-        assert _settle(after, time.time_ns() + 2 * HOUR) == [span_id(root)]
-        assert _settle(after, time.time_ns() + 4 * HOUR) == []
+        assert settle(after, time.time_ns() + 2 * HOUR) == [span_id(root)]
+        assert settle(after, time.time_ns() + 4 * HOUR) == []
     finally:
         after.stop()
-    ((query, answer, chunks, decision),) = _rows(db, "SELECT query, answer, chunks, decision FROM rag_records")
+    ((query, answer, chunks, decision),) = rows(db, "SELECT query, answer, chunks, decision FROM rag_records")
     assert (query, answer, decision) == (QUESTION, ANSWER, semconv.DECISION_EVALUATED)
     assert [c["content"] for c in json.loads(chunks)] == RANKED
-    assert _rows(db, "SELECT count(*), count(DISTINCT metric) FROM scores") == [(len(SUITE.names),) * 2]
-    assert _rows(db, "SELECT count(*) FROM join_pending") == [(0,)]
+    assert rows(db, "SELECT count(*), count(DISTINCT metric) FROM scores") == [(len(SUITE.names),) * 2]
+    assert rows(db, "SELECT count(*) FROM join_pending") == [(0,)]
 
 
 def test_joining_resumes_after_a_restart_with_no_new_span(tmp_path: Path) -> None:
@@ -95,10 +76,10 @@ def test_joining_resumes_after_a_restart_with_no_new_span(tmp_path: Path) -> Non
         before.stop()  # stopped before the trace settled
     after = start_collector(db, score=True, join_limits=LIMITS)
     try:
-        assert len(_settle(after, time.time_ns() + 2 * HOUR)) == 1
+        assert len(settle(after, time.time_ns() + 2 * HOUR)) == 1
     finally:
         after.stop()
-    assert _rows(db, "SELECT decision FROM rag_records") == [(semconv.DECISION_EVALUATED,)]
+    assert rows(db, "SELECT decision FROM rag_records") == [(semconv.DECISION_EVALUATED,)]
 
 
 def test_scores_go_downstream_on_an_evaluator_carrier_linked_to_the_root(tmp_path: Path) -> None:
@@ -117,19 +98,19 @@ def test_scores_go_downstream_on_an_evaluator_carrier_linked_to_the_root(tmp_pat
         try:
             for part in shuffled_parts(spans, 3, seed=9):
                 send(upstream, part)
-            assert _settle(upstream, time.time_ns() + 2 * HOUR) == [span_id(root)]
+            assert settle(upstream, time.time_ns() + 2 * HOUR) == [span_id(root)]
         finally:
             upstream.stop()  # drains the forward queue
         assert upstream.forwarder is not None and upstream.forwarder.dropped == 0
     finally:
         downstream.stop()
     down = tmp_path / "down.db"
-    assert _rows(down, "SELECT count(*) FROM spans") == [(len(spans) + 1,)]
+    assert rows(down, "SELECT count(*) FROM spans") == [(len(spans) + 1,)]
     carrier = f"SELECT attributes, links FROM spans WHERE name = '{semconv.CARRIER_SPAN_NAME}'"
-    ((attributes, links),) = _rows(down, carrier)
+    ((attributes, links),) = rows(down, carrier)
     assert json.loads(attributes)[semconv.OPENINFERENCE_SPAN_KIND] == semconv.SPAN_KIND_EVALUATOR
     assert [link["span_id"] for link in json.loads(links)] == [span_id(root)]
-    scores = _rows(down, "SELECT span_id, metric, source FROM scores")
+    scores = rows(down, "SELECT span_id, metric, source FROM scores")
     assert sorted(m for _, m, _ in scores) == sorted(SUITE.names)
     assert {(s, src) for s, _, src in scores} == {(span_id(root), "carrier")}
 
@@ -148,7 +129,7 @@ def test_a_call_joined_but_not_yet_scored_when_the_collector_stopped_is_scored_a
         assert before.settler is not None and len(before.settler.settle_once(time.time_ns() + 2 * HOUR)) == 1
     finally:
         before.stop()
-    assert _rows(db, "SELECT decision FROM rag_records") == [(None,)]
+    assert rows(db, "SELECT decision FROM rag_records") == [(None,)]
     after = start_collector(db, score=True, join_limits=LIMITS)
     try:
         assert after.settler is not None and after.scorer is not None
@@ -157,8 +138,8 @@ def test_a_call_joined_but_not_yet_scored_when_the_collector_stopped_is_scored_a
         assert after.scorer.scored == 1
     finally:
         after.stop()
-    assert _rows(db, "SELECT decision FROM rag_records") == [(semconv.DECISION_EVALUATED,)]
-    assert _rows(db, "SELECT count(*) FROM scores") == [(len(SUITE.names),)]
+    assert rows(db, "SELECT decision FROM rag_records") == [(semconv.DECISION_EVALUATED,)]
+    assert rows(db, "SELECT count(*) FROM scores") == [(len(SUITE.names),)]
 
 
 def test_a_file_written_before_records_had_a_reason_gets_the_column_and_keeps_its_rows(tmp_path: Path) -> None:
@@ -170,7 +151,7 @@ def test_a_file_written_before_records_had_a_reason_gets_the_column_and_keeps_it
             "INSERT INTO rag_records (span_id, query, decision) VALUES ('00000000000000aa', 'q?', 'evaluated')"
         )
     Store(db).close()
-    assert _rows(db, "SELECT span_id, query, decision, reason FROM rag_records") == [
+    assert rows(db, "SELECT span_id, query, decision, reason FROM rag_records") == [
         ("00000000000000aa", "q?", "evaluated", None)
     ]
 

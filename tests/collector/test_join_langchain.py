@@ -9,18 +9,16 @@ own thread never joins during a test: each test drives the settler with ``settle
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 from langchain_core.runnables import RunnableLambda, RunnablePassthrough
-from ragtrace_collector._join import JoinLimits
-from ragtrace_collector._server import Collector
 
 from ragtrace import semconv
 from ragtrace.metrics import build_suite
+from tests.collector._join import HOUR, LIMITS, NS, rows, settle
 from tests.collector._spans import start_collector
 from tests.collector._traced_app import langchain_app, send, shuffled_parts, span_id
 from tests.ragtrace.test_foreign_langchain import (
@@ -33,32 +31,12 @@ from tests.ragtrace.test_foreign_langchain import (
     lcel_chain,
 )
 
-pytestmark = pytest.mark.filterwarnings("ignore:Calling .text\\(\\) as a method is deprecated")
+pytestmark = [
+    pytest.mark.filterwarnings("ignore:Calling .text\\(\\) as a method is deprecated"),
+    pytest.mark.usefixtures("offline_judge"),
+]
 
-NS = 1_000_000_000
-HOUR = 3600 * NS
-LIMITS = JoinLimits(settle_seconds=3600, max_seconds=7200)
 SUITE = build_suite()
-
-
-@pytest.fixture(autouse=True)
-def _offline_judge(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("RAGTRACE_JUDGE", "offline")
-    monkeypatch.setenv("RAGTRACE_SAMPLE_RATE", "1.0")
-    for name in ("OPENAI_API_KEY", "RAGTRACE_JUDGE_BASE_URL", "RAGTRACE_METRICS"):
-        monkeypatch.delenv(name, raising=False)
-
-
-def _rows(db: Path, sql: str) -> list[tuple[Any, ...]]:
-    with sqlite3.connect(db) as conn:
-        return list(conn.execute(sql))
-
-
-def _settle(collector: Collector, at_ns: int) -> list[str]:
-    assert collector.settler is not None
-    written = collector.settler.settle_once(at_ns)
-    assert collector.scorer is not None and collector.scorer.wait_idle(120)
-    return written
 
 
 def test_a_chain_sent_in_shuffled_exports_is_joined_once_it_settles_and_scored_once(tmp_path: Path) -> None:
@@ -74,19 +52,19 @@ def test_a_chain_sent_in_shuffled_exports_is_joined_once_it_settles_and_scored_o
             send(collector, part)
         start = time.time_ns()
         # The root has not arrived: however long it is quiet, the trace waits (and nothing is made up).
-        assert _settle(collector, start + 2 * HOUR - NS) == []
+        assert settle(collector, start + 2 * HOUR - NS) == []
         send(collector, [root])
         # Within the window after the last span: still waiting.
-        assert _settle(collector, start + HOUR // 2) == []
-        assert _rows(db, "SELECT count(*) FROM rag_records") == [(0,)]
-        assert _settle(collector, start + 4 * HOUR) == [span_id(root)]
+        assert settle(collector, start + HOUR // 2) == []
+        assert rows(db, "SELECT count(*) FROM rag_records") == [(0,)]
+        assert settle(collector, start + 4 * HOUR) == [span_id(root)]
         # A retried export of the whole trace reopens it; its root is not written or scored again.
         send(collector, spans)
-        assert _settle(collector, start + 6 * HOUR) == []
+        assert settle(collector, start + 6 * HOUR) == []
         assert collector.settler is not None and collector.settler.waiting() == 0
     finally:
         collector.stop()
-    ((query, answer, chunks, decision, judge, route, service),) = _rows(
+    ((query, answer, chunks, decision, judge, route, service),) = rows(
         db, "SELECT query, answer, chunks, decision, judge, route, service FROM rag_records"
     )
     assert (query, answer, decision, route, service) == (
@@ -99,7 +77,7 @@ def test_a_chain_sent_in_shuffled_exports_is_joined_once_it_settles_and_scored_o
     assert judge
     assert [c["content"] for c in _json(chunks)] == RANKED
     assert _json(chunks)[0]["metadata"] == {"source": "hb-12"}
-    scores = _rows(db, "SELECT span_id, metric, source FROM scores")
+    scores = rows(db, "SELECT span_id, metric, source FROM scores")
     assert sorted(m for _, m, _ in scores) == sorted(SUITE.names)
     assert {(s, src) for s, _, src in scores} == {(span_id(root), "collector")}
 
@@ -114,13 +92,13 @@ def test_hidden_inputs_are_stored_not_scored_with_no_content(tmp_path: Path, mon
     try:
         for part in shuffled_parts(spans, 2, seed=3):
             send(collector, part)
-        (root,) = _settle(collector, time.time_ns() + 2 * HOUR)
+        (root,) = settle(collector, time.time_ns() + 2 * HOUR)
     finally:
         collector.stop()
-    assert _rows(db, "SELECT span_id, query, answer, decision, reason FROM rag_records") == [
+    assert rows(db, "SELECT span_id, query, answer, decision, reason FROM rag_records") == [
         (root, None, None, semconv.DECISION_NOT_SCORED, semconv.NOT_SCORED_NO_CONTENT)
     ]
-    assert _rows(db, "SELECT count(*) FROM scores") == [(0,)]
+    assert rows(db, "SELECT count(*) FROM scores") == [(0,)]
 
 
 def test_two_chains_under_one_request_span_are_each_scored(tmp_path: Path) -> None:
@@ -138,11 +116,11 @@ def test_two_chains_under_one_request_span_are_each_scored(tmp_path: Path) -> No
         assert request.name == "POST /ask"
         for part in shuffled_parts(spans, 4, seed=7):
             send(collector, part)
-        assert len(_settle(collector, time.time_ns() + 2 * HOUR)) == 2
+        assert len(settle(collector, time.time_ns() + 2 * HOUR)) == 2
     finally:
         collector.stop()
-    rows = _rows(db, "SELECT query, answer, decision FROM rag_records ORDER BY time_ns")
-    assert rows == [
+    records = rows(db, "SELECT query, answer, decision FROM rag_records ORDER BY time_ns")
+    assert records == [
         (QUESTION, "Refunds are paid within 14 days.", semconv.DECISION_EVALUATED),
         ("How long does shipping take?", "It takes 3 days.", semconv.DECISION_EVALUATED),
     ]
@@ -162,13 +140,13 @@ def test_a_chain_that_raised_is_not_scored(tmp_path: Path) -> None:
     collector = start_collector(db, score=True, join_limits=LIMITS)
     try:
         send(collector, spans)
-        assert len(_settle(collector, time.time_ns() + 2 * HOUR)) == 1
+        assert len(settle(collector, time.time_ns() + 2 * HOUR)) == 1
     finally:
         collector.stop()
-    assert _rows(db, "SELECT decision, reason FROM rag_records") == [
+    assert rows(db, "SELECT decision, reason FROM rag_records") == [
         (semconv.DECISION_NOT_SCORED, semconv.NOT_SCORED_APP_ERROR)
     ]
-    assert _rows(db, "SELECT count(*) FROM scores") == [(0,)]
+    assert rows(db, "SELECT count(*) FROM scores") == [(0,)]
 
 
 def test_a_root_the_apps_processor_scored_keeps_the_apps_decision_and_is_not_scored_again(tmp_path: Path) -> None:
@@ -181,12 +159,12 @@ def test_a_root_the_apps_processor_scored_keeps_the_apps_decision_and_is_not_sco
     try:
         for part in shuffled_parts(spans, 2, seed=11):
             send(collector, part)
-        assert _settle(collector, time.time_ns() + 2 * HOUR) == [span_id(scored)]
+        assert settle(collector, time.time_ns() + 2 * HOUR) == [span_id(scored)]
         assert collector.scorer is not None and collector.scorer.scored == 0
     finally:
         collector.stop()
-    assert _rows(db, "SELECT query, decision FROM rag_records") == [(QUESTION, semconv.DECISION_EVALUATED)]
-    assert _rows(db, "SELECT metric, value, source FROM scores") == [("seen", 1.0, "app")]
+    assert rows(db, "SELECT query, decision FROM rag_records") == [(QUESTION, semconv.DECISION_EVALUATED)]
+    assert rows(db, "SELECT metric, value, source FROM scores") == [("seen", 1.0, "app")]
 
 
 def _json(text: str) -> list[dict[str, Any]]:

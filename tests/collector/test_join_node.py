@@ -17,16 +17,16 @@ import time
 from pathlib import Path
 
 import pytest
-from ragtrace_collector._join import JoinLimits
 
 from ragtrace import semconv
 from ragtrace.metrics import build_suite
+from tests.collector._join import HOUR, LIMITS, settle
 from tests.collector._spans import start_collector
 
 ROOT = Path(__file__).resolve().parents[2]
 APP = Path(__file__).resolve().parent / "node"
 MODULES = ROOT / ".ragtrace" / "node"
-HOUR = 3600 * 1_000_000_000
+pytestmark = pytest.mark.usefixtures("offline_judge")
 
 
 @pytest.fixture(scope="module")
@@ -55,18 +55,10 @@ def node_modules() -> Path:
     return MODULES / "node_modules"
 
 
-@pytest.fixture(autouse=True)
-def _offline_judge(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("RAGTRACE_JUDGE", "offline")
-    monkeypatch.setenv("RAGTRACE_SAMPLE_RATE", "1.0")
-    for name in ("OPENAI_API_KEY", "RAGTRACE_JUDGE_BASE_URL", "RAGTRACE_METRICS"):
-        monkeypatch.delenv(name, raising=False)
-
-
 def test_a_node_rag_app_is_scored_by_the_collector(tmp_path: Path, node_modules: Path) -> None:
     db = tmp_path / "c.db"
     question = "How fast are refunds paid?"
-    collector = start_collector(db, score=True, join_limits=JoinLimits(settle_seconds=3600, max_seconds=7200))
+    collector = start_collector(db, score=True, join_limits=LIMITS)
     try:
         ran = subprocess.run(
             ["node", str(APP / "rag.cjs"), f"http://127.0.0.1:{collector.http_port}", question],
@@ -77,9 +69,7 @@ def test_a_node_rag_app_is_scored_by_the_collector(tmp_path: Path, node_modules:
         )
         assert ran.returncode == 0, ran.stderr
         trace_id = ran.stdout.strip()
-        assert collector.settler is not None and collector.scorer is not None
-        (root,) = collector.settler.settle_once(time.time_ns() + 2 * HOUR)
-        assert collector.scorer.wait_idle(120)
+        (root,) = settle(collector, time.time_ns() + 2 * HOUR)
     finally:
         collector.stop()
     with sqlite3.connect(db) as conn:

@@ -8,33 +8,24 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
-from ragtrace_collector._join import JoinLimits
 
 from ragtrace import semconv
+from tests.collector._join import HOUR, LIMITS, rows, settle
 from tests.collector._spans import start_collector
 from tests.ragtrace.test_foreign_langchain import ANSWER, QUESTION, RANKED
 
 ROOT = Path(__file__).resolve().parents[2]
-HOUR = 3600 * 1_000_000_000
-
-
-@pytest.fixture(autouse=True)
-def _offline_judge(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("RAGTRACE_JUDGE", "offline")
-    monkeypatch.setenv("RAGTRACE_SAMPLE_RATE", "1.0")
-    for name in ("OPENAI_API_KEY", "RAGTRACE_JUDGE_BASE_URL", "RAGTRACE_METRICS"):
-        monkeypatch.delenv(name, raising=False)
+pytestmark = pytest.mark.usefixtures("offline_judge")
 
 
 def _run_app(db: Path, **env: str) -> tuple[str, str | None, str | None, list[dict[str, object]], int, str | None]:
-    collector = start_collector(db, score=True, join_limits=JoinLimits(settle_seconds=3600, max_seconds=7200))
+    collector = start_collector(db, score=True, join_limits=LIMITS)
     try:
         ran = subprocess.run(
             [
@@ -52,16 +43,13 @@ def _run_app(db: Path, **env: str) -> tuple[str, str | None, str | None, list[di
             timeout=300,
         )
         assert ran.returncode == 0, ran.stderr[-2000:]
-        assert collector.settler is not None and collector.scorer is not None
-        assert len(collector.settler.settle_once(time.time_ns() + 2 * HOUR)) == 1
-        assert collector.scorer.wait_idle(120)
+        assert len(settle(collector, time.time_ns() + 2 * HOUR)) == 1
     finally:
         collector.stop()
-    with sqlite3.connect(db) as conn:
-        ((decision, query, answer, chunks, reason),) = conn.execute(
-            "SELECT decision, query, answer, chunks, reason FROM rag_records"
-        )
-        scores = int(conn.execute("SELECT count(*) FROM scores").fetchone()[0])
+    ((decision, query, answer, chunks, reason),) = rows(
+        db, "SELECT decision, query, answer, chunks, reason FROM rag_records"
+    )
+    ((scores,),) = rows(db, "SELECT count(*) FROM scores")
     return decision, query, answer, json.loads(chunks), scores, reason
 
 
