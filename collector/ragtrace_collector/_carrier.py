@@ -14,21 +14,22 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from ragtrace import _wire, semconv
 from ragtrace.metrics import SuiteResult
 from ragtrace_collector._otlp import SOURCE_COLLECTOR, Row
+from ragtrace_collector._otlp._score_row import score_row
 
 
 def score_rows(row: Row, encoded: _wire.Encoded) -> list[Row]:
     # The rows are what the decoder would read back from the carrier: the collector stores what it sends.
     return [
-        {
-            "span_id": row["span_id"],
-            "metric": name,
-            **{column: fields.get(column) for column in _wire.FIELDS},
-            "trace_id": row["trace_id"],
-            "service": row["service"],
-            "route": row["route"],
-            "time_ns": row["time_ns"],
-            "source": SOURCE_COLLECTOR,
-        }
+        score_row(
+            name,
+            fields,
+            span_id=row["span_id"],
+            trace_id=row["trace_id"],
+            service=row["service"],
+            route=row["route"],
+            time_ns=row["time_ns"],
+            source=SOURCE_COLLECTOR,
+        )
         for name, fields in _wire.decode(encoded.attributes, encoded.events).items()
     ]
 

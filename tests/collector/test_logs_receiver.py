@@ -113,6 +113,7 @@ def expected_row(span: ReadableSpan, metric: str, *, source: str, route: str | N
         "route": route,
         "time_ns": event.timestamp,
         "source": source,
+        "claims": None,  # the factory's evaluations carry no claims
     }
 
 

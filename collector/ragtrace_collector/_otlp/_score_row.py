@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ragtrace import _wire
 from ragtrace_collector._otlp._batch import Row
 
 __all__ = ["score_row"]
@@ -41,4 +42,5 @@ def score_row(
         "route": route,
         "time_ns": time_ns,
         "source": source,
+        "claims": fields.get(_wire.CLAIMS),
     }

@@ -81,7 +81,11 @@ SCORE_COLUMNS: dict[str, type] = {
     "route": str,
     "time_ns": int,
     "source": str,
+    "claims": str,
 }
+"""``claims``: a claim metric's per-claim verdicts, JSON (``ragtrace._wire_claims``: claim text when the app
+captured content, verdict, deciding chunk, support probability); added after the first release, so
+``create_schema`` adds it to an older file."""
 JOIN_PENDING_COLUMNS: dict[str, type] = {
     "trace_id": str,
     "first_ns": int,
@@ -111,6 +115,7 @@ def create_schema(db: sqlite_utils.Database) -> None:
     db[SCORES].create(  # type: ignore[union-attr]
         SCORE_COLUMNS, pk=("span_id", "metric"), if_not_exists=True
     )
+    _add_missing_columns(db, SCORES, SCORE_COLUMNS)
     db[JOIN_PENDING].create(JOIN_PENDING_COLUMNS, pk="trace_id", if_not_exists=True)  # type: ignore[union-attr]
     for table, columns in _INDEXES:
         db[table].create_index(columns, if_not_exists=True)  # type: ignore[union-attr]
