@@ -8,8 +8,8 @@ what they read today, so each way is switched on its own (``EvaluationOutput``, 
   ragtrace collector and most trace backends read;
 * log records (default off): the same events emitted through the OpenTelemetry Logs API, with the trace
   and span id of the evaluated span, to the ``LoggerProvider`` set here or else the global one (the app's
-  own, or the OTLP one ``configure()`` builds and makes global). The ragtrace collector does not receive
-  OTLP logs yet.
+  own, or the OTLP one ``configure()`` builds and makes global). The ragtrace collector receives them
+  (``/v1/logs``, LogsService) and stores each as the score its span event would have given.
 
 Both carry exactly the attributes ``ragtrace._wire.encode`` writes; nothing here reads a clock or does I/O
 beyond handing records to the logger.

@@ -22,9 +22,7 @@ from ragtrace._exceptions import ConfigurationError as ConfigurationError
 
 _T = TypeVar("_T")
 
-# --------------------------------------------------------------------------------------------------
-# Capture
-# --------------------------------------------------------------------------------------------------
+# -- Capture -----------------------------------------------------------------------------------------
 
 RAGTRACE_CAPTURE_CONTENT: Final = "RAGTRACE_CAPTURE_CONTENT"
 """``true`` (default) or ``false``. When false, no query, chunk or answer text is exported on spans;
@@ -40,9 +38,7 @@ RAGTRACE_MAX_RECORD_CHUNK_LENGTH: Final = "RAGTRACE_MAX_RECORD_CHUNK_LENGTH"
 RAGTRACE_MAX_RECORD_CHUNKS: Final = "RAGTRACE_MAX_RECORD_CHUNKS"
 """Integer (default 256). At most this many chunks of a RAG call are kept for scoring and exported."""
 
-# --------------------------------------------------------------------------------------------------
-# Sampling and scoring
-# --------------------------------------------------------------------------------------------------
+# -- Sampling and scoring ----------------------------------------------------------------------------
 
 RAGTRACE_SAMPLE_RATE: Final = "RAGTRACE_SAMPLE_RATE"
 """Float in [0, 1] (default 0.1): fraction of traces scored, decided deterministically by trace id."""
@@ -91,9 +87,7 @@ RAGTRACE_SHUTDOWN_TIMEOUT: Final = "RAGTRACE_SHUTDOWN_TIMEOUT"
 """Finite float seconds > 0 (default 30): time ``shutdown()`` (also at interpreter exit) may spend scoring the
 records still queued before exporting the rest unscored."""
 
-# --------------------------------------------------------------------------------------------------
-# Evaluation output
-# --------------------------------------------------------------------------------------------------
+# -- Evaluation output -------------------------------------------------------------------------------
 
 RAGTRACE_EVALUATION_SPAN_EVENTS: Final = "RAGTRACE_EVALUATION_SPAN_EVENTS"
 """``true`` (default) or ``false``: one ``gen_ai.evaluation.result`` span event per metric on the scored span.
@@ -103,9 +97,7 @@ RAGTRACE_EVALUATION_LOGS: Final = "RAGTRACE_EVALUATION_LOGS"
 """``true`` or ``false`` (default): each ``gen_ai.evaluation.result`` also as an OpenTelemetry log record with
 the scored span's trace and span id, to the global LoggerProvider (the app's OTLP log pipeline)."""
 
-# --------------------------------------------------------------------------------------------------
-# Judge
-# --------------------------------------------------------------------------------------------------
+# -- Judge -------------------------------------------------------------------------------------------
 
 RAGTRACE_JUDGE: Final = "RAGTRACE_JUDGE"
 """``auto`` (default), ``openai``, ``offline`` or ``tiered``. ``auto`` picks the OpenAI-compatible judge when
@@ -140,9 +132,7 @@ JSON, timeouts and connection errors."""
 RAGTRACE_JUDGE_MAX_CONCURRENCY: Final = "RAGTRACE_JUDGE_MAX_CONCURRENCY"
 """Integer >= 1 (default 16): judge calls in flight at once."""
 
-# --------------------------------------------------------------------------------------------------
-# Other instrumentations' RAG calls (read by ragtrace._foreign)
-# --------------------------------------------------------------------------------------------------
+# -- Other instrumentations' RAG calls (read by ragtrace._foreign) -----------------------------------
 
 RAGTRACE_RECOGNIZE: Final = "RAGTRACE_RECOGNIZE"
 """``true`` (default) or ``false``: score the RAG calls other instrumentations traced (OpenInference's
@@ -165,17 +155,19 @@ RAGTRACE_JOIN_MAX_SECONDS: Final = "RAGTRACE_JOIN_MAX_SECONDS"
 """Finite float seconds > 0 (default 300): longest a trace's gathering is kept; an older one is dropped
 (checked as spans end) and counted."""
 
-# --------------------------------------------------------------------------------------------------
-# Collector (read by ragtrace-collector, documented here so every RAGTRACE_* name lives in one place)
-# --------------------------------------------------------------------------------------------------
+# -- Collector (read by ragtrace-collector, documented here so every RAGTRACE_* name lives in one place) ----
 
 RAGTRACE_COLLECTOR_TOKEN: Final = "RAGTRACE_COLLECTOR_TOKEN"
 """Bearer token ``ragtrace-collector serve`` requires from senders (same as ``--token``); unset: none,
 which is only allowed on a loopback address unless ``--insecure`` is given."""
+RAGTRACE_COLLECTOR_TRACE_URL: Final = "RAGTRACE_COLLECTOR_TRACE_URL"
+"""URL template with ``{trace_id}`` (and ``{span_id}``) the record view links a trace to; unset: no link."""
+RAGTRACE_PHOENIX_URL: Final = "RAGTRACE_PHOENIX_URL"
+"""Phoenix's base URL (``--phoenix-url``): the collector posts its scores there as span annotations; unset: off."""
+RAGTRACE_PHOENIX_API_KEY: Final = "RAGTRACE_PHOENIX_API_KEY"
+"""Phoenix API key, sent as ``Authorization: Bearer``; only from the environment, so it never shows in ``ps``."""
 
-# --------------------------------------------------------------------------------------------------
-# Parsing
-# --------------------------------------------------------------------------------------------------
+# -- Parsing -----------------------------------------------------------------------------------------
 
 _log = logging.getLogger("ragtrace")
 _warned: set[tuple[str, str]] = set()

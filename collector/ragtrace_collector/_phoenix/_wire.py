@@ -22,6 +22,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ragtrace import __version__ as ragtrace_version
+from ragtrace import environment_variables as env
 from ragtrace._exceptions import ConfigurationError
 
 __all__ = [
@@ -38,10 +39,8 @@ __all__ = [
     "request_body",
 ]
 
-PHOENIX_URL_VARIABLE = "RAGTRACE_PHOENIX_URL"
-"""Phoenix's base URL (``--phoenix-url``): post the stored scores there as span annotations. Unset: off."""
-PHOENIX_API_KEY_VARIABLE = "RAGTRACE_PHOENIX_API_KEY"
-"""Phoenix API key, sent as ``Authorization: Bearer``; only from the environment, so it never shows in ``ps``."""
+PHOENIX_URL_VARIABLE = env.RAGTRACE_PHOENIX_URL
+PHOENIX_API_KEY_VARIABLE = env.RAGTRACE_PHOENIX_API_KEY
 
 ANNOTATIONS_PATH = "/v1/span_annotations"
 IDENTIFIER = "ragtrace"

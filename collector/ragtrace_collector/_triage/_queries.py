@@ -84,7 +84,8 @@ def where_clause(f: RecordFilter) -> tuple[str, list[Any]]:
         clauses.append("r.decision = ?")
         args.append(f.decision)
     if f.before is not None:
-        clauses.append("(r.time_ns < ? OR (r.time_ns = ? AND r.span_id < ?))")
+        # The bound on time_ns alone is what the index ranges over; an OR around it would scan.
+        clauses.append("r.time_ns <= ? AND (r.time_ns < ? OR r.span_id < ?)")
         args += [f.before[0], f.before[0], f.before[1]]
     for bound in f.scores:
         # The op comes from the parser's fixed set, never from the URL as text.
@@ -127,7 +128,7 @@ def newer_records(conn: sqlite3.Connection, f: RecordFilter, after: tuple[int, s
     """Records ``f`` selects that are newer than ``after`` (the newest one a reader has), newest first,
     at most ``f.limit``: what live updates add to the top of a list without moving the reader."""
     where, args = where_clause(f)
-    newer = "(r.time_ns > ? OR (r.time_ns = ? AND r.span_id > ?))"
+    newer = "r.time_ns >= ? AND (r.time_ns > ? OR r.span_id > ?)"
     where = f"{where} AND {newer}" if where else f" WHERE {newer}"
     cursor = conn.execute(
         f"SELECT {', '.join('r.' + c for c in _RAG_FIELDS)} FROM rag_records r{where} "
@@ -254,5 +255,13 @@ def _json_object(raw: object) -> dict[str, Any]:
 
 
 def services(conn: sqlite3.Connection) -> Sequence[str]:
-    """The services the store has records of (for the filter form), by the ``(service, time_ns)`` index."""
-    return [r[0] for r in conn.execute("SELECT DISTINCT service FROM rag_records WHERE service IS NOT NULL")]
+    """The services the store has records of (for the filter form): one index seek per service on
+    ``(service, time_ns)`` (a ``DISTINCT`` would read the whole index, 30 ms at a million records)."""
+    return [
+        r[0]
+        for r in conn.execute(
+            "WITH RECURSIVE s(name) AS (SELECT MIN(service) FROM rag_records UNION ALL "
+            "SELECT (SELECT MIN(service) FROM rag_records WHERE service > s.name) FROM s WHERE s.name IS NOT NULL) "
+            "SELECT name FROM s WHERE name IS NOT NULL"
+        )
+    ]

@@ -13,6 +13,7 @@ import os
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
+from ragtrace import environment_variables as env
 from ragtrace_collector._drift import metric_direction
 from ragtrace_collector._report._queries import connect
 from ragtrace_collector._triage._alert_html import alert_page
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
 
 __all__ = ["TRACE_URL_VARIABLE", "triage_routes"]
 
-TRACE_URL_VARIABLE = "RAGTRACE_COLLECTOR_TRACE_URL"
+TRACE_URL_VARIABLE = env.RAGTRACE_COLLECTOR_TRACE_URL
 """A URL template with ``{trace_id}`` (and ``{span_id}``): the record view links its trace there, e.g.
 ``http://127.0.0.1:16686/trace/{trace_id}`` (Jaeger) or Phoenix's trace page."""
 
