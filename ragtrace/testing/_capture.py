@@ -8,13 +8,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 
 from ragtrace import semconv
 from ragtrace._config import configure
+from ragtrace._exceptions import ConfigurationError
 from ragtrace._handles import RagtraceHandle
+from ragtrace._options import ScoringOptions
 from ragtrace.testing._fake_judge import FakeJudge
 
 if TYPE_CHECKING:
@@ -78,23 +81,35 @@ def capture(
 
     Inside the ``with`` block the decorators trace to an in-memory exporter and every RAG call is
     scored (``sample_rate=1.0``) by ``judge`` (default: a ``FakeJudge`` with no scripts, whose steps
-    fail, so pass one scripted for your metrics). ``options`` go to ``configure``.
+    fail, so pass one scripted for your metrics). ``options`` go to ``configure``; a ``scoring=``
+    ``ScoringOptions`` may carry the judge, metrics and sampler instead (what it leaves unset is filled
+    from the arguments here).
     """
     from opentelemetry.sdk.metrics.export import InMemoryMetricReader
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-    if judge is None:
-        judge = FakeJudge()
+    scoring = options.pop("scoring", None) or ScoringOptions()
+    if not isinstance(scoring, ScoringOptions):
+        raise TypeError(f"capture(scoring=...) takes a ragtrace.ScoringOptions, not {type(scoring).__name__}")
+    for name, given, held in (("judge", judge, scoring.judge), ("metrics", metrics, scoring.metrics)):
+        if given is not None and held is not None:
+            raise ConfigurationError(f"capture(): {name} given both as an argument and in scoring=; give it once")
+    # The arguments here fill what the options leave unset, so the two never conflict in configure().
+    scoring = replace(
+        scoring,
+        judge=scoring.judge if scoring.judge is not None else (judge if judge is not None else FakeJudge()),
+        metrics=scoring.metrics if scoring.metrics is not None else metrics,
+    )
+    sampling: dict[str, Any] = {} if scoring.sampler is not None else {"sample_rate": sample_rate}
     exporter = InMemorySpanExporter()
     reader = InMemoryMetricReader()
     handle = configure(
         exporter=exporter,
         batch=False,
-        judge=judge,
-        metrics=metrics,
-        sample_rate=sample_rate,
+        scoring=scoring,
         metric_readers=[reader],
         set_global=False,
+        **sampling,
         **options,
     )
     try:

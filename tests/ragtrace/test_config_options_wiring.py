@@ -173,3 +173,24 @@ def test_instrument_passes_the_join_settings_to_the_processor(join: dict[str, An
     finally:
         handle.shutdown()
         provider.shutdown()
+
+
+def test_capture_takes_scoring_options_and_fills_them_from_its_arguments() -> None:
+    from ragtrace import ConfigurationError
+    from ragtrace.testing import FakeJudge, capture
+
+    judge = FakeJudge(extract_claims=lambda text, question=None: [text], verify=lambda claims, chunks: [["supported"]])
+    with capture(scoring=ScoringOptions(judge=judge, metrics=["faithfulness"])) as captured:
+
+        @ragtrace.rag
+        def ask(question: str) -> str:
+            ragtrace.record(chunks=["Paris is in France."])
+            return "Paris is in France."
+
+        ask("Where is Paris?")
+        assert captured.scores() == [{"faithfulness": 1.0}]
+    with (
+        pytest.raises(ConfigurationError, match="judge given both"),
+        capture(judge, scoring=ScoringOptions(judge=judge)),
+    ):
+        pass
