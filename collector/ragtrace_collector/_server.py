@@ -214,6 +214,13 @@ class Collector:
                 on_ready()
             await serving
 
+    def _phoenix_counts(self) -> tuple[int, int, dict[str, int]]:
+        """The annotator's counts for ``/metrics`` (zeros until it has started)."""
+        annotator = self.annotator
+        if annotator is None:
+            return 0, 0, {}
+        return annotator.sent, annotator.pending, dict(annotator.dropped_by)
+
     def _metric_sources(self, scorer: Any, forwarder: Forwarder | None, watching: bool) -> Sources:
         """What ``/metrics`` reads: the counters, the budget, the queues of the parts that run, the alert groups."""
         settler = self.settler
@@ -227,6 +234,7 @@ class Collector:
             forward_dropped=(lambda: forwarder.dropped) if forwarder is not None else None,
             join_waiting=settler.waiting if settler is not None else None,
             join_dropped=(lambda: settler.stats.dropped) if settler is not None else None,
+            phoenix=self._phoenix_counts if self.config.phoenix_url else None,
             watching=watching,
         )
 

@@ -352,6 +352,12 @@ def test_ingest_does_not_wait_for_a_stuck_phoenix(phoenix: FakePhoenix, tmp_path
         while phoenix.names() != expected:
             assert time.monotonic() < deadline, f"Phoenix holds {phoenix.names()}"
             time.sleep(0.05)  # the collector's own thread posts
+        # The collector's /metrics says what went to Phoenix (the counter moves once the reply is read).
+        sent = "ragtrace_collector_phoenix_annotations_sent_total 5.0"
+        while sent not in (text := httpx.get(f"{base}/metrics").text):
+            assert time.monotonic() < deadline, text
+            time.sleep(0.05)
+        assert "ragtrace_collector_phoenix_annotations_pending 0.0" in text
     finally:
         collector.stop()
     assert collector.annotator is not None and collector.annotator.dropped == 0

@@ -11,7 +11,7 @@ split by it), so Alertmanager can route, group and silence them like any other a
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,6 +44,8 @@ class Sources:
     forward_dropped: Callable[[], int] | None = None
     join_waiting: Callable[[], int] | None = None
     join_dropped: Callable[[], int] | None = None
+    phoenix: Callable[[], tuple[int, int, Mapping[str, int]]] | None = None
+    """The Phoenix annotator's annotations sent, pending, and given up by reason."""
     watching: bool = False
 
 
@@ -179,6 +181,20 @@ class _Families:
                 "Waiting traces dropped unjoined to stay within the bounds (--join-max-*)",
                 sources.join_dropped(),
             )
+        if sources.phoenix is not None:
+            sent, pending, dropped_by = sources.phoenix()
+            yield CounterMetricFamily(
+                f"{PREFIX}_phoenix_annotations_sent", "Scores posted to Phoenix as span annotations", sent
+            )
+            yield GaugeMetricFamily(
+                f"{PREFIX}_phoenix_annotations_pending", "Annotations read from the store, not yet posted", pending
+            )
+            dropped = CounterMetricFamily(
+                f"{PREFIX}_phoenix_annotations_dropped", "Annotations given up, by reason", labels=["reason"]
+            )
+            for reason, count in sorted(dropped_by.items()):
+                dropped.add_metric([reason], count)
+            yield dropped
         if sources.watching:
             yield from _alert_families(sources.db_path, self.now_ns)
 
