@@ -222,7 +222,13 @@ def test_page_routes_serve_html_markdown_and_reject_bad_input(store: Store) -> N
         response = client.get("/")
         assert response.status_code == 200
         assert response.headers["content-type"].startswith("text/html")
-        assert '<meta http-equiv="refresh" content="30">' in response.text
+        # The live page never reloads itself (the reader would lose their place): it polls for new records
+        # every 30 s and says so, from the newest record it shows.
+        assert 'http-equiv="refresh"' not in response.text
+        assert 'id="fresh"' in response.text and "30000" in response.text
+        (after,) = re.findall(r'data-after="(\d+):~"', response.text)
+        newer = client.get("/api/records", params={"after": f"{after}:~"}).json()["records"]
+        assert newer == []  # nothing is newer than what the page shows
         markdown = client.get("/", params={"format": "markdown", "threshold": "0.2"})
         assert markdown.headers["content-type"].startswith("text/markdown")
         assert "threshold 0.2" in markdown.text

@@ -97,6 +97,36 @@ pre { white-space: pre-wrap; background: #fafafa; padding: .4rem; }
 """
 
 
+_FRESH_SCRIPT = """
+(function () {
+  const note = document.getElementById('fresh');
+  async function poll() {
+    try {
+      const reply = await fetch('/api/records?limit=500&after=' + encodeURIComponent(note.dataset.after));
+      if (reply.ok) {
+        const n = (await reply.json()).records.length;
+        if (n) { note.innerHTML = (n >= 500 ? '500+' : n) + ' new record(s) since this page loaded: ' +
+                 '<a href="">reload</a> or <a href="/records">see them in the records list</a>'; }
+      }
+    } catch (err) { /* the next poll tries again */ }
+    setTimeout(poll, POLL_MS);
+  }
+  setTimeout(poll, POLL_MS);
+})();
+"""
+
+
+def _fresh(last_ns: int | None, refresh_seconds: int | None) -> str:
+    """The live page's notice of new records (polled, never a reload that would lose the reader's place)."""
+    # "~" sorts after every hex span id: records of the newest time already shown are not new.
+    after = f"{last_ns or 0}:~"
+    script = _FRESH_SCRIPT.replace("POLL_MS", str(int(refresh_seconds or 60) * 1000))
+    return (
+        f'<p id="fresh" class="muted" role="status" aria-live="polite" data-after="{html.escape(after)}"></p>'
+        f"<script>{script}</script>"
+    )
+
+
 def html_page(
     head: Summary,
     worst: list[Problem],
@@ -112,12 +142,15 @@ def html_page(
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8"><title>ragtrace report</title>',
-        f'<meta http-equiv="refresh" content="{int(refresh_seconds)}">' if refresh_seconds else "",
+        # The live page does not reload itself (that lost the reader's place and closed what was open): it
+        # says when new records have come, and the reader reloads. A written report may still refresh.
+        f'<meta http-equiv="refresh" content="{int(refresh_seconds)}">' if refresh_seconds and not record_links else "",
         f"<style>{_CSS}</style>",
         f"<script>{_plotly_js()}</script>",
         "</head><body>",
         "<h1>ragtrace</h1>",
         f'<p class="muted">{e(iso(head.first_ns))} to {e(iso(head.last_ns))}</p>',
+        _fresh(head.last_ns, refresh_seconds) if record_links else "",
         '<div class="cards">',
         f'<div class="card">records<b id="records">{head.records}</b></div>',
         f'<div class="card">scored<b id="scored">{head.scored}</b></div>',
