@@ -37,7 +37,7 @@ def encode_claims(verdicts: Sequence[ClaimVerdict], *, text: bool) -> tuple[str,
     for verdict in verdicts[:MAX_CLAIMS]:
         entry: dict[str, Any] = {}
         if text:
-            claim = verdict.claim
+            claim = _plain(verdict.claim)
             entry["claim"] = claim if len(claim) <= MAX_CLAIM_CHARS else claim[: MAX_CLAIM_CHARS - 1] + _CUT
         entry["verdict"] = verdict.verdict
         entry["chunk"] = verdict.chunk
@@ -54,7 +54,7 @@ def decode_claims(value: Any) -> list[dict[str, Any]] | None:
     if isinstance(value, str):
         try:
             value = json.loads(value)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested deeper than the parser goes
             return None
     if not isinstance(value, list):
         return None
@@ -65,13 +65,19 @@ def decode_claims(value: Any) -> list[dict[str, Any]] | None:
         claim, chunk, support = item.get("claim"), item.get("chunk"), item.get("support")
         out.append(
             {
-                "claim": claim[:MAX_CLAIM_CHARS] if isinstance(claim, str) else None,
+                "claim": _plain(claim[:MAX_CLAIM_CHARS]) if isinstance(claim, str) else None,
                 "verdict": item["verdict"],
                 "chunk": chunk if isinstance(chunk, int) and not isinstance(chunk, bool) and chunk >= 0 else None,
                 "support": _unit(support),
             }
         )
     return out
+
+
+def _plain(text: str) -> str:
+    """``text`` with any lone surrogate (a JSON ``\\ud800`` escape decodes to one) replaced by U+FFFD: it could
+    not be stored as UTF-8 or sent as a protobuf string, and one claim must not fail a whole export."""
+    return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace") if not text.isascii() else text
 
 
 def _unit(value: Any) -> float | None:

@@ -126,3 +126,17 @@ def test_encoding_without_text_round_trips() -> None:
     text, omitted = encode_claims((ClaimVerdict("secret words", "unsupported", None, None),), text=False)
     assert omitted == 0 and "secret" not in text
     assert decode_claims(text) == [{"claim": None, "verdict": "unsupported", "chunk": None, "support": None}]
+
+
+def test_a_lone_surrogate_or_deep_nesting_cannot_fail_an_export() -> None:
+    # Plain ASCII on the wire that decodes to a lone surrogate: stored text must still be valid UTF-8.
+    event = {
+        semconv.GEN_AI_EVALUATION_NAME: "faithfulness",
+        semconv.EVAL_CLAIMS: '[{"verdict":"supported","claim":"a\\ud800b"}]',
+    }
+    decoded = _wire.decode({}, [(semconv.GEN_AI_EVALUATION_RESULT, event)])
+    decoded["faithfulness"][_wire.CLAIMS].encode("utf-8")  # raises on a surrogate
+    assert json.loads(decoded["faithfulness"][_wire.CLAIMS])[0]["claim"].startswith("a")
+    assert decode_claims("[" * 100_000) is None
+    text, _ = encode_claims((ClaimVerdict("x\ud800y", "supported", 0, 0.9),), text=True)
+    text.encode("utf-8")
