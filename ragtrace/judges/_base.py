@@ -50,12 +50,12 @@ class JudgeReply(Generic[T]):
     ``judge`` names who decided it when a judge delegates to others (the tiered judge: its offline or
     its LLM tier); a metric's score then says which tier produced it. None: the judge itself.
 
-    ``support`` is for ``verify`` only: the judge's probability that each chunk supports each claim,
-    shaped like ``value`` (``support[claim][chunk]``), when the judge reads one (the offline judge's
-    calibrated probability, an LLM's P("yes") from logprobs). It agrees with the verdicts: at least
-    the judge's own cut exactly where the verdict is SUPPORTED, so a claim's best probability and its
-    verdict never tell two stories. None when the judge gives verdicts only; the claim metrics then
-    count verdicts.
+    ``support`` is for ``verify`` only: how sure the judge is that each chunk supports each claim, shaped
+    like ``value`` (``support[claim][chunk]``), when the judge reads a probability (the offline judge's
+    calibrated probability, an LLM's P("yes")). It is on one scale for every judge: 0.5 is the judge's own
+    cut, so a value is at least 0.5 exactly where the verdict is SUPPORTED (``agreeing`` puts a judge's
+    probability there), and a claim's best value and its verdict never tell two stories. None when the
+    judge gives verdicts only; the claim metrics then count verdicts.
     """
 
     value: T
@@ -93,13 +93,17 @@ class GEvalRating:
     weighted: bool
 
 
-def agreeing(probability: float, verdict: Verdict, cut: float) -> float:
-    """``probability`` moved to the side of ``cut`` its verdict is on, when a rule decided against it
-    (an offline judge's word evidence, an LLM's written answer): SUPPORTED is at least ``cut``, any
-    other verdict below it. What ``JudgeReply.support`` promises."""
-    if verdict is Verdict.SUPPORTED:
-        return max(probability, cut)
-    return max(0.0, min(probability, math.nextafter(cut, -math.inf)))
+def agreeing(probability: float, verdict: Verdict | str, cut: float) -> float:
+    """A judge's ``probability`` (its verdict drawn at ``cut``) as ``JudgeReply.support``: on the shared
+    scale where 0.5 is the cut, ``[cut, 1]`` mapped linearly onto ``[0.5, 1]`` and ``[0, cut)`` onto
+    ``[0, 0.5)``. A probability a rule decided against (an offline judge's word evidence, an LLM's written
+    answer) is first moved to its verdict's side of the cut. ``verdict`` may be a verdict string."""
+    p = min(1.0, max(0.0, probability))
+    if Verdict(verdict) is Verdict.SUPPORTED:
+        return 1.0 if cut >= 1.0 else 0.5 + 0.5 * (max(p, cut) - cut) / (1.0 - cut)
+    if cut <= 0.0:
+        return 0.0
+    return min(0.5 * p / cut, math.nextafter(0.5, 0.0))
 
 
 class JudgeError(Exception):

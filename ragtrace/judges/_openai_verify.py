@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from ragtrace.judges import _prompts
-from ragtrace.judges._base import JudgeError, JudgeReply, Verdict
+from ragtrace.judges._base import JudgeError, JudgeReply, Verdict, agreeing
 from ragtrace.judges._openai_replies import (
     _ChatReply,
     _ClaimAnswer,
@@ -50,8 +50,9 @@ class _ClaimVerification(_Transport):
         the logprobs of the answer token normalised over yes and no, or the written answer when the
         endpoint returns no logprobs; else CONTRADICTED there when the judge says the context
         contradicts it, else NEITHER. P(yes) goes with the verdicts as ``JudgeReply.support`` (at
-        the chunk named, 0.0 at the others), so faithfulness is the expected share of supported
-        claims rather than a count of cuts.
+        the chunk named, 0.0 at the others; on the shared scale, so P(yes) itself when
+        ``support_threshold`` is 0.5), so faithfulness weighs each claim by it rather than
+        counting cuts.
         Batched, a chunk the judge lists both as supporting and contradicting a claim counts as
         neither: a self-contradictory verdict is not evidence either way.
 
@@ -65,8 +66,12 @@ class _ClaimVerification(_Transport):
         if self.verify_mode == "per_claim":
             reply = await self._claim_answers(claims, chunks)
             n = len(chunks)
-            verdicts = [answer.verdicts(n, self.support_threshold) for answer in reply.value]
-            support = [answer.probabilities(n) for answer in reply.value]
+            cut = self.support_threshold
+            verdicts = [answer.verdicts(n, cut) for answer in reply.value]
+            support = [
+                [agreeing(p, v, cut) for p, v in zip(answer.probabilities(n), row, strict=True)]
+                for answer, row in zip(reply.value, verdicts, strict=True)
+            ]
             return JudgeReply(verdicts, reply.cost, support=support)
         return await self._verify_batched(claims, chunks)
 

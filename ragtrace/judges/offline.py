@@ -59,6 +59,7 @@ from ragtrace.judges._base import (
     agreeing,
 )
 from ragtrace.judges._offline_embedder import Embedder, check_stop, default_embedder, stop_when
+from ragtrace.judges._offline_readings import Readings
 from ragtrace.judges._offline_support import SupportModel, default_support_model
 from ragtrace.judges._steps import serves_every_step
 from ragtrace.metrics._base import Cost
@@ -120,6 +121,8 @@ class OfflineJudge:
         self._embedder = embedder
         self._support_model = support_model
         self._slots = threading.BoundedSemaphore(max_concurrency)
+        # The tiered judge asks ``support`` (to route) and then ``verify`` of the same record.
+        self._readings: Readings[list[list[grounding.Grounding]]] = Readings()
 
     def __repr__(self) -> str:
         return f"OfflineJudge(name={self.name!r})"
@@ -175,13 +178,11 @@ class OfflineJudge:
         return await self._run(lambda: _text.extract_claims(text, question))
 
     async def verify(self, claims: Sequence[str], chunks: Sequence[str]) -> JudgeReply[list[list[Verdict]]]:
-        """``value[claim][chunk]`` from the grounding model, with its calibrated support probability
-        (``JudgeReply.support``; moved to the threshold where the word rules decided against it)."""
+        """``value[claim][chunk]`` from the grounding model, with its calibrated support probability on the
+        shared scale (``JudgeReply.support``: the calibrated threshold at 0.5; moved to the threshold where
+        the word rules decided against the model)."""
 
-        def work() -> list[list[grounding.Grounding]]:
-            return grounding.ground(self.support_model, claims, chunks)
-
-        reply = await self._run(work)
+        reply = await self._run(lambda: self._ground(claims, chunks))
         cut = cal.SUPPORT_THRESHOLD
         return JudgeReply(
             [[g.verdict for g in row] for row in reply.value],
@@ -197,9 +198,13 @@ class OfflineJudge:
         """
 
         def work() -> list[list[float]]:
-            return [[g.probability for g in row] for row in grounding.ground(self.support_model, claims, chunks)]
+            return [[g.probability for g in row] for row in self._ground(claims, chunks)]
 
         return await self._run(work)
+
+    def _ground(self, claims: Sequence[str], chunks: Sequence[str]) -> list[list[grounding.Grounding]]:
+        """``grounding.ground`` of the claims against the chunks, remembered for the last few records."""
+        return self._readings.get(claims, chunks, lambda: grounding.ground(self.support_model, claims, chunks))
 
     async def classify_claims(self, claims: Sequence[str], reference: str) -> JudgeReply[list[bool]]:
         """True for a claim the reference supports (same grounding model, the reference as the chunk)."""

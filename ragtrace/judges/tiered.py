@@ -149,44 +149,52 @@ class TieredJudge:
             )
 
     async def verify(self, claims: Sequence[str], chunks: Sequence[str]) -> JudgeReply[list[list[Verdict]]]:
-        """The offline tier's verdicts, or the LLM tier's for a doubtful or audited record.
+        """The offline tier's verdicts (all of its rules, numbers and negations included), or the LLM
+        tier's for a doubtful or audited record.
 
-        ``support`` is on one scale whichever tier decided: the offline tier's probabilities, or the
-        LLM's placed in the doubt band (``rescore``, as ``support`` does), each on its verdict's side
-        of ``threshold``."""
+        ``support`` is on the shared scale whichever tier decided: the offline tier's own, or the LLM's
+        P(yes) placed in the doubt band (``rescore``, as ``support`` does) and then on the shared scale,
+        on its verdict's side of 0.5."""
         if not claims or not chunks:
             return await self.offline.verify(claims, chunks)
         go, probabilities = await self._route(claims, chunks)
+        cost = probabilities.cost
         if go:
             try:
                 reply = await self.llm.verify(claims, chunks)
+                banded = self._banded(reply)
             except JudgeError as error:
                 self._llm_failed(error)
-                probabilities = JudgeReply(probabilities.value, probabilities.cost + error.cost)
+                cost = cost + error.cost
             else:
-                cost = probabilities.cost + reply.cost
-                return JudgeReply(reply.value, cost, judge=self.llm.name, support=self._banded(reply))
-        verdicts = [
-            [Verdict.SUPPORTED if p >= self.threshold else Verdict.NEITHER for p in row] for row in probabilities.value
-        ]
-        if any(v is Verdict.NEITHER for row in verdicts for v in row):
-            # The offline tier's own verdicts also tell contradiction from no basis: ask it for them.
-            offline = await self.offline.verify(claims, chunks)
-            cost = probabilities.cost + offline.cost
-            support = offline.support if offline.support is not None else probabilities.value
-            return JudgeReply(offline.value, cost, judge=self.offline.name, support=support)
-        return JudgeReply(verdicts, probabilities.cost, judge=self.offline.name, support=probabilities.value)
+                return JudgeReply(reply.value, cost + reply.cost, judge=self.llm.name, support=banded)
+        # The offline judge remembers the record it just read for routing: this reads it once.
+        offline = await self.offline.verify(claims, chunks)
+        support = offline.support
+        if support is None:  # an offline tier whose verify gives verdicts only: its routing probabilities
+            support = [
+                [agreeing(p, v, self.threshold) for p, v in zip(ps, vs, strict=True)]
+                for ps, vs in zip(probabilities.value, offline.value, strict=True)
+            ]
+        return JudgeReply(offline.value, cost + offline.cost, judge=self.offline.name, support=support)
 
     def _banded(self, reply: JudgeReply[list[list[Verdict]]]) -> list[list[float]]:
-        """The LLM tier's support (its verdicts as 1.0/0.0 when it gives none) in the doubt band,
-        agreeing with its verdicts."""
-        rows = reply.support or [[1.0 if v is Verdict.SUPPORTED else 0.0 for v in row] for row in reply.value]
+        """The LLM tier's support (its verdicts as 1.0/0.0 when it gives none; 0.5 is its cut, as for every
+        judge) placed in the doubt band, on the shared scale and agreeing with its verdicts. A reply whose
+        verdicts or support do not fit the request is a ``JudgeError`` (``invalid_reply``): the LLM failed."""
+        try:
+            verdicts = [[Verdict(v) for v in row] for row in reply.value]
+        except ValueError:
+            raise JudgeError(f"{self.llm.name} gave a verdict that is not one", error_type="invalid_reply") from None
+        rows = reply.support or [[1.0 if v is Verdict.SUPPORTED else 0.0 for v in row] for row in verdicts]
+        if len(rows) != len(verdicts) or any(len(r) != len(v) for r, v in zip(rows, verdicts, strict=False)):
+            raise JudgeError(f"{self.llm.name}'s support does not fit its verdicts", error_type="invalid_reply")
         return [
             [
                 agreeing(rescore(p, self.threshold, self.margin) if p > 0.0 else 0.0, v, self.threshold)
                 for p, v in zip(ps, vs, strict=True)
             ]
-            for ps, vs in zip(rows, reply.value, strict=True)
+            for ps, vs in zip(rows, verdicts, strict=True)
         ]
 
     async def support(self, claims: Sequence[str], chunks: Sequence[str]) -> JudgeReply[list[list[float]]]:

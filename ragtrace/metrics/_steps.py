@@ -185,12 +185,22 @@ async def verification(
 
 
 def check_support(value: Any, matrix: Sequence[Sequence[Verdict]]) -> list[list[float]]:
-    """Support probabilities shaped like the verdict ``matrix``, each a finite number in [0, 1]."""
+    """Support shaped like the verdict ``matrix``, each a finite number in [0, 1], and agreeing with it: at
+    least 0.5 exactly where the verdict is SUPPORTED (``JudgeReply.support``'s promise; a judge that breaks
+    it would give a faithfulness that contradicts its own label)."""
     rows = _checked_len(value, len(matrix), "support rows", "claims")
-    return [
+    checked = [
         [check_unit(p, "support probabilities") for p in _checked_len(row, len(cells), f"support in row {i}", "chunks")]
         for i, (row, cells) in enumerate(zip(rows, matrix, strict=True))
     ]
+    for i, (row, cells) in enumerate(zip(checked, matrix, strict=True)):
+        for k, (p, verdict) in enumerate(zip(row, cells, strict=True)):
+            if (p >= 0.5) is not (verdict is Verdict.SUPPORTED):
+                raise ReplyError(
+                    f"support {p:g} of claim {i}, chunk {k} disagrees with its verdict {verdict.value}: "
+                    "a judge's support is at least 0.5 exactly where it says supported"
+                )
+    return checked
 
 
 async def correct_flags(steps: Steps, claims: Sequence[str], reference: str) -> list[bool]:

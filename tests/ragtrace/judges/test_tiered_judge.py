@@ -119,7 +119,8 @@ async def test_an_llm_failure_leaves_the_offline_verdicts_and_says_so(
         await judge.aclose()
     assert reply.judge == OFFLINE
     assert reply.value == [[Verdict.SUPPORTED]]
-    assert reply.cost.chat_calls == 2  # what the failed LLM attempt spent is counted
+    # What the failed LLM attempt spent (2) is counted, beside the offline tier's verify (1).
+    assert reply.cost.chat_calls == 3
     assert judge.llm_failures == 1
     assert any("LLM tier" in r.getMessage() and "unparseable_reply" in r.getMessage() for r in caplog.records)
 
@@ -215,3 +216,19 @@ def test_the_collector_scores_with_the_tiered_judge(
     assert values == {"faithfulness": 4, "hallucination": 4, "context_relevance": 4}
     # Only the doubtful record's two claims reached the LLM.
     assert [r.step for r in stub.chat_requests] == ["verify_claim", "verify_claim"]
+
+
+async def test_a_sure_record_keeps_every_rule_of_the_offline_tier() -> None:
+    # The support model reads "9 am" against "10 am" as likely support; the offline judge's number rule
+    # says contradicted, and so must the tiered judge when it does not ask the LLM.
+    from ragtrace.judges.offline import OfflineJudge
+
+    never = FakeJudge(name="openai:never", fail={"verify": "must_not_be_called"})
+    judge = TieredJudge(OfflineJudge(), never, audit_share=0.0)
+    claims = ["The shop opens at 9 am.", "The contract was signed in March."]
+    chunks = ["The shop opens at 10 am every day. The contract was signed in June."]
+    alone = await OfflineJudge().verify(claims, chunks)
+    reply = await judge.verify(claims, chunks)
+    assert [row[0] for row in alone.value] == [Verdict.CONTRADICTED, Verdict.CONTRADICTED]
+    # Whether it routed a claim to the LLM (which fails here) or not, the offline tier's verdicts stand.
+    assert reply.value == alone.value and reply.support == alone.support

@@ -53,7 +53,9 @@ async def test_verdicts_count_without_probabilities_or_when_asked() -> None:
 
 
 async def test_a_fully_supported_answer_scores_its_probabilities_and_stays_grounded() -> None:
-    scripted = FakeJudge(extract_claims={RECORD.answer: CLAIMS[:1]}, verify={CLAIMS[0]: [S, N]}, support=0.8)
+    scripted = FakeJudge(
+        extract_claims={RECORD.answer: CLAIMS[:1]}, verify={CLAIMS[0]: [S, N]}, support={CLAIMS[0]: [0.8, 0.1]}
+    )
     faith = await Faithfulness().score(RECORD, scripted)
     hallu = await Hallucination(threshold=0.0).score(RECORD, scripted)
     assert faith.value == pytest.approx(0.8) and faith.label == "faithful"
@@ -81,12 +83,14 @@ def test_claim_support_arithmetic() -> None:
     assert claim_support([[]], [[]]) == [0.0]  # no chunk supports anything
 
 
-def test_agreeing_moves_a_probability_to_its_verdicts_side_of_the_cut() -> None:
-    assert agreeing(0.2, S, 0.4) == 0.4  # a rule said supported: at least the cut
-    assert agreeing(0.9, S, 0.4) == 0.9
-    assert 0.39 < agreeing(0.8, C, 0.4) < 0.4  # a rule vetoed: just below the cut
-    assert agreeing(0.1, N, 0.4) == 0.1
-    assert agreeing(0.5, N, 0.0) == 0.0  # never below 0
+def test_agreeing_puts_a_probability_on_the_shared_scale_where_the_cut_is_half() -> None:
+    assert agreeing(0.4, S, 0.4) == 0.5 and agreeing(1.0, S, 0.4) == 1.0
+    assert agreeing(0.7, S, 0.4) == pytest.approx(0.75)  # [0.4, 1] onto [0.5, 1]
+    assert agreeing(0.2, N, 0.4) == pytest.approx(0.25)  # [0, 0.4) onto [0, 0.5)
+    assert agreeing(0.2, S, 0.4) == 0.5  # a rule said supported: at the cut
+    assert 0.49 < agreeing(0.8, C, 0.4) < 0.5  # a rule vetoed: just below it
+    assert agreeing(0.9, "supported", 0.5) == 0.9  # a judge cutting at 0.5 keeps its probability
+    assert agreeing(0.5, N, 0.0) == 0.0 and agreeing(0.5, S, 1.0) == 1.0
 
 
 def test_wrong_scoring_is_a_configuration_error() -> None:
@@ -115,3 +119,11 @@ async def test_the_offline_judges_probabilities_agree_with_its_verdicts() -> Non
             assert (p >= cal.SUPPORT_THRESHOLD) is (verdict is S)
     faith = await Faithfulness().score(RagRecord.of("Where and when?", chunks, " ".join(claims[:2])), offline)
     assert faith.value is not None and 0.0 < faith.value <= 1.0
+
+
+async def test_support_that_disagrees_with_its_verdicts_is_an_unparseable_reply() -> None:
+    # 0.7 where the verdict is "neither": the faithfulness would contradict its own label.
+    scripted = judge(support={CLAIMS[0]: [0.9, 0.2], CLAIMS[1]: [0.7, 0.1], CLAIMS[2]: [0.4, 0.7]})
+    score = await Faithfulness().score(RECORD, scripted)
+    assert score.status == "error" and score.reason == "unparseable_reply"
+    assert "disagrees with its verdict neither" in (score.explanation or "")
