@@ -130,7 +130,7 @@ class PhoenixAnnotator:
         if self._task is not None:
             try:
                 await asyncio.wait_for(self._task, timeout)
-            except TimeoutError:
+            except (TimeoutError, asyncio.TimeoutError):  # distinct classes before Python 3.11
                 if self.pending:
                     _log.warning("Phoenix annotator stopped with %d annotation(s) unsent", self.pending)
                     self._drop("stopped", self.pending)
@@ -197,7 +197,7 @@ class PhoenixAnnotator:
         if self._waiting:
             next_due = min(w.due for w in self._waiting) - asyncio.get_running_loop().time()
             delay = min(delay, max(0.0, next_due))
-        with contextlib.suppress(TimeoutError):
+        with contextlib.suppress(TimeoutError, asyncio.TimeoutError):  # distinct before Python 3.11
             await asyncio.wait_for(self._wake.wait(), delay)
 
     async def _post(self, client: httpx.AsyncClient, batch: list[Annotation]) -> None:
