@@ -137,14 +137,31 @@ def test_cost_and_coverage(client: TestClient) -> None:
     assert "<tr><td>shop</td><td>112</td><td>112</td></tr>" in page
 
 
-def test_live_updates_return_only_the_newer_rows(client: TestClient) -> None:
-    after = f"{T0 + (N_RECORDS - 3) * MINUTE}:{span_id(N_RECORDS - 3)}"
-    data = client.get("/api/records", params={"after": after}).json()
-    assert [r["span_id"] for r in data["records"]] == [span_id(N_RECORDS - 1), span_id(N_RECORDS - 2)]
-    assert len(data["rows_html"]) == 2 and 'class="row"' in data["rows_html"][0]
-    filtered = client.get("/api/records", params={"after": after, "service": "docs"}).json()
-    assert [r["span_id"] for r in filtered["records"]] == [span_id(N_RECORDS - 1)]
-    assert client.get("/api/records", params={"after": "x"}).status_code == 400
+def test_live_updates_return_what_arrived_after_the_page_in_arrival_order(client: TestClient, tmp_path: Path) -> None:
+    page = client.get("/records").text
+    (last,) = re.findall(r'data-last-row="(\d+)"', page)
+    assert client.get("/api/records", params={"after_row": last}).json() == {
+        "records": [], "rows_html": [], "last_row": int(last), "more": False
+    }  # fmt: skip
+    # Three records arrive: one with an older time than every record shown (a late exporter) among them.
+    store = Store(tmp_path / "ragtrace.db")
+    late = [
+        {"span_id": f"late{i:012x}", "trace_id": "t" * 32, "service": "docs" if i == 1 else "shop", "route": "/ask",
+         "time_ns": T0 + (N_RECORDS + i) * MINUTE if i else T0 - MINUTE, "query": f"late {i}", "answer": "a",
+         "chunks": "[]", "decision": "evaluated"}
+        for i in range(3)
+    ]  # fmt: skip
+    store.db["rag_records"].insert_all(late)  # type: ignore[union-attr]
+    store.close()
+    data = client.get("/api/records", params={"after_row": last, "limit": 2}).json()
+    assert [r["span_id"] for r in data["records"]] == [late[0]["span_id"], late[1]["span_id"]]
+    assert data["more"] is True and len(data["rows_html"]) == 2  # a burst comes a page at a time
+    rest = client.get("/api/records", params={"after_row": data["last_row"], "limit": 2}).json()
+    assert [r["span_id"] for r in rest["records"]] == [late[2]["span_id"]] and rest["more"] is False
+    filtered = client.get("/api/records", params={"after_row": last, "service": "docs"}).json()
+    assert [r["span_id"] for r in filtered["records"]] == [late[1]["span_id"]]
+    assert filtered["last_row"] == int(last) + 3  # past the filter's misses too
+    assert client.get("/api/records", params={"after_row": "x"}).status_code == 400
 
 
 def test_the_overview_links_into_the_triage_pages(client: TestClient) -> None:

@@ -102,10 +102,11 @@ _FRESH_SCRIPT = """
   const note = document.getElementById('fresh');
   async function poll() {
     try {
-      const reply = await fetch('/api/records?limit=500&after=' + encodeURIComponent(note.dataset.after));
+      const reply = await fetch('/api/records?limit=500&after_row=' + note.dataset.afterRow);
       if (reply.ok) {
-        const n = (await reply.json()).records.length;
-        if (n) { note.innerHTML = (n >= 500 ? '500+' : n) + ' new record(s) since this page loaded: ' +
+        const data = await reply.json();
+        const n = data.records.length;
+        if (n) { note.innerHTML = (data.more ? '500+' : n) + ' new record(s) since this page loaded: ' +
                  '<a href="">reload</a> or <a href="/records">see them in the records list</a>'; }
       }
     } catch (err) { /* the next poll tries again */ }
@@ -116,13 +117,12 @@ _FRESH_SCRIPT = """
 """
 
 
-def _fresh(last_ns: int | None, refresh_seconds: int | None) -> str:
-    """The live page's notice of new records (polled, never a reload that would lose the reader's place)."""
-    # "~" sorts after every hex span id: records of the newest time already shown are not new.
-    after = f"{last_ns or 0}:~"
+def _fresh(last_row: int, refresh_seconds: int | None) -> str:
+    """The live page's notice of new records (polled, never a reload that would lose the reader's place):
+    the records the store received after row ``last_row``, the newest when the page was read."""
     script = _FRESH_SCRIPT.replace("POLL_MS", str(int(refresh_seconds or 60) * 1000))
     return (
-        f'<p id="fresh" class="muted" role="status" aria-live="polite" data-after="{html.escape(after)}"></p>'
+        f'<p id="fresh" class="muted" role="status" aria-live="polite" data-after-row="{int(last_row)}"></p>'
         f"<script>{script}</script>"
     )
 
@@ -137,6 +137,7 @@ def html_page(
     refresh_seconds: int | None,
     alert_panel: str = "",
     record_links: bool = False,
+    last_row: int = 0,
 ) -> str:
     e = html.escape
     parts = [
@@ -150,7 +151,7 @@ def html_page(
         "</head><body>",
         "<h1>ragtrace</h1>",
         f'<p class="muted">{e(iso(head.first_ns))} to {e(iso(head.last_ns))}</p>',
-        _fresh(head.last_ns, refresh_seconds) if record_links else "",
+        _fresh(last_row, refresh_seconds) if record_links else "",
         '<div class="cards">',
         f'<div class="card">records<b id="records">{head.records}</b></div>',
         f'<div class="card">scored<b id="scored">{head.scored}</b></div>',

@@ -15,10 +15,11 @@ if TYPE_CHECKING:
 from ragtrace_collector._report._alert_panel import alert_panel_html, read_alert_panel
 from ragtrace_collector._report._html import html_page
 from ragtrace_collector._report._markdown import markdown
-from ragtrace_collector._report._model import Format
+from ragtrace_collector._report._model import RAG, Format
 from ragtrace_collector._report._queries import (
     alert_marks,
     connect,
+    last_row,
     problems,
     recent_alerts,
     series,
@@ -55,8 +56,18 @@ def report(
         scores_over_time = series(conn, tables, since_ns, until_ns)
         marks = alert_marks(conn, tables)
         panel = alert_panel_html(read_alert_panel(conn, tables, time.time_ns())) if alert_controls else ""
+        newest = last_row(conn) if RAG in tables else 0
     return html_page(
-        head, worst, threshold, scores_over_time, marks, recent, refresh_seconds, panel, record_links=alert_controls
+        head,
+        worst,
+        threshold,
+        scores_over_time,
+        marks,
+        recent,
+        refresh_seconds,
+        panel,
+        record_links=alert_controls,
+        last_row=newest,
     )
 
 

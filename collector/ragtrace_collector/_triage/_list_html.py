@@ -85,32 +85,39 @@ _SCRIPT = """
   });
   const live = table.dataset.live === '1';
   if (!live) return;
+  let added = 0;
   async function poll() {
-    const top = table.querySelector('tr.row');
-    const after = top ? top.dataset.time + ':' + top.dataset.span : '0:';
+    let again = POLL_MS;
     try {
       const reply = await fetch('/api/records?' + table.dataset.query + (table.dataset.query ? '&' : '') +
-                                'after=' + encodeURIComponent(after), {headers: {'Accept': 'application/json'}});
+                                'after_row=' + table.dataset.lastRow, {headers: {'Accept': 'application/json'}});
       if (reply.ok) {
         const data = await reply.json();
+        table.dataset.lastRow = data.last_row;
         if (data.rows_html.length) {
           const y = window.scrollY, h = document.body.scrollHeight;
-          table.querySelector('tbody').insertAdjacentHTML('afterbegin', data.rows_html.join(''));
+          // They come in the order they arrived: each goes on top of the one before.
+          for (const row of data.rows_html) table.querySelector('tbody').insertAdjacentHTML('afterbegin', row);
           // New rows above push the page down: keep the reader's rows where they were on screen.
           if (y > 0) window.scrollTo(0, y + document.body.scrollHeight - h);
-          note.textContent = data.rows_html.length + ' new record(s) added at the top';
+          added += data.rows_html.length;
+          note.textContent = added + ' new record(s) added at the top since this page loaded';
         }
+        if (data.more) again = 0;  // a burst: take the rest now, a page at a time
       }
     } catch (err) { /* the next poll tries again */ }
-    setTimeout(poll, POLL_MS);
+    setTimeout(poll, again);
   }
   setTimeout(poll, POLL_MS);
 })();
 """
 
 
-def list_page(result: Page, f: RecordFilter, services: Sequence[str], *, poll_ms: int = 10_000) -> str:
-    """The records list page for ``result`` under filter ``f``."""
+def list_page(
+    result: Page, f: RecordFilter, services: Sequence[str], *, last_row: int = 0, poll_ms: int = 10_000
+) -> str:
+    """The records list page for ``result`` under filter ``f``; ``last_row``: the store's newest row when
+    it was read (the new records are the ones after it)."""
     query = f.query()
     rows = "".join(row_html(r, query) for r in result.records)
     empty = '<tr><td colspan="6" class="muted">no record matches these filters</td></tr>' if not rows else ""
@@ -127,7 +134,7 @@ def list_page(result: Page, f: RecordFilter, services: Sequence[str], *, poll_ms
         + '<p class="muted">Keys: <kbd>j</kbd>/<kbd>k</kbd> next/previous record, <kbd>Enter</kbd> opens it, '
         + "<kbd>/</kbd> searches. New records appear at the top as they are scored.</p>"
         + '<p id="live" class="notice" role="status" aria-live="polite"></p>'
-        + f'<table id="records" data-live="{live}" data-query="{e(query)}">'
+        + f'<table id="records" data-live="{live}" data-query="{e(query)}" data-last-row="{last_row}">'
         + "<thead><tr><th>time</th><th>service</th><th>query</th><th>answer</th><th>decision</th><th>scores</th>"
         + f"</tr></thead><tbody>{rows}{empty}</tbody></table>{more}"
     )

@@ -17,6 +17,7 @@ from typing import Any
 
 from ragtrace import _wire
 from ragtrace_collector._drift import metric_direction
+from ragtrace_collector._report._queries import last_row
 from ragtrace_collector._triage._filters import RecordFilter
 
 __all__ = [
@@ -24,6 +25,7 @@ __all__ = [
     "Page",
     "RecordDetail",
     "alert_detail",
+    "last_row",
     "latest_alert_id",
     "list_records",
     "newer_records",
@@ -124,20 +126,27 @@ def list_records(conn: sqlite3.Connection, f: RecordFilter) -> Page:
     return Page(rows, f.page_after(last["time_ns"], last["span_id"]) if more and last else None)
 
 
-def newer_records(conn: sqlite3.Connection, f: RecordFilter, after: tuple[int, str]) -> list[dict[str, Any]]:
-    """Records ``f`` selects that are newer than ``after`` (the newest one a reader has), newest first,
-    at most ``f.limit``: what live updates add to the top of a list without moving the reader."""
+def newer_records(conn: sqlite3.Connection, f: RecordFilter, after_row: int) -> tuple[list[dict[str, Any]], int, bool]:
+    """Records ``f`` selects that the store received after row ``after_row`` (``last_row`` of the page the
+    reader has), in the order they arrived, at most ``f.limit``; with the cursor to ask from next and
+    whether more are waiting. Arrival order, not the records' own times: a record that arrives late
+    with an older time is new to the reader too, and a burst larger than a page is taken page by page."""
     where, args = where_clause(f)
-    newer = "r.time_ns >= ? AND (r.time_ns > ? OR r.span_id > ?)"
+    newer = "r.rowid > ?"
     where = f"{where} AND {newer}" if where else f" WHERE {newer}"
     cursor = conn.execute(
-        f"SELECT {', '.join('r.' + c for c in _RAG_FIELDS)} FROM rag_records r{where} "
-        "ORDER BY r.time_ns DESC, r.span_id DESC LIMIT ?",
-        [*args, after[0], after[0], after[1], f.limit],
+        f"SELECT r.rowid, {', '.join('r.' + c for c in _RAG_FIELDS)} FROM rag_records r{where} "
+        "ORDER BY r.rowid LIMIT ?",
+        [*args, after_row, f.limit + 1],
     )
-    rows = [dict(zip(_RAG_FIELDS, row, strict=True)) for row in cursor]
+    fetched = [(row[0], dict(zip(_RAG_FIELDS, row[1:], strict=True))) for row in cursor]
+    more = len(fetched) > f.limit
+    fetched = fetched[: f.limit]
+    rows = [row for _, row in fetched]
     _attach_scores(conn, rows)
-    return rows
+    # Past the filter's misses too: the next poll need not read them again.
+    next_row = fetched[-1][0] if more else max(last_row(conn), after_row)
+    return rows, next_row, more
 
 
 def _attach_scores(conn: sqlite3.Connection, rows: list[dict[str, Any]]) -> None:

@@ -22,6 +22,7 @@ from ragtrace_collector._triage._filters import FilterError, RecordFilter, parse
 from ragtrace_collector._triage._list_html import list_page, row_html
 from ragtrace_collector._triage._queries import (
     alert_detail,
+    last_row,
     latest_alert_id,
     list_records,
     newer_records,
@@ -65,20 +66,26 @@ def triage_routes(source: object, *, trace_url: str | None = None, poll_ms: int 
         f = filtered(request)
         if not isinstance(f, RecordFilter):
             return f
-        result, names = await run_in_threadpool(read, lambda c: (list_records(c, f), services(c)))
-        return HTMLResponse(list_page(result, f, names, poll_ms=poll_ms))
+        result, names, row = await run_in_threadpool(read, lambda c: (list_records(c, f), services(c), last_row(c)))
+        return HTMLResponse(list_page(result, f, names, last_row=row, poll_ms=poll_ms))
 
     async def api_records(request: Request) -> Response:
         f = filtered(request)
         if not isinstance(f, RecordFilter):
             return f
-        after_text = request.query_params.get("after", "0:")
-        time_text, _, span_id = after_text.partition(":")
-        if not time_text.isdigit():
-            return PlainTextResponse("after must be <time_ns>:<span_id>\n", status_code=400)
-        rows = await run_in_threadpool(read, lambda c: newer_records(c, f, (int(time_text), span_id)))
+        after_text = request.query_params.get("after_row", "0")
+        if not after_text.isdigit():
+            return PlainTextResponse("after_row must be the last_row a page was given\n", status_code=400)
+        rows, next_row, more = await run_in_threadpool(read, lambda c: newer_records(c, f, int(after_text)))
         back = f.query()
-        return JSONResponse({"records": [_public(r) for r in rows], "rows_html": [row_html(r, back) for r in rows]})
+        return JSONResponse(
+            {
+                "records": [_public(r) for r in rows],
+                "rows_html": [row_html(r, back) for r in rows],
+                "last_row": next_row,
+                "more": more,
+            }
+        )
 
     async def record(request: Request) -> Response:
         span_id = request.path_params["span_id"]
