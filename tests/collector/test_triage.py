@@ -121,7 +121,8 @@ def test_an_alert_shows_its_statistic_and_the_records_that_made_it_fire(client: 
     assert redirect.status_code == 303
     page = client.get(redirect.headers["location"]).text
     assert "Alert: hallucination-spike (hallucination, service=shop)" in page
-    assert '<svg class="chart" role="img" aria-label="hallucination-spike statistic over time' in page
+    assert '<svg class="chart" role="img" aria-label="mean hallucination of service=shop over time"' in page
+    assert "(the group was last OK)" in page
     fired = [i for i in range(SPIKE_FROM, 111) if i % 5 != 4 and i % 3 != 0]
     # Since the group was last OK (minute 90) up to the alert (minute 110), the bad shop records.
     assert sorted(_rows(page)) == sorted(span_id(i) for i in fired)
@@ -167,3 +168,25 @@ def test_live_updates_return_what_arrived_after_the_page_in_arrival_order(client
 def test_the_overview_links_into_the_triage_pages(client: TestClient) -> None:
     page = client.get("/").text
     assert "open the record and its claims" in page
+
+
+def test_a_threshold_alert_by_route_lists_its_routes_records_beyond_its_threshold(
+    client: TestClient, tmp_path: Path
+) -> None:
+    store = Store(tmp_path / "ragtrace.db")
+    store.db["alerts"].insert_all([  # type: ignore[union-attr]
+        {"time_ns": T0 + 100 * MINUTE, "rule": "faithfulness-low", "kind": "threshold", "metric": "faithfulness",
+         "service": None, "route": "/ask", "state": "OK", "previous_state": "NO_DATA", "value": 0.9,
+         "threshold": 0.7, "message": "mean 0.90", "sinks": "[]"},
+        {"time_ns": T0 + 108 * MINUTE, "rule": "faithfulness-low", "kind": "threshold", "metric": "faithfulness",
+         "service": None, "route": "/ask", "state": "ALERT", "previous_state": "OK", "value": 0.55,
+         "threshold": 0.7, "message": "mean 0.55 below 0.7", "sinks": "[]"},
+    ])  # fmt: skip
+    store.close()
+    page = client.get("/alert?rule=faithfulness-low&route=%2Fask", follow_redirects=True).text
+    assert "Alert: faithfulness-low (faithfulness, route=/ask)" in page
+    assert "faithfulness below 0.7 records in route=/ask" in page
+    # Both services' records of the route, below the rule's own threshold (not the default 0.5).
+    fired = [i for i in range(100, 109) if i % 5 != 4 and i % 3 != 0]
+    assert sorted(_rows(page)) == sorted(span_id(i) for i in fired)
+    assert "threshold dashed" in page
