@@ -4,6 +4,7 @@ the records that made it fire, cost and coverage, and the live-update API."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -190,3 +191,21 @@ def test_a_threshold_alert_by_route_lists_its_routes_records_beyond_its_threshol
     fired = [i for i in range(100, 109) if i % 5 != 4 and i % 3 != 0]
     assert sorted(_rows(page)) == sorted(span_id(i) for i in fired)
     assert "threshold dashed" in page
+
+
+def test_metadata_filters_match_numbers_and_non_ascii_keys(client: TestClient, tmp_path: Path) -> None:
+    store = Store(tmp_path / "ragtrace.db")
+    attributes = json.dumps({"metadata": json.dumps({"rank": 3, "usuário": "ana"}, ensure_ascii=False)})
+    store.db.conn.execute("UPDATE spans SET attributes = ? WHERE span_id = ?", (attributes, span_id(0)))
+    store.db.conn.commit()
+    store.close()
+    assert _rows(client.get("/records", params={"meta": "rank:3"}).text) == [span_id(0)]
+    assert _rows(client.get("/records", params={"meta": "usuário:ana"}).text) == [span_id(0)]
+    assert _rows(client.get("/records", params={"meta": "rank:4"}).text) == []
+
+
+def test_cost_and_coverage_default_to_the_last_week_of_the_store(client: TestClient) -> None:
+    page = client.get("/costs").text
+    assert "by default the 7 days before the newest record" in page
+    everything = client.get("/costs", params={"since": "0"}).text
+    assert "<tr><td>shop</td><td>112</td><td>112</td></tr>" in everything

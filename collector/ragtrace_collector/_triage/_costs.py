@@ -4,10 +4,11 @@ what judging costs and whether every sampled record got its scores."""
 from __future__ import annotations
 
 import sqlite3
+from dataclasses import replace
 from typing import Any
 
 from ragtrace_collector._triage._filters import RecordFilter
-from ragtrace_collector._triage._layout import e, page, sparkline
+from ragtrace_collector._triage._layout import e, fmt_time, page, sparkline
 from ragtrace_collector._triage._queries import where_clause
 
 __all__ = ["costs_page", "read_costs"]
@@ -15,8 +16,17 @@ __all__ = ["costs_page", "read_costs"]
 _HOUR_NS = 3600 * 1_000_000_000
 
 
+DEFAULT_DAYS = 7
+"""Without ``since``: the week before the store's newest record (an index lookup), not the whole store."""
+
+
 def read_costs(conn: sqlite3.Connection, f: RecordFilter) -> dict[str, Any]:
-    """Per hour: judge calls, tokens and mean seconds of the scored records; per service: decision counts."""
+    """Per hour: judge calls, tokens and mean seconds of the scored records; per service: decision counts.
+    Over ``f``'s time range, by default the ``DEFAULT_DAYS`` before the newest record."""
+    if f.since_ns is None:
+        newest = conn.execute("SELECT MAX(time_ns) FROM rag_records").fetchone()[0]
+        if newest is not None:
+            f = replace(f, since_ns=int(newest) - DEFAULT_DAYS * 24 * _HOUR_NS)
     where, args = where_clause(f)
     scored = f"{where} AND r.calls IS NOT NULL" if where else " WHERE r.calls IS NOT NULL"
     hours = conn.execute(
@@ -28,7 +38,7 @@ def read_costs(conn: sqlite3.Connection, f: RecordFilter) -> dict[str, Any]:
         f"SELECT r.service, r.decision, COUNT(*) FROM rag_records r{where} GROUP BY r.service, r.decision",
         args,
     ).fetchall()
-    return {"hours": hours, "coverage": coverage}
+    return {"hours": hours, "coverage": coverage, "since_ns": f.since_ns}
 
 
 def costs_page(data: dict[str, Any], f: RecordFilter) -> str:
@@ -49,7 +59,9 @@ def costs_page(data: dict[str, Any], f: RecordFilter) -> str:
     )
     body = (
         "<h1>Judge cost and coverage</h1>"
-        + (f'<p class="muted">filtered: {e(f.query())}</p>' if f.query() else "")
+        + f'<p class="muted">records since {e(fmt_time(data.get("since_ns")))}'
+        + (f"; filtered: {e(f.query())}" if f.query() else "")
+        + f" (by default the {DEFAULT_DAYS} days before the newest record; set since= for more)</p>"
         + "<h2>Judge calls per scored record, by hour</h2>"
         + sparkline(calls, label="judge calls per scored record by hour")
         + "<h2>Judge tokens per scored record, by hour</h2>"

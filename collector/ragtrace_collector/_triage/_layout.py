@@ -42,6 +42,7 @@ ol.chunks li { margin: .4rem 0; padding: .4rem .6rem; border: 1px solid #ddd; bo
 ol.chunks li:target { border: 3px solid #f0a30a; background: #fffaf0; }
 .notice { background: #e8f0fe; padding: .3rem .6rem; border-radius: 4px; }
 svg.chart { background: #fafbfc; border: 1px solid #ddd; }
+.sr-only { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; }
 kbd { border: 1px solid #bbb; border-radius: 3px; padding: 0 .25rem; font-size: .8rem; }
 """
 

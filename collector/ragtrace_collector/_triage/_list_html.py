@@ -77,7 +77,7 @@ _SCRIPT = """
   const note = document.getElementById('live');
   const rows = () => Array.from(table.querySelectorAll('tr.row a.open'));
   document.addEventListener('keydown', (ev) => {
-    if (ev.target.matches('input, select, textarea')) return;
+    if (ev.target.matches('input, select, textarea') || ev.ctrlKey || ev.metaKey || ev.altKey) return;
     const links = rows(); const i = links.indexOf(document.activeElement);
     if (ev.key === 'j') { (links[i + 1] || links[0]) && (links[i + 1] || links[0]).focus(); ev.preventDefault(); }
     if (ev.key === 'k') { (links[i - 1] || links[0]) && (links[i - 1] || links[0]).focus(); ev.preventDefault(); }

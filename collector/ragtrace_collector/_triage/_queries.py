@@ -106,11 +106,13 @@ def where_clause(f: RecordFilter) -> tuple[str, list[Any]]:
         clauses.append("(r.query LIKE ? ESCAPE '\\' OR r.answer LIKE ? ESCAPE '\\')")
         args += [pattern, pattern]
     for key, value in f.meta:
-        path = "$." + json.dumps(key)
+        # Raw UTF-8 like the stored JSON; CAST: a metadata value may be a number ("rank:3").
+        path = "$." + json.dumps(key, ensure_ascii=False)
         clauses.append(
-            "EXISTS (SELECT 1 FROM spans p WHERE p.span_id = r.span_id AND (json_extract(p.attributes, ?) = ? "
+            "EXISTS (SELECT 1 FROM spans p WHERE p.span_id = r.span_id AND "
+            "(CAST(json_extract(p.attributes, ?) AS TEXT) = ? "
             "OR (json_valid(json_extract(p.attributes, '$.metadata')) "
-            "AND json_extract(json_extract(p.attributes, '$.metadata'), ?) = ?)))"
+            "AND CAST(json_extract(json_extract(p.attributes, '$.metadata'), ?) AS TEXT) = ?)))"
         )
         args += [path, value, path, value]
     return (" WHERE " + " AND ".join(clauses)) if clauses else "", args

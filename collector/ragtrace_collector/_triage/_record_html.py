@@ -55,18 +55,19 @@ def _claim_title(claim: dict[str, Any]) -> str:
     return f"{claim.get('verdict')}{where}{probability}"
 
 
-def _answer_html(answer: str, claims: list[dict[str, Any]]) -> str:
+def _answer_html(answer: str, claims: list[dict[str, Any]], n_chunks: int) -> str:
     parts: list[str] = []
     at = 0
     for start, end, index in locate_claims(answer, claims):
         claim = claims[index]
         parts.append(e(answer[at:start]))
         chunk = claim.get("chunk")
-        href = f' href="#chunk-{chunk}"' if isinstance(chunk, int) else f' href="#claim-{index}"'
+        target = f"chunk-{chunk}" if isinstance(chunk, int) and 0 <= chunk < n_chunks else f"claim-{index}"
+        # The claim's own words stay what a screen reader reads; the verdict follows as hidden text.
         parts.append(
-            f'<a class="claim {verdict_class(str(claim.get("verdict")))}" id="answer-claim-{index}"{href} '
-            f'title="{e(_claim_title(claim))}" aria-label="claim {index + 1}, {e(_claim_title(claim))}">'
-            f"{e(answer[start:end])}</a>"
+            f'<a class="claim {verdict_class(str(claim.get("verdict")))}" id="answer-claim-{index}" '
+            f'href="#{target}" title="{e(_claim_title(claim))}">{e(answer[start:end])}'
+            f'<span class="sr-only"> ({e(_claim_title(claim))})</span></a>'
         )
         at = end
     parts.append(e(answer[at:]))
@@ -135,13 +136,14 @@ def record_page(detail: RecordDetail, *, back: str = "", trace_url: str | None =
         '<span class="claim v-contradicted">contradicted</span> <span class="claim v-unsupported">unsupported</span>; '
         "each links to the chunk that decided it.</p>"
     )
+    answer = _answer_html(str(r["answer"] or ""), claims, len(detail.chunks))
     body = (
         f'<p><a href="/records{"?" + e(back) if back else ""}">← records</a></p>'
         f"<h1>Record {e(r['span_id'])}</h1>"
         f'<p class="muted">{e(fmt_time(r["time_ns"]))} · service {e(r["service"])} · {e(r["route"])} · '
         f"decision {e(r['decision'])} · trace {trace}</p>"
         f"<h2>Query</h2><p>{e(r['query'])}</p>"
-        f'<h2>Answer</h2>{legend}<div class="answer" id="answer">{_answer_html(str(r["answer"] or ""), claims)}</div>'
+        f'<h2>Answer</h2>{legend}<div class="answer" id="answer">{answer}</div>'
         + (f"<h2>Claims</h2>{_claims_table(claims, len(detail.chunks))}" if claims else "")
         + f'<h2>Scores</h2>{_scores_table(detail.scores)}<p class="muted">{cost}</p>'
         f'<h2>Chunks</h2><ol class="chunks">{chunks}</ol>'
