@@ -68,10 +68,10 @@ def wait_seconds(seconds: float) -> float:
     return min(float(seconds), threading.TIMEOUT_MAX)
 
 
-def outcome_of(scores: Sequence[MetricScore], cost: Cost, judge_name: str, *, claim_text: bool = True) -> Outcome:
-    """The decision, attributes and events for a scored span, as ``_wire.encode`` writes them (claims'
-    text on the events only with ``claim_text``)."""
-    encoded = _wire.encode(scores, cost, judge_name, claim_text=claim_text)
+def outcome_of(scores: Sequence[MetricScore], cost: Cost, judge_name: str, *, content: bool = True) -> Outcome:
+    """The decision, attributes and events for a scored span, as ``_wire.encode`` writes them (no text of the
+    record without ``content``: the span's content was not captured)."""
+    encoded = _wire.encode(scores, cost, judge_name, content=content)
     now = time.time_ns()
     events = tuple(Event(name, attributes, timestamp=now) for name, attributes in encoded.events)
     return Outcome(encoded.decision, encoded.attributes, events)

@@ -11,7 +11,7 @@ costs the scores.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -27,6 +27,16 @@ if TYPE_CHECKING:
     from ragtrace.judges._base import Judge
 
 _log = logging.getLogger(__name__)
+
+
+def content_captured(attributes: Mapping[str, object]) -> bool:
+    """Whether the span carries its record's text, so scores may quote it (claims, a judge's words): a
+    ragtrace span says so (``ragtrace.content.captured``); another instrumentation's span does when it
+    holds the answer (``output.value``). Anything else counts as not captured: privacy fails closed."""
+    captured = attributes.get(semconv.RAGTRACE_CONTENT_CAPTURED)
+    if isinstance(captured, bool):
+        return captured
+    return isinstance(attributes.get(semconv.OUTPUT_VALUE), str)
 
 
 class JobScorer:
@@ -47,9 +57,7 @@ class JobScorer:
         scores = [result.scores[name] for name in job.metrics if name in result.scores]
         cost = result.cost
         name = self.judge.name
-        # Claims are the answer's words: on the wire only when the span carries the content itself.
-        captured = (job.span.attributes or {}).get(semconv.RAGTRACE_CONTENT_CAPTURED) is not False
-        outcome = outcome_of(scores, cost, name, claim_text=captured)
+        outcome = outcome_of(scores, cost, name, content=content_captured(job.span.attributes or {}))
         logs = self._logs
         # The scores are computed: a failing budget or metrics pipeline is logged, never costs them.
         steps: list[tuple[str, Callable[[], object]]] = [

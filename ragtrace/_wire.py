@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from ragtrace import semconv
 from ragtrace._wire_claims import decode_claims, encode_claims
-from ragtrace.metrics._base import DETAIL_CLAIMS, DETAIL_JUDGE, DETAIL_METHOD, REASON_JUDGE_ERROR
+from ragtrace.metrics._base import DETAIL_CLAIMS, DETAIL_FREE_TEXT, DETAIL_JUDGE, DETAIL_METHOD, REASON_JUDGE_ERROR
 
 if TYPE_CHECKING:
     from opentelemetry.util.types import AttributeValue
@@ -74,12 +74,13 @@ class Encoded:
     events: tuple[EventData, ...]
 
 
-def encode(scores: Sequence[Score], cost: Cost, judge_name: str, *, claim_text: bool = True) -> Encoded:
+def encode(scores: Sequence[Score], cost: Cost, judge_name: str, *, content: bool = True) -> Encoded:
     """The decision, attributes and events for a span scored with ``scores`` at ``cost`` by ``judge_name``.
 
     A claim metric's event also carries its claims' verdicts (``semconv.EVAL_CLAIMS``, bounded;
-    ``ragtrace._wire_claims``), with the claims' text only when ``claim_text`` (the span's content
-    was captured).
+    ``ragtrace._wire_claims``). Without ``content`` (the span's content was not captured) no text of the
+    record goes out: the claims go without their text, and an explanation in the judge's own words
+    (``DETAIL_FREE_TEXT``: G-Eval, the answer rating) is left out.
 
     The decision is ``error`` only when every metric failed with a judge error (scoring failed as a
     whole); a metric that was merely skipped or unmeasured keeps ``evaluated`` with its reason.
@@ -92,7 +93,7 @@ def encode(scores: Sequence[Score], cost: Cost, judge_name: str, *, claim_text: 
     }
     events: list[EventData] = []
     for index, score in enumerate(scores):
-        attributes.update(_openinference_evaluation(index, score, judge_name))
+        attributes.update(_openinference_evaluation(index, score, judge_name, content))
         event: dict[str, AttributeValue] = {semconv.GEN_AI_EVALUATION_NAME: score.name}
         if score.value is not None:
             attributes[semconv.eval_score(score.name)] = float(score.value)
@@ -108,14 +109,14 @@ def encode(scores: Sequence[Score], cost: Cost, judge_name: str, *, claim_text: 
         tier = score.details.get(DETAIL_JUDGE) if score.details else None
         if isinstance(tier, str):
             attributes[semconv.eval_judge(score.name)] = tier
-        explanation = score.explanation or (score.reason if score.value is None else None)
+        explanation = _explanation(score, content)
         if explanation:
             event[semconv.GEN_AI_EVALUATION_EXPLANATION] = explanation
         if score.error_type:
             event[semconv.ERROR_TYPE] = score.error_type
         claims = score.details.get(DETAIL_CLAIMS) if score.details else None
         if claims:
-            event[semconv.EVAL_CLAIMS], omitted = encode_claims(claims, text=claim_text)
+            event[semconv.EVAL_CLAIMS], omitted = encode_claims(claims, text=content)
             if omitted:
                 event[semconv.EVAL_CLAIMS_OMITTED] = omitted
         events.append((semconv.GEN_AI_EVALUATION_RESULT, event))
@@ -135,7 +136,15 @@ def annotator_kind(judge: str) -> str:
 _LLM_JUDGE: Final = "openai:"  # the OpenAI-compatible judge's name prefix (judges/openai.py)
 
 
-def _openinference_evaluation(index: int, score: Score, judge_name: str) -> dict[str, AttributeValue]:
+def _explanation(score: Score, content: bool) -> str | None:
+    """The explanation that goes out: the reason stands in for an absent value's; the judge's own words
+    only when the span's content was captured (they may quote the record)."""
+    if not content and score.details and score.details.get(DETAIL_FREE_TEXT):
+        return score.reason if score.value is None else None
+    return score.explanation or (score.reason if score.value is None else None)
+
+
+def _openinference_evaluation(index: int, score: Score, judge_name: str, content: bool) -> dict[str, AttributeValue]:
     # The same result as the event, in OpenInference's flattened form, for backends that read those.
     tier = score.details.get(DETAIL_JUDGE) if score.details else None
     found: dict[str, AttributeValue] = {
@@ -148,7 +157,7 @@ def _openinference_evaluation(index: int, score: Score, judge_name: str) -> dict
         found[semconv.evaluation(index, semconv.EVALUATION_SCORE)] = float(score.value)
     if score.label:
         found[semconv.evaluation(index, semconv.EVALUATION_LABEL)] = score.label
-    explanation = score.explanation or (score.reason if score.value is None else None)
+    explanation = _explanation(score, content)
     if explanation:
         found[semconv.evaluation(index, semconv.EVALUATION_EXPLANATION)] = explanation
     return found

@@ -50,6 +50,10 @@ DETAIL_CLAIMS = "claim_verdicts"
 """``Score.details[DETAIL_CLAIMS]``: a claim metric's ``ClaimVerdict``s, one per claim in the answer's order
 (faithfulness, hallucination; exported on the evaluation event as ``semconv.EVAL_CLAIMS``)."""
 
+DETAIL_FREE_TEXT = "free_text"
+"""``Score.details[DETAIL_FREE_TEXT]``: True when the explanation is the judge's own words (G-Eval, the
+answer rating), which may quote the record; left off the wire when the span's content was not captured."""
+
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
 
 

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from ragtrace._exceptions import ConfigurationError
 from ragtrace.judges._base import GEVAL, GEvalRating
-from ragtrace.metrics._base import Score
+from ragtrace.metrics._base import DETAIL_FREE_TEXT, Score
 from ragtrace.metrics._metric import NEEDS_CHUNKS, NEEDS_REFERENCE, JudgeMetric
 from ragtrace.metrics._steps import ReplyError, Steps
 
@@ -178,5 +178,5 @@ class GEval(JudgeMetric):
             steps,
             label="pass" if value >= self.threshold else "fail",
             explanation=rating.explanation or None,
-            details={"raw_score": raw, "weighted": rating.weighted, "steps": list(eval_steps)},
+            details={"raw_score": raw, "weighted": rating.weighted, "steps": list(eval_steps), DETAIL_FREE_TEXT: True},
         )

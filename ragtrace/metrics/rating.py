@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ragtrace.judges._base import RATE_ANSWER, Rating
-from ragtrace.metrics._base import Score
+from ragtrace.metrics._base import DETAIL_FREE_TEXT, Score
 from ragtrace.metrics._metric import JudgeMetric
 from ragtrace.metrics._steps import ReplyError, Steps, check_unit
 
@@ -31,4 +31,4 @@ class AnswerRelevancyRating(JudgeMetric):
         if not isinstance(rating, Rating):
             raise ReplyError(f"expected a Rating, got {type(rating).__name__}")
         value = check_unit(rating.value, "the answer rating")
-        return self.measured(value, steps, explanation=rating.explanation or None)
+        return self.measured(value, steps, explanation=rating.explanation or None, details={DETAIL_FREE_TEXT: True})

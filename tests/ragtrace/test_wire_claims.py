@@ -140,3 +140,33 @@ def test_a_lone_surrogate_or_deep_nesting_cannot_fail_an_export() -> None:
     assert decode_claims("[" * 100_000) is None
     text, _ = encode_claims((ClaimVerdict("x\ud800y", "supported", 0, 0.9),), text=True)
     text.encode("utf-8")
+
+
+def test_a_judges_own_words_stay_home_when_the_content_was_not_captured() -> None:
+    from ragtrace.metrics._base import DETAIL_FREE_TEXT
+
+    quoted = Score(
+        name="rag_fact_checker", value=0.2, direction="higher", explanation="The answer says Paris is in Spain.",
+        details={DETAIL_FREE_TEXT: True},
+    )  # fmt: skip
+    counted = Score(name="faithfulness", value=0.5, direction="higher", explanation="1 of 2 claims supported")
+    closed = _wire.encode([quoted, counted], Cost(), "openai:m", content=False)
+    assert "Paris" not in json.dumps([dict(closed.attributes), [dict(a) for _, a in closed.events]], default=str)
+    assert closed.events[1][1][semconv.GEN_AI_EVALUATION_EXPLANATION] == "1 of 2 claims supported"  # counts only
+    opened = _wire.encode([quoted], Cost(), "openai:m", content=True)
+    assert opened.events[0][1][semconv.GEN_AI_EVALUATION_EXPLANATION] == "The answer says Paris is in Spain."
+
+
+@pytest.mark.parametrize(
+    ("attributes", "captured"),
+    [
+        ({semconv.RAGTRACE_CONTENT_CAPTURED: True}, True),
+        ({semconv.RAGTRACE_CONTENT_CAPTURED: False, semconv.OUTPUT_VALUE: "x"}, False),
+        ({semconv.OUTPUT_VALUE: "the answer"}, True),  # another instrumentation's span holding the answer
+        ({}, False),  # nothing says so: closed
+    ],
+)
+def test_content_counts_as_captured_only_when_the_span_says_or_shows_so(attributes: Any, captured: bool) -> None:
+    from ragtrace._scorer import content_captured
+
+    assert content_captured(attributes) is captured
