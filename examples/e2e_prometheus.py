@@ -59,7 +59,7 @@ SPIKE = "RagHallucinationSpike"
 SHARE = f'service_name:ragtrace_hallucination_share:ratio_rate15m{{service_name="{SERVICE}"}}'
 """The shipped recording rule the spike alert reads."""
 FIRST_BUCKET = r'le=~"0|0\\.0"'
-"""The first score bucket (0) as either path renders it, as the rules and docs/backends.md select it."""
+"""The first score bucket (0) as either path renders it (docs/backends.md: a query selecting it takes both)."""
 
 
 class CheckFailed(AssertionError):

@@ -110,7 +110,7 @@ def _parse_sink(data: object, index: int, source: str) -> SinkConfig:
 
 def _parse_params(table: Table, kind: RuleKind) -> Params:
     if kind == "threshold":
-        table.require("threshold", "give the level that raises ALERT, e.g. threshold = 0.7")
+        table.require("threshold", "give the level that raises ALERT, e.g. threshold = 0.5")
         params: Params = ThresholdParams(
             threshold=table.number("threshold", None),
             warning=table.number("warning", None),

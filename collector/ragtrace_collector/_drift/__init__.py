@@ -2,8 +2,8 @@
 
 Three detectors, each turning windows of scores into an ``Evaluation`` with a state:
 
-* threshold: the mean of a metric over a window against a fixed level (``mean faithfulness < 0.7``);
-* spike: a Bernoulli CUSUM on "bad" records (e.g. ``hallucination > 0``) against a baseline rate
+* threshold: the mean of a metric over a window against a fixed level (``mean faithfulness < 0.5``);
+* spike: a Bernoulli CUSUM on "bad" records (e.g. ``hallucination > 0.5``) against a baseline rate
   learnt from history; it answers "has the rate gone up?" within a few dozen records while staying
   quiet on a stable stream (see ``bench/drift_detection.py`` for the measured delay and false alarms);
 * drift: the distribution of a metric in a recent window against a baseline window, by the

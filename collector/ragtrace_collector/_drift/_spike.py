@@ -15,7 +15,9 @@ from ragtrace_collector._drift._states import ALERT, NO_DATA, OK, WARNING, Direc
 
 def bad_events(values: Iterable[float], *, direction: Direction, cutoff: float) -> list[bool]:
     """Turn scores into events: True when a record is bad (above ``cutoff`` for lower-is-better metrics,
-    below it for higher-is-better ones). ``hallucination > 0`` is the hallucinated label of metrics.md."""
+    below it for higher-is-better ones). ``hallucination > 0.5``: the judge expects more than half the
+    answer's claims unsupported (claims weigh by support probability, so a grounded answer scores about
+    0.1-0.3, not 0)."""
     if direction == "lower":
         return [v > cutoff for v in values]
     return [v < cutoff for v in values]

@@ -1,4 +1,4 @@
-"""Threshold: the mean of a metric over a window against a fixed level (``mean faithfulness < 0.7``)."""
+"""Threshold: the mean of a metric over a window against a fixed level (``mean faithfulness < 0.5``)."""
 
 from __future__ import annotations
 
