@@ -19,7 +19,6 @@ from ragtrace_collector._report._model import RAG, Format
 from ragtrace_collector._report._queries import (
     alert_marks,
     connect,
-    last_row,
     problems,
     recent_alerts,
     series,
@@ -56,6 +55,8 @@ def report(
         scores_over_time = series(conn, tables, since_ns, until_ns)
         marks = alert_marks(conn, tables)
         panel = alert_panel_html(read_alert_panel(conn, tables, time.time_ns())) if alert_controls else ""
+        from ragtrace_collector._triage._queries import last_row  # the triage pages' cursor, shared
+
         newest = last_row(conn) if RAG in tables else 0
     return html_page(
         head,

@@ -294,9 +294,3 @@ def alert_marks(conn: sqlite3.Connection, tables: set[str]) -> list[dict[str, An
 def recent_alerts(conn: sqlite3.Connection, tables: set[str], limit: int = 20) -> list[dict[str, Any]]:
     """The latest notified transitions (the first quiet OK/NO_DATA sighting of a group is left out)."""
     return _alert_rows(conn, tables, _RECENT_ALERTS_SQL, (limit,))
-
-
-def last_row(conn: sqlite3.Connection) -> int:
-    """The newest ``rag_records`` row the store holds (0 when none): a page read now shows the records up
-    to it, and the ones after it are new to its reader (``/api/records?after_row=``)."""
-    return int(conn.execute(f"SELECT IFNULL(MAX(rowid), 0) FROM {RAG}").fetchone()[0])

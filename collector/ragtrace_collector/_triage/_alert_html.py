@@ -3,10 +3,10 @@ period it covers, and the records that made it fire, each a link to its record v
 
 from __future__ import annotations
 
+from ragtrace_collector._triage._alert_queries import AlertDetail
 from ragtrace_collector._triage._filters import RecordFilter, ScoreBound
 from ragtrace_collector._triage._layout import e, fmt_time, page, sparkline
 from ragtrace_collector._triage._list_html import row_html
-from ragtrace_collector._triage._queries import AlertDetail
 
 __all__ = ["alert_page", "alert_records_filter"]
 

@@ -1,5 +1,5 @@
-"""The triage pages' SQL: a page of records, one record with its scores and claims, one alert with its
-history and the records that made it fire.
+"""The triage pages' SQL: a page of records, the new ones, one record with its scores and claims (an
+alert's are in ``_alert_queries``).
 
 Every query is bounded and rides an index: the list walks ``rag_records`` newest first by ``time_ns``
 (or ``service, time_ns``) and stops at ``limit``; score filters probe ``scores`` by its primary key
@@ -16,17 +16,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from ragtrace import _wire
-from ragtrace_collector._drift import metric_direction
-from ragtrace_collector._report._queries import last_row
 from ragtrace_collector._triage._filters import RecordFilter
 
 __all__ = [
-    "AlertDetail",
+    "RAG_FIELDS",
     "Page",
     "RecordDetail",
-    "alert_detail",
+    "attach_scores",
     "last_row",
-    "latest_alert_id",
     "list_records",
     "newer_records",
     "record_detail",
@@ -34,13 +31,11 @@ __all__ = [
     "where_clause",
 ]
 
-_RAG_FIELDS = (
+RAG_FIELDS = (
     "span_id", "trace_id", "service", "route", "time_ns", "query", "answer", "decision", "judge",
     "calls", "prompt_tokens", "completion_tokens", "seconds",
 )  # fmt: skip
 _SCORE_FIELDS = ("metric", "value", "label", "explanation", "reason", "error_type", "source")
-_BAD_CUTOFF = 0.5
-"""A record beyond this on its metric's bad side "made the alert fire" (the spike rule's default cutoff)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,22 +53,6 @@ class RecordDetail:
     record: dict[str, Any]
     chunks: list[dict[str, Any]]
     scores: list[dict[str, Any]]
-
-
-@dataclass(frozen=True, slots=True)
-class AlertDetail:
-    """An alert row, its group's transitions, the metric around it, and the records that made it fire."""
-
-    alert: dict[str, Any]
-    history: list[dict[str, Any]]
-    since_ns: int
-    records: list[dict[str, Any]]
-    since_ok: bool
-    """Whether ``since_ns`` is the group's last OK (else the hour before the alert: it never was)."""
-    series: list[tuple[int, float]]
-    """The metric's mean over time around the alert, ``(time_ns, mean)``, for the chart."""
-    cutoff: float | None
-    """The cutoff ``records`` are beyond, None when they are all the period's records (a drift rule)."""
 
 
 def where_clause(f: RecordFilter) -> tuple[str, list[Any]]:
@@ -122,14 +101,14 @@ def list_records(conn: sqlite3.Connection, f: RecordFilter) -> Page:
     """The records ``f`` selects, newest first, at most ``f.limit``, with their scores."""
     where, args = where_clause(f)
     cursor = conn.execute(
-        f"SELECT {', '.join('r.' + c for c in _RAG_FIELDS)} FROM rag_records r{where} "
+        f"SELECT {', '.join('r.' + c for c in RAG_FIELDS)} FROM rag_records r{where} "
         "ORDER BY r.time_ns DESC, r.span_id DESC LIMIT ?",
         [*args, f.limit + 1],
     )
-    rows = [dict(zip(_RAG_FIELDS, row, strict=True)) for row in cursor]
+    rows = [dict(zip(RAG_FIELDS, row, strict=True)) for row in cursor]
     more = len(rows) > f.limit
     rows = rows[: f.limit]
-    _attach_scores(conn, rows)
+    attach_scores(conn, rows)
     last = rows[-1] if rows else None
     return Page(rows, f.page_after(last["time_ns"], last["span_id"]) if more and last else None)
 
@@ -143,21 +122,20 @@ def newer_records(conn: sqlite3.Connection, f: RecordFilter, after_row: int) -> 
     newer = "r.rowid > ?"
     where = f"{where} AND {newer}" if where else f" WHERE {newer}"
     cursor = conn.execute(
-        f"SELECT r.rowid, {', '.join('r.' + c for c in _RAG_FIELDS)} FROM rag_records r{where} "
-        "ORDER BY r.rowid LIMIT ?",
+        f"SELECT r.rowid, {', '.join('r.' + c for c in RAG_FIELDS)} FROM rag_records r{where} ORDER BY r.rowid LIMIT ?",
         [*args, after_row, f.limit + 1],
     )
-    fetched = [(row[0], dict(zip(_RAG_FIELDS, row[1:], strict=True))) for row in cursor]
+    fetched = [(row[0], dict(zip(RAG_FIELDS, row[1:], strict=True))) for row in cursor]
     more = len(fetched) > f.limit
     fetched = fetched[: f.limit]
     rows = [row for _, row in fetched]
-    _attach_scores(conn, rows)
+    attach_scores(conn, rows)
     # Past the filter's misses too: the next poll need not read them again.
     next_row = fetched[-1][0] if more else max(last_row(conn), after_row)
     return rows, next_row, more
 
 
-def _attach_scores(conn: sqlite3.Connection, rows: list[dict[str, Any]]) -> None:
+def attach_scores(conn: sqlite3.Connection, rows: list[dict[str, Any]]) -> None:
     by_span: dict[str, dict[str, Any]] = {row["span_id"]: row for row in rows}
     for row in rows:
         row["scores"] = {}
@@ -178,11 +156,11 @@ def _score_columns(conn: sqlite3.Connection) -> tuple[str, ...]:
 def record_detail(conn: sqlite3.Connection, span_id: str) -> RecordDetail | None:
     """One record with everything the record view shows; None when the store has no such record."""
     row = conn.execute(
-        f"SELECT {', '.join(_RAG_FIELDS)}, chunks FROM rag_records WHERE span_id = ?", (span_id,)
+        f"SELECT {', '.join(RAG_FIELDS)}, chunks FROM rag_records WHERE span_id = ?", (span_id,)
     ).fetchone()
     if row is None:
         return None
-    record = dict(zip((*_RAG_FIELDS, "chunks"), row, strict=True))
+    record = dict(zip((*RAG_FIELDS, "chunks"), row, strict=True))
     chunks = _json_list(record.pop("chunks"))
     columns = _score_columns(conn)
     scores = [
@@ -195,80 +173,6 @@ def record_detail(conn: sqlite3.Connection, span_id: str) -> RecordDetail | None
         score["claims"] = _json_list(score.get(_wire.CLAIMS))
         score["judge"] = attrs.get(f"ragtrace.eval.{score['metric']}.judge") or record.get("judge")
     return RecordDetail(record, [c if isinstance(c, dict) else {"content": str(c)} for c in chunks], scores)
-
-
-def alert_detail(conn: sqlite3.Connection, alert_id: int, limit: int = 100) -> AlertDetail | None:
-    """An alert of the ``alerts`` table by id; None when there is none.
-
-    The records that made it fire are its metric's records of its group (service and/or route) from the
-    group's last OK (the hour before the alert, when it never was) to the alert, beyond ``cutoff`` on the
-    metric's bad side, worst first: a threshold rule's own threshold, else 0.5 (the spike rule's default
-    cutoff; a rule's own cutoff is in its rules file, not in the store); a drift rule's are all of them.
-    ``series`` is the metric's mean over that period and as long again on each side, in 40 steps."""
-    names = [d[1] for d in conn.execute("PRAGMA table_info(alerts)")]
-    if not names:
-        return None
-    row = conn.execute(f"SELECT {', '.join(names)} FROM alerts WHERE id = ?", (alert_id,)).fetchone()
-    if row is None:
-        return None
-    alert = dict(zip(names, row, strict=True))
-    group = "rule = ? AND IFNULL(service, '') = IFNULL(?, '') AND IFNULL(route, '') = IFNULL(?, '')"
-    key = (alert["rule"], alert.get("service"), alert.get("route"))
-    history = [
-        dict(zip(("time_ns", "state", "value", "threshold"), r, strict=True))
-        for r in conn.execute(
-            f"SELECT time_ns, state, value, threshold FROM alerts WHERE {group} ORDER BY time_ns", key
-        )
-    ]
-    ok = conn.execute(
-        f"SELECT MAX(time_ns) FROM alerts WHERE {group} AND state IN ('OK', 'NO_DATA') AND time_ns < ?",
-        (*key, alert["time_ns"]),
-    ).fetchone()[0]
-    since = ok if ok is not None else alert["time_ns"] - 3600 * 1_000_000_000
-    lower = metric_direction(alert["metric"]) == "lower"
-    cutoff = alert.get("threshold") if alert.get("kind") == "threshold" else _BAD_CUTOFF
-    scope, scope_args = "", []
-    for column in ("service", "route"):
-        if alert.get(column):
-            scope += f" AND s.{column} = ?"
-            scope_args.append(alert[column])
-    bad = (
-        "" if alert.get("kind") == "drift" or cutoff is None else (" AND s.value > ?" if lower else " AND s.value < ?")
-    )
-    args: list[Any] = [alert["metric"], since, alert["time_ns"], *([cutoff] if bad else []), *scope_args]
-    cursor = conn.execute(
-        f"SELECT {', '.join('r.' + c for c in _RAG_FIELDS)}, s.value FROM scores s "
-        "JOIN rag_records r ON r.span_id = s.span_id "
-        f"WHERE s.metric = ? AND s.time_ns BETWEEN ? AND ?{bad}{scope} "
-        f"ORDER BY s.value {'DESC' if lower else 'ASC'}, s.time_ns DESC LIMIT ?",
-        [*args, limit],
-    )
-    records = [dict(zip((*_RAG_FIELDS, "value"), r, strict=True)) for r in cursor]
-    _attach_scores(conn, records)
-    span = max(alert["time_ns"] - since, 60 * 1_000_000_000)
-    start, end = since - span, alert["time_ns"] + span
-    step = max(1, (end - start) // 40)
-    series = [
-        (int(bucket) * step + step // 2, float(mean))
-        for bucket, mean in conn.execute(
-            f"SELECT s.time_ns / ? AS bucket, AVG(s.value) FROM scores s WHERE s.metric = ? "
-            f"AND s.time_ns BETWEEN ? AND ? AND s.value IS NOT NULL{scope} GROUP BY bucket ORDER BY bucket",
-            [step, alert["metric"], start, end, *scope_args],
-        )
-    ]
-    return AlertDetail(alert, history, since, records, ok is not None, series, cutoff if bad else None)
-
-
-def latest_alert_id(conn: sqlite3.Connection, rule: str, service: str | None, route: str | None) -> int | None:
-    """The id of a group's latest ALERT row (its latest row of any state when it never fired), or None."""
-    if not any(True for _ in conn.execute("PRAGMA table_info(alerts)")):
-        return None
-    row = conn.execute(
-        "SELECT id FROM alerts WHERE rule = ? AND IFNULL(service, '') = ? AND IFNULL(route, '') = ? "
-        "ORDER BY state = 'ALERT' DESC, time_ns DESC LIMIT 1",
-        (rule, service or "", route or ""),
-    ).fetchone()
-    return int(row[0]) if row else None
 
 
 def _json_list(raw: object) -> list[Any]:
@@ -302,3 +206,8 @@ def services(conn: sqlite3.Connection) -> Sequence[str]:
             "SELECT name FROM s WHERE name IS NOT NULL"
         )
     ]
+
+
+def last_row(conn: sqlite3.Connection) -> int:
+    """The newest ``rag_records`` row (0: none); rows after it are new to a page read now (``after_row=``)."""
+    return int(conn.execute("SELECT IFNULL(MAX(rowid), 0) FROM rag_records").fetchone()[0])

@@ -17,13 +17,12 @@ from ragtrace import environment_variables as env
 from ragtrace_collector._drift import metric_direction
 from ragtrace_collector._report._queries import connect
 from ragtrace_collector._triage._alert_html import alert_page
+from ragtrace_collector._triage._alert_queries import alert_detail, latest_alert_id
 from ragtrace_collector._triage._costs import costs_page, read_costs
 from ragtrace_collector._triage._filters import FilterError, RecordFilter, parse_filter
 from ragtrace_collector._triage._list_html import list_page, row_html
 from ragtrace_collector._triage._queries import (
-    alert_detail,
     last_row,
-    latest_alert_id,
     list_records,
     newer_records,
     record_detail,
