@@ -209,3 +209,15 @@ def test_cost_and_coverage_default_to_the_last_week_of_the_store(client: TestCli
     assert "by default the 7 days before the newest record" in page
     everything = client.get("/costs", params={"since": "0"}).text
     assert "<tr><td>shop</td><td>112</td><td>112</td></tr>" in everything
+
+
+def test_the_list_filters_by_alert_through_its_own_filters(client: TestClient) -> None:
+    alert_id = client.get("/alert?rule=hallucination-spike&service=shop", follow_redirects=False).headers["location"]
+    reply = client.get(f"/records?alert={alert_id.rsplit('/', 1)[1]}", follow_redirects=False)
+    assert reply.status_code == 303
+    assert "service=shop" in reply.headers["location"] and "score=hallucination%3E0.5" in reply.headers["location"]
+    listed = _rows(client.get(reply.headers["location"]).text)
+    fired = [i for i in range(SPIKE_FROM, 111) if i % 5 != 4 and i % 3 != 0]
+    assert sorted(listed) == sorted(span_id(i) for i in fired)
+    assert client.get("/records?alert=999").status_code == 404
+    assert client.get("/records?alert=x").status_code == 400
