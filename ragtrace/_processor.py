@@ -41,6 +41,7 @@ from ragtrace._handoff import ERROR_NO_RECORD as ERROR_NO_RECORD
 from ragtrace._handoff import Handoff
 from ragtrace._jobs import wait_seconds
 from ragtrace._options import JoinOptions, ScoringOptions
+from ragtrace._provider import adopt_provider
 from ragtrace._scorer import JobScorer
 from ragtrace._shorthands import PROCESSOR, ProcessorKeywords, merge
 from ragtrace._telemetry import Telemetry
@@ -140,6 +141,8 @@ class ScoringSpanProcessor(SpanProcessor, Handoff):
     # -- SpanProcessor ------------------------------------------------------------------------
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        # A model client's span starting under a @generate span names the provider it lacks.
+        adopt_provider(span, parent_context)
         self.downstream.on_start(span, parent_context=parent_context)
 
     def _on_ending(self, span: Span) -> None:

@@ -88,9 +88,14 @@ GEN_AI_DATA_SOURCE_ID: Final = "gen_ai.data_source.id"
 GEN_AI_REQUEST_MODEL: Final = "gen_ai.request.model"
 """Model name requested by a generation span or a judge call."""
 
+GEN_AI_SYSTEM: Final = "gen_ai.system"
+"""Read: the GenAI conventions' former name of ``gen_ai.provider.name`` (OpenLLMetry and older
+instrumentations still write it on their model-client spans)."""
+
 GEN_AI_PROVIDER_NAME: Final = "gen_ai.provider.name"
 """The GenAI provider (``openai``, ``anthropic``, ``aws.bedrock``, ...) of a generation or retrieval span,
-from ``@generate(provider=...)``/``@retrieve(provider=...)``; the conventions list the well-known values."""
+from ``@generate(provider=...)``/``@retrieve(provider=...)``, else from the model client's span beneath it
+(``ragtrace._provider``); the conventions list the well-known values."""
 
 GEN_AI_EVALUATION_RESULT: Final = "gen_ai.evaluation.result"
 """Name of the event that carries one metric's result (one per metric): a span event on the scored span

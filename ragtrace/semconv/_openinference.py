@@ -73,6 +73,14 @@ RERANKER_OUTPUT_DOCUMENTS: Final = "reranker.output_documents"
 LLM_OUTPUT_MESSAGE_CONTENT: Final = "llm.output_messages.0.message.content"
 """Read: the text of an OpenInference LLM span's first output message (the generated answer)."""
 
+LLM_PROVIDER: Final = "llm.provider"
+"""Read: the hosting provider an OpenInference LLM span's model client called (``openai``, ``azure``, ...);
+copied to an enclosing ``@generate``/``@retrieve`` span as ``gen_ai.provider.name`` when it has none."""
+
+LLM_SYSTEM: Final = "llm.system"
+"""Read: the AI product of an OpenInference LLM span (``openai``, ``anthropic``, ...); the provider when
+``llm.provider`` is absent."""
+
 MIME_TYPE_JSON: Final = "application/json"
 """The ``input.mime_type``/``output.mime_type`` value saying the value is JSON text."""
 

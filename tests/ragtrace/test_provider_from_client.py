@@ -1,0 +1,71 @@
+"""``gen_ai.provider.name`` from the model client: a ``@generate`` span given no ``provider=`` takes the
+provider the real OpenInference OpenAI instrumentation names on the client span beneath it (real HTTP to
+the stub OpenAI server); an explicit ``provider=`` wins, and other spans are left alone."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+import ragtrace
+from ragtrace import semconv
+from ragtrace.testing import FakeJudge, StubOpenAIServer
+
+openai_instrumentation = pytest.importorskip("openinference.instrumentation.openai")
+
+
+@pytest.fixture
+def traced() -> Iterator[tuple[TracerProvider, InMemorySpanExporter, Any]]:
+    from openai import OpenAI
+
+    provider = TracerProvider()
+    exporter = InMemorySpanExporter()
+    instrumentor = openai_instrumentation.OpenAIInstrumentor()
+    instrumentor.instrument(tracer_provider=provider)
+    # Not sampled: the spans pass straight through, each exported as it ends.
+    handle = ragtrace.instrument(provider, SimpleSpanProcessor(exporter), judge=FakeJudge(), sample_rate=0.0)
+    with StubOpenAIServer() as server:
+        try:
+            yield provider, exporter, OpenAI(base_url=server.base_url, api_key="not-needed")
+        finally:
+            handle.shutdown()
+            instrumentor.uninstrument()
+            provider.shutdown()
+
+
+def _by_role(exporter: InMemorySpanExporter, role: str) -> list[Any]:
+    return [s for s in exporter.get_finished_spans() if (s.attributes or {}).get(semconv.RAGTRACE_ROLE) == role]
+
+
+def test_a_generate_span_takes_the_provider_of_its_model_client(traced: Any) -> None:
+    provider, exporter, client = traced
+
+    @ragtrace.generate(model="gpt-4o-mini", tracer_provider=provider)
+    def write(question: str) -> str:
+        reply = client.chat.completions.create(model="gpt-4o-mini", messages=[{"role": "user", "content": question}])
+        return reply.choices[0].message.content or ""
+
+    @ragtrace.generate(model="gpt-4o-mini", provider="azure.ai.openai", tracer_provider=provider)
+    def write_on_azure(question: str) -> str:
+        return write.__wrapped__(question)  # type: ignore[attr-defined,no-any-return]
+
+    @ragtrace.rag(tracer_provider=provider)
+    def answer(question: str) -> str:
+        ragtrace.record(chunks=["Paris is the capital of France."])
+        return write(question) + write_on_azure(question)
+
+    answer("What is the capital of France?")
+    (named, explicit) = sorted(_by_role(exporter, semconv.ROLE_GENERATE), key=lambda s: s.start_time or 0)
+    # This OpenInference version names the product (llm.system) at the start of the client's span.
+    client_spans = [s for s in exporter.get_finished_spans() if semconv.LLM_SYSTEM in (s.attributes or {})]
+    assert client_spans and client_spans[0].attributes[semconv.LLM_SYSTEM] == "openai"  # type: ignore[index]
+    assert named.attributes[semconv.GEN_AI_PROVIDER_NAME] == "openai"  # type: ignore[index]
+    assert explicit.attributes[semconv.GEN_AI_PROVIDER_NAME] == "azure.ai.openai"  # type: ignore[index]
+    # The RAG span (not an inference span) is left alone.
+    (rag,) = _by_role(exporter, semconv.ROLE_RAG)
+    assert semconv.GEN_AI_PROVIDER_NAME not in (rag.attributes or {})
