@@ -88,6 +88,10 @@ GEN_AI_DATA_SOURCE_ID: Final = "gen_ai.data_source.id"
 GEN_AI_REQUEST_MODEL: Final = "gen_ai.request.model"
 """Model name requested by a generation span or a judge call."""
 
+EVENT_NAME: Final = "event.name"
+"""Read: the event name of a log record as an attribute, where SDKs older than the ``event_name`` field put
+it (the collector reads ``gen_ai.evaluation.result`` records either way)."""
+
 GEN_AI_SYSTEM: Final = "gen_ai.system"
 """Read: the GenAI conventions' former name of ``gen_ai.provider.name`` (OpenLLMetry and older
 instrumentations still write it on their model-client spans)."""

@@ -216,3 +216,18 @@ def test_the_metrics_endpoint_counts_log_records_like_spans(tmp_path: Path) -> N
     assert samples[("ragtrace_collector_spans_received_total", ())] == 0
     malformed = (("reason", "malformed"), ("receiver", "http"))
     assert samples[("ragtrace_collector_requests_refused_total", malformed)] == 1
+
+
+def test_an_event_name_written_as_an_attribute_is_read_too(collector: Collector) -> None:
+    # SDKs and bridges older than the LogRecord.event_name field put the name in an ``event.name`` attribute.
+    rags, logs = _evaluated(1)
+    document = logs_json(logs.records())
+    for resource_logs in document["resourceLogs"]:
+        for scope_logs in resource_logs["scopeLogs"]:
+            for record in scope_logs["logRecords"]:
+                name = record.pop("eventName")
+                record.setdefault("attributes", []).append({"key": "event.name", "value": {"stringValue": name}})
+    reply = post_logs(collector, json.dumps(document), {"content-type": "application/json"})
+    assert reply.status_code == 200 and reply.json() == {}
+    expected = {(hex_span_id(rag), m): expected_row(rag, m, source="log") for rag in rags for m in SCORES}
+    assert stored_scores(collector.config.db) == expected

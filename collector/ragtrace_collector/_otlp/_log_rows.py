@@ -54,7 +54,7 @@ def scope_log_rows(
         service = None
     service = service if isinstance(service, str) else None
     for record in records:
-        if record.event_name != semconv.GEN_AI_EVALUATION_RESULT:
+        if _event_name(record) != semconv.GEN_AI_EVALUATION_RESULT:
             batch.ignored += 1
             continue
         try:
@@ -117,3 +117,14 @@ def _shown(value: Any) -> str:
     """A value for a message, cut short."""
     shown = repr(value)
     return shown if len(shown) <= 60 else shown[:57] + "..."
+
+
+def _event_name(record: LogRecord) -> str:
+    """The record's event name: the ``event_name`` field, else the ``event.name`` attribute that SDKs and
+    bridges older than the field write instead."""
+    if record.event_name:
+        return str(record.event_name)
+    for item in record.attributes:
+        if item.key == semconv.EVENT_NAME and item.value.HasField("string_value"):
+            return str(item.value.string_value)
+    return ""
