@@ -30,10 +30,11 @@ SCORINGS: tuple[Scoring, ...] = ("support", "verdicts")
 class _SupportShare(AnswerClaimsMetric):
     """Frame of faithfulness and hallucination: the share of the answer's claims some chunk supports.
 
-    ``scoring="support"`` (the default) counts each claim by the judge's probability that it is
-    supported (``JudgeReply.support``: an LLM's P("yes"), the offline judge's calibrated probability),
-    so the value is the expected share of supported claims and ranks answers by how sure the judge
-    is, not only by which side of its cut they fell; with a judge that gives verdicts only, or
+    ``scoring="support"`` (the default) counts each claim by how sure the judge is that it is supported
+    (``JudgeReply.support``: an LLM's P("yes"), the offline judge's calibrated probability, on the scale
+    every judge shares, where 0.5 is the judge's cut), so the value ranks answers by how sure the judge
+    is, not only by which side of its cut they fell, and a claim the judge calls supported counts at
+    least 0.5; with a judge that gives verdicts only, or
     ``scoring="verdicts"``, each claim counts 1 or 0 as the contract's worked examples do. Labels
     always count verdicts.
     """
