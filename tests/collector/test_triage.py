@@ -221,3 +221,16 @@ def test_the_list_filters_by_alert_through_its_own_filters(client: TestClient) -
     assert sorted(listed) == sorted(span_id(i) for i in fired)
     assert client.get("/records?alert=999").status_code == 404
     assert client.get("/records?alert=x").status_code == 400
+
+
+def test_a_cursor_past_the_newest_row_comes_back_to_it(client: TestClient) -> None:
+    # The store was replaced or pruned empty and rowids start again: the page must not stay silent.
+    data = client.get("/api/records", params={"after_row": "1000000"}).json()
+    assert data["records"] == [] and data["last_row"] == N_RECORDS
+    assert client.get("/api/records", params={"after_row": "²"}).status_code == 400
+
+
+def test_route_is_a_filter_too(client: TestClient) -> None:
+    assert len(_rows(client.get("/records", params={"route": "/ask", "limit": "500"}).text)) == N_RECORDS
+    assert _rows(client.get("/records", params={"route": "/other"}).text) == []
+    assert "route=%2Fask" in client.get("/records", params={"route": "/ask"}).text

@@ -15,9 +15,12 @@ def alert_records_filter(detail: AlertDetail, lower: bool) -> RecordFilter:
     """The records list filtered as the alert view's records are (for "all of them" and bookmarking)."""
     a = detail.alert
     bounds = () if detail.cutoff is None else (ScoreBound(str(a["metric"]), ">" if lower else "<", detail.cutoff),)
-    # The list filters by service; a route-only group's records are narrowed by the view itself.
     return RecordFilter(
-        since_ns=detail.since_ns, until_ns=a["time_ns"], service=a.get("service") or None, scores=bounds
+        since_ns=detail.since_ns,
+        until_ns=a["time_ns"],
+        service=a.get("service") or None,
+        route=a.get("route") or None,
+        scores=bounds,
     )
 
 

@@ -22,11 +22,13 @@ DEFAULT_DAYS = 7
 
 def read_costs(conn: sqlite3.Connection, f: RecordFilter) -> dict[str, Any]:
     """Per hour: judge calls, tokens and mean seconds of the scored records; per service: decision counts.
-    Over ``f``'s time range, by default the ``DEFAULT_DAYS`` before the newest record."""
+    Over ``f``'s time range, by default the ``DEFAULT_DAYS`` before ``until`` (else the newest record)."""
     if f.since_ns is None:
-        newest = conn.execute("SELECT MAX(time_ns) FROM rag_records").fetchone()[0]
-        if newest is not None:
-            f = replace(f, since_ns=int(newest) - DEFAULT_DAYS * 24 * _HOUR_NS)
+        end = f.until_ns
+        if end is None:
+            end = conn.execute("SELECT MAX(time_ns) FROM rag_records").fetchone()[0]
+        if end is not None:
+            f = replace(f, since_ns=int(end) - DEFAULT_DAYS * 24 * _HOUR_NS)
     where, args = where_clause(f)
     scored = f"{where} AND r.calls IS NOT NULL" if where else " WHERE r.calls IS NOT NULL"
     hours = conn.execute(

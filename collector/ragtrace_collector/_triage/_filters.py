@@ -1,7 +1,7 @@
 """The records list's filters: parsed from a page's URL query, and written back into links, so a link
 keeps the reader's filters.
 
-``?since=&until=`` (ISO 8601 or ns since the epoch), ``service=``, ``decision=``, ``score=`` (repeatable or
+``?since=&until=`` (ISO 8601 or ns since the epoch), ``service=``, ``route=``, ``decision=``, ``score=`` (repeatable or
 comma-separated: ``hallucination>0.5``, ``faithfulness<=0.3``), ``meta=`` (the same: ``key:value``, the record's
 OpenInference ``metadata`` or a span attribute of that name), ``q=`` (text in the query or the answer),
 ``before=`` (the paging cursor: ``<time_ns>:<span_id>`` of the last record shown) and ``limit=``. A value
@@ -48,6 +48,7 @@ class RecordFilter:
     since_ns: int | None = None
     until_ns: int | None = None
     service: str | None = None
+    route: str | None = None
     decision: str | None = None
     scores: tuple[ScoreBound, ...] = ()
     meta: tuple[tuple[str, str], ...] = ()
@@ -63,7 +64,12 @@ class RecordFilter:
             out.append(("since", str(self.since_ns)))
         if self.until_ns is not None:
             out.append(("until", str(self.until_ns)))
-        for key, value in (("service", self.service), ("decision", self.decision), ("q", self.text)):
+        for key, value in (
+            ("service", self.service),
+            ("route", self.route),
+            ("decision", self.decision),
+            ("q", self.text),
+        ):
             if value:
                 out.append((key, value))
         out += [("score", str(bound)) for bound in self.scores]
@@ -111,6 +117,7 @@ def parse_filter(params: Mapping[str, str] | object) -> RecordFilter:
         since_ns=_time(one("since"), "since"),
         until_ns=_time(one("until"), "until"),
         service=one("service"),
+        route=one("route"),
         decision=decision,
         scores=tuple(_score(v) for v in _items(values("score"))),
         meta=tuple(_meta(v) for v in _items(values("meta"))),

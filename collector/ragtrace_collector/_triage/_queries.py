@@ -67,6 +67,9 @@ def where_clause(f: RecordFilter) -> tuple[str, list[Any]]:
     if f.service:
         clauses.append("r.service = ?")
         args.append(f.service)
+    if f.route:
+        clauses.append("r.route = ?")
+        args.append(f.route)
     if f.decision:
         clauses.append("r.decision = ?")
         args.append(f.decision)
@@ -130,8 +133,9 @@ def newer_records(conn: sqlite3.Connection, f: RecordFilter, after_row: int) -> 
     fetched = fetched[: f.limit]
     rows = [row for _, row in fetched]
     attach_scores(conn, rows)
-    # Past the filter's misses too: the next poll need not read them again.
-    next_row = fetched[-1][0] if more else max(last_row(conn), after_row)
+    # Past the filter's misses too: the next poll need not read them again. A cursor past the store's
+    # newest row (the store was replaced, or pruned empty, and rowids start again) comes back to it.
+    next_row = fetched[-1][0] if more else last_row(conn)
     return rows, next_row, more
 
 

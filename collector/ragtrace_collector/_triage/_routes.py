@@ -58,14 +58,20 @@ def triage_routes(source: object, *, trace_url: str | None = None, poll_ms: int 
             return PlainTextResponse(f"{err}\n", status_code=400)
 
     def read(work: Any) -> Any:
+        # One read transaction: a page's statements (its rows, then the newest row it counts as seen)
+        # see one snapshot, so a record committed between them is neither shown nor skipped.
         with connect(source) as conn:
-            return work(conn)
+            conn.execute("BEGIN")
+            try:
+                return work(conn)
+            finally:
+                conn.execute("ROLLBACK")
 
     async def records(request: Request) -> Response:
         alert_id = request.query_params.get("alert")
         if alert_id is not None:
             # ?alert=<id>: the records that made that alert fire, as the list's own filters (bookmarkable).
-            if not alert_id.isdigit():
+            if not (alert_id.isascii() and alert_id.isdigit() and len(alert_id) < 19):
                 return PlainTextResponse("alert must be an alert's id, as /alerts/{id} shows it\n", status_code=400)
             detail = await run_in_threadpool(read, lambda c: alert_detail(c, int(alert_id)))
             if detail is None:
@@ -83,7 +89,7 @@ def triage_routes(source: object, *, trace_url: str | None = None, poll_ms: int 
         if not isinstance(f, RecordFilter):
             return f
         after_text = request.query_params.get("after_row", "0")
-        if not after_text.isdigit():
+        if not (after_text.isascii() and after_text.isdigit() and len(after_text) < 19):
             return PlainTextResponse("after_row must be the last_row a page was given\n", status_code=400)
         rows, next_row, more = await run_in_threadpool(read, lambda c: newer_records(c, f, int(after_text)))
         back = f.query()
