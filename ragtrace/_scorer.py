@@ -32,11 +32,13 @@ _log = logging.getLogger(__name__)
 def content_captured(attributes: Mapping[str, object]) -> bool:
     """Whether the span carries its record's text, so scores may quote it (claims, a judge's words): a
     ragtrace span says so (``ragtrace.content.captured``); another instrumentation's span does when it
-    holds the answer (``output.value``). Anything else counts as not captured: privacy fails closed."""
+    holds the answer (``output.value``, not OpenInference's redaction placeholder). Anything else counts as
+    not captured: privacy fails closed."""
     captured = attributes.get(semconv.RAGTRACE_CONTENT_CAPTURED)
     if isinstance(captured, bool):
         return captured
-    return isinstance(attributes.get(semconv.OUTPUT_VALUE), str)
+    output = attributes.get(semconv.OUTPUT_VALUE)
+    return isinstance(output, str) and output != semconv.OPENINFERENCE_REDACTED
 
 
 class JobScorer:

@@ -137,10 +137,14 @@ _LLM_JUDGE: Final = "openai:"  # the OpenAI-compatible judge's name prefix (judg
 
 
 def _explanation(score: Score, content: bool) -> str | None:
-    """The explanation that goes out: the reason stands in for an absent value's; the judge's own words
-    only when the span's content was captured (they may quote the record)."""
-    if not content and score.details and score.details.get(DETAIL_FREE_TEXT):
-        return score.reason if score.value is None else None
+    """The explanation that goes out: the reason stands in for an absent value's. Without captured content,
+    nothing that may quote the record: not the judge's own words, and for an absent score only its reason
+    (a failure's message can quote the judge's reply, which echoes the record)."""
+    if not content:
+        if score.value is None:
+            return score.reason
+        if score.details and score.details.get(DETAIL_FREE_TEXT):
+            return None
     return score.explanation or (score.reason if score.value is None else None)
 
 

@@ -41,7 +41,7 @@ def encode_claims(verdicts: Sequence[ClaimVerdict], *, text: bool) -> tuple[str,
             entry["claim"] = claim if len(claim) <= MAX_CLAIM_CHARS else claim[: MAX_CLAIM_CHARS - 1] + _CUT
         entry["verdict"] = verdict.verdict
         entry["chunk"] = verdict.chunk
-        entry["support"] = None if verdict.support is None else round(float(verdict.support), 4)
+        entry["support"] = None if verdict.support is None else _rounded(float(verdict.support), verdict.verdict)
         entries.append(entry)
     return json.dumps(entries, ensure_ascii=False, separators=(",", ":")), max(0, len(verdicts) - MAX_CLAIMS)
 
@@ -72,6 +72,14 @@ def decode_claims(value: Any) -> list[dict[str, Any]] | None:
             }
         )
     return out
+
+
+def _rounded(support: float, verdict: str) -> float:
+    """``support`` to 4 places, never rounded across 0.5 (a claim not supported stays below it)."""
+    value = round(support, 4)
+    if verdict != semconv.CLAIM_SUPPORTED and value >= 0.5 > support:
+        return 0.4999
+    return value
 
 
 def _plain(text: str) -> str:

@@ -1,19 +1,23 @@
 """The tiered judge's routing rules: which records the LLM tier answers, and how its probabilities
-sit among the offline tier's. Pure functions, re-exported by ``tiered``."""
+sit among the offline tier's (``rescore``, ``banded``). Pure functions, re-exported by ``tiered``."""
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
 
+from ragtrace.judges._base import JudgeError, JudgeReply, Verdict, agreeing
+
 __all__ = [
     "DEFAULT_AUDIT_SHARE",
     "DEFAULT_MARGIN",
     "audit_draw",
+    "banded",
     "needs_llm",
     "offline_threshold",
     "record_key",
     "rescore",
+    "supported_by_any_claim",
 ]
 
 DEFAULT_MARGIN = 0.04
@@ -70,3 +74,36 @@ def offline_threshold(offline: object = None) -> float:
         return float(getattr(cal, "SUPPORT_THRESHOLD", 0.5))
     except Exception:
         return 0.5
+
+
+def supported_by_any_claim(matrix: Sequence[Sequence[object]]) -> list[bool]:
+    """Per claim: does some chunk's verdict support it (verdict strings accepted)?"""
+    return [any(str(getattr(v, "value", v)).lower() == "supported" for v in row) for row in matrix]
+
+
+def banded(
+    reply: JudgeReply[list[list[Verdict]]], n_claims: int, n_chunks: int, threshold: float, margin: float, llm: str
+) -> list[list[float]]:
+    """The LLM tier's support (its verdicts as 1.0/0.0 when it gives none; 0.5 is its cut, as for every
+    judge) placed in the doubt band (``rescore``), on the shared scale and agreeing with its verdicts. A
+    reply whose verdicts or support do not fit the request is a ``JudgeError`` (``invalid_reply``): the
+    LLM failed, and the offline tier answers."""
+
+    def invalid(what: str) -> JudgeError:
+        return JudgeError(f"{llm}: {what}", error_type="invalid_reply")
+
+    try:
+        verdicts = [[Verdict(str(getattr(v, "value", v)).lower()) for v in row] for row in reply.value]
+        rows = reply.support or [[1.0 if v is Verdict.SUPPORTED else 0.0 for v in row] for row in verdicts]
+        shapes = [len(row) for row in verdicts], [len(row) for row in rows]
+        if shapes != ([n_chunks] * n_claims, [n_chunks] * n_claims):
+            raise invalid(f"verdicts or support shaped {shapes} for {n_claims} claims x {n_chunks} chunks")
+        return [
+            [
+                agreeing(rescore(float(p), threshold, margin) if p > 0.0 else 0.0, v, threshold)
+                for p, v in zip(ps, vs, strict=True)
+            ]
+            for ps, vs in zip(rows, verdicts, strict=True)
+        ]
+    except (TypeError, ValueError) as err:
+        raise invalid(f"a verdict or support value that is not one ({err})") from None

@@ -50,10 +50,12 @@ from ragtrace.judges._tiered_routing import (
     DEFAULT_AUDIT_SHARE,
     DEFAULT_MARGIN,
     audit_draw,
+    banded,
     needs_llm,
     offline_threshold,
     record_key,
     rescore,
+    supported_by_any_claim,
 )
 
 __all__ = ["TieredJudge", "audit_draw", "needs_llm", "rescore"]
@@ -99,6 +101,10 @@ class TieredJudge:
                 raise ConfigurationError(f"TieredJudge({label}={value!r}): give a number from {low} to {high}")
         self.offline = offline
         self.llm = llm
+        if threshold is not None and (
+            isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0.0 < threshold < 1.0
+        ):
+            raise ConfigurationError(f"TieredJudge(threshold={threshold!r}): give a number between 0 and 1")
         self.threshold = offline_threshold(offline) if threshold is None else float(threshold)
         self.margin = float(margin)
         self.audit_share = float(audit_share)
@@ -121,11 +127,16 @@ class TieredJudge:
 
     # -- routing -------------------------------------------------------------------------------------
 
-    async def _route(self, claims: Sequence[str], chunks: Sequence[str]) -> tuple[bool, JudgeReply[list[list[float]]]]:
+    async def _route(
+        self, claims: Sequence[str], chunks: Sequence[str]
+    ) -> tuple[bool, bool, JudgeReply[list[list[float]]]]:
+        """Whether the LLM answers, whether because a claim is doubtful (else: the audit draw), and the
+        offline probabilities it was decided on."""
         support = getattr(self.offline, "support")  # noqa: B009 - checked callable in __init__
         probabilities: JudgeReply[list[list[float]]] = await support(claims, chunks)
         best = [max(row) if row else 0.0 for row in probabilities.value]
-        go = needs_llm(
+        doubtful = needs_llm(best, "", threshold=self.threshold, margin=self.margin, audit_share=0.0)
+        go = doubtful or needs_llm(
             best,
             record_key(claims, chunks),
             threshold=self.threshold,
@@ -135,7 +146,7 @@ class TieredJudge:
         with self._lock:
             self.records += 1
             self.llm_records += go
-        return go, probabilities
+        return go, doubtful, probabilities
 
     def _llm_failed(self, error: JudgeError) -> None:
         with self._lock:
@@ -157,19 +168,29 @@ class TieredJudge:
         on its verdict's side of 0.5."""
         if not claims or not chunks:
             return await self.offline.verify(claims, chunks)
-        go, probabilities = await self._route(claims, chunks)
+        go, doubtful, probabilities = await self._route(claims, chunks)
         cost = probabilities.cost
+        audit: JudgeReply[list[list[Verdict]]] | None = None
         if go:
             try:
                 reply = await self.llm.verify(claims, chunks)
-                banded = self._banded(reply)
+                scored = banded(reply, len(claims), len(chunks), self.threshold, self.margin, self.llm.name)
             except JudgeError as error:
                 self._llm_failed(error)
                 cost = cost + error.cost
             else:
-                return JudgeReply(reply.value, cost + reply.cost, judge=self.llm.name, support=banded)
+                if doubtful:
+                    return JudgeReply(reply.value, cost + reply.cost, judge=self.llm.name, support=scored)
+                audit = reply
         # The offline judge remembers the record it just read for routing: this reads it once.
         offline = await self.offline.verify(claims, chunks)
+        if audit is not None:
+            cost = cost + audit.cost
+            if supported_by_any_claim(audit.value) != supported_by_any_claim(offline.value):
+                # The audit found the offline tier wrong on a record it was sure of: the LLM's reading stands.
+                audited = banded(audit, len(claims), len(chunks), self.threshold, self.margin, self.llm.name)
+                return JudgeReply(audit.value, cost + offline.cost, judge=self.llm.name, support=audited)
+            # The audit agrees: the offline reading keeps its score (the LLM call measured the agreement).
         support = offline.support
         if support is None:  # an offline tier whose verify gives verdicts only: its routing probabilities
             support = [
@@ -178,25 +199,6 @@ class TieredJudge:
             ]
         return JudgeReply(offline.value, cost + offline.cost, judge=self.offline.name, support=support)
 
-    def _banded(self, reply: JudgeReply[list[list[Verdict]]]) -> list[list[float]]:
-        """The LLM tier's support (its verdicts as 1.0/0.0 when it gives none; 0.5 is its cut, as for every
-        judge) placed in the doubt band, on the shared scale and agreeing with its verdicts. A reply whose
-        verdicts or support do not fit the request is a ``JudgeError`` (``invalid_reply``): the LLM failed."""
-        try:
-            verdicts = [[Verdict(v) for v in row] for row in reply.value]
-        except ValueError:
-            raise JudgeError(f"{self.llm.name} gave a verdict that is not one", error_type="invalid_reply") from None
-        rows = reply.support or [[1.0 if v is Verdict.SUPPORTED else 0.0 for v in row] for row in verdicts]
-        if len(rows) != len(verdicts) or any(len(r) != len(v) for r, v in zip(rows, verdicts, strict=False)):
-            raise JudgeError(f"{self.llm.name}'s support does not fit its verdicts", error_type="invalid_reply")
-        return [
-            [
-                agreeing(rescore(p, self.threshold, self.margin) if p > 0.0 else 0.0, v, self.threshold)
-                for p, v in zip(ps, vs, strict=True)
-            ]
-            for ps, vs in zip(rows, verdicts, strict=True)
-        ]
-
     async def support(self, claims: Sequence[str], chunks: Sequence[str]) -> JudgeReply[list[list[float]]]:
         """Support scores ``value[claim][chunk]``: the offline tier's probabilities, or, for a doubtful or
         audited record, the LLM tier's (its ``support``, else its verdicts as 1.0/0.0) re-scored within
@@ -204,7 +206,7 @@ class TieredJudge:
         records the offline tier is sure of keep their places around them."""
         if not claims or not chunks:
             return JudgeReply([[] for _ in claims])
-        go, probabilities = await self._route(claims, chunks)
+        go, _, probabilities = await self._route(claims, chunks)
         if go:
             try:
                 llm_support = getattr(self.llm, "support", None)

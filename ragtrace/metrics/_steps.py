@@ -168,8 +168,9 @@ async def reference_claims(steps: Steps, record: RagRecord) -> list[str]:
 
 
 async def verdicts(steps: Steps, claims: Sequence[str], chunks: Sequence[str]) -> list[list[Verdict]]:
-    """All claims against all chunks, one call: ``value[claim][chunk]``."""
-    return (await verification(steps, claims, chunks))[0]
+    """All claims against all chunks, one call: ``value[claim][chunk]`` (its support, unused, unchecked)."""
+    reply = await steps.reply(steps.judge.verify(list(claims), list(chunks)))
+    return check_verdicts(reply.value, len(claims), len(chunks))
 
 
 async def verification(

@@ -18,9 +18,10 @@ with no script, fails the call with ``JudgeError(error_type="unscripted")`` so a
 Plain numbers are accepted for ``rate_answer`` and ``geval_score``, strings or (text, flag) pairs
 for ``generate_questions``.
 
-``support=`` scripts the support probabilities ``verify`` returns beside its verdicts
-(``JudgeReply.support``), keyed by claim like ``verify`` (a row, or one number for every chunk), or
-a function of (claims, chunks); unscripted, ``verify`` gives verdicts only.
+``support=`` scripts the support ``verify`` returns beside its verdicts (``JudgeReply.support``),
+keyed by claim like ``verify`` (a row, or one number for every chunk), or a function of (claims,
+chunks); unscripted, ``verify`` gives verdicts only. As for every judge, a value is at least 0.5
+exactly where the verdict is "supported": faithfulness refuses support that disagrees.
 
 ``fail={"verify": "timeout"}`` makes a step raise ``JudgeError`` with that ``error_type`` (or pass
 an exception instance to raise it as is). ``capabilities`` limits the steps offered; asking for

@@ -29,9 +29,9 @@ def traced() -> Iterator[tuple[TracerProvider, InMemorySpanExporter, Any]]:
     instrumentor.instrument(tracer_provider=provider)
     # Not sampled: the spans pass straight through, each exported as it ends.
     handle = ragtrace.instrument(provider, SimpleSpanProcessor(exporter), judge=FakeJudge(), sample_rate=0.0)
-    with StubOpenAIServer() as server:
+    with StubOpenAIServer() as server, OpenAI(base_url=server.base_url, api_key="not-needed") as client:
         try:
-            yield provider, exporter, OpenAI(base_url=server.base_url, api_key="not-needed")
+            yield provider, exporter, client
         finally:
             handle.shutdown()
             instrumentor.uninstrument()

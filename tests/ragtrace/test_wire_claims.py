@@ -170,3 +170,27 @@ def test_content_counts_as_captured_only_when_the_span_says_or_shows_so(attribut
     from ragtrace._scorer import content_captured
 
     assert content_captured(attributes) is captured
+
+
+def test_without_captured_content_a_failure_says_only_its_reason() -> None:
+    failed = Score(
+        name="faithfulness", value=None, direction="higher", status="error", reason="unparseable_reply",
+        error_type="unparseable_reply", explanation="unparseable_reply: no JSON object in reply: 'Paris is in Spain'",
+    )  # fmt: skip
+    (_, event) = _wire.encode([failed], Cost(), "openai:m", content=False).events[0]
+    assert event[semconv.GEN_AI_EVALUATION_EXPLANATION] == "unparseable_reply"
+    (_, shown) = _wire.encode([failed], Cost(), "openai:m", content=True).events[0]
+    assert "Spain" in str(shown[semconv.GEN_AI_EVALUATION_EXPLANATION])
+
+
+def test_a_redacted_answer_is_not_captured_content_and_rounding_keeps_the_side_of_the_cut() -> None:
+    from ragtrace._scorer import content_captured
+
+    assert not content_captured({semconv.OUTPUT_VALUE: semconv.OPENINFERENCE_REDACTED})
+    import math
+
+    below = math.nextafter(0.5, 0.0)
+    text, _ = encode_claims(
+        (ClaimVerdict("c", "unsupported", None, below), ClaimVerdict("d", "supported", 0, 0.5)), text=False
+    )
+    assert [c["support"] for c in json.loads(text)] == [0.4999, 0.5]

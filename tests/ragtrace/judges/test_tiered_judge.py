@@ -101,9 +101,22 @@ async def test_the_audit_share_is_fixed_per_record(stub: StubOpenAIServer, llm: 
     assert needs_llm([0.99], "k", audit_share=1.0) and not needs_llm([0.99], "k", audit_share=0.0)
     everything = tiered(llm, audit_share=1.0)
     reply = await everything.verify([SURE_YES], [CHUNK])
-    assert reply.judge == "openai:small"
     again = await everything.verify([SURE_YES], [CHUNK])
-    assert again.judge == "openai:small"  # the same record, the same draw
+    # Audited both times (the same record, the same draw): the LLM was asked, and as it agreed with the
+    # offline tier, the offline reading keeps its score and says so.
+    assert [r.step for r in stub.chat_requests] == ["verify_claim", "verify_claim"]
+    assert reply.judge == again.judge == OFFLINE
+    assert reply.support == [[TABLE[SURE_YES]]] and reply.cost.chat_calls >= 2
+    assert (everything.records, everything.llm_records) == (2, 2)
+
+
+async def test_an_audit_that_finds_the_offline_tier_wrong_gives_the_llms_reading() -> None:
+    # The offline tier is sure SURE_NO is unsupported (0.05); the LLM, audited, says it is supported.
+    llm = FakeJudge(name="openai:audit", verify={SURE_NO: ["supported"]}, support={SURE_NO: [0.9]})
+    judge = TieredJudge(SupportingFake(TABLE), llm, threshold=0.5, audit_share=1.0)
+    reply = await judge.verify([SURE_NO], [CHUNK])
+    assert reply.judge == "openai:audit" and reply.value == [["supported"]]
+    assert reply.support is not None and 0.5 <= reply.support[0][0] <= 0.5 + judge.margin
 
 
 async def test_an_llm_failure_leaves_the_offline_verdicts_and_says_so(

@@ -127,3 +127,12 @@ async def test_support_that_disagrees_with_its_verdicts_is_an_unparseable_reply(
     score = await Faithfulness().score(RECORD, scripted)
     assert score.status == "error" and score.reason == "unparseable_reply"
     assert "disagrees with its verdict neither" in (score.explanation or "")
+
+
+async def test_metrics_that_do_not_use_support_do_not_check_it() -> None:
+    from ragtrace.metrics import ContextContradiction
+
+    # A scalar support for every chunk disagrees with the "neither" cells, but contradiction counts verdicts.
+    scripted = judge(support=0.9)
+    assert (await ContextContradiction().score(RECORD, scripted)).value == pytest.approx(0.5)
+    assert (await Faithfulness().score(RECORD, scripted)).reason == "unparseable_reply"
