@@ -242,9 +242,13 @@ def report(path: str, threshold: float | None = None) -> None:
         ragas = [r.get("ragas", 0.0) for r in rows]
         offline = [r["offline_p"] for r in rows]
         routed = [needs_llm(r["offline_probabilities"], _key(r), threshold=threshold) for r in rows]
-        # As TieredJudge.support scores it: the LLM's probability placed in the doubt band.
-        pairs_llm = zip(offline, ours_p, routed, strict=True)
-        tiered = [o if not go else rescore(p, threshold, DEFAULT_MARGIN) for o, p, go in pairs_llm]
+        doubtful = [needs_llm(r["offline_probabilities"], "", threshold=threshold, audit_share=0.0) for r in rows]
+        # As TieredJudge.verify scores them: a doubtful record by the LLM, in the doubt band; an audited one
+        # keeps the offline score when the LLM agrees with it, else takes the LLM's.
+        tiered = [
+            o if not go or (not doubt and (p >= 0.5) == (o >= threshold)) else rescore(p, threshold, DEFAULT_MARGIN)
+            for o, p, go, doubt in zip(offline, ours_p, routed, doubtful, strict=True)
+        ]
         calibrated, cuts = cross_fitted_verdicts(rows, ours_p, labels)
         scores = {
             "ours P(yes)": ours_p,
