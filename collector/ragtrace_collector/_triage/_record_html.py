@@ -47,9 +47,9 @@ def locate_claims(answer: str, claims: list[dict[str, Any]]) -> list[tuple[int, 
     return kept
 
 
-def _claim_title(claim: dict[str, Any]) -> str:
+def _claim_title(claim: dict[str, Any], n_chunks: int) -> str:
     chunk = claim.get("chunk")
-    where = f" by chunk {chunk + 1}" if isinstance(chunk, int) else ""
+    where = f" by chunk {chunk + 1}" if isinstance(chunk, int) and 0 <= chunk < n_chunks else ""
     support = claim.get("support")
     probability = f" (support {support:.2f})" if isinstance(support, float | int) else ""
     return f"{claim.get('verdict')}{where}{probability}"
@@ -66,8 +66,8 @@ def _answer_html(answer: str, claims: list[dict[str, Any]], n_chunks: int) -> st
         # The claim's own words stay what a screen reader reads; the verdict follows as hidden text.
         parts.append(
             f'<a class="claim {verdict_class(str(claim.get("verdict")))}" id="answer-claim-{index}" '
-            f'href="#{target}" title="{e(_claim_title(claim))}">{e(answer[start:end])}'
-            f'<span class="sr-only"> ({e(_claim_title(claim))})</span></a>'
+            f'href="#{target}" title="{e(_claim_title(claim, n_chunks))}">{e(answer[start:end])}'
+            f'<span class="sr-only"> ({e(_claim_title(claim, n_chunks))})</span></a>'
         )
         at = end
     parts.append(e(answer[at:]))
