@@ -7,7 +7,8 @@ one that does not is rejected alone; a broken structure refuses the body as a wh
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -68,60 +69,101 @@ def salvage_protobuf(body: bytes, received_ns: int) -> Batch:
     return rows_from_parts(salvage_parts(body, batch), batch, received_ns)
 
 
-def salvage_parts(body: bytes, batch: Batch) -> list[Part]:
-    # Field numbers from opentelemetry/proto/{collector/trace,trace}/v1/*.proto.
-    rs_field = ExportTraceServiceRequest.DESCRIPTOR.fields_by_name["resource_spans"].number
-    resource_field = ResourceSpans.DESCRIPTOR.fields_by_name["resource"].number
-    scope_spans_field = ResourceSpans.DESCRIPTOR.fields_by_name["scope_spans"].number
-    scope_field = ScopeSpans.DESCRIPTOR.fields_by_name["scope"].number
-    spans_field = ScopeSpans.DESCRIPTOR.fields_by_name["spans"].number
+@dataclass(frozen=True, slots=True)
+class Layout:
+    """Where an OTLP export keeps its items (spans, log records): the field numbers of each level, read from
+    the messages' descriptors: export -> resource_X -> (resource, scope_X -> (scope, items))."""
 
-    parts: list[tuple[bytes, list[tuple[bytes | None, list[bytes]]]]] = []
-    # Walk the whole structure first, so that a broken body is refused as a whole (nothing half-stored).
+    resources: int
+    resource: int
+    scopes: int
+    scope: int
+    items: int
+
+    @classmethod
+    def of(cls, export: Any, resources: str, level: Any, scopes: str, scope_level: Any, items: str) -> Layout:
+        fields_of = level.DESCRIPTOR.fields_by_name
+        return cls(
+            export.DESCRIPTOR.fields_by_name[resources].number,
+            fields_of["resource"].number,
+            fields_of[scopes].number,
+            scope_level.DESCRIPTOR.fields_by_name["scope"].number,
+            scope_level.DESCRIPTOR.fields_by_name[items].number,
+        )
+
+
+Walked = list[tuple[bytes, list[tuple[bytes, list[bytes]]]]]
+"""Per resource: its bytes and, per scope, the scope's bytes and its items' bytes."""
+
+
+class _Rejects(Protocol):
+    def reject(self, count: int, reason: str) -> None: ...
+
+
+def walk(body: bytes, layout: Layout) -> Walked:
+    """The body's structure down to each item's bytes, walked whole first, so that a broken body is refused
+    as a whole (``OtlpDecodeError``; nothing half-stored). Unknown fields are ignored, as protobuf does."""
+    walked: Walked = []
     for number, wire, payload in fields(body):
-        if number != rs_field or wire != WIRE_LEN:
-            continue  # unknown field: ignored, as protobuf does
+        if number != layout.resources or wire != WIRE_LEN:
+            continue
         assert isinstance(payload, bytes)
-        resource_bytes = b""
-        scopes: list[tuple[bytes | None, list[bytes]]] = []
+        resource = b""
+        scopes: list[tuple[bytes, list[bytes]]] = []
         for rnum, rwire, rpayload in fields(payload):
             if rwire != WIRE_LEN:
                 continue
             assert isinstance(rpayload, bytes)
-            if rnum == resource_field:
-                resource_bytes = rpayload
-            elif rnum == scope_spans_field:
-                scope_bytes: bytes | None = None
-                spans: list[bytes] = []
+            if rnum == layout.resource:
+                resource = rpayload
+            elif rnum == layout.scopes:
+                scope = b""
+                items: list[bytes] = []
                 for snum, swire, spayload in fields(rpayload):
                     if swire != WIRE_LEN:
                         continue
                     assert isinstance(spayload, bytes)
-                    if snum == scope_field:
-                        scope_bytes = spayload
-                    elif snum == spans_field:
-                        spans.append(spayload)
-                scopes.append((scope_bytes, spans))
-        parts.append((resource_bytes, scopes))
+                    if snum == layout.scope:
+                        scope = spayload
+                    elif snum == layout.items:
+                        items.append(spayload)
+                scopes.append((scope, items))
+        walked.append((resource, scopes))
+    return walked
 
-    result: list[Part] = []
-    for resource_bytes, scopes in parts:
+
+def parsed(walked: Walked, item: Any, batch: _Rejects, *, what: str, without_resource: str) -> list[Any]:
+    """``(resource, scope, items)`` of a walked body, every item that parses as ``item`` kept and each one that
+    does not rejected alone in ``batch`` (as ``what``); a resource that does not parse costs its attributes
+    (``without_resource`` says what is kept), never its items."""
+    result: list[Any] = []
+    for resource_bytes, scopes in walked:
         resource = parse_or_none(Resource, resource_bytes)
         if resource is None:
-            # Keep the spans: a resource we cannot read costs the service name, not the data.
-            batch.reject(0, "resource not decodable (spans kept without resource attributes)")
+            batch.reject(0, f"resource not decodable ({without_resource})")
             resource = Resource()
-        for scope_bytes, span_payloads in scopes:
-            scope = parse_or_none(InstrumentationScope, scope_bytes or b"") or InstrumentationScope()
-            good: list[Span] = []
-            for payload in span_payloads:
-                span = parse_or_none(Span, payload)
-                if span is None:
-                    batch.reject(1, "span not decodable (malformed field or invalid UTF-8)")
+        for scope_bytes, payloads in scopes:
+            scope = parse_or_none(InstrumentationScope, scope_bytes) or InstrumentationScope()
+            good: list[Any] = []
+            for payload in payloads:
+                parsed_item = parse_or_none(item, payload)
+                if parsed_item is None:
+                    batch.reject(1, f"{what} not decodable (malformed field or invalid UTF-8)")
                 else:
-                    good.append(span)
+                    good.append(parsed_item)
             result.append((resource, scope, good))
     return result
+
+
+_SPANS = Layout.of(ExportTraceServiceRequest, "resource_spans", ResourceSpans, "scope_spans", ScopeSpans, "spans")
+"""Field numbers from opentelemetry/proto/{collector/trace,trace}/v1/*.proto."""
+
+
+def salvage_parts(body: bytes, batch: Batch) -> list[Part]:
+    """The spans of ``body`` that parse, by resource and scope; each one that does not is rejected in ``batch``."""
+    return parsed(
+        walk(body, _SPANS), Span, batch, what="span", without_resource="spans kept without resource attributes"
+    )
 
 
 def parse_or_none(cls: Any, payload: bytes) -> Any:
