@@ -1,13 +1,16 @@
 """A headless Chromium driven over the DevTools protocol, for the page tests: the ``browser`` fixture
-(Debian's chromium, a profile in the test's directory) and ``devtools(browser, url)``, one page opened at
-``url``. Tests that use it skip when chromium is not installed (``make system-deps``)."""
+(Debian's chromium, a profile in the test's directory), ``devtools(browser, url)``, one page opened at
+``url``, and ``served(app)``, a Starlette app served by a real uvicorn on 127.0.0.1. Tests that use a
+browser skip when chromium is not installed (``make system-deps``)."""
 
 from __future__ import annotations
 
 import contextlib
 import json
 import shutil
+import socket
 import subprocess
+import threading
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -15,9 +18,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import uvicorn
+from starlette.applications import Starlette
 from websockets.sync.client import ClientConnection, connect
 
-__all__ = ["CHROMIUM", "DevTools", "browser", "devtools"]
+__all__ = ["CHROMIUM", "DevTools", "browser", "devtools", "served"]
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
@@ -83,3 +88,32 @@ def devtools(browser: subprocess.Popen[bytes], url: str) -> Iterator[DevTools]:
         tools.call("Page.navigate", url=url)
         tools.wait_for("Page.loadEventFired")
         yield tools
+
+
+class _Server(uvicorn.Server):
+    """uvicorn that says when it is listening."""
+
+    def __init__(self, config: uvicorn.Config) -> None:
+        super().__init__(config)
+        self.ready = threading.Event()
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        self.ready.set()
+
+
+@contextlib.contextmanager
+def served(app: Starlette) -> Iterator[str]:
+    """``app`` served by uvicorn on a free loopback port for the block: its base URL (no trailing slash)."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    server = _Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        assert server.ready.wait(30), "uvicorn did not start"
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        thread.join(30)
+        sock.close()

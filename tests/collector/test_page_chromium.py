@@ -9,21 +9,19 @@ from __future__ import annotations
 
 import io
 import shutil
-import socket
 import subprocess
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-import uvicorn
 from PIL import Image
 from ragtrace_collector._report import page_routes
 from ragtrace_collector._store import Store
 from starlette.applications import Starlette
 
+from tests.collector._devtools import served
 from tests.collector.test_report import seed
 
 NS = 1_000_000_000
@@ -32,18 +30,6 @@ HOUR = 3600 * NS
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Debian chromium is not installed: run `make system-deps`")
-
-
-class _Server(uvicorn.Server):
-    """uvicorn that says when it is listening."""
-
-    def __init__(self, config: uvicorn.Config) -> None:
-        super().__init__(config)
-        self.ready = threading.Event()
-
-    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
-        await super().startup(sockets)
-        self.ready.set()
 
 
 def _history(store: Store) -> None:
@@ -86,18 +72,8 @@ def page_url(tmp_path: Path) -> Iterator[str]:
     store = Store(tmp_path / "ragtrace.db")
     seed(store, start=T0 + 48 * HOUR)
     _history(store)
-    app = Starlette(routes=page_routes(store))
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    server = _Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    assert server.ready.wait(30), "uvicorn did not start"
-    yield f"http://127.0.0.1:{port}/"
-    server.should_exit = True
-    thread.join(30)
-    sock.close()
+    with served(Starlette(routes=page_routes(store))) as url:
+        yield f"{url}/"
     store.close()
 
 
