@@ -11,6 +11,9 @@ from __future__ import annotations
 import errno
 import ipaddress
 import socket
+from urllib.parse import urlsplit
+
+from ragtrace._exceptions import ConfigurationError
 
 _UNSPECIFIED = {"0.0.0.0": "127.0.0.1", "::": "::1"}
 """A wildcard bind is reached on this machine through its loopback address (for the page's URL)."""
@@ -87,3 +90,14 @@ def probe(host: str, port: int) -> None:
             sock.bind((bare(host), port))
         except OSError as exc:
             raise _bind_error(exc, "OTLP/gRPC", host, port, "--grpc-port") from exc
+
+
+def endpoint_url(url: str, path: str, problem: str) -> str:
+    """``url`` ending in ``path`` (an OTLP-style endpoint): a base URL gets ``path`` appended, a URL already
+    ending in it is kept as given. Raises ``ConfigurationError(problem)`` when ``url`` is not http(s)."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ConfigurationError(problem)
+    if parts.path.rstrip("/").endswith(path):
+        return url
+    return url.rstrip("/") + path

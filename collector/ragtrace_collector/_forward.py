@@ -13,11 +13,10 @@ import asyncio
 import logging
 from collections import deque
 from collections.abc import Mapping
-from urllib.parse import urlsplit
 
 import httpx
 
-from ragtrace._exceptions import ConfigurationError
+from ragtrace_collector._address import endpoint_url
 
 _log = logging.getLogger("ragtrace_collector")
 
@@ -30,14 +29,8 @@ def traces_url(url: str) -> str:
 
     Raises ``ConfigurationError`` when the URL is not http(s).
     """
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ConfigurationError(
-            f"--forward {url!r} is not an OTLP/HTTP URL: give e.g. http://127.0.0.1:6006 or https://host/v1/traces"
-        )
-    if parts.path.rstrip("/").endswith(_TRACES_PATH):
-        return url
-    return url.rstrip("/") + _TRACES_PATH
+    problem = f"--forward {url!r} is not an OTLP/HTTP URL: give e.g. http://127.0.0.1:6006 or https://host/v1/traces"
+    return endpoint_url(url, _TRACES_PATH, problem)
 
 
 class Forwarder:

@@ -19,11 +19,10 @@ import re
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
-from urllib.parse import urlsplit
 
 from ragtrace import __version__ as ragtrace_version
 from ragtrace import environment_variables as env
-from ragtrace._exceptions import ConfigurationError
+from ragtrace_collector._address import endpoint_url
 
 __all__ = [
     "ANNOTATIONS_PATH",
@@ -57,14 +56,8 @@ def annotations_url(url: str) -> str:
 
     Raises ``ConfigurationError`` when the URL is not http(s).
     """
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ConfigurationError(
-            f"--phoenix-url {url!r} is not Phoenix's URL: give its base URL, e.g. http://127.0.0.1:6006"
-        )
-    if parts.path.rstrip("/").endswith(ANNOTATIONS_PATH):
-        return url.rstrip("/")
-    return url.rstrip("/") + ANNOTATIONS_PATH
+    problem = f"--phoenix-url {url!r} is not Phoenix's URL: give its base URL, e.g. http://127.0.0.1:6006"
+    return endpoint_url(url, ANNOTATIONS_PATH, problem).rstrip("/")
 
 
 @dataclass(frozen=True, slots=True)
