@@ -117,6 +117,11 @@ def expected_row(span: ReadableSpan, metric: str, *, source: str, route: str | N
     }
 
 
+def log_rows(rags: Sequence[ReadableSpan]) -> dict[tuple[str, str], dict[str, Any]]:
+    """The rows every evaluation of ``rags`` is stored as when it came as a log record, by ``(span_id, metric)``."""
+    return {(hex_span_id(rag), m): expected_row(rag, m, source="log") for rag in rags for m in SCORES}
+
+
 @pytest.fixture
 def collector(tmp_path: Path) -> Iterator[Collector]:
     running = start_collector(tmp_path / "c.db", max_body_bytes=1024 * 1024)
@@ -142,8 +147,7 @@ def test_the_http_log_exporter_lands_each_evaluation_as_a_score(collector: Colle
         assert exporter.export(logs.records()) is LogRecordExportResult.SUCCESS
     finally:
         exporter.shutdown()
-    expected = {(hex_span_id(rag), m): expected_row(rag, m, source="log") for rag in rags for m in SCORES}
-    assert stored_scores(collector.config.db) == expected
+    assert stored_scores(collector.config.db) == log_rows(rags)
     # The evaluated spans were never sent: the scores wait for them, nothing else is stored.
     assert count(collector.config.db, "spans") == 0
     snapshot = collector.stats.snapshot()
@@ -160,8 +164,7 @@ def test_the_grpc_log_exporter_lands_each_evaluation_as_a_score(
         assert exporter.export(logs.records()) is LogRecordExportResult.SUCCESS
     finally:
         exporter.shutdown()
-    expected = {(hex_span_id(rag), m): expected_row(rag, m, source="log") for rag in rags for m in SCORES}
-    assert stored_scores(collector.config.db) == expected
+    assert stored_scores(collector.config.db) == log_rows(rags)
 
 
 def test_an_otlp_json_body_is_stored_and_answered_in_json(collector: Collector) -> None:
@@ -170,8 +173,7 @@ def test_an_otlp_json_body_is_stored_and_answered_in_json(collector: Collector) 
     assert reply.status_code == 200
     assert reply.headers["content-type"].startswith("application/json")
     assert reply.json() == {}  # full success: no partial_success
-    expected = {(hex_span_id(rag), m): expected_row(rag, m, source="log") for rag in rags for m in SCORES}
-    assert stored_scores(collector.config.db) == expected
+    assert stored_scores(collector.config.db) == log_rows(rags)
 
 
 def test_records_that_are_not_evaluations_are_ignored_not_rejected(collector: Collector) -> None:
@@ -229,5 +231,4 @@ def test_an_event_name_written_as_an_attribute_is_read_too(collector: Collector)
                 record.setdefault("attributes", []).append({"key": "event.name", "value": {"stringValue": name}})
     reply = post_logs(collector, json.dumps(document), {"content-type": "application/json"})
     assert reply.status_code == 200 and reply.json() == {}
-    expected = {(hex_span_id(rag), m): expected_row(rag, m, source="log") for rag in rags for m in SCORES}
-    assert stored_scores(collector.config.db) == expected
+    assert stored_scores(collector.config.db) == log_rows(rags)
