@@ -3,7 +3,7 @@ period it covers, and the records that made it fire, each a link to its record v
 
 from __future__ import annotations
 
-from ragtrace_collector._triage._alert_queries import AlertDetail
+from ragtrace_collector._triage._alert_queries import AlertDetail, AlertScope
 from ragtrace_collector._triage._filters import RecordFilter, ScoreBound
 from ragtrace_collector._triage._layout import e, fmt_time, page, sparkline
 from ragtrace_collector._triage._list_html import row_html
@@ -11,12 +11,12 @@ from ragtrace_collector._triage._list_html import row_html
 __all__ = ["alert_page", "alert_records_filter"]
 
 
-def alert_records_filter(detail: AlertDetail, lower: bool) -> RecordFilter:
-    """The records list filtered as the alert view's records are (for "all of them" and bookmarking)."""
-    a = detail.alert
-    bounds = () if detail.cutoff is None else (ScoreBound(str(a["metric"]), ">" if lower else "<", detail.cutoff),)
+def alert_records_filter(scope: AlertScope) -> RecordFilter:
+    """The records list filtered as the alert's records are (the view's "all of them", and ``?alert=``)."""
+    a = scope.alert
+    bounds = () if scope.cutoff is None else (ScoreBound(str(a["metric"]), ">" if scope.lower else "<", scope.cutoff),)
     return RecordFilter(
-        since_ns=detail.since_ns,
+        since_ns=scope.since_ns,
         until_ns=a["time_ns"],
         service=a.get("service") or None,
         route=a.get("route") or None,
@@ -24,11 +24,11 @@ def alert_records_filter(detail: AlertDetail, lower: bool) -> RecordFilter:
     )
 
 
-def alert_page(detail: AlertDetail, *, lower: bool) -> str:
-    """The alert view; ``lower`` when the alert's metric is lower-is-better (hallucination)."""
-    a = detail.alert
-    scope = [f"{k}={a[k]}" for k in ("service", "route") if a.get(k)]
-    group = ", ".join(scope) or "all services"
+def alert_page(detail: AlertDetail) -> str:
+    """The alert view."""
+    scope = detail.scope
+    a, lower = scope.alert, scope.lower
+    group = ", ".join(f"{k}={a[k]}" for k in ("service", "route") if a.get(k)) or "all services"
     level = float(a["threshold"]) if a.get("kind") == "threshold" and a.get("threshold") is not None else None
     chart = sparkline(
         detail.series,
@@ -42,19 +42,17 @@ def alert_page(detail: AlertDetail, *, lower: bool) -> str:
         + "</li>"
         for h in detail.history[-12:]
     )
-    listed = alert_records_filter(detail, lower)
+    listed = alert_records_filter(scope)
     rows = "".join(row_html(r, "") for r in detail.records)
-    since = "the group was last OK" if detail.since_ok else "an hour before the alert: the group was never OK before"
-    beyond = (
-        f"{e(a['metric'])} {'above' if lower else 'below'} {detail.cutoff:g}" if detail.cutoff is not None else "all"
-    )
+    since = "the group was last OK" if scope.since_ok else "an hour before the alert: the group was never OK before"
+    beyond = f"{e(a['metric'])} {'above' if lower else 'below'} {scope.cutoff:g}" if scope.cutoff is not None else "all"
     body = (
         f"<h1>Alert: {e(a['rule'])} ({e(a['metric'])}, {e(group)})</h1>"
         f'<p><span class="chip bad">{e(a["state"])}</span> at {e(fmt_time(a["time_ns"]))}: {e(a.get("message"))}</p>'
         f"<h2>{e(a['metric'])} over time</h2>{chart}"
         f"<details><summary>the rule's state changes</summary><ul>{states}</ul></details>"
         "<h2>Records that made it fire</h2>"
-        f'<p class="muted">{beyond} records in {e(group)}, from {e(fmt_time(detail.since_ns))} ({e(since)}) to the '
+        f'<p class="muted">{beyond} records in {e(group)}, from {e(fmt_time(scope.since_ns))} ({e(since)}) to the '
         f'alert, worst first. <a href="/records?{e(listed.query())}">all of them in the records list</a></p>'
         '<table id="alert-records"><thead><tr><th>time</th><th>service</th><th>query</th><th>answer</th>'
         f"<th>decision</th><th>scores</th></tr></thead><tbody>{rows}</tbody></table>"

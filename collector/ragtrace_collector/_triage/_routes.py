@@ -14,10 +14,9 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
 from ragtrace import environment_variables as env
-from ragtrace_collector._drift import metric_direction
 from ragtrace_collector._report._queries import connect
 from ragtrace_collector._triage._alert_html import alert_page, alert_records_filter
-from ragtrace_collector._triage._alert_queries import alert_detail, latest_alert_id
+from ragtrace_collector._triage._alert_queries import alert_detail, alert_scope, latest_alert_id
 from ragtrace_collector._triage._costs import costs_page, read_costs
 from ragtrace_collector._triage._filters import FilterError, RecordFilter, parse_filter
 from ragtrace_collector._triage._list_html import list_page, row_html
@@ -73,11 +72,10 @@ def triage_routes(source: object, *, trace_url: str | None = None, poll_ms: int 
             # ?alert=<id>: the records that made that alert fire, as the list's own filters (bookmarkable).
             if not (alert_id.isascii() and alert_id.isdigit() and len(alert_id) < 19):
                 return PlainTextResponse("alert must be an alert's id, as /alerts/{id} shows it\n", status_code=400)
-            detail = await run_in_threadpool(read, lambda c: alert_detail(c, int(alert_id)))
-            if detail is None:
+            scope = await run_in_threadpool(read, lambda c: alert_scope(c, int(alert_id)))
+            if scope is None:
                 return PlainTextResponse(f"no alert {alert_id} in this store\n", status_code=404)
-            lower = metric_direction(str(detail.alert["metric"])) == "lower"
-            return RedirectResponse(f"/records?{alert_records_filter(detail, lower).query()}", status_code=303)
+            return RedirectResponse(f"/records?{alert_records_filter(scope).query()}", status_code=303)
         f = filtered(request)
         if not isinstance(f, RecordFilter):
             return f
@@ -115,7 +113,7 @@ def triage_routes(source: object, *, trace_url: str | None = None, poll_ms: int 
         detail = await run_in_threadpool(read, lambda c: alert_detail(c, alert_id))
         if detail is None:
             return PlainTextResponse(f"no alert {alert_id} in this store\n", status_code=404)
-        return HTMLResponse(alert_page(detail, lower=metric_direction(str(detail.alert["metric"])) == "lower"))
+        return HTMLResponse(alert_page(detail))
 
     async def group_alert(request: Request) -> Response:
         q = request.query_params
