@@ -17,7 +17,6 @@ __all__ = [
     "offline_threshold",
     "record_key",
     "rescore",
-    "supported_by_any_claim",
 ]
 
 DEFAULT_MARGIN = 0.04
@@ -74,11 +73,6 @@ def offline_threshold(offline: object = None) -> float:
         return float(getattr(cal, "SUPPORT_THRESHOLD", 0.5))
     except Exception:
         return 0.5
-
-
-def supported_by_any_claim(matrix: Sequence[Sequence[object]]) -> list[bool]:
-    """Per claim: does some chunk's verdict support it (verdict strings accepted)?"""
-    return [any(str(getattr(v, "value", v)).lower() == "supported" for v in row) for row in matrix]
 
 
 def banded(

@@ -55,8 +55,9 @@ from ragtrace.judges._tiered_routing import (
     offline_threshold,
     record_key,
     rescore,
-    supported_by_any_claim,
 )
+from ragtrace.metrics._claims_arithmetic import supported_by_any
+from ragtrace.metrics._steps import check_verdicts
 
 __all__ = ["TieredJudge", "audit_draw", "needs_llm", "rescore"]
 
@@ -170,7 +171,7 @@ class TieredJudge:
             return await self.offline.verify(claims, chunks)
         go, doubtful, probabilities = await self._route(claims, chunks)
         cost = probabilities.cost
-        audit: JudgeReply[list[list[Verdict]]] | None = None
+        audit: tuple[JudgeReply[list[list[Verdict]]], list[list[float]]] | None = None
         if go:
             try:
                 reply = await self.llm.verify(claims, chunks)
@@ -181,15 +182,18 @@ class TieredJudge:
             else:
                 if doubtful:
                     return JudgeReply(reply.value, cost + reply.cost, judge=self.llm.name, support=scored)
-                audit = reply
+                audit = reply, scored
         # The offline judge remembers the record it just read for routing: this reads it once.
         offline = await self.offline.verify(claims, chunks)
         if audit is not None:
-            cost = cost + audit.cost
-            if supported_by_any_claim(audit.value) != supported_by_any_claim(offline.value):
+            audited, audited_support = audit
+            cost = cost + audited.cost
+            llm_says, offline_says = (
+                supported_by_any(check_verdicts(r.value, len(claims), len(chunks))) for r in (audited, offline)
+            )
+            if llm_says != offline_says:
                 # The audit found the offline tier wrong on a record it was sure of: the LLM's reading stands.
-                audited = banded(audit, len(claims), len(chunks), self.threshold, self.margin, self.llm.name)
-                return JudgeReply(audit.value, cost + offline.cost, judge=self.llm.name, support=audited)
+                return JudgeReply(audited.value, cost + offline.cost, judge=self.llm.name, support=audited_support)
             # The audit agrees: the offline reading keeps its score (the LLM call measured the agreement).
         support = offline.support
         if support is None:  # an offline tier whose verify gives verdicts only: its routing probabilities
