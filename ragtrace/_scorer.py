@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from ragtrace import semconv
 from ragtrace._eval_logs import EvaluationLogs, EvaluationOutput
+from ragtrace._foreign._json import hidden
 from ragtrace._jobs import Job, Outcome, outcome_of
 from ragtrace._judge_errors import JudgeErrorLog
 from ragtrace.metrics import Suite
@@ -38,7 +39,7 @@ def content_captured(attributes: Mapping[str, object]) -> bool:
     if isinstance(captured, bool):
         return captured
     output = attributes.get(semconv.OUTPUT_VALUE)
-    return isinstance(output, str) and output != semconv.OPENINFERENCE_REDACTED
+    return isinstance(output, str) and not hidden(output)
 
 
 class JobScorer:
