@@ -17,6 +17,8 @@ from collections.abc import Iterator
 
 import pysbd
 
+from ragtrace.judges._answer_claims import answer_claim, split_answer_claim
+
 # Knowledge snippets are often glued paragraphs ("...19th century.First for Women is..."): pysbd
 # keeps those as one sentence, so a space is put back first.
 _GLUED = re.compile(r"(?<=[a-z0-9\)\]\"'][.!?])(?=[A-Z][a-z])")
@@ -34,8 +36,6 @@ _LEADING_CONCESSION = re.compile(r"^(?:although|though|while|whereas)\s+([^,]{8,
 _MAX_SHORT_ANSWER_WORDS = 6
 _AFFIRMATIONS = frozenset({"yes", "yes it is", "yes they are", "true", "correct"})
 _DENIALS = frozenset({"no", "not", "false", "incorrect"})
-ANSWER_SEPARATOR = "? "
-"""Joins a question and its bare answer into one claim."""
 
 _STOPWORD_TEXT = """a about above after again against all also am an and any are as at be because been before being
 below between both but by can could did do does doing down during each few for from further had has have having he
@@ -163,7 +163,7 @@ def extract_claims(text: str, question: str | None = None) -> list[str]:
     if not text:
         return []
     if question and question.strip() and is_short_answer(text):
-        return [f"{question.strip().rstrip('?').rstrip()}{ANSWER_SEPARATOR}{text}"]
+        return [answer_claim(question, text)]
     claims: list[str] = []
     for sentence in split_sentences(text):
         # A question or an evasion ("I don't know.") asserts nothing a context could support.
@@ -180,17 +180,18 @@ def claim_focus(claim: str) -> str:
     The question of a bare answer is context that a chunk will mostly repeat whatever the answer;
     the words, names and numbers to check are the answer's.
     """
-    head, sep, tail = claim.rpartition(ANSWER_SEPARATOR)
-    if not (sep and head.strip() and tail.strip()):
+    parts = split_answer_claim(claim)
+    if parts is None:
         return claim
+    question, answer = parts
     # "Is X a Y? Yes" asserts the question's own proposition; "No" denies it, which word evidence
     # cannot check, so such a claim stays whole.
-    answer = tail.strip().strip(".!").lower()
-    if answer in _AFFIRMATIONS:
-        return head.strip()
-    if answer in _DENIALS:
+    word = answer.strip(".!").lower()
+    if word in _AFFIRMATIONS:
+        return question
+    if word in _DENIALS:
         return claim
-    return tail.strip()
+    return answer
 
 
 def raw_words(text: str) -> list[str]:

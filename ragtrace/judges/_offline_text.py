@@ -34,7 +34,6 @@ from ragtrace.judges._offline_facts import (
 )
 from ragtrace.judges._offline_facts import _cached_facts as _cached_facts
 from ragtrace.judges._offline_segment import (
-    ANSWER_SEPARATOR,
     CACHED_TEXT_CHARS,
     NEGATIONS,
     STOPWORDS,
@@ -52,7 +51,6 @@ from ragtrace.judges._offline_segment import (
 from ragtrace.judges._offline_segment import _cached_sentences as _cached_sentences
 
 __all__ = [
-    "ANSWER_SEPARATOR",
     "CACHED_TEXT_CHARS",
     "MONTHS",
     "NEGATIONS",

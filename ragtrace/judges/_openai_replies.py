@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, TypeGuard
 
+from ragtrace.judges._answer_claims import answer_claim
 from ragtrace.judges._base import (
     Verdict,
 )
@@ -258,7 +259,8 @@ def _yes_probability(reply: _ChatReply) -> float | None:
 
 
 def _bare_answer_claim(text: str, question: str | None) -> str | None:
-    """ "<question> <answer>" for a bare short answer (a name, a number, yes/no), else None."""
+    """ "<question>? <answer>" (``answer_claim``) for a bare short answer (a name, a number, yes/no),
+    else None."""
     if not question or not question.strip():
         return None
     answer = text.strip()
@@ -270,19 +272,20 @@ def _bare_answer_claim(text: str, question: str | None) -> str | None:
     # A sentence with a verb of its own ("She was born in 1959.") is extracted as usual.
     if len(words) > 3 and answer.endswith("."):
         return None
-    return f"{question.strip()} {answer.rstrip('.')}"
+    return answer_claim(question, answer.rstrip("."))
 
 
 def _sentence_claims(text: str, question: str | None) -> list[str]:
-    """The sentences of ``text`` as claims, each after the question when there is one."""
+    """The sentences of ``text`` as claims, each joined to the question when there is one
+    (``answer_claim``)."""
     import pysbd  # a dependency of the package (the offline judge's segmenter); imported on first use
 
-    head = f"{question.strip()} " if question and question.strip() else ""
     claims: list[str] = []
     for sentence in pysbd.Segmenter(language="en", clean=False).segment(text):
         sentence = sentence.strip()
         if not re.search(r"\w", sentence) or sentence.endswith("?") or _EVASION.search(sentence):
             continue  # a question or an evasion asserts nothing to check
-        if head + sentence not in claims:
-            claims.append(head + sentence)
+        claim = answer_claim(question, sentence) if question and question.strip() else sentence
+        if claim not in claims:
+            claims.append(claim)
     return claims

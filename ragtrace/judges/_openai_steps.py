@@ -43,8 +43,8 @@ class _JudgeSteps(_Transport):
         """Claims of ``text``; an empty text has none (no call).
 
         A bare short answer to a question ("1959" to "In what year was she born?") is one claim that
-        keeps the question's meaning, "<question> <answer>", made without a call: a small model asked
-        to rewrite it may drop the question, and "1959" alone cannot be checked against anything.
+        keeps the question's meaning, "<question>? <answer>" (``answer_claim``), made without a call: a
+        small model asked to rewrite it may drop the question, and "1959" alone cannot be checked.
         """
         if not text.strip():
             return JudgeReply(value=[])

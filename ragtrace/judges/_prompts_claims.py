@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ragtrace.judges import _base
+from ragtrace.judges._answer_claims import split_answer_claim
 from ragtrace.judges._prompts_base import BOOL as _BOOL
 from ragtrace.judges._prompts_base import INT as _INT
 from ragtrace.judges._prompts_base import STR as _STR
@@ -124,12 +125,25 @@ def render_verify(claims: Sequence[str], chunks: Sequence[str]) -> str:
 
 
 def render_verify_claim(claim: str, chunks: Sequence[str]) -> str:
+    statement = render_statement(claim)
     if len(chunks) == 1:
-        return f"Context: {chunks[0]}\n\nStatement: {claim}\n\nIs the statement supported by the context?"
+        return f"Context: {chunks[0]}\n\nStatement: {statement}\n\nIs the statement supported by the context?"
     return (
-        f"Context chunks:\n{numbered('chunk', chunks)}\n\nStatement: {claim}\n\n"
+        f"Context chunks:\n{numbered('chunk', chunks)}\n\nStatement: {statement}\n\n"
         "Is the statement supported by the context? Which chunk does your answer rest on?"
     )
+
+
+def render_statement(claim: str) -> str:
+    """A claim as the per-claim question shows it: a question joined to its answer (``answer_claim``)
+    marked "<question>? Answer: <answer>", any other claim as it is.
+
+    Chosen on the calibration split (bench/verify_prompt_choice.py, HaluEval QA dev rows 0-199): a
+    0.5B model's P(yes) separated right from hallucinated answers with AUROC 0.85 marked this way
+    against 0.81 with the claim as it is, and no worse on the length-controlled set.
+    """
+    parts = split_answer_claim(claim)
+    return claim if parts is None else f"{parts[0]}? Answer: {parts[1]}"
 
 
 def render_classify_claims(claims: Sequence[str], reference: str) -> str:
