@@ -10,6 +10,10 @@ Or against a server already running (in the bench venv, which has ragas):
     bench/.venv-local-llm/bin/python bench/local_llm_accuracy.py --base-url http://127.0.0.1:8089/v1 --rows 40
     bench/.venv-local-llm/bin/python bench/local_llm_accuracy.py --report bench/results/local_llm_0.5b.jsonl
 
+ragas does not depend on ragtrace's code, so after a change to the judge ``--ragas-from OLD.jsonl`` (same
+model) takes ragas's figures for the records OLD has and measures ragas only for the others; such
+records carry ``ragas_from``.
+
 For every record (HaluEval QA dev, test split rows 800-999, the right and the hallucinated answer; and
 the lead's length-controlled set built from the same rows) it measures, in one process, one record
 after the other:
@@ -86,6 +90,13 @@ async def measure(args: argparse.Namespace) -> None:
     ragas_metric = Faithfulness(llm=llm_factory(args.model, client=client))
     offline = OfflineJudge()
     done = {(d["set"], d["row"], d["grounded"]) for d in _read(args.out)}
+    # ragas does not depend on ragtrace's code: an earlier run's ragas figures for the same model and rows
+    # stand, and only records missing there are measured (ragas costs ~7x ours per record).
+    earlier_ragas = {
+        (d["set"], d["row"], d["grounded"]): {k: v for k, v in d.items() if k.startswith("ragas")}
+        for d in (_read(args.ragas_from) if args.ragas_from else [])
+        if any(k.startswith("ragas") for k in d)
+    }
     for name in args.sets:
         examples = [e for e in load(name, "test") if e.row < 800 + args.rows]
         for example in examples:
@@ -94,7 +105,11 @@ async def measure(args: argparse.Namespace) -> None:
             record: dict[str, Any] = {"set": name, "row": example.row, "grounded": example.grounded}
             record.update(await _ours(ours, example))
             record.update(await _offline(offline, example))
-            record.update(await _ragas(ragas_metric, usage, example, args.timeout))
+            key = (name, example.row, example.grounded)
+            if key in earlier_ragas:
+                record.update(earlier_ragas[key], ragas_from=args.ragas_from)
+            else:
+                record.update(await _ragas(ragas_metric, usage, example, args.timeout))
             _append(args.out, record)
             print(json.dumps(record), flush=True)
     await ours.aclose()
@@ -358,6 +373,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--threshold", type=float, help="the offline tier's support threshold (default: the working tree's)"
     )
     parser.add_argument("--refill", action="store_true", help="with --fill-offline: recompute it for every record")
+    parser.add_argument(
+        "--ragas-from", help="take ragas's figures from this earlier results file (same model) where it has the record"
+    )
     args = parser.parse_args(argv)
     if args.serve:
         return serve_and_run(args, list(sys.argv[1:] if argv is None else argv))

@@ -139,8 +139,9 @@ def render_statement(claim: str) -> str:
     marked "<question>? Answer: <answer>", any other claim as it is.
 
     Chosen on the calibration split (bench/verify_prompt_choice.py, HaluEval QA dev rows 0-199): a
-    0.5B model's P(yes) separated right from hallucinated answers with AUROC 0.85 marked this way
-    against 0.81 with the claim as it is, and no worse on the length-controlled set.
+    0.5B model's P(yes) separated right from hallucinated answers with AUROC 0.842 marked this way
+    against 0.812 with the claim as it is (+0.031, interval [+0.015, +0.047]); on the length-controlled
+    set 0.626 against 0.634 (-0.009 [-0.032, +0.014], within noise).
     """
     parts = split_answer_claim(claim)
     return claim if parts is None else f"{parts[0]}? Answer: {parts[1]}"
