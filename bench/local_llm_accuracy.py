@@ -3,12 +3,12 @@
 One command sets everything up (``bench/local_llm.py``: venv, xllamacpp, ragas, the weights), serves the
 model on 127.0.0.1, scores, prints the side-by-side table and stops the server:
 
-    python bench/local_llm_accuracy.py --serve 0.5b --rows 50 --out bench/results/local_llm_0.5b.jsonl
+    python bench/local_llm_accuracy.py --serve 0.5b --rows 200 --out bench/results/local_llm_0.5b_test.jsonl
 
 Or against a server already running (in the bench venv, which has ragas):
 
     bench/.venv-local-llm/bin/python bench/local_llm_accuracy.py --base-url http://127.0.0.1:8089/v1 --rows 40
-    bench/.venv-local-llm/bin/python bench/local_llm_accuracy.py --report bench/results/local_llm_0.5b.jsonl
+    bench/.venv-local-llm/bin/python bench/local_llm_accuracy.py --report bench/results/local_llm_0.5b_test.jsonl
 
 ragas does not depend on ragtrace's code, so after a change to the judge ``--ragas-from OLD.jsonl`` (same
 model) takes ragas's figures for the records OLD has and measures ragas only for the others; such

@@ -152,6 +152,9 @@ def report(path: str) -> None:
                 by_variant.setdefault(r["variant"], {})[(r["row"], r["grounded"])] = r["p_yes"]
         baseline = by_variant.get("as is", {})
         print(f"\n{set_name}")
+        if not baseline:
+            print('no "as is" records: every variant is measured against it on the same rows (--variants "as is" ...)')
+            continue
         print(f"{'variant':<18}{'records':>8}{'AUROC':>8}{'95 % interval':>18}{'vs as is, same rows':>36}")
         for name, scores in by_variant.items():
             # Rows whose two records this variant and the baseline both have.

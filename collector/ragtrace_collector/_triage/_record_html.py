@@ -19,7 +19,7 @@ def locate_claims(answer: str, claims: list[dict[str, Any]]) -> list[tuple[int, 
     """Where each claim stands in the answer: ``(start, end, claim index)``, sorted, not overlapping.
 
     A claim is looked up as written, then case-insensitively, then by the part after a question
-    (the offline judge writes a bare answer as "<question>? <answer>"); one not found (rephrased by an
+    (the judges write an answer to a question as "<question>? <answer>"); one not found (rephrased by an
     LLM judge, or without text) is only listed, not highlighted."""
     found: list[tuple[int, int, int]] = []
     lowered = answer.lower()

@@ -17,11 +17,12 @@ from tests.ragtrace.judges.conftest import MakeJudge
         ("In what year was Ada born?", "1959", "In what year was Ada born? 1959"),
         ("In what year was Ada born ?  ", " 1959 ", "In what year was Ada born? 1959"),
         ("Name the year Ada was born", "1959", "Name the year Ada was born? 1959"),  # the mark is added
+        ("Tell me the year Ada was born.", "1959", "Tell me the year Ada was born? 1959"),  # in place of "."
     ],
 )
 def test_a_question_and_its_answer_join_with_one_question_mark(question: str, answer: str, claim: str) -> None:
     assert answer_claim(question, answer) == claim
-    assert split_answer_claim(claim) == (question.strip().rstrip("?").rstrip(), answer.strip())
+    assert split_answer_claim(claim) == (claim.rsplit("? ", 1)[0], answer.strip())
 
 
 @pytest.mark.parametrize(
@@ -32,9 +33,21 @@ def test_a_claim_without_both_parts_is_not_split(claim: str) -> None:
     assert split_answer_claim(claim) is None
 
 
-def test_a_question_inside_the_question_stays_in_the_question() -> None:
-    # Answers hold no question (their question sentences are dropped), so the last mark splits.
-    assert split_answer_claim("Who? I mean, who wrote it? Ada") == ("Who? I mean, who wrote it", "Ada")
+@pytest.mark.parametrize(
+    ("claim", "parts"),
+    [
+        # Answers hold no question (their question sentences are dropped), so the last mark splits...
+        ("Who? I mean, who wrote it? Ada", ("Who? I mean, who wrote it", "Ada")),
+        ('Who sang "Why? Because"? Ada', ('Who sang "Why? Because"', "Ada")),
+        # ...unless it stands inside quotes or brackets, where it is part of a title.
+        ('When? Her album "Who? Me" came out in 1990.', ("When", 'Her album "Who? Me" came out in 1990.')),
+        ('Her album "Who? Me" came out in 1990.', None),
+        ("Her album (Who? Me) came out in 1990.", None),
+        ("Her album \u201cWho? Me\u201d came out in 1990.", None),
+    ],
+)  # fmt: skip
+def test_the_separator_is_the_last_mark_outside_quotes(claim: str, parts: tuple[str, str] | None) -> None:
+    assert split_answer_claim(claim) == parts
 
 
 @pytest.mark.parametrize("question", ["In what year was Ada born?", "Name the year Ada was born"])
@@ -46,10 +59,12 @@ async def test_both_judges_make_the_same_claim_of_a_bare_answer(make_judge: Make
 
 async def test_the_per_claim_question_marks_the_answer(stub: StubOpenAIServer, make_judge: MakeJudge) -> None:
     judge = make_judge(verify="per_claim")
-    await judge.verify(["In what year was Ada born? 1959", "Ada was born in 1959."], ["Ada was born in 1959."])
+    claims = ["In what year was Ada born? 1959", "Ada was born in 1959.", 'Her album "Who? Me" came out in 1990.']
+    await judge.verify(claims, ["Ada was born in 1959."])
     users = sorted(request.body["messages"][1]["content"] for request in stub.chat_requests)
     assert [user.split("Statement: ")[1].split("\n")[0] for user in users] == [
         "Ada was born in 1959.",  # any other claim as it is
+        'Her album "Who? Me" came out in 1990.',
         "In what year was Ada born? Answer: 1959",
     ]
 
