@@ -41,7 +41,7 @@ from ragtrace._handoff import ERROR_NO_RECORD as ERROR_NO_RECORD
 from ragtrace._handoff import Handoff
 from ragtrace._jobs import wait_seconds
 from ragtrace._options import JoinOptions, ScoringOptions
-from ragtrace._provider import adopt_provider
+from ragtrace._provider import ProviderAdoption
 from ragtrace._scorer import JobScorer
 from ragtrace._shorthands import PROCESSOR, ProcessorKeywords, merge
 from ragtrace._telemetry import Telemetry
@@ -111,6 +111,7 @@ class ScoringSpanProcessor(SpanProcessor, Handoff):
         )
         self._records = records if records is not None else RECORDS
         self._joiner = Joiner(joining) if joining.recognize else None
+        self._adoption = ProviderAdoption()
         self._admission = threading.Lock()
         self._records.acquire()
         self._shutdown = False
@@ -141,8 +142,8 @@ class ScoringSpanProcessor(SpanProcessor, Handoff):
     # -- SpanProcessor ------------------------------------------------------------------------
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
-        # A model client's span starting under a @generate span names the provider it lacks.
-        adopt_provider(span, parent_context)
+        # A model client's span starting beneath a @generate span names the provider it lacks.
+        self._adoption.start(span, parent_context)
         self.downstream.on_start(span, parent_context=parent_context)
 
     def _on_ending(self, span: Span) -> None:
@@ -154,6 +155,7 @@ class ScoringSpanProcessor(SpanProcessor, Handoff):
     def on_end(self, span: ReadableSpan) -> None:
         """Route one ended span (see the module docstring). Never blocks; never raises; O(1) but for the
         documents of a retrieval span, read once."""
+        self._adoption.end(span)
         attributes = span.attributes
         own = attributes is not None and attributes.get(semconv.RAGTRACE_ROLE) == semconv.ROLE_RAG
         verdicts: tuple[Verdict, ...] | None = None

@@ -20,7 +20,7 @@ openai_instrumentation = pytest.importorskip("openinference.instrumentation.open
 
 
 @pytest.fixture
-def traced() -> Iterator[tuple[TracerProvider, InMemorySpanExporter, Any]]:
+def traced() -> Iterator[tuple[TracerProvider, InMemorySpanExporter, Any, Any]]:
     from openai import OpenAI
 
     provider = TracerProvider()
@@ -31,7 +31,7 @@ def traced() -> Iterator[tuple[TracerProvider, InMemorySpanExporter, Any]]:
     handle = ragtrace.instrument(provider, SimpleSpanProcessor(exporter), judge=FakeJudge(), sample_rate=0.0)
     with StubOpenAIServer() as server, OpenAI(base_url=server.base_url, api_key="not-needed") as client:
         try:
-            yield provider, exporter, client
+            yield provider, exporter, client, handle.processor
         finally:
             handle.shutdown()
             instrumentor.uninstrument()
@@ -43,7 +43,7 @@ def _by_role(exporter: InMemorySpanExporter, role: str) -> list[Any]:
 
 
 def test_a_generate_span_takes_the_provider_of_its_model_client(traced: Any) -> None:
-    provider, exporter, client = traced
+    provider, exporter, client, _ = traced
 
     @ragtrace.generate(model="gpt-4o-mini", tracer_provider=provider)
     def write(question: str) -> str:
@@ -69,3 +69,51 @@ def test_a_generate_span_takes_the_provider_of_its_model_client(traced: Any) -> 
     # The RAG span (not an inference span) is left alone.
     (rag,) = _by_role(exporter, semconv.ROLE_RAG)
     assert semconv.GEN_AI_PROVIDER_NAME not in (rag.attributes or {})
+
+
+def test_a_framework_span_between_does_not_hide_the_client(traced: Any) -> None:
+    """OpenLLMetry's real LangChain instrumentation traces the chain as the client span's parent, between it
+    and the @generate span; the provider still reaches the @generate span."""
+    from langchain_core.runnables import RunnableLambda
+    from opentelemetry.instrumentation.langchain import LangchainInstrumentor
+
+    provider, exporter, client, _ = traced
+    instrumentor = LangchainInstrumentor()
+    instrumentor.instrument(tracer_provider=provider)
+    try:
+        chain = RunnableLambda(
+            lambda q: client.chat.completions.create(model="gpt-4o-mini", messages=[{"role": "user", "content": q}])
+        )
+
+        @ragtrace.generate(model="gpt-4o-mini", tracer_provider=provider)
+        def write(question: str) -> str:
+            return chain.invoke(question).choices[0].message.content or ""
+
+        write("What is the capital of France?")
+    finally:
+        instrumentor.uninstrument()
+    (generated,) = _by_role(exporter, semconv.ROLE_GENERATE)
+    by_id = {s.context.span_id: s for s in exporter.get_finished_spans()}
+    (client_span,) = [s for s in by_id.values() if semconv.LLM_SYSTEM in (s.attributes or {})]
+    assert client_span.parent is not None and client_span.parent.span_id != generated.context.span_id
+    assert by_id[client_span.parent.span_id].parent.span_id == generated.context.span_id  # a chain between
+    assert generated.attributes[semconv.GEN_AI_PROVIDER_NAME] == "openai"  # type: ignore[index]
+
+
+def test_spans_beneath_are_forgotten_when_they_end(traced: Any) -> None:
+    provider, exporter, client, processor = traced
+    tracer = provider.get_tracer("app")
+
+    @ragtrace.generate(model="gpt-4o-mini", tracer_provider=provider)
+    def write(question: str) -> str:
+        with tracer.start_as_current_span("prepare"), tracer.start_as_current_span("format"):
+            pass  # two levels beneath, no provider: remembered while open, then forgotten
+        with tracer.start_as_current_span("call"):
+            messages = [{"role": "user", "content": question}]
+            reply = client.chat.completions.create(model="gpt-4o-mini", messages=messages)
+        return reply.choices[0].message.content or ""
+
+    write("What is the capital of France?")
+    (generated,) = _by_role(exporter, semconv.ROLE_GENERATE)
+    assert generated.attributes[semconv.GEN_AI_PROVIDER_NAME] == "openai"  # type: ignore[index]
+    assert processor._adoption._beneath == {}
