@@ -22,16 +22,17 @@ class Readings(Generic[T]):
         self._items: OrderedDict[tuple[tuple[str, ...], tuple[str, ...]], T] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, claims: Sequence[str], chunks: Sequence[str], read: Callable[[], T]) -> T:
-        """The remembered reading of ``claims`` x ``chunks``, else ``read()``, remembered."""
+    def get(self, claims: Sequence[str], chunks: Sequence[str], read: Callable[[], T]) -> tuple[T, bool]:
+        """The remembered reading of ``claims`` x ``chunks``, else ``read()``, remembered; and whether
+        ``read`` ran (a remembered reading costs no model run, and is not counted as one)."""
         key = (tuple(claims), tuple(chunks))
         with self._lock:
             if key in self._items:
                 self._items.move_to_end(key)
-                return self._items[key]
+                return self._items[key], False
         value = read()
         with self._lock:
             self._items[key] = value
             while len(self._items) > self._kept:
                 self._items.popitem(last=False)
-        return value
+        return value, True

@@ -26,6 +26,7 @@ the seconds it took. Model work runs in a worker thread so the event loop stays 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import math
 import threading
 import time
@@ -168,9 +169,7 @@ class OfflineJudge:
     def _unsupported(self, step: str) -> NoReturn:
         raise JudgeCapabilityError(self.name, step)
 
-    # ---------------------------------------------------------------------------------------------
-    # Steps it offers
-    # ---------------------------------------------------------------------------------------------
+    # -- Steps it offers --------------------------------------------------------------------------------
 
     async def extract_claims(self, text: str, *, question: str | None = None) -> JudgeReply[list[str]]:
         """Sentences split into clauses, without questions and evasions; a bare short answer becomes
@@ -182,7 +181,7 @@ class OfflineJudge:
         shared scale (``JudgeReply.support``: the calibrated threshold at 0.5; moved to the threshold where
         the word rules decided against the model)."""
 
-        reply = await self._run(lambda: self._ground(claims, chunks))
+        reply = await self._grounded(claims, chunks, lambda rows: rows)
         cut = cal.SUPPORT_THRESHOLD
         return JudgeReply(
             [[g.verdict for g in row] for row in reply.value],
@@ -197,14 +196,22 @@ class OfflineJudge:
         to measure the ranking the verdicts are cut from.
         """
 
-        def work() -> list[list[float]]:
-            return [[g.probability for g in row] for row in self._ground(claims, chunks)]
+        return await self._grounded(claims, chunks, lambda rows: [[g.probability for g in row] for row in rows])
 
-        return await self._run(work)
+    async def _grounded(
+        self, claims: Sequence[str], chunks: Sequence[str], shape: Callable[[list[list[grounding.Grounding]]], T]
+    ) -> JudgeReply[T]:
+        """``shape`` of ``grounding.ground`` of the claims against the chunks, remembered for the last few
+        records: a remembered reading (the tiered judge's ``support`` then ``verify``) is not a call."""
+        ran = [True]
 
-    def _ground(self, claims: Sequence[str], chunks: Sequence[str]) -> list[list[grounding.Grounding]]:
-        """``grounding.ground`` of the claims against the chunks, remembered for the last few records."""
-        return self._readings.get(claims, chunks, lambda: grounding.ground(self.support_model, claims, chunks))
+        def work() -> T:
+            model = self.support_model
+            rows, ran[0] = self._readings.get(claims, chunks, lambda: grounding.ground(model, claims, chunks))
+            return shape(rows)
+
+        reply = await self._run(work)
+        return reply if ran[0] else JudgeReply(reply.value, dataclasses.replace(reply.cost, embedding_calls=0))
 
     async def classify_claims(self, claims: Sequence[str], reference: str) -> JudgeReply[list[bool]]:
         """True for a claim the reference supports (same grounding model, the reference as the chunk)."""
@@ -257,9 +264,7 @@ class OfflineJudge:
             return JudgeReply([], Cost(embedding_calls=0))
         return await self._run(work)
 
-    # ---------------------------------------------------------------------------------------------
-    # Steps it does not offer
-    # ---------------------------------------------------------------------------------------------
+    # -- Steps it does not offer -----------------------------------------------------------------------
 
     async def generate_questions(self, answer: str, n: int) -> JudgeReply[list[Question]]:
         """Not offered: questions need a generative model."""

@@ -208,3 +208,14 @@ def test_the_model_loads_once_for_every_thread() -> None:
         thread.join()
     assert fresh.loads == 1
     assert default_support_model() is default_support_model()
+
+
+async def test_a_remembered_reading_is_not_counted_as_a_call() -> None:
+    from ragtrace.judges.offline import OfflineJudge
+
+    judge = OfflineJudge()
+    claims = ["The Eiffel Tower was completed in 1889."]
+    first = await judge.support(claims, [EIFFEL])  # the tiered judge routes on this...
+    again = await judge.verify(claims, [EIFFEL])  # ...then asks for the verdicts of the same reading
+    other = await judge.verify(["The Eiffel Tower is in Rome."], [EIFFEL])
+    assert (first.cost.embedding_calls, again.cost.embedding_calls, other.cost.embedding_calls) == (1, 0, 1)
