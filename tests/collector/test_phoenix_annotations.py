@@ -137,7 +137,7 @@ def store(tmp_path: Path) -> Iterator[Store]:
     opened.close()
 
 
-def _score(span_id: str, metric: str, value: float | None, **columns: Any) -> dict[str, Any]:
+def score_row(span_id: str, metric: str, value: float | None, **columns: Any) -> dict[str, Any]:
     row: dict[str, Any] = dict.fromkeys(SCORE_COLUMNS)
     row.update(span_id=span_id, metric=metric, value=value, trace_id="ab" * 16, time_ns=1, source="app")
     row.update(columns)
@@ -150,14 +150,14 @@ def _record(span_id: str, judge: str) -> dict[str, Any]:
     return row
 
 
-def _scores(store: Store, count: int, metric: str = "faithfulness") -> list[str]:
+def store_scores(store: Store, count: int, metric: str = "faithfulness") -> list[str]:
     """Store ``count`` scores of ``metric`` on spans 0000000000000001 ...; return the span ids."""
     span_ids = [format(i + 1, "016x") for i in range(count)]
-    store.write(Batch(scores=[_score(span_id, metric, i / count) for i, span_id in enumerate(span_ids)]))
+    store.write(Batch(scores=[score_row(span_id, metric, i / count) for i, span_id in enumerate(span_ids)]))
     return span_ids
 
 
-async def _until(check: Callable[[], bool], what: str) -> None:
+async def wait_until(check: Callable[[], bool], what: str) -> None:
     """Wait (on the loop, so the annotator runs) until ``check()`` holds; fail after ``DEADLINE_SECONDS``."""
     deadline = time.monotonic() + DEADLINE_SECONDS
     while not check():
@@ -165,7 +165,7 @@ async def _until(check: Callable[[], bool], what: str) -> None:
         await asyncio.sleep(0.01)
 
 
-def _annotator(phoenix: FakePhoenix, store: Store, **options: Any) -> PhoenixAnnotator:
+def make_annotator(phoenix: FakePhoenix, store: Store, **options: Any) -> PhoenixAnnotator:
     settings: dict[str, Any] = {"poll_seconds": 0.02, "retry_seconds": 0.01, "span_retry_seconds": 0.01}
     settings.update(options)
     return PhoenixAnnotator(phoenix.url, store.path, **settings)
@@ -174,20 +174,20 @@ def _annotator(phoenix: FakePhoenix, store: Store, **options: Any) -> PhoenixAnn
 async def test_every_measured_score_becomes_one_annotation_with_the_stored_values(
     phoenix: FakePhoenix, store: Store
 ) -> None:
-    store.write(Batch(scores=[_score("00000000000000aa", "faithfulness", 0.5)]))  # before start: not sent
-    annotator = _annotator(phoenix, store, api_key="s3cret")
+    store.write(Batch(scores=[score_row("00000000000000aa", "faithfulness", 0.5)]))  # before start: not sent
+    annotator = make_annotator(phoenix, store, api_key="s3cret")
     annotator.start()
     store.write(
         Batch(
             rag_records=[_record("00000000000000BB", "offline:support-minilm")],
             scores=[
-                _score("00000000000000BB", "faithfulness", 0.25, label="hallucinated", explanation="1 of 4 claims"),
-                _score("00000000000000BB", "hallucination", 0.75, label="hallucinated", source="collector"),
-                _score("00000000000000BB", "context_precision", None, reason="no_reference"),  # not measured
+                score_row("00000000000000BB", "faithfulness", 0.25, label="hallucinated", explanation="1 of 4 claims"),
+                score_row("00000000000000BB", "hallucination", 0.75, label="hallucinated", source="collector"),
+                score_row("00000000000000BB", "context_precision", None, reason="no_reference"),  # not measured
             ],
         )
     )
-    await _until(lambda: annotator.sent == 2, "two annotations")
+    await wait_until(lambda: annotator.sent == 2, "two annotations")
     await annotator.stop()
     (request,) = phoenix.requests()
     assert (request.path, request.query, request.authorization) == (
@@ -218,10 +218,10 @@ async def test_every_measured_score_becomes_one_annotation_with_the_stored_value
 
 
 async def test_posts_go_in_batches_of_at_most_batch_size(phoenix: FakePhoenix, store: Store) -> None:
-    annotator = _annotator(phoenix, store, batch_size=100)
+    annotator = make_annotator(phoenix, store, batch_size=100)
     annotator.start()
-    span_ids = _scores(store, 250)
-    await _until(lambda: annotator.sent == 250, "250 annotations")
+    span_ids = store_scores(store, 250)
+    await wait_until(lambda: annotator.sent == 250, "250 annotations")
     await annotator.stop()
     assert [len(request.data) for request in phoenix.requests()] == [100, 100, 50]
     assert phoenix.names() == {(span_id, "faithfulness") for span_id in span_ids}
@@ -230,10 +230,10 @@ async def test_posts_go_in_batches_of_at_most_batch_size(phoenix: FakePhoenix, s
 
 async def test_a_5xx_is_retried_with_the_same_batch(phoenix: FakePhoenix, store: Store) -> None:
     phoenix.statuses.extend([503, 500])
-    annotator = _annotator(phoenix, store)
+    annotator = make_annotator(phoenix, store)
     annotator.start()
-    span_ids = _scores(store, 3)
-    await _until(lambda: annotator.sent == 3, "the batch after two failures")
+    span_ids = store_scores(store, 3)
+    await wait_until(lambda: annotator.sent == 3, "the batch after two failures")
     await annotator.stop()
     requests = phoenix.requests()
     assert [r.status for r in requests] == [503, 500, 200]
@@ -244,24 +244,24 @@ async def test_a_5xx_is_retried_with_the_same_batch(phoenix: FakePhoenix, store:
 
 async def test_spent_retries_give_the_batch_up_count_it_and_go_on(phoenix: FakePhoenix, store: Store) -> None:
     phoenix.always = 503
-    annotator = _annotator(phoenix, store, max_retries=2)
+    annotator = make_annotator(phoenix, store, max_retries=2)
     annotator.start()
-    _scores(store, 4)
-    await _until(lambda: annotator.dropped == 4, "the batch given up")
+    store_scores(store, 4)
+    await wait_until(lambda: annotator.dropped == 4, "the batch given up")
     assert (annotator.dropped_by, len(phoenix.requests())) == ({"retries": 4}, 3)
     phoenix.always = None
-    store.write(Batch(scores=[_score("00000000000000ff", "faithfulness", 0.9)]))
-    await _until(lambda: annotator.sent == 1, "the next score")
+    store.write(Batch(scores=[score_row("00000000000000ff", "faithfulness", 0.9)]))
+    await wait_until(lambda: annotator.sent == 1, "the next score")
     await annotator.stop()
     assert phoenix.names() == {("00000000000000ff", "faithfulness")}
 
 
 async def test_a_refusal_is_given_up_at_once(phoenix: FakePhoenix, store: Store) -> None:
     phoenix.always = 422
-    annotator = _annotator(phoenix, store)
+    annotator = make_annotator(phoenix, store)
     annotator.start()
-    _scores(store, 2)
-    await _until(lambda: annotator.dropped == 2, "the refused batch")
+    store_scores(store, 2)
+    await wait_until(lambda: annotator.dropped == 2, "the refused batch")
     await annotator.stop()
     assert (annotator.dropped_by, len(phoenix.requests()), annotator.sent) == ({"refused": 2}, 1, 0)
 
@@ -269,14 +269,14 @@ async def test_a_refusal_is_given_up_at_once(phoenix: FakePhoenix, store: Store)
 async def test_an_annotation_waits_for_its_span_and_the_rest_go_at_once(phoenix: FakePhoenix, store: Store) -> None:
     first, late = "000000000000000a", "000000000000000b"
     phoenix.spans = {first}
-    annotator = _annotator(phoenix, store)
+    annotator = make_annotator(phoenix, store)
     annotator.start()
-    store.write(Batch(scores=[_score(first, "faithfulness", 0.9), _score(late, "faithfulness", 0.1)]))
-    await _until(lambda: annotator.sent == 1, "the annotation of the span Phoenix holds")
+    store.write(Batch(scores=[score_row(first, "faithfulness", 0.9), score_row(late, "faithfulness", 0.1)]))
+    await wait_until(lambda: annotator.sent == 1, "the annotation of the span Phoenix holds")
     assert (phoenix.names(), annotator.pending) == ({(first, "faithfulness")}, 1)
     with phoenix.lock:
         phoenix.spans.add(late)  # the app's export reaches Phoenix
-    await _until(lambda: annotator.sent == 2, "the late span's annotation")
+    await wait_until(lambda: annotator.sent == 2, "the late span's annotation")
     await annotator.stop()
     assert phoenix.names() == {(first, "faithfulness"), (late, "faithfulness")}
     assert set(phoenix.writes.values()) == {1}
@@ -286,10 +286,12 @@ async def test_an_annotation_waits_for_its_span_and_the_rest_go_at_once(phoenix:
 
 async def test_a_span_that_never_reaches_phoenix_is_given_up_and_counted(phoenix: FakePhoenix, store: Store) -> None:
     phoenix.spans = {"000000000000000a"}
-    annotator = _annotator(phoenix, store, span_wait_seconds=0.2)
+    annotator = make_annotator(phoenix, store, span_wait_seconds=0.2)
     annotator.start()
-    store.write(Batch(scores=[_score("000000000000000a", "faithfulness", 0.9), _score("0000000000000bad", "x", 0.1)]))
-    await _until(lambda: annotator.dropped == 1, "the annotation of the missing span given up")
+    store.write(
+        Batch(scores=[score_row("000000000000000a", "faithfulness", 0.9), score_row("0000000000000bad", "x", 0.1)])
+    )
+    await wait_until(lambda: annotator.dropped == 1, "the annotation of the missing span given up")
     await annotator.stop()
     assert (annotator.dropped_by, annotator.sent) == ({"span_missing": 1}, 1)
     assert phoenix.names() == {("000000000000000a", "faithfulness")}
@@ -297,34 +299,34 @@ async def test_a_span_that_never_reaches_phoenix_is_given_up_and_counted(phoenix
 
 async def test_at_most_queue_size_annotations_are_held(phoenix: FakePhoenix, store: Store) -> None:
     phoenix.spans = set()  # Phoenix holds none of the spans yet
-    annotator = _annotator(phoenix, store, queue_size=5, batch_size=5)
+    annotator = make_annotator(phoenix, store, queue_size=5, batch_size=5)
     annotator.start()
-    span_ids = _scores(store, 25)
-    await _until(lambda: len(phoenix.requests()) >= 3, "three tries of the first five")
+    span_ids = store_scores(store, 25)
+    await wait_until(lambda: len(phoenix.requests()) >= 3, "three tries of the first five")
     assert annotator.pending == 5
     assert {item["span_id"] for r in phoenix.requests() for item in r.data} == set(span_ids[:5])
     with phoenix.lock:
         phoenix.spans = None
-    await _until(lambda: annotator.sent == 25, "all 25 once the spans are there")
+    await wait_until(lambda: annotator.sent == 25, "all 25 once the spans are there")
     await annotator.stop()
     assert phoenix.names() == {(span_id, "faithfulness") for span_id in span_ids}
     assert set(phoenix.writes.values()) == {1}
 
 
 async def test_stop_sends_what_was_stored_before_it(phoenix: FakePhoenix, store: Store) -> None:
-    annotator = _annotator(phoenix, store, poll_seconds=3600.0)  # no poll before stop: only its last read
+    annotator = make_annotator(phoenix, store, poll_seconds=3600.0)  # no poll before stop: only its last read
     annotator.start()
-    _scores(store, 7)
+    store_scores(store, 7)
     await annotator.stop()
     assert (annotator.sent, annotator.dropped) == (7, 0)
 
 
 async def test_stop_gives_up_after_its_timeout_and_counts_what_was_left(phoenix: FakePhoenix, store: Store) -> None:
     phoenix.spans = set()
-    annotator = _annotator(phoenix, store)
+    annotator = make_annotator(phoenix, store)
     annotator.start()
-    _scores(store, 3)
-    await _until(lambda: len(phoenix.requests()) >= 1, "a first try")
+    store_scores(store, 3)
+    await wait_until(lambda: len(phoenix.requests()) >= 1, "a first try")
     await annotator.stop(timeout=0.2)
     assert (annotator.sent, annotator.dropped_by) == (0, {"stopped": 3})
 

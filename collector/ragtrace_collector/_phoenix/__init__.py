@@ -6,7 +6,8 @@ look for evaluations: name = metric, score, label, explanation, annotator kind L
 ragtrace version). The spans reach Phoenix on their own way (the app's exporter, or ``--forward``).
 
 The parts: ``_wire.py`` (Phoenix's API: URL, bodies, replies), ``_tail.py`` (the scores committed after a
-cursor), ``_annotator.py`` (``PhoenixAnnotator``: batching, retries, waiting for spans, counting).
+cursor), ``_cursor.py`` (how far it delivered, kept in the store's file so a restart resumes there),
+``_annotator.py`` (``PhoenixAnnotator``: batching, retries, waiting for spans, counting).
 """
 
 from __future__ import annotations

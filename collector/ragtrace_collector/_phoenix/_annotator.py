@@ -15,9 +15,15 @@ Phoenix's replies (``_wire.classify``):
 - any other refusal: the batch is given up.
 
 Given-up annotations are logged and counted (``dropped``, by reason in ``dropped_by``). Phoenix upserts on
-(span, name, identifier), so a batch sent again after a lost reply leaves no duplicate. The cursor starts past
-the scores stored before ``start()`` and lives in memory: a collector that crashes loses the annotations it had
-not sent yet (a stop sends what it can in ``stop``'s time).
+(span, name, identifier), so a batch sent again after a lost reply leaves no duplicate.
+
+A crash or a restart loses nothing: how far it delivered is kept in the store's file (``DurableCursor``, a row
+per annotation URL) and ``start()`` resumes there, reading what was stored meanwhile in batches as usual. The
+stored value passes a score only once its annotation was delivered or given up: the smallest rowid still held
+minus one (one waiting for its span completes after later ones), else the read cursor. It is written in the
+background at start, after a delivered batch or a poll, and at ``stop``; what was delivered after the last
+write is sent again after a crash, which Phoenix's upsert makes harmless. With no cursor stored for the URL (a
+first start) it starts past the scores stored before ``start()``: it does not post the file's history.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from pathlib import Path
 
 import httpx
 
+from ragtrace_collector._phoenix._cursor import DurableCursor
 from ragtrace_collector._phoenix._tail import ScoreTail
 from ragtrace_collector._phoenix._wire import Annotation, Outcome, Reply, annotations_url, classify, request_body
 
@@ -72,6 +79,7 @@ class PhoenixAnnotator:
         retry_seconds: float = 0.5,
         span_retry_seconds: float = 1.0,
         span_wait_seconds: float = 120.0,
+        cursor_timeout: float = 5.0,  # how long a write of the stored cursor waits for the store's writers
     ) -> None:
         self.url = annotations_url(url)
         self._db = db
@@ -84,12 +92,14 @@ class PhoenixAnnotator:
         self._retry_seconds = retry_seconds
         self._span_retry_seconds = span_retry_seconds
         self._span_wait_seconds = span_wait_seconds
+        self._cursor_timeout = cursor_timeout
         self._ready: deque[Annotation] = deque()
         self._posting: list[Annotation] = []
         self._waiting: list[_Waiting] = []
         self._missing: dict[_Key, _Waiting] = {}
         """Every annotation found missing and not delivered or given up yet, waiting or back in line."""
         self._tail: ScoreTail | None = None
+        self._stored: DurableCursor | None = None
         self._cursor = 0
         self._drained = False
         self._read_failed = False
@@ -100,7 +110,8 @@ class PhoenixAnnotator:
         """Annotations Phoenix stored."""
         self.dropped_by: dict[str, int] = {}
         """Annotations given up, by reason: ``refused``, ``retries`` (spent), ``span_missing`` (the span did not
-        reach Phoenix in ``span_wait_seconds``), ``stopped`` (still unsent when ``stop`` ran out of time)."""
+        reach Phoenix in ``span_wait_seconds``), ``stopped`` (still unsent when ``stop`` ran out of time: the stored
+        cursor stays below them, so the next start on this file sends them)."""
 
     @property
     def dropped(self) -> int:
@@ -113,28 +124,35 @@ class PhoenixAnnotator:
         return len(self._ready) + len(self._posting) + len(self._waiting)
 
     def start(self) -> None:
-        """Start posting what the store commits from now on (on the running loop)."""
+        """Start posting (on the running loop) the scores after this URL's stored cursor; with none, from now on."""
         if self._task is None:
             self._tail = ScoreTail(self._db)
+            self._stored = DurableCursor(self._db, self.url, timeout=self._cursor_timeout)
             # Read here, not in the task: a score committed between start() and the task's first read counts.
-            self._cursor = self._tail.end()
+            resumed = self._stored.load()
+            self._cursor = self._tail.end() if resumed is None else resumed
+            self._store_cursor()  # now: a crash before the first poll must not lose what is stored meanwhile
             self._task = asyncio.get_running_loop().create_task(self._run(), name="ragtrace-phoenix-annotator")
 
     async def stop(self, timeout: float = 5.0) -> None:
         """Post what is stored and not sent yet, for at most ``timeout`` seconds, then stop.
 
-        Call after everything that writes scores has stopped: the last read happens here.
+        Call after everything that writes scores has stopped: the last read happens here. The stored cursor is
+        written last (up to twice ``cursor_timeout`` on a locked file): the unsent stay above it, for the next start.
         """
         self._closing = True
         self._wake.set()
         if self._task is not None:
+            task, self._task = self._task, None
             try:
-                await asyncio.wait_for(self._task, timeout)
+                if not task.done():  # done already: it was cancelled (the loop's teardown, a test's crash)
+                    await asyncio.wait_for(task, timeout)
             except (TimeoutError, asyncio.TimeoutError):  # distinct classes before Python 3.11
                 if self.pending:
                     _log.warning("Phoenix annotator stopped with %d annotation(s) unsent", self.pending)
                     self._drop("stopped", self.pending)
-            self._task = None
+        if self._stored is not None:
+            await self._stored.close(self._delivered_up_to())  # idempotent
         if self._tail is not None:
             tail, self._tail = self._tail, None
             await asyncio.to_thread(tail.close)  # waits for a read that a timed-out stop left running
@@ -160,7 +178,9 @@ class PhoenixAnnotator:
                     self._posting = [self._ready.popleft() for _ in range(count)]
                     await self._post(client, self._posting)
                     self._posting = []
+                    self._store_cursor()
                     continue
+                self._store_cursor()
                 if closing and self._drained and not self._waiting:
                     return
                 await self._pause()
@@ -178,6 +198,16 @@ class PhoenixAnnotator:
             return
         self._read_failed = False
         self._ready.extend(found)
+
+    def _delivered_up_to(self) -> int:
+        """The cursor to store: below every annotation still held (they complete out of order), else the read one."""
+        held = [a.row for a in self._ready] + [a.row for a in self._posting] + [w.annotation.row for w in self._waiting]
+        return min(held) - 1 if held else self._cursor
+
+    def _store_cursor(self) -> None:
+        """Store the cursor in the background, unless it did not move or a write still runs."""
+        if self._stored is not None:
+            self._stored.save_soon(self._delivered_up_to())
 
     def _release_due(self) -> None:
         now = asyncio.get_running_loop().time()

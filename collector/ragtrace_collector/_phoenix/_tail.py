@@ -8,6 +8,10 @@ reads the store rather than hooking one of them. A score rewritten in place (the
 again: an exporter's retry, a log-borne score taken over by its span) keeps its rowid and is not read again;
 its value is the one already sent.
 
+A cursor past the table's newest row (retention or a hand deleted the newest rows, or every row, so rowids
+start again below it) comes back to that row: the rows after it are new whatever their rowid. A cursor below
+the first row (retention deleted the oldest) just reads on.
+
 Reads use a connection of their own (WAL: they never wait for, nor hold up, a write), off the event loop; a lock
 keeps ``close`` from closing it under a read still running on a worker thread.
 """
@@ -28,7 +32,7 @@ __all__ = ["ScoreTail"]
 _AFTER_SQL = (
     f"SELECT s.rowid, s.span_id, s.metric, s.value, s.label, s.explanation, s.source, r.judge "
     f"FROM {SCORES} s LEFT JOIN {RAG_RECORDS} r ON r.span_id = s.span_id "
-    f"WHERE s.rowid > ? ORDER BY s.rowid LIMIT ?"
+    f"WHERE s.rowid > ? AND s.rowid <= ? ORDER BY s.rowid LIMIT ?"
 )
 _END_SQL = f"SELECT max(rowid) FROM {SCORES}"
 
@@ -50,24 +54,31 @@ class ScoreTail:
 
     def read(self, after: int, limit: int) -> tuple[list[Annotation], int, bool]:
         """Up to ``limit`` scores stored after cursor ``after``: (their annotations, the new cursor, whether
-        that was all for now).
+        that was all for now). The new cursor is below ``after`` only when ``after`` was past the newest row.
 
         Rows without a finite value (a metric that failed or did not apply) move the cursor but give no
         annotation: there is no score to show.
         """
         with self._lock:
-            rows = self._conn.execute(_AFTER_SQL, (after, limit)).fetchall()
+            # The newest row first, then the rows up to it: a row committed between the two statements is left
+            # for the next read, so ``after`` never jumps past a row nobody read.
+            (last,) = self._conn.execute(_END_SQL).fetchone()
+            last = int(last or 0)
+            if last <= after:
+                return [], last, True
+            rows = self._conn.execute(_AFTER_SQL, (after, last, limit)).fetchall()
         annotations = [
             Annotation(
                 span_id=str(span_id).lower(),
                 name=str(metric),
                 score=float(value),
+                row=int(rowid),
                 label=label,
                 explanation=explanation,
                 judge=judge,
                 source=source,
             )
-            for _, span_id, metric, value, label, explanation, source, judge in rows
+            for rowid, span_id, metric, value, label, explanation, source, judge in rows
             if isinstance(value, int | float) and math.isfinite(value)
         ]
         cursor = int(rows[-1][0]) if rows else after

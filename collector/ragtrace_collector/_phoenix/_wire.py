@@ -65,12 +65,15 @@ class Annotation:
     """One metric's score on one span, as Phoenix shows it: name = metric, result = score, label, explanation.
 
     ``judge`` (the judge's name) and ``source`` (``app``, ``carrier``, ``collector``, ``log``: who scored) go in
-    the metadata when known, with the ragtrace version of the collector that sent it.
+    the metadata when known, with the ragtrace version of the collector that sent it. ``row`` is the
+    ``scores`` rowid it was read from (not sent): the stored cursor stays below it until it is delivered or
+    given up.
     """
 
     span_id: str
     name: str
     score: float
+    row: int
     label: str | None = None
     explanation: str | None = None
     judge: str | None = None
