@@ -110,8 +110,8 @@ class PhoenixAnnotator:
         """Annotations Phoenix stored."""
         self.dropped_by: dict[str, int] = {}
         """Annotations given up, by reason: ``refused``, ``retries`` (spent), ``span_missing`` (the span did not
-        reach Phoenix in ``span_wait_seconds``), ``stopped`` (still unsent when ``stop`` ran out of time: the stored
-        cursor stays below them, so the next start on this file sends them)."""
+        reach Phoenix in ``span_wait_seconds``). Annotations still unsent when ``stop`` runs out of time are not
+        given up: the stored cursor stays below them, so the next start on this file sends them."""
 
     @property
     def dropped(self) -> int:
@@ -149,8 +149,7 @@ class PhoenixAnnotator:
                     await asyncio.wait_for(task, timeout)
             except (TimeoutError, asyncio.TimeoutError):  # distinct classes before Python 3.11
                 if self.pending:
-                    _log.warning("Phoenix annotator stopped with %d annotation(s) unsent", self.pending)
-                    self._drop("stopped", self.pending)
+                    _log.warning("Phoenix annotator stopped, %d annotation(s) unsent: sent on restart", self.pending)
         if self._stored is not None:
             await self._stored.close(self._delivered_up_to())  # idempotent
         if self._tail is not None:
@@ -164,8 +163,7 @@ class PhoenixAnnotator:
             await self._deliver()
         except Exception:
             # A bug, not Phoenix's answer (those are handled): say so loudly; ingest carries on without it.
-            _log.exception("the Phoenix annotator stopped: %d annotation(s) unsent", self.pending)
-            self._drop("stopped", self.pending)
+            _log.exception("the Phoenix annotator stopped: %d annotation(s) unsent, sent on restart", self.pending)
 
     async def _deliver(self) -> None:
         async with httpx.AsyncClient(timeout=self._timeout, headers=self._headers) as client:
