@@ -89,12 +89,12 @@ async def measure(args: argparse.Namespace) -> None:
     client = openai.AsyncOpenAI(base_url=args.base_url, api_key="not-needed", http_client=http, max_retries=0)
     ragas_metric = Faithfulness(llm=llm_factory(args.model, client=client))
     offline = OfflineJudge()
-    done = {(d["set"], d["row"], d["grounded"]) for d in _read(args.out)}
+    done = {(d["set"], d["row"], d["grounded"]) for d in read_records(args.out)}
     # ragas does not depend on ragtrace's code: an earlier run's ragas figures for the same model and rows
     # stand, and only records missing there are measured (ragas costs ~7x ours per record).
     earlier_ragas = {
         (d["set"], d["row"], d["grounded"]): {k: v for k, v in d.items() if k.startswith("ragas")}
-        for d in (_read(args.ragas_from) if args.ragas_from else [])
+        for d in (read_records(args.ragas_from) if args.ragas_from else [])
         if any(k.startswith("ragas") for k in d)
     }
     for name in args.sets:
@@ -110,7 +110,7 @@ async def measure(args: argparse.Namespace) -> None:
                 record.update(earlier_ragas[key], ragas_from=args.ragas_from)
             else:
                 record.update(await _ragas(ragas_metric, usage, example, args.timeout))
-            _append(args.out, record)
+            append_record(args.out, record)
             print(json.dumps(record), flush=True)
     await ours.aclose()
     await http.aclose()
@@ -191,7 +191,7 @@ async def fill_offline(path: str, *, refill: bool = False) -> None:
     from ragtrace.judges.offline import OfflineJudge
 
     judge = OfflineJudge()
-    records = _read(path)
+    records = read_records(path)
     examples = {(name, e.row, e.grounded): e for name in {r["set"] for r in records} for e in load(name, "test")}
     for record in records:
         if refill or "offline_p" not in record:
@@ -205,12 +205,14 @@ def _write_all(path: str, records: Sequence[dict[str, Any]]) -> None:
     Path(path).write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
 
 
-def _append(path: str, record: dict[str, Any]) -> None:
+def append_record(path: str, record: dict[str, Any]) -> None:
+    """Append ``record`` to the JSON-lines results file ``path`` (a run cut short keeps what it measured)."""
     with open(path, "a", encoding="utf-8") as out:
         out.write(json.dumps(record) + "\n")
 
 
-def _read(path: str) -> list[dict[str, Any]]:
+def read_records(path: str) -> list[dict[str, Any]]:
+    """The records of the JSON-lines results file ``path`` (none when it does not exist yet)."""
     if not Path(path).exists():
         return []
     return [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
@@ -243,7 +245,7 @@ def report(path: str, threshold: float | None = None) -> None:
     if threshold is None:
         threshold = offline_threshold()  # as TieredJudge() uses
 
-    records = _read(path)
+    records = read_records(path)
     print(f"{path}: {len(records)} records")
     for name in dict.fromkeys(r["set"] for r in records):
         rows = [r for r in records if r["set"] == name]

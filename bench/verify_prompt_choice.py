@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import math
 import sys
 from collections.abc import Callable, Sequence
@@ -35,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import openai
 from judge_accuracy import LENGTH_CONTROLLED, auroc, bootstrap_intervals, load
+from local_llm_accuracy import append_record, read_records
 
 from ragtrace.judges import _prompts
 from ragtrace.judges._prompts_base import STEP_MARKER
@@ -116,7 +116,7 @@ def p_yes(logprobs: Any) -> float:
 async def measure(args: argparse.Namespace) -> None:
     client = openai.AsyncOpenAI(base_url=args.base_url, api_key="not-needed", max_retries=2, timeout=300)
     claims_of = OpenAIJudge(model=args.model, base_url=args.base_url)  # extract_claims makes no call here
-    done = {(r["variant"], r["set"], r["row"], r["grounded"]) for r in _read(args.out)}
+    done = {(r["variant"], r["set"], r["row"], r["grounded"]) for r in read_records(args.out)}
     for name in args.variants:
         variant = VARIANTS[name]
         for set_name in args.sets:
@@ -137,13 +137,13 @@ async def measure(args: argparse.Namespace) -> None:
                     scores.append(p_yes(reply.choices[0].logprobs))
                 record = {"variant": name, "set": set_name, "row": example.row, "grounded": example.grounded}
                 record["p_yes"] = sum(scores) / len(scores) if scores else 0.0
-                _append(args.out, record)
+                append_record(args.out, record)
     await claims_of.aclose()
     await client.close()
 
 
 def report(path: str) -> None:
-    records = _read(path)
+    records = read_records(path)
     print(f"{path}: {len(records)} records")
     for set_name in dict.fromkeys(r["set"] for r in records):
         by_variant: dict[str, dict[tuple[int, bool], float]] = {}
@@ -173,17 +173,6 @@ def report(path: str) -> None:
                 d_low, d_high = intervals[f"{name} - as is"]
                 versus = f"{diff:+.3f} [{d_low:+.3f}, {d_high:+.3f}]"
             print(f"{name:<18}{len(keys):>8}{auroc(ours, labels):>8.3f}{f'[{low:.3f}, {high:.3f}]':>18}{versus:>36}")
-
-
-def _append(path: str, record: dict[str, Any]) -> None:
-    with open(path, "a", encoding="utf-8") as out:
-        out.write(json.dumps(record) + "\n")
-
-
-def _read(path: str) -> list[dict[str, Any]]:
-    if not Path(path).exists():
-        return []
-    return [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
