@@ -17,7 +17,7 @@ from collections.abc import Iterator
 
 import pysbd
 
-from ragtrace.judges._answer_claims import answer_claim, split_answer_claim
+from ragtrace.judges._question_claims import answer_claim, split_answer_claim
 
 # Knowledge snippets are often glued paragraphs ("...19th century.First for Women is..."): pysbd
 # keeps those as one sentence, so a space is put back first.

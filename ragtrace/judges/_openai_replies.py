@@ -14,7 +14,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, TypeGuard
 
-from ragtrace.judges._answer_claims import answer_claim
 from ragtrace.judges._base import (
     Verdict,
 )
@@ -24,6 +23,7 @@ from ragtrace.judges._parsing import (
     as_index,
     pick,
 )
+from ragtrace.judges._question_claims import answer_claim
 
 _BARE_ANSWER_WORDS = 8
 _EVASION = re.compile(

@@ -11,7 +11,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from ragtrace.judges import _base
-from ragtrace.judges._answer_claims import split_answer_claim
 from ragtrace.judges._prompts_base import BOOL as _BOOL
 from ragtrace.judges._prompts_base import INT as _INT
 from ragtrace.judges._prompts_base import STR as _STR
@@ -19,6 +18,7 @@ from ragtrace.judges._prompts_base import StepPrompt, numbered
 from ragtrace.judges._prompts_base import array_schema as _array
 from ragtrace.judges._prompts_base import numbers_schema as _numbers
 from ragtrace.judges._prompts_base import object_schema as _object
+from ragtrace.judges._question_claims import split_answer_claim
 
 EXTRACT_CLAIMS = StepPrompt(
     step=_base.EXTRACT_CLAIMS,

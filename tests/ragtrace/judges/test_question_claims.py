@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from ragtrace.judges._answer_claims import answer_claim, split_answer_claim
+from ragtrace.judges._question_claims import answer_claim, split_answer_claim
 from ragtrace.judges.offline import OfflineJudge
 from ragtrace.testing._stub_openai import StubOpenAIServer
 from tests.ragtrace.judges.conftest import MakeJudge
