@@ -137,7 +137,7 @@ class ScoringSpanProcessor(SpanProcessor, Handoff):
         self._atexit = lambda: shutdown_ref(ref)
         atexit.register(self._atexit)
         before_thread_pools_close(lambda: drain_ref(ref))
-        at_fork_in_child_of(self, _renew_admission_lock)
+        at_fork_in_child_of(self, _renew_after_fork)
 
     # -- SpanProcessor ------------------------------------------------------------------------
 
@@ -261,7 +261,9 @@ def _reserve(budget: float) -> float:
     return min(budget * 0.2, 5.0)
 
 
-def _renew_admission_lock(processor: ScoringSpanProcessor) -> None:
+def _renew_after_fork(processor: ScoringSpanProcessor) -> None:
     # Another thread may have held the admission lock at fork time; in the child nobody would release
     # it, and every RAG span ending under a budget would block there.
     processor._admission = threading.Lock()
+    # The spans open in the parent at fork time never end in the child: nothing would forget them.
+    processor._adoption = ProviderAdoption()

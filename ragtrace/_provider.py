@@ -49,10 +49,13 @@ class ProviderAdoption:
         """``span`` just started: set the provider it names on the ragtrace span above it, or remember
         that span for ``span``'s own descendants."""
         parent = trace.get_current_span(parent_context)
-        target = parent if _wants_provider(parent) else self._beneath.get(parent.get_span_context().span_id)
-        if target is None:
-            return
-        if not _wants_provider(target):  # it ended or was given a provider since
+        if _role(parent) in _ROLES:
+            # The nearest generation or retrieval span is the parent itself: it takes the provider, or, when it
+            # has one already, nothing above it does (a retrieval's embedder does not name its caller's model).
+            target: trace.Span | None = parent
+        else:
+            target = self._beneath.get(parent.get_span_context().span_id)
+        if target is None or not _wants_provider(target):  # it has a provider, or it ended
             return
         attributes = span.attributes or {}
         provider = next((v for key in _SOURCES if isinstance(v := attributes.get(key), str) and v), None)
@@ -66,6 +69,12 @@ class ProviderAdoption:
         context = span.context
         if context is not None and self._beneath:
             self._beneath.pop(context.span_id, None)
+
+
+def _role(span: object) -> object:
+    """The ``ragtrace.role`` of a span (None for a span without attributes, or not ragtrace's)."""
+    held = getattr(span, "attributes", None)
+    return held.get(semconv.RAGTRACE_ROLE) if held is not None else None
 
 
 def _wants_provider(span: object) -> bool:

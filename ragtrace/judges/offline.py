@@ -19,8 +19,8 @@ It does not offer ``generate_questions``, ``rate_answer`` or G-Eval: those need 
 and a number made up from similarity would pass for a judgement it is not. Asking raises
 ``JudgeCapabilityError``, so the metric is skipped with ``judge_lacks_capability``.
 
-Cost: every step is one call (``embedding_calls=1``: local model runs, no chat), 0 tokens, and
-the seconds it took. Model work runs in a worker thread so the event loop stays responsive.
+Cost: every step is one call (``embedding_calls=1``: local model runs, no chat; none for a reading
+it remembers), 0 tokens, and the seconds it took. Model work runs in a worker thread.
 """
 
 from __future__ import annotations

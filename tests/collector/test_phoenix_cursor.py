@@ -162,14 +162,34 @@ async def test_a_locked_file_delays_the_cursor_not_the_delivery(
     assert annotator.dropped == 0
 
 
-async def test_a_cursor_past_the_newest_row_comes_back_to_it(phoenix: FakePhoenix, store: Store) -> None:
+async def test_a_cursor_past_the_newest_row_starts_over(phoenix: FakePhoenix, store: Store) -> None:
     annotator = make_annotator(phoenix, store)
     annotator.start()
     store_scores(store, 3)
     await wait_until(lambda: stored_cursor(store, phoenix) == 3, "three annotations delivered")
     store.prune(older_than_ns=2)  # retention deletes every score (time 1): rowids start again at 1
-    await wait_until(lambda: stored_cursor(store, phoenix) == 0, "the cursor back at the emptied table's end")
+    await wait_until(lambda: stored_cursor(store, phoenix) == 0, "the cursor back at the emptied table's start")
     store.write(Batch(scores=[score_row("00000000000000ff", "faithfulness", 0.5)]))  # rowid 1
     await wait_until(lambda: annotator.sent == 4, "the score stored after the prune")
     await annotator.stop()
     assert ("00000000000000ff", "faithfulness") in phoenix.names()
+
+
+async def test_scores_stored_after_retention_emptied_the_table_are_sent_after_a_restart(
+    phoenix: FakePhoenix, store: Store
+) -> None:
+    first = make_annotator(phoenix, store)
+    first.start()
+    store_scores(store, 3)
+    await wait_until(lambda: first.sent == 3, "three annotations delivered")
+    await first.stop()
+    assert stored_cursor(store, phoenix) == 3
+    store.prune(older_than_ns=2)  # while no annotator runs, retention deletes every score (time 1)...
+    late = ["00000000000000f1", "00000000000000f2"]
+    store.write(Batch(scores=[score_row(span_id, "faithfulness", 0.5) for span_id in late]))  # ...rowids 1 and 2
+    second = make_annotator(phoenix, store)
+    second.start()
+    await wait_until(lambda: second.sent == 2, "both scores stored at rowids below the stored cursor")
+    await second.stop()
+    assert {(span_id, "faithfulness") for span_id in late} <= phoenix.names()
+    assert stored_cursor(store, phoenix) == 2

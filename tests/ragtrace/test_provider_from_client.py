@@ -94,3 +94,33 @@ def test_a_span_between_does_not_hide_the_client_and_is_forgotten_when_it_ends(t
     assert by_id[client_span.parent.span_id].name == "call"  # type: ignore[union-attr]
     assert generated.attributes[semconv.GEN_AI_PROVIDER_NAME] == "openai"  # type: ignore[index]
     assert processor._adoption._beneath == {}
+
+
+def test_a_retrieval_beneath_a_generation_keeps_its_clients_to_itself(traced: Any) -> None:
+    """Nearest wins and stops there: the retrieval takes its embedder's provider, and a second client beneath
+    it (a reranker) names neither span; the generation takes its own model's, from beneath an app span."""
+    provider, exporter, _, _ = traced
+    tracer = provider.get_tracer("clients")  # model-client spans as an instrumentation starts them
+
+    def client_call(system: str) -> None:
+        with tracer.start_as_current_span(f"{system} call", attributes={semconv.GEN_AI_SYSTEM: system}):
+            pass
+
+    @ragtrace.retrieve(data_source="kb", tracer_provider=provider)
+    def search(question: str) -> list[str]:
+        client_call("OpenAI")  # the embedder
+        client_call("cohere")  # the reranker
+        return ["Paris is the capital of France."]
+
+    @ragtrace.generate(model="claude", tracer_provider=provider)
+    def write(question: str) -> str:
+        search(question)
+        with tracer.start_as_current_span("prompt"):
+            client_call("anthropic")
+        return "Paris."
+
+    write("What is the capital of France?")
+    (retrieved,) = _by_role(exporter, semconv.ROLE_RETRIEVE)
+    (generated,) = _by_role(exporter, semconv.ROLE_GENERATE)
+    assert retrieved.attributes[semconv.GEN_AI_PROVIDER_NAME] == "openai"  # type: ignore[index]
+    assert generated.attributes[semconv.GEN_AI_PROVIDER_NAME] == "anthropic"  # type: ignore[index]

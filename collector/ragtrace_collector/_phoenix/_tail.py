@@ -9,8 +9,10 @@ again: an exporter's retry, a log-borne score taken over by its span) keeps its 
 its value is the one already sent.
 
 A cursor past the table's newest row (retention or a hand deleted the newest rows, or every row, so rowids
-start again below it) comes back to that row: the rows after it are new whatever their rowid. A cursor below
-the first row (retention deleted the oldest) just reads on.
+start again below it) starts over from the first row: the rows there are new, but for any older ones kept,
+which are sent again (Phoenix upserts). A cursor below the first row (retention deleted the oldest) just reads
+on. Left: retention deleting exactly the newest row, then one new row taking its rowid before the next read;
+that row is not sent (the cursor holds a rowid, not which row it was).
 
 Reads use a connection of their own (WAL: they never wait for, nor hold up, a write), off the event loop; a lock
 keeps ``close`` from closing it under a read still running on a worker thread.
@@ -54,7 +56,7 @@ class ScoreTail:
 
     def read(self, after: int, limit: int) -> tuple[list[Annotation], int, bool]:
         """Up to ``limit`` scores stored after cursor ``after``: (their annotations, the new cursor, whether
-        that was all for now). The new cursor is below ``after`` only when ``after`` was past the newest row.
+        that was all for now). When ``after`` is past the newest row the read starts over from the first row.
 
         Rows without a finite value (a metric that failed or did not apply) move the cursor but give no
         annotation: there is no score to show.
@@ -64,8 +66,13 @@ class ScoreTail:
             # for the next read, so ``after`` never jumps past a row nobody read.
             (last,) = self._conn.execute(_END_SQL).fetchone()
             last = int(last or 0)
+            if last < after:
+                # Past the newest row: retention emptied the table or deleted its newest rows, and rowids start
+                # again below the cursor. The rows there are new ones (or older ones retention kept, sent again:
+                # Phoenix upserts), so the read starts over from the first row.
+                after = 0
             if last <= after:
-                return [], last, True
+                return [], after, True
             rows = self._conn.execute(_AFTER_SQL, (after, last, limit)).fetchall()
         annotations = [
             Annotation(
