@@ -1,6 +1,9 @@
 """The ``ragtrace`` command. Subcommands register themselves in ``COMMANDS``; ``--version`` prints the
 package version, and every help text is printed plain (RST markup stripped, see ``_plain``).
 
+``ragtrace calibrate FILE.jsonl [--label FIELD]`` fits the LLM judge's ``support_threshold`` to labelled
+records (``_calibrate_cli``, whose docstring is its contract).
+
 ``ragtrace eval FILE.jsonl [--metrics a,b] [--criteria TEXT] [--base-url URL --model M] [--out F ...]
 [--fail-under METRIC=VALUE ...]`` scores a JSONL file of RAG records and prints the markdown report;
 its parser and run are ``_eval_cli``, and what follows is its contract.
@@ -49,6 +52,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ragtrace._calibrate_cli import add_calibrate
 from ragtrace._eval_choice import _judge_from_args as _judge_from_args  # still importable from here (tests)
 from ragtrace._eval_cli import add_eval
 from ragtrace._exceptions import ConfigurationError
@@ -56,7 +60,7 @@ from ragtrace._exceptions import ConfigurationError
 __all__ = ["COMMANDS", "build_parser", "main"]
 
 
-COMMANDS: list[Callable[[Any], None]] = [add_eval]
+COMMANDS: list[Callable[[Any], None]] = [add_eval, add_calibrate]
 """Each entry adds one subcommand to the subparsers it is given and sets ``run`` (args -> exit status)."""
 
 
