@@ -16,9 +16,10 @@ calibration records, a 0.5B model's cut (0.59) lifted its balanced accuracy on t
 0.665 to 0.732 (``bench/calibrate_cut.py``). The held-out figure it prints, on halves of the records, is
 rough with few of them.
 
-Exit status: 0 when it printed a fit; 1 when the judge failed on every record; 2 on a usage, data or
-configuration error (a file line that is not a record, a label that is not true or false, fewer than 2
-records of either kind with claims).
+Exit status: 0 when it printed a fit (the records the judge failed on, if any, counted on stderr); 1 when
+the judge's failures left too few records to fit; 2 on a usage, data or configuration error (a file line
+that is not a record, a label that is not true or false, fewer than 2 records of either kind with claims,
+a judge that verifies batched: the cut is for per-claim verification).
 """
 
 from __future__ import annotations
@@ -30,8 +31,9 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ragtrace._calibration import DEFAULT_CUT, fit
+from ragtrace._calibration import DEFAULT_CUT, balanced_accuracy, fit
 from ragtrace._eval_cli import _fields
+from ragtrace._exceptions import ConfigurationError
 
 if TYPE_CHECKING:
     from ragtrace._record import RagRecord
@@ -62,19 +64,36 @@ def run(args: argparse.Namespace) -> int:
     from ragtrace.judges.openai import OpenAIJudge
 
     judge = OpenAIJudge(model=args.model, base_url=args.base_url, api_key=args.api_key)
+    if judge.verify_mode != "per_claim":
+        # Batched verification (the default on api.openai.com) reads verdicts, not P(yes): no cut to set.
+        asyncio.run(judge.aclose())
+        raise ConfigurationError(
+            f"{judge.name} verifies claims batched, which support_threshold does not change; calibrate a judge "
+            "that asks per claim (a self-hosted endpoint, or OpenAIJudge(verify='per_claim'))"
+        )
+    current = judge.support_threshold
     scores, failures = asyncio.run(_scores(judge, records))
     kept = [(s, label) for s, label in zip(scores, labels, strict=True) if s is not None]
-    if failures and not kept:
-        print(f"ragtrace calibrate: the judge failed on every record ({failures[0]})", file=sys.stderr)
+    if failures:
+        print(f"ragtrace calibrate: the judge failed on {len(failures)} records, e.g. {failures[0]}", file=sys.stderr)
+    kept_scores, kept_labels = [s for s, _ in kept], [label for _, label in kept]
+    grounded = sum(kept_labels)
+    try:
+        found = fit(kept_scores, kept_labels)
+    except ValueError as err:
+        if not failures:
+            raise  # the file holds too few of a kind: a data error
+        print(f"ragtrace calibrate: {err}", file=sys.stderr)
         return 1
-    found = fit([s for s, _ in kept], [label for _, label in kept])
-    grounded = sum(label for _, label in kept)
     print(f"ragtrace calibrate: {judge.name}, {len(kept)} records ({grounded} grounded, {len(kept) - grounded} not)")
     if len(kept) < len(records):
         unscored = len(records) - len(kept) - len(failures)
         print(f"  not used: {unscored} without claims or chunks, {len(failures)} the judge failed on")
     print(f"  AUROC of the least supported claim's P(yes): {found.auroc:.3f}")
     print(f"  balanced accuracy at the default cut {DEFAULT_CUT:.2f}: {found.at_default:.3f}")
+    if current != DEFAULT_CUT:
+        now = balanced_accuracy(kept_scores, kept_labels, current)
+        print(f"  balanced accuracy at the cut set now {current:.2f}: {now:.3f}")
     print(f"  balanced accuracy at the fitted cut {found.cut:.2f}: {found.at_cut:.3f} (held out: {found.held_out:.3f})")
     print(f"set RAGTRACE_JUDGE_SUPPORT_THRESHOLD={found.cut:.2f} (or OpenAIJudge(support_threshold={found.cut:.2f}))")
     return 0
@@ -86,7 +105,7 @@ def read_labelled(path: str, label: str, fields: dict[str, str]) -> tuple[list[R
     from ragtrace._eval_input import read_jsonl
 
     loaded = read_jsonl(path, fields, strict=True)
-    lines = loaded.path.read_bytes().splitlines()
+    lines = loaded.path.read_bytes().split(b"\n")  # as read_jsonl counts lines: a lone "\r" ends none
     labels: list[bool] = []
     for number in loaded.lines:
         value = json.loads(lines[number - 1]).get(label)
@@ -100,12 +119,13 @@ async def _scores(judge: OpenAIJudge, records: Sequence[RagRecord]) -> tuple[lis
     """Each record's least supported claim's P(yes) (None without claims or chunks, or when the judge failed),
     and the failures' messages. The judge bounds the calls in flight (``max_concurrency``)."""
     from ragtrace.judges import JudgeError
+    from ragtrace.metrics._steps import clean_claims
 
     failures: list[str] = []
 
     async def one(record: RagRecord) -> float | None:
         try:
-            claims = (await judge.extract_claims(record.answer, question=record.query)).value
+            claims = clean_claims((await judge.extract_claims(record.answer, question=record.query)).value)
             if not claims or not record.chunks:
                 return None
             rows = (await judge.support(claims, record.texts)).value

@@ -69,8 +69,8 @@ def rank_auc(scores: Sequence[float], labels: Sequence[bool]) -> float:
 
 
 def fit(scores: Sequence[float], labels: Sequence[bool]) -> Fit:
-    """Fit the cut on every record and measure it held out. Needs two records of each kind at least
-    (``ValueError`` otherwise): a held-out half must hold both."""
+    """Fit the cut on every record (rounded to two decimals, as a setting is written) and measure it held
+    out. Needs two records of each kind at least (``ValueError`` otherwise): a held-out half must hold both."""
     positives = sum(bool(label) for label in labels)
     if len(scores) != len(labels) or min(positives, len(labels) - positives) < 2:
         raise ValueError(
@@ -83,12 +83,13 @@ def fit(scores: Sequence[float], labels: Sequence[bool]) -> Fit:
     halves = [grounded[0::2] + other[0::2], grounded[1::2] + other[1::2]]
     said = np.zeros(len(scores), dtype=bool)
     for fitted_on, applied_to in ((0, 1), (1, 0)):
-        cut = best_cut([scores[i] for i in halves[fitted_on]], [labels[i] for i in halves[fitted_on]])
+        cut = round(best_cut([scores[i] for i in halves[fitted_on]], [labels[i] for i in halves[fitted_on]]), 2)
         for i in halves[applied_to]:
             said[i] = scores[i] >= cut
     truth = np.asarray(labels, dtype=bool)
     held_out = float((said[truth].mean() + (~said[~truth]).mean()) / 2)
-    cut = best_cut(scores, labels)
+    # Rounded as a user sets it: every figure is the one of the cut printed.
+    cut = round(best_cut(scores, labels), 2)
     return Fit(
         cut=cut,
         at_default=balanced_accuracy(scores, labels, DEFAULT_CUT),

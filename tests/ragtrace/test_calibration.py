@@ -38,3 +38,10 @@ def test_rank_auc_counts_ties_half() -> None:
 def test_fit_needs_two_records_of_each_kind(labels: list[bool]) -> None:
     with pytest.raises(ValueError, match="at least 2 grounded and 2 not grounded"):
         fit([0.5] * len(labels), labels)
+
+
+def test_every_figure_is_the_one_of_the_cut_as_printed() -> None:
+    found = fit([0.2451, 0.2449, 0.2499, 0.2501], [False, False, True, True])
+    assert found.cut == 0.25  # two decimals, as a setting is written...
+    assert found.at_cut == balanced_accuracy([0.2451, 0.2449, 0.2499, 0.2501], [False, False, True, True], 0.25)
+    assert found.at_cut == 0.75  # ...and measured there, not at the unrounded 0.2475 that separates
