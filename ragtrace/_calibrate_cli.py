@@ -13,7 +13,7 @@ levels at 0.5 (which sit at the judge's cut) follow the fitted cut.
 
 Small local models are not calibrated at 0.5 (docs/judges.md): fitted by this command on 200 HaluEval QA
 calibration records, a 0.5B model's cut (0.59) lifted its balanced accuracy on the 400 test records from
-0.665 to 0.732 (``bench/calibrate_cut.py``). The held-out figure it prints, on halves of the records, is
+0.665 to 0.730 (``bench/calibrate_cut.py``). The held-out figure it prints, on halves of the records, is
 rough with few of them.
 
 Exit status: 0 when it printed a fit (the records the judge failed on, if any, counted on stderr); 1 when
