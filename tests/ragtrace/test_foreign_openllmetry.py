@@ -64,3 +64,42 @@ def test_content_tracing_off_is_not_scored_and_says_so(
     assert semconv.TRACELOOP_ENTITY_INPUT not in (root.attributes or {})
     assert decision(root) == (semconv.DECISION_NOT_SCORED, semconv.NOT_SCORED_NO_CONTENT)
     assert p.metric.records == []
+
+
+def test_the_provider_reaches_a_generate_span_through_a_chain_span(provider: TracerProvider) -> None:
+    """A @generate function runs a LangChain runnable that calls the OpenAI client: OpenLLMetry's chain span is
+    the client span's parent, and the provider the real OpenInference OpenAI instrumentation names on the
+    client span still reaches the @generate span above the chain."""
+    from langchain_core.runnables import RunnableLambda
+    from openai import OpenAI
+    from openinference.instrumentation.openai import OpenAIInstrumentor
+
+    import ragtrace
+    from ragtrace.testing import StubOpenAIServer
+
+    client_instrumentor = OpenAIInstrumentor()
+    client_instrumentor.instrument(tracer_provider=provider)
+    try:
+        with (
+            instrumented(provider) as p,
+            StubOpenAIServer() as server,
+            OpenAI(base_url=server.base_url, api_key="not-needed") as client,
+        ):
+            chat = RunnableLambda(
+                lambda q: client.chat.completions.create(model="m", messages=[{"role": "user", "content": q}])
+            )
+
+            @ragtrace.generate(model="m", tracer_provider=provider)
+            def write(question: str) -> str:
+                return chat.invoke(question).choices[0].message.content or ""
+
+            write(QUESTION)
+            spans = p.exported()
+    finally:
+        client_instrumentor.uninstrument()
+    by_id = {s.context.span_id: s for s in spans}
+    (generated,) = [s for s in spans if (s.attributes or {}).get(semconv.RAGTRACE_ROLE) == semconv.ROLE_GENERATE]
+    (client_span,) = [s for s in spans if semconv.LLM_SYSTEM in (s.attributes or {})]
+    chain = by_id[client_span.parent.span_id]  # type: ignore[union-attr]
+    assert chain.attributes[semconv.TRACELOOP_SPAN_KIND] and chain.parent.span_id == generated.context.span_id  # type: ignore[index,union-attr]
+    assert generated.attributes[semconv.GEN_AI_PROVIDER_NAME] == "openai"  # type: ignore[index]
