@@ -39,25 +39,22 @@ def balanced_accuracy(scores: Sequence[float], labels: Sequence[bool], cut: floa
 
 
 def best_cut(scores: Sequence[float], labels: Sequence[bool]) -> float:
-    """The cut with the best balanced accuracy: the default when it is among the best (the least change to
-    what the judge says), else the middle of the widest run of best cuts (cuts at the scores and midway
-    between them), which keeps it away from both kinds' edges for records it has not seen."""
-    values = np.unique(np.asarray(scores, dtype=float))
-    ranked = sorted({DEFAULT_CUT, *values.tolist(), *((values[1:] + values[:-1]) / 2).tolist()})
-    accuracies = [balanced_accuracy(scores, labels, c) for c in ranked]
+    """The cut with the best balanced accuracy among cuts of two decimals (as a setting is written): the
+    default when it is among the best (the least change to what the judge says), else the middle of the
+    widest run of best cuts, which keeps it away from both kinds' edges for records it has not seen."""
+    grid = [round(i / 100, 2) for i in range(101)]
+    accuracies = [balanced_accuracy(scores, labels, c) for c in grid]
     best = max(accuracies)
     if balanced_accuracy(scores, labels, DEFAULT_CUT) == best:
         return DEFAULT_CUT
-    runs: list[list[float]] = []
-    for cut, accuracy in zip(ranked, accuracies, strict=True):
-        if accuracy != best:
-            runs.append([])
-        elif runs and runs[-1]:
+    runs: list[list[float]] = [[]]
+    for cut, accuracy in zip(grid, accuracies, strict=True):
+        if accuracy == best:
             runs[-1].append(cut)
-        else:
-            runs.append([cut])
-    widest = max((run for run in runs if run), key=lambda run: run[-1] - run[0])
-    return float((widest[0] + widest[-1]) / 2)
+        elif runs[-1]:
+            runs.append([])
+    widest = max(runs, key=lambda run: (run[-1] - run[0]) if run else -1.0)
+    return round((widest[0] + widest[-1]) / 2, 2)
 
 
 def rank_auc(scores: Sequence[float], labels: Sequence[bool]) -> float:
@@ -69,7 +66,7 @@ def rank_auc(scores: Sequence[float], labels: Sequence[bool]) -> float:
 
 
 def fit(scores: Sequence[float], labels: Sequence[bool]) -> Fit:
-    """Fit the cut on every record (rounded to two decimals, as a setting is written) and measure it held
+    """Fit the cut on every record (two decimals, as a setting is written) and measure it held
     out. Needs two records of each kind at least (``ValueError`` otherwise): a held-out half must hold both."""
     positives = sum(bool(label) for label in labels)
     if len(scores) != len(labels) or min(positives, len(labels) - positives) < 2:
@@ -83,13 +80,12 @@ def fit(scores: Sequence[float], labels: Sequence[bool]) -> Fit:
     halves = [grounded[0::2] + other[0::2], grounded[1::2] + other[1::2]]
     said = np.zeros(len(scores), dtype=bool)
     for fitted_on, applied_to in ((0, 1), (1, 0)):
-        cut = round(best_cut([scores[i] for i in halves[fitted_on]], [labels[i] for i in halves[fitted_on]]), 2)
+        cut = best_cut([scores[i] for i in halves[fitted_on]], [labels[i] for i in halves[fitted_on]])
         for i in halves[applied_to]:
             said[i] = scores[i] >= cut
     truth = np.asarray(labels, dtype=bool)
     held_out = float((said[truth].mean() + (~said[~truth]).mean()) / 2)
-    # Rounded as a user sets it: every figure is the one of the cut printed.
-    cut = round(best_cut(scores, labels), 2)
+    cut = best_cut(scores, labels)  # two decimals, as printed: every figure is the one of that cut
     return Fit(
         cut=cut,
         at_default=balanced_accuracy(scores, labels, DEFAULT_CUT),

@@ -48,6 +48,8 @@ class ProviderAdoption:
     def start(self, span: Span, parent_context: Context | None) -> None:
         """``span`` just started: set the provider it names on the ragtrace span above it, or remember
         that span for ``span``'s own descendants."""
+        if _role(span) in _ROLES:
+            return  # its provider is its own (given, or adopted from beneath it), not its caller's
         parent = trace.get_current_span(parent_context)
         if _role(parent) in _ROLES:
             # The nearest generation or retrieval span is the parent itself: it takes the provider, or, when it

@@ -193,3 +193,30 @@ async def test_scores_stored_after_retention_emptied_the_table_are_sent_after_a_
     await second.stop()
     assert {(span_id, "faithfulness") for span_id in late} <= phoenix.names()
     assert stored_cursor(store, phoenix) == 2
+
+
+async def test_a_start_over_never_stores_a_cursor_above_rows_not_read(phoenix: FakePhoenix, store: Store) -> None:
+    held, late = "000000000000000a", "000000000000000b"
+    phoenix.spans = {held}  # the late span has not reached Phoenix: its annotation waits
+    first = make_annotator(phoenix, store)
+    first.start()
+    store.write(Batch(scores=[score_row(held, "faithfulness", 0.9), score_row(late, "faithfulness", 0.1)]))
+    await wait_until(lambda: first.sent == 1 and first.pending == 1, "row 2 waiting for its span")
+    store.prune(older_than_ns=2)  # retention empties the table: rowids start again at 1, below row 2
+    # The next read starts over: the file must not hold 1 (row 2, still held, minus one), which would skip the
+    # new rows 1 and 2 should the collector crash before reading them.
+    await wait_until(lambda: stored_cursor(store, phoenix) == 0, "the cursor stored at the start-over")
+    (task,) = [t for t in asyncio.all_tasks() if t.get_name() == "ragtrace-phoenix-annotator"]
+    task.cancel()  # a crash
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+    await first.stop()
+    fresh = ["00000000000000f1", "00000000000000f2"]
+    store.write(Batch(scores=[score_row(span_id, "faithfulness", 0.5) for span_id in fresh]))
+    with phoenix.lock:
+        phoenix.spans.update(fresh)
+    second = make_annotator(phoenix, store)
+    second.start()
+    await wait_until(lambda: second.sent == 2, "both new rows after the restart")
+    await second.stop()
+    assert {(span_id, "faithfulness") for span_id in fresh} <= phoenix.names()

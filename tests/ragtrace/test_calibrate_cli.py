@@ -94,7 +94,8 @@ def test_too_few_records_of_a_kind_is_an_error(
 ) -> None:
     file = _records(tmp_path / "labelled.jsonl", [(a, True) for a in GROUNDED] + [(NOT_GROUNDED[0], False)])
     assert main(["calibrate", str(file), "--base-url", leaning_to_no.base_url]) == 2
-    assert "at least 2 grounded and 2 not grounded records with claims; got 6 and 1" in capsys.readouterr().err
+    assert "6 grounded and 1 not grounded records; calibration needs at least 2 of each" in capsys.readouterr().err
+    assert leaning_to_no.chat_requests == []  # counted before any judge call
 
 
 def test_a_judge_failing_on_the_records_exits_1_and_says_why(
@@ -110,7 +111,7 @@ def test_a_judge_failing_on_the_records_exits_1_and_says_why(
 
 
 def test_a_batched_judge_has_no_cut_to_fit(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    file = _records(tmp_path / "labelled.jsonl", [(GROUNDED[0], True), (NOT_GROUNDED[0], False)])
+    file = _records(tmp_path / "labelled.jsonl", [(a, True) for a in GROUNDED] + [(a, False) for a in NOT_GROUNDED])
     # api.openai.com verifies batched by default: refused before any call.
     assert main(["calibrate", str(file), "--base-url", "https://api.openai.com/v1", "--api-key", "sk-test"]) == 2
     assert "verifies claims batched, which support_threshold does not change" in capsys.readouterr().err

@@ -124,3 +124,23 @@ def test_a_retrieval_beneath_a_generation_keeps_its_clients_to_itself(traced: An
     (generated,) = _by_role(exporter, semconv.ROLE_GENERATE)
     assert retrieved.attributes[semconv.GEN_AI_PROVIDER_NAME] == "openai"  # type: ignore[index]
     assert generated.attributes[semconv.GEN_AI_PROVIDER_NAME] == "anthropic"  # type: ignore[index]
+
+
+def test_a_span_with_a_provider_of_its_own_does_not_pass_it_up(traced: Any) -> None:
+    provider, exporter, _, _ = traced
+    tracer = provider.get_tracer("clients")
+
+    @ragtrace.retrieve(data_source="kb", provider="cohere", tracer_provider=provider)
+    def search(question: str) -> list[str]:
+        return ["Paris is the capital of France."]
+
+    @ragtrace.generate(model="gpt-4o-mini", tracer_provider=provider)
+    def write(question: str) -> str:
+        search(question)  # a retrieval on another provider, first
+        with tracer.start_as_current_span("chat", attributes={semconv.GEN_AI_SYSTEM: "openai"}):
+            pass
+        return "Paris."
+
+    write("What is the capital of France?")
+    (generated,) = _by_role(exporter, semconv.ROLE_GENERATE)
+    assert generated.attributes[semconv.GEN_AI_PROVIDER_NAME] == "openai"  # type: ignore[index]

@@ -200,7 +200,8 @@ class PhoenixAnnotator:
     def _delivered_up_to(self) -> int:
         """The cursor to store: below every annotation still held (they complete out of order), else the read one."""
         held = [a.row for a in self._ready] + [a.row for a in self._posting] + [w.annotation.row for w in self._waiting]
-        return min(held) - 1 if held else self._cursor
+        # Never above the read cursor: after a start-over (_tail) rows held from before have higher rowids.
+        return min(min(held) - 1, self._cursor) if held else self._cursor
 
     def _store_cursor(self) -> None:
         """Store the cursor in the background, unless it did not move or a write still runs."""

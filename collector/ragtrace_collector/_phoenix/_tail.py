@@ -10,9 +10,11 @@ its value is the one already sent.
 
 A cursor past the table's newest row (retention or a hand deleted the newest rows, or every row, so rowids
 start again below it) starts over from the first row: the rows there are new, but for any older ones kept,
-which are sent again (Phoenix upserts). A cursor below the first row (retention deleted the oldest) just reads
-on. Left: retention deleting exactly the newest row, then one new row taking its rowid before the next read;
-that row is not sent (the cursor holds a rowid, not which row it was).
+which are sent again (Phoenix upserts). That costs a re-send when retention deleted only the newest rows (late
+scores with old times), and spans Phoenix no longer holds then count as ``span_missing``: the price of never
+skipping a new row. A cursor below the first row (retention deleted the oldest) just reads on. Left: retention
+deleting exactly the newest row, then one new row taking its rowid before the next read; that row is not sent
+(the cursor holds a rowid, not which row it was).
 
 Reads use a connection of their own (WAL: they never wait for, nor hold up, a write), off the event loop; a lock
 keeps ``close`` from closing it under a read still running on a worker thread.
