@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import sqlite3
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -189,6 +189,26 @@ def start_collector(db: Path, **options: Any) -> Collector:
     settings: dict[str, Any] = {"port": 0, "grpc_port": 0, "score": False, "watch": False, "page": False}
     settings.update(options)
     return Collector(CollectorConfig(db=db, **settings)).start_in_thread()
+
+
+def grpc_export(
+    port: int,
+    service: str,
+    body: bytes,
+    reply_type: Callable[[bytes], Any] | None = None,
+    metadata: tuple[tuple[str, str], ...] = (),
+    timeout: float = 10,
+) -> Any:
+    """One ``Export`` call to ``service`` of a collector on 127.0.0.1 with ``body`` sent as it is (no client
+    encoding, so a test can send any bytes); the reply parsed by ``reply_type`` (its ``FromString``), raw
+    bytes without it. A refusal raises ``grpc.RpcError``."""
+    import grpc
+
+    with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+        export = channel.unary_unary(
+            f"/{service}/Export", request_serializer=lambda b: b, response_deserializer=reply_type
+        )
+        return export(body, timeout=timeout, metadata=metadata)
 
 
 def count(db: Path, table: str) -> int:

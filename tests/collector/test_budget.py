@@ -28,7 +28,7 @@ from ragtrace_collector._store import Store
 from starlette.types import ASGIApp, Message
 
 from ragtrace.environment_variables import ConfigurationError
-from tests.collector._spans import SpanFactory, count, otlp_bytes, start_collector
+from tests.collector._spans import SpanFactory, count, grpc_export, otlp_bytes, start_collector
 
 PB = {"content-type": "application/x-protobuf"}
 
@@ -45,9 +45,7 @@ def _post(collector: Collector, body: bytes, headers: dict[str, str] | None = No
 
 
 def _grpc_export(collector: Collector, body: bytes) -> None:
-    with grpc.insecure_channel(f"127.0.0.1:{collector.grpc_port}") as channel:
-        export = channel.unary_unary(f"/{SERVICE_NAME}/Export", request_serializer=lambda b: b)
-        export(body, timeout=30)
+    grpc_export(collector.grpc_port, SERVICE_NAME, body, timeout=30)
 
 
 def _read_head(sock: socket.socket) -> bytes:

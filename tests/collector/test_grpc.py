@@ -21,7 +21,7 @@ from ragtrace_collector._http import METRICS_NOT_STORED
 from ragtrace_collector._server import Collector
 
 from ragtrace import semconv
-from tests.collector._spans import SpanFactory, count, otlp_bytes, start_collector
+from tests.collector._spans import SpanFactory, count, grpc_export, otlp_bytes, start_collector
 
 
 @pytest.fixture
@@ -32,14 +32,10 @@ def collector(tmp_path: Path) -> Iterator[Collector]:
 
 
 def _raw_export(port: int, body: bytes, metadata: tuple[tuple[str, str], ...] = ()) -> ExportTraceServiceResponse:
-    with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
-        export = channel.unary_unary(
-            f"/{SERVICE_NAME}/Export",
-            request_serializer=lambda b: b,
-            response_deserializer=ExportTraceServiceResponse.FromString,
-        )
-        reply: ExportTraceServiceResponse = export(body, timeout=10, metadata=metadata)
-        return reply
+    reply: ExportTraceServiceResponse = grpc_export(
+        port, SERVICE_NAME, body, ExportTraceServiceResponse.FromString, metadata
+    )
+    return reply
 
 
 @pytest.mark.parametrize("compression", [grpc.Compression.NoCompression, grpc.Compression.Gzip])

@@ -25,7 +25,7 @@ from ragtrace_collector._otlp._logs import RECORD_TOO_DEEP
 from ragtrace_collector._server import Collector
 
 from ragtrace import semconv
-from tests.collector._spans import SpanFactory, hex_span_id, nested_value_json, start_collector
+from tests.collector._spans import SpanFactory, grpc_export, hex_span_id, nested_value_json, start_collector
 from tests.collector.test_logs_receiver import Evaluations, logs_bytes, logs_json, post_logs, stored_scores
 
 MALFORMED = b"\x0a\xff\xff\xff\xff\x0f"  # a length that runs past the end of the body
@@ -41,14 +41,10 @@ def collector(tmp_path: Path) -> Iterator[Collector]:
 
 
 def _grpc_export(port: int, body: bytes, metadata: tuple[tuple[str, str], ...] = ()) -> ExportLogsServiceResponse:
-    with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
-        export = channel.unary_unary(
-            f"/{LOGS_SERVICE_NAME}/Export",
-            request_serializer=lambda b: b,
-            response_deserializer=ExportLogsServiceResponse.FromString,
-        )
-        reply: ExportLogsServiceResponse = export(body, timeout=10, metadata=metadata)
-        return reply
+    reply: ExportLogsServiceResponse = grpc_export(
+        port, LOGS_SERVICE_NAME, body, ExportLogsServiceResponse.FromString, metadata
+    )
+    return reply
 
 
 def _one_evaluation(metric: str = "faithfulness") -> tuple[str, Evaluations]:
