@@ -15,10 +15,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import random
 import sys
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -27,32 +25,23 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from judge_accuracy import load
 from local_llm_accuracy import read_records
 
-from ragtrace._calibrate_cli import _scores, read_labelled
+from ragtrace import RagRecord
+from ragtrace._calibrate_cli import score_labelled
 from ragtrace._calibration import DEFAULT_CUT, balanced_accuracy, fit
 from ragtrace.judges.openai import OpenAIJudge
 
 
 def fitted_cut(args: argparse.Namespace) -> float:
     """The cut ``ragtrace calibrate`` prints for calibration rows 0 to ``args.rows`` (it prints the fit)."""
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "labelled.jsonl"
-        examples = [e for e in load("qa", "train") if e.row < args.rows]
-        path.write_text(
-            "".join(
-                json.dumps({"query": e.question, "chunks": [e.chunk], "answer": e.text, "grounded": e.grounded}) + "\n"
-                for e in examples
-            ),
-            encoding="utf-8",
-        )
-        records, labels = read_labelled(str(path), "grounded", {})
+    examples = [e for e in load("qa", "train") if e.row < args.rows]
+    records = [RagRecord.of(query=e.question or "", chunks=[e.chunk], answer=e.text) for e in examples]
     judge = OpenAIJudge(model=args.model, base_url=args.base_url)
-    scores, failures = asyncio.run(_scores(judge, records))
-    kept = [(s, label) for s, label in zip(scores, labels, strict=True) if s is not None]
-    found = fit([s for s, _ in kept], [label for _, label in kept])
+    scored = asyncio.run(score_labelled(judge, records, [e.grounded for e in examples]))
+    found = fit(scored.scores, scored.labels)
     print(
-        f"fitted on calibration rows 0-{args.rows - 1} ({len(kept)} records, {len(failures)} failed): cut "
-        f"{found.cut:.2f}, balanced accuracy {found.at_default:.3f} at {DEFAULT_CUT:.2f} and {found.at_cut:.3f} at the "
-        f"cut (held out on halves: {found.held_out:.3f}), AUROC {found.auroc:.3f}"
+        f"fitted on calibration rows 0-{args.rows - 1} ({len(scored.scores)} records, {len(scored.failures)} "
+        f"failed): cut {found.cut:.2f}, balanced accuracy {found.at_default:.3f} at {DEFAULT_CUT:.2f} and "
+        f"{found.at_cut:.3f} at the cut (held out on halves: {found.held_out:.3f}), AUROC {found.auroc:.3f}"
     )
     return found.cut
 

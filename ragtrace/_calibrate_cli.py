@@ -29,6 +29,7 @@ import asyncio
 import json
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ragtrace._calibration import DEFAULT_CUT, balanced_accuracy, fit
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
     from ragtrace._record import RagRecord
     from ragtrace.judges.openai import OpenAIJudge
 
-__all__ = ["add_calibrate"]
+__all__ = ["Scored", "add_calibrate", "score_labelled"]
 
 
 def add_calibrate(commands: Any) -> None:
@@ -77,27 +78,25 @@ def run(args: argparse.Namespace) -> int:
             "that asks per claim (a self-hosted endpoint, or OpenAIJudge(verify='per_claim'))"
         )
     current = judge.support_threshold
-    scores, failures = asyncio.run(_scores(judge, records))
-    kept = [(s, label) for s, label in zip(scores, labels, strict=True) if s is not None]
+    scored = asyncio.run(score_labelled(judge, records, labels))
+    failures = scored.failures
     if failures:
         print(f"ragtrace calibrate: the judge failed on {len(failures)} records, e.g. {failures[0]}", file=sys.stderr)
-    kept_scores, kept_labels = [s for s, _ in kept], [label for _, label in kept]
-    grounded = sum(kept_labels)
     try:
-        found = fit(kept_scores, kept_labels)
+        found = fit(scored.scores, scored.labels)
     except ValueError as err:
         if not failures:
             raise  # the file holds too few of a kind: a data error
         print(f"ragtrace calibrate: {err}", file=sys.stderr)
         return 1
-    print(f"ragtrace calibrate: {judge.name}, {len(kept)} records ({grounded} grounded, {len(kept) - grounded} not)")
-    if len(kept) < len(records):
-        unscored = len(records) - len(kept) - len(failures)
-        print(f"  not used: {unscored} without claims or chunks, {len(failures)} the judge failed on")
+    used, grounded = len(scored.labels), sum(scored.labels)
+    print(f"ragtrace calibrate: {judge.name}, {used} records ({grounded} grounded, {used - grounded} not)")
+    if used < len(records):
+        print(f"  not used: {scored.unscored} without claims or chunks, {len(failures)} the judge failed on")
     print(f"  AUROC of the least supported claim's P(yes): {found.auroc:.3f}")
     print(f"  balanced accuracy at the default cut {DEFAULT_CUT:.2f}: {found.at_default:.3f}")
     if current != DEFAULT_CUT:
-        now = balanced_accuracy(kept_scores, kept_labels, current)
+        now = balanced_accuracy(scored.scores, scored.labels, current)
         print(f"  balanced accuracy at the cut set now {current:.2f}: {now:.3f}")
     print(f"  balanced accuracy at the fitted cut {found.cut:.2f}: {found.at_cut:.3f} (held out: {found.held_out:.3f})")
     print(f"set RAGTRACE_JUDGE_SUPPORT_THRESHOLD={found.cut:.2f} (or OpenAIJudge(support_threshold={found.cut:.2f}))")
@@ -120,9 +119,21 @@ def read_labelled(path: str, label: str, fields: dict[str, str]) -> tuple[list[R
     return list(loaded.records), labels
 
 
-async def _scores(judge: OpenAIJudge, records: Sequence[RagRecord]) -> tuple[list[float | None], list[str]]:
-    """Each record's least supported claim's P(yes) (None without claims or chunks, or when the judge failed),
-    and the failures' messages. The judge bounds the calls in flight (``max_concurrency``)."""
+@dataclass(frozen=True, slots=True)
+class Scored:
+    """The records a fit can use, each by its least supported claim's P(yes) with its label; how many had no
+    claims or chunks; and the messages of the judge's failures."""
+
+    scores: list[float]
+    labels: list[bool]
+    unscored: int
+    failures: list[str]
+
+
+async def score_labelled(judge: OpenAIJudge, records: Sequence[RagRecord], labels: Sequence[bool]) -> Scored:
+    """Ask ``judge`` about every claim of every record (the judge bounds the calls in flight,
+    ``max_concurrency``) and close it. A record without claims or chunks, or that the judge failed on, is left
+    out of the fit."""
     from ragtrace.judges import JudgeError
     from ragtrace.metrics._steps import clean_claims
 
@@ -140,6 +151,13 @@ async def _scores(judge: OpenAIJudge, records: Sequence[RagRecord]) -> tuple[lis
         return min(max(row) for row in rows)
 
     try:
-        return list(await asyncio.gather(*(one(r) for r in records))), failures
+        scores = await asyncio.gather(*(one(r) for r in records))
     finally:
         await judge.aclose()
+    kept = [(score, label) for score, label in zip(scores, labels, strict=True) if score is not None]
+    return Scored(
+        scores=[score for score, _ in kept],
+        labels=[label for _, label in kept],
+        unscored=len(records) - len(kept) - len(failures),
+        failures=failures,
+    )
