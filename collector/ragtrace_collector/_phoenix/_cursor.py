@@ -61,6 +61,7 @@ class DurableCursor:
         self._conn.execute("PRAGMA synchronous=NORMAL")
         self._lock = threading.Lock()  # ``close`` waits for a write still running on a worker thread
         self._closed = False
+        self._created = False
         self._saving: asyncio.Task[None] | None = None
         self._warned_at: float | None = None
         self.saved: int | None = None
@@ -118,8 +119,9 @@ class DurableCursor:
         with self._lock:
             if self._closed:
                 raise sqlite3.ProgrammingError("the cursor's connection is closed")
-            # The table, the first time (for an existing table a schema check, no write); then the row.
-            self._conn.execute(_CREATE_SQL)
+            if not self._created:  # the table, before this connection's first write; then only the row
+                self._conn.execute(_CREATE_SQL)
+                self._created = True
             with self._conn:
                 self._conn.execute(_UPSERT_SQL, (self.url, after_row, time.time_ns()))
 
