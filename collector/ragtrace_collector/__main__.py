@@ -13,7 +13,6 @@ import contextlib
 import logging
 import os
 import signal
-import sqlite3
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -27,6 +26,7 @@ from ragtrace_collector._http import DEFAULT_MAX_BODY_BYTES
 from ragtrace_collector._join import JoinLimits
 from ragtrace_collector._phoenix import PHOENIX_API_KEY_VARIABLE, PHOENIX_URL_VARIABLE
 from ragtrace_collector._server import Collector, CollectorConfig
+from ragtrace_collector._store import DatabaseError, SchemaTooNew
 
 TOKEN_VARIABLE = env.RAGTRACE_COLLECTOR_TOKEN
 """Bearer token the receivers require when ``--token`` is not given."""
@@ -220,13 +220,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_alert_command(args)
     try:
         return _serve(args) if args.command == "serve" else _report(args)
-    except ConfigurationError as exc:
+    except (ConfigurationError, SchemaTooNew) as exc:
         print(f"ragtrace-collector: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:
         print(f"ragtrace-collector: {exc}", file=sys.stderr)
         return 1
-    except sqlite3.Error as exc:
+    except DatabaseError as exc:
         # e.g. a --db that is a directory or not a SQLite file: one line, not a traceback.
         print(
             f"ragtrace-collector: --db {args.db}: {exc}; give a SQLite file written by serve (or, for serve, "

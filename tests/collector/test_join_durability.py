@@ -147,6 +147,7 @@ def test_a_file_written_before_records_had_a_reason_gets_the_column_and_keeps_it
     Store(db).close()
     with sqlite3.connect(db) as conn:
         conn.execute("ALTER TABLE rag_records DROP COLUMN reason")
+        conn.execute("PRAGMA user_version = 0")  # as every file from before schema versions
         conn.execute(
             "INSERT INTO rag_records (span_id, query, decision) VALUES ('00000000000000aa', 'q?', 'evaluated')"
         )

@@ -27,7 +27,7 @@ from ragtrace_collector._phoenix import PhoenixAnnotator, annotations_url
 from ragtrace_collector._phoenix._wire import Outcome, classify
 from ragtrace_collector._server import CollectorConfig
 from ragtrace_collector._store import Store
-from ragtrace_collector._store._schema import RAG_COLUMNS, SCORE_COLUMNS
+from ragtrace_collector._store.schema import RAG_COLUMNS, SCORE_COLUMNS
 
 import ragtrace
 from ragtrace.environment_variables import ConfigurationError

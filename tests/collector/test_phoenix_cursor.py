@@ -15,8 +15,8 @@ import sqlite3
 import pytest
 from ragtrace_collector._otlp import Batch
 from ragtrace_collector._phoenix import annotations_url
-from ragtrace_collector._phoenix._cursor import PHOENIX_CURSOR, DurableCursor
-from ragtrace_collector._store import Store
+from ragtrace_collector._phoenix._cursor import DurableCursor
+from ragtrace_collector._store import PHOENIX_CURSOR, Store
 
 from tests.collector import test_phoenix_annotations as annotations
 from tests.collector.test_phoenix_annotations import FakePhoenix, make_annotator, score_row, store_scores, wait_until

@@ -3,9 +3,9 @@ notifies sinks.
 
 The parts: ``_watcher.py`` (the ``Watcher``: evaluate every rule, record, notify), ``_lifecycle.py`` (one
 group's state machine as a pure ``step``: holds, NO_DATA, the frozen baseline, silences and acknowledgements),
-``_evaluation.py`` (one rule over the store), ``_persist.py`` (the watcher's reads and writes),
-``_controls.py`` (acknowledgements, silences and each group's view, for the API, the page and the watcher),
-``_sinks.py`` (the sinks, registered by type), ``_alert.py`` (the notification and the ``Sink`` protocol).
+``_evaluation.py`` (one rule over the store), ``_persist.py`` (the watcher's state, through the store's
+``_store.alerts``, which also keeps acknowledgements, silences and each group's view), ``_sinks.py`` (the
+sinks, registered by type), ``_alert.py`` (the notification and the ``Sink`` protocol).
 Sinks: ``WebhookSink`` (POST JSON with a Slack-compatible ``text`` field, timeouts and retries on its own
 thread, so a slow receiver delays nobody), ``LogSink`` and ``StdoutSink``. A sink never raises.
 """
@@ -13,17 +13,6 @@ thread, so a slow receiver delays nobody), ``LogSink`` and ``StdoutSink``. A sin
 from __future__ import annotations
 
 from ragtrace_collector._alerts._alert import Alert, Sink
-from ragtrace_collector._alerts._controls import (
-    Ack,
-    GroupView,
-    Silence,
-    acked_episodes,
-    add_ack,
-    add_silence,
-    expire_silence,
-    group_views,
-    silences,
-)
 from ragtrace_collector._alerts._evaluation import evaluate_rule
 from ragtrace_collector._alerts._lifecycle import Mute, Policy, Step, Track, frozen_baseline_end, step
 from ragtrace_collector._alerts._sinks import (
@@ -39,13 +28,10 @@ from ragtrace_collector._alerts._sinks import (
 from ragtrace_collector._alerts._watcher import Watcher
 
 __all__ = [
-    "Ack",
     "Alert",
-    "GroupView",
     "LogSink",
     "Mute",
     "Policy",
-    "Silence",
     "Sink",
     "SinkFactory",
     "StdoutSink",
@@ -53,16 +39,10 @@ __all__ = [
     "Track",
     "Watcher",
     "WebhookSink",
-    "acked_episodes",
-    "add_ack",
-    "add_silence",
     "build_sinks",
     "evaluate_rule",
-    "expire_silence",
     "frozen_baseline_end",
-    "group_views",
     "register_sink",
-    "silences",
     "sink_types",
     "step",
     "unregister_sink",

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
-from typing import Any
-
 from ragtrace_collector import _drift
 from ragtrace_collector._rule_types import (
     DriftParams,
@@ -12,10 +9,8 @@ from ragtrace_collector._rule_types import (
     SpikeParams,
     ThresholdParams,
 )
-
-SCORES = "scores"
-
-GroupKey = tuple[str | None, str | None]
+from ragtrace_collector._store import Connection, alerts
+from ragtrace_collector._store.alerts import GroupKey
 
 
 def grouped_by(rule: Rule) -> tuple[bool, bool]:
@@ -28,24 +23,6 @@ def group_key(rule: Rule, service: str | None, route: str | None) -> GroupKey:
     return (service if by_service else rule.service, route if by_route else rule.route)
 
 
-def _filters(key: GroupKey, grouped: tuple[bool, bool] = (False, False)) -> tuple[str, list[Any]]:
-    """The SQL that keeps one group's rows.
-
-    A grouped column always filters: its None is the group of rows without a service (or route), which must
-    count its own rows only (``IS NULL``), not every row. An ungrouped column filters only when the rule
-    restricts it (None there means any value).
-    """
-    clauses, args = [], []
-    for column, value, by in zip(("service", "route"), key, grouped, strict=True):
-        if by:
-            clauses.append(f"{column} IS ?")  # IS: equal, or both NULL
-            args.append(value)
-        elif value is not None:
-            clauses.append(f"{column} = ?")
-            args.append(value)
-    return "".join(f" AND {c}" for c in clauses), args
-
-
 def _lookback_ns(rule: Rule) -> int:
     params = rule.params
     if isinstance(params, ThresholdParams):
@@ -53,16 +30,8 @@ def _lookback_ns(rule: Rule) -> int:
     return params.window_ns + params.baseline_ns
 
 
-def _values(conn: sqlite3.Connection, rule: Rule, key: GroupKey, start: int, end: int, limit: int = -1) -> list[float]:
-    # (start, end]: a record exactly on a boundary belongs to the later window. Newest first for LIMIT.
-    metric = rule.metric
-    where, args = _filters(key, grouped_by(rule))
-    rows = conn.execute(
-        f"SELECT value FROM {SCORES} WHERE metric = ? AND value IS NOT NULL AND time_ns > ? AND time_ns <= ?"
-        f"{where} ORDER BY time_ns DESC, span_id DESC LIMIT ?",
-        [metric, start, end, *args, limit],
-    ).fetchall()
-    return [float(row[0]) for row in reversed(rows)]
+def _values(conn: Connection, rule: Rule, key: GroupKey, start: int, end: int, limit: int = -1) -> list[float]:
+    return alerts.score_values(conn, rule.metric, key, grouped_by(rule), start, end, limit)
 
 
 def baseline_end(rule: Rule, now_ns: int) -> int | None:
@@ -74,7 +43,7 @@ def baseline_end(rule: Rule, now_ns: int) -> int | None:
 
 
 def evaluate_rule(
-    conn: sqlite3.Connection,
+    conn: Connection,
     rule: Rule,
     key: GroupKey,
     now_ns: int,
@@ -102,7 +71,7 @@ def evaluate_rule(
 
 
 def _evaluate(
-    conn: sqlite3.Connection,
+    conn: Connection,
     rule: Rule,
     key: GroupKey,
     now_ns: int,
@@ -125,16 +94,19 @@ def _evaluate(
         split = now_ns - params.window_ns
         end = split if frozen_end is None else frozen_end
         recent = _values(conn, rule, key, split, now_ns, params.max_records)
-        where, args = _filters(key, grouped_by(rule))
-        bad_sql = "value > ?" if direction == "lower" else "value < ?"
-        total, bad = conn.execute(
-            f"SELECT COUNT(*), COALESCE(SUM(CASE WHEN {bad_sql} THEN 1 ELSE 0 END), 0) FROM {SCORES} "
-            f"WHERE metric = ? AND value IS NOT NULL AND time_ns > ? AND time_ns <= ?{where}",
-            [params.cutoff, rule.metric, end - params.baseline_ns, end, *args],
-        ).fetchone()
+        bad, total = alerts.bad_counts(
+            conn,
+            rule.metric,
+            key,
+            grouped_by(rule),
+            end - params.baseline_ns,
+            end,
+            cutoff=params.cutoff,
+            higher_is_bad=direction == "lower",
+        )
         return _drift.spike_state(
             _drift.bad_events(recent, direction=direction, cutoff=params.cutoff),
-            baseline_counts=(int(bad), int(total)),
+            baseline_counts=(bad, total),
             baseline_rate=params.baseline_rate,
             shift=params.shift,
             h=params.h,
@@ -158,11 +130,8 @@ def _evaluate(
     )
 
 
-def groups_of(conn: sqlite3.Connection, rule: Rule, now_ns: int) -> set[GroupKey]:
-    where, args = _filters((rule.service, rule.route))
-    rows = conn.execute(
-        f"SELECT DISTINCT service, route FROM {SCORES} WHERE metric = ? AND value IS NOT NULL "
-        f"AND time_ns > ? AND time_ns <= ?{where}",
-        [rule.metric, now_ns - _lookback_ns(rule), now_ns, *args],
-    ).fetchall()
-    return {group_key(rule, service, route) for service, route in rows}
+def groups_of(conn: Connection, rule: Rule, now_ns: int) -> set[GroupKey]:
+    """The rule's groups that have scores in its look-back window as of ``now_ns``."""
+    restrict = (rule.service, rule.route)
+    found = alerts.groups_with_scores(conn, rule.metric, restrict, now_ns - _lookback_ns(rule), now_ns)
+    return {group_key(rule, service, route) for service, route in found}

@@ -1,6 +1,6 @@
 """The watcher: evaluates alert rules over the store, keeps a state machine per rule and group, notifies sinks.
 
-``Watcher(db_path, rules_path)`` opens its own SQLite connection for each evaluation (WAL lets it read
+``Watcher(db_path, rules_path)`` opens its own connection to the store for each evaluation (WAL lets it read
 while the receiver writes), so it never holds a lock the ingestion path waits on. ``start()`` runs
 ``evaluate_once`` every rule-set interval on a daemon thread; ``stop()`` ends it and drains the sinks.
 
@@ -15,7 +15,6 @@ back, never state changes. Each group's state is kept in ``alert_groups`` after 
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -24,12 +23,13 @@ from os import PathLike
 from ragtrace_collector import _drift
 from ragtrace_collector._alerts import _lifecycle
 from ragtrace_collector._alerts._alert import Alert, Sink, logger
-from ragtrace_collector._alerts._evaluation import SCORES, GroupKey, baseline_end, evaluate_rule, groups_of
+from ragtrace_collector._alerts._evaluation import baseline_end, evaluate_rule, groups_of
 from ragtrace_collector._alerts._persist import GroupState, Mutes, TrackKey, load_tracks, save
 from ragtrace_collector._alerts._sinks import build_sinks
 from ragtrace_collector._rule_types import Rule, RuleSet
 from ragtrace_collector._rules import load_rules
-from ragtrace_collector._store import ensure_alert_tables
+from ragtrace_collector._store import Connection, connect
+from ragtrace_collector._store.alerts import GroupKey
 
 
 class Watcher:
@@ -93,10 +93,9 @@ class Watcher:
 
     # -- evaluation ------------------------------------------------------------------------------
 
-    def _connect(self) -> sqlite3.Connection:
-        conn = sqlite3.connect(self.db_path, timeout=30.0)
-        ensure_alert_tables(conn)
-        return conn
+    def _connect(self) -> Connection:
+        # create: the watcher may start before the first export made the file; the schema comes with it.
+        return connect(self.db_path, create=True)
 
     def evaluate_once(self, now_ns: int | None = None) -> list[Alert]:
         """Evaluate every rule for every group as of ``now_ns`` (default: the clock); record the state changes
@@ -108,15 +107,11 @@ class Watcher:
             try:
                 if self._tracks is None:
                     self._tracks = load_tracks(conn)
-                has_scores = (
-                    conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (SCORES,)).fetchone()
-                    is not None
-                )
                 mutes = Mutes.read(conn, now)
                 alerts: list[tuple[Alert, list[Sink]]] = []
                 groups: list[GroupState] = []
                 for rule in self.rules.rules:
-                    alerts.extend(self._evaluate_rule(conn, rule, now, has_scores, mutes, groups))
+                    alerts.extend(self._evaluate_rule(conn, rule, now, mutes, groups))
                 save(conn, [(alert, [s.name for s in sinks]) for alert, sinks in alerts], groups)
             finally:
                 conn.close()
@@ -131,15 +126,14 @@ class Watcher:
 
     def _evaluate_rule(
         self,
-        conn: sqlite3.Connection,
+        conn: Connection,
         rule: Rule,
         now: int,
-        has_scores: bool,
         mutes: Mutes,
         states: list[GroupState],
     ) -> list[tuple[Alert, list[Sink]]]:
         assert self._tracks is not None
-        groups = groups_of(conn, rule, now) if has_scores else set()
+        groups = groups_of(conn, rule, now)
         # Groups seen before that have no data now must go to NO_DATA, not stay silently OK.
         groups.update((service, route) for (name, service, route) in self._tracks if name == rule.name)
         if not groups and rule.group_by == "all":
@@ -150,11 +144,8 @@ class Watcher:
             track_key = (rule.name, *key)
             track = self._tracks.get(track_key)
             frozen = _lifecycle.frozen_baseline_end(track)
-            if has_scores:
-                previous = track.state if track else None
-                evaluation = evaluate_rule(conn, rule, key, now, previous, baseline_end_ns=frozen)
-            else:
-                evaluation = _drift.Evaluation(_drift.NO_DATA, None, None, 0, "no scores stored yet")
+            previous = track.state if track else None
+            evaluation = evaluate_rule(conn, rule, key, now, previous, baseline_end_ns=frozen)
             mute = mutes.mute(track_key, track)
             stepped = _lifecycle.step(
                 track,

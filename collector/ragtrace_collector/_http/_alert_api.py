@@ -20,7 +20,6 @@ the page does (``Authorization: Bearer`` or ``?token=``).
 from __future__ import annotations
 
 import json
-import sqlite3
 import time
 from collections.abc import Callable, Collection
 from contextlib import closing
@@ -33,9 +32,10 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from ragtrace._exceptions import ConfigurationError
-from ragtrace_collector._alerts import add_ack, add_silence, expire_silence, group_views, silences
 from ragtrace_collector._rule_table import parse_duration
-from ragtrace_collector._store import ALERT_GROUPS, ensure_alert_tables
+from ragtrace_collector._store import Connection
+from ragtrace_collector._store import connect as connect_store
+from ragtrace_collector._store.alerts import add_ack, add_silence, expire_silence, group_state, group_views, silences
 
 __all__ = ["ALERTS_API_PATH", "SILENCES_API_PATH", "alert_api_routes"]
 
@@ -83,10 +83,8 @@ def alert_api_routes(
     silence or an acknowledgement naming another rule is refused as a typo)."""
     db = str(db_path)
 
-    def connect() -> sqlite3.Connection:
-        conn = sqlite3.connect(db, timeout=30.0)
-        ensure_alert_tables(conn)
-        return conn
+    def connect() -> Connection:
+        return connect_store(db, create=True)
 
     def check_rule(rule: str | None) -> None:
         if rule is not None and rule_names is not None and rule not in rule_names:
@@ -111,10 +109,7 @@ def alert_api_routes(
         check_rule(rule)
         service, route = _text(body, "service"), _text(body, "route")
         with closing(connect()) as conn:
-            row = conn.execute(
-                f"SELECT state, since_ns FROM {ALERT_GROUPS} WHERE rule = ? AND service IS ? AND route IS ?",
-                (rule, service, route),
-            ).fetchone()
+            row = group_state(conn, rule, service, route)
             if row is None:
                 raise _Refused(404, f"no alert group {rule} [service={service}, route={route}]")
             if row[0] != "ALERT":

@@ -29,12 +29,12 @@ from typing import Protocol
 
 from ragtrace import semconv
 from ragtrace._foreign import Joined, join_trace
-from ragtrace_collector._join import _queries
 from ragtrace_collector._join._limits import JoinLimits
 from ragtrace_collector._join._views import record_row, view
 from ragtrace_collector._otlp import Batch, Row
 from ragtrace_collector._prometheus import Stats
 from ragtrace_collector._store import Store, StoreError
+from ragtrace_collector._store import join as _queries
 
 __all__ = ["JoinStats", "Settler"]
 

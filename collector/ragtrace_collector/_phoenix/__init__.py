@@ -5,8 +5,9 @@ key from ``RAGTRACE_PHOENIX_API_KEY``). One annotation per measured metric on th
 look for evaluations: name = metric, score, label, explanation, annotator kind LLM, metadata (judge, source,
 ragtrace version). The spans reach Phoenix on their own way (the app's exporter, or ``--forward``).
 
-The parts: ``_wire.py`` (Phoenix's API: URL, bodies, replies), ``_tail.py`` (the scores committed after a
-cursor), ``_cursor.py`` (how far it delivered, kept in the store's file so a restart resumes there),
+The parts: ``_wire.py`` (Phoenix's API: URL, bodies, replies), ``_cursor.py`` (how far it delivered, kept in
+the store's file so a restart resumes there); the store's ``_store.phoenix`` reads the scores committed after a
+cursor and keeps the cursor's row;
 ``_annotator.py`` (``PhoenixAnnotator``: batching, retries, waiting for spans, counting).
 """
 

@@ -38,8 +38,8 @@ from pathlib import Path
 import httpx
 
 from ragtrace_collector._phoenix._cursor import DurableCursor
-from ragtrace_collector._phoenix._tail import ScoreTail
 from ragtrace_collector._phoenix._wire import Annotation, Outcome, Reply, annotations_url, classify, request_body
+from ragtrace_collector._store.phoenix import ScoreTail, TailRow
 
 __all__ = ["PhoenixAnnotator"]
 
@@ -195,7 +195,7 @@ class PhoenixAnnotator:
             self._drained, self._read_failed = False, True
             return
         self._read_failed = False
-        self._ready.extend(found)
+        self._ready.extend(_annotation(row) for row in found)
 
     def _delivered_up_to(self) -> int:
         """The cursor to store: below every annotation still held (they complete out of order), else the read one."""
@@ -296,3 +296,17 @@ class PhoenixAnnotator:
     def _drop(self, reason: str, count: int, annotations: list[Annotation] | None = None) -> None:
         self.dropped_by[reason] = self.dropped_by.get(reason, 0) + count
         self._forget(annotations or [])
+
+
+def _annotation(row: TailRow) -> Annotation:
+    """A stored score as Phoenix's annotation of its span (Phoenix spells span ids in lower case)."""
+    return Annotation(
+        span_id=row.span_id.lower(),
+        name=row.metric,
+        score=row.value,
+        row=row.row,
+        label=row.label,
+        explanation=row.explanation,
+        judge=row.judge,
+        source=row.source,
+    )

@@ -1,10 +1,7 @@
 """``DurableCursor``: how far the Phoenix annotator has delivered, kept in the store's file so a restart resumes.
 
-One row per annotation URL in the table ``phoenix_cursor``: ``url`` (the annotation endpoint, the key),
-``after_row`` (every score up to this ``scores`` rowid was delivered to that URL or given up) and
-``updated_ns`` (when it was last written). The table lives in the store's file, so a backup or a copy of the
-file carries the cursor with the scores it refers to; the annotator creates it on its first write (the store's
-own schema does not know it, and a file an older collector wrote gets it the same way).
+One row per annotation URL in the store's table ``phoenix_cursor`` (``_store.phoenix.CursorTable``: every score
+up to its ``after_row`` was delivered to that URL or given up).
 
 Writes run on a worker thread (``asyncio.to_thread``) with a connection of their own, in the background: the
 annotator never waits for one while it delivers. At most one runs at a time; a newer value asked for meanwhile
@@ -17,31 +14,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import sqlite3
-import threading
 import time
 from pathlib import Path
-from typing import Final
-from urllib.parse import quote
 
-__all__ = ["PHOENIX_CURSOR", "DurableCursor"]
+from ragtrace_collector._store.phoenix import CursorTable
+
+__all__ = ["DurableCursor"]
 
 _log = logging.getLogger("ragtrace_collector")
 
-PHOENIX_CURSOR: Final = "phoenix_cursor"
-
 _WARN_EVERY_SECONDS = 60.0
-
-_CREATE_SQL = (
-    f"CREATE TABLE IF NOT EXISTS [{PHOENIX_CURSOR}] "
-    "([url] TEXT PRIMARY KEY, [after_row] INTEGER NOT NULL, [updated_ns] INTEGER NOT NULL)"
-)
-_UPSERT_SQL = (
-    f"INSERT INTO [{PHOENIX_CURSOR}] ([url], [after_row], [updated_ns]) VALUES (?, ?, ?) "
-    "ON CONFLICT ([url]) DO UPDATE SET [after_row] = excluded.[after_row], [updated_ns] = excluded.[updated_ns]"
-)
-_EXISTS_SQL = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?"
-_LOAD_SQL = f"SELECT [after_row] FROM [{PHOENIX_CURSOR}] WHERE [url] = ?"
 
 
 class DurableCursor:
@@ -49,19 +31,15 @@ class DurableCursor:
 
     ``load`` on the loop at start (a read, as ``ScoreTail.end``), then ``save_soon`` as often as the annotator
     likes (it writes only a changed value, never two at once), and ``close`` once at the end. ``timeout`` is
-    SQLite's busy timeout: how long a write waits for the store's writers before it fails.
+    the store's busy timeout: how long a write waits for the store's writers before it fails.
     """
 
     def __init__(self, path: Path, url: str, *, timeout: float) -> None:
         self.url = url
-        uri = f"file:{quote(str(path))}?mode=rw"  # the store created the file: never make an empty one here
-        self._conn = sqlite3.connect(uri, uri=True, check_same_thread=False, timeout=timeout)
-        # As the store's own writes: durable at the next checkpoint. A cursor lost to a power cut only sends
-        # some annotations again.
-        self._conn.execute("PRAGMA synchronous=NORMAL")
-        self._lock = threading.Lock()  # ``close`` waits for a write still running on a worker thread
+        # The store made the file: never an empty one here. A cursor lost to a power cut only sends some
+        # annotations again.
+        self._table = CursorTable(path, url, timeout=timeout)
         self._closed = False
-        self._created = False
         self._saving: asyncio.Task[None] | None = None
         self._warned_at: float | None = None
         self.saved: int | None = None
@@ -70,11 +48,7 @@ class DurableCursor:
     def load(self) -> int | None:
         """The stored cursor of ``url``, None when there is none (no annotator has delivered there from this
         file yet). A cursor below the ``scores`` table's first row (retention deleted older ones) is fine."""
-        with self._lock:
-            if self._conn.execute(_EXISTS_SQL, (PHOENIX_CURSOR,)).fetchone() is None:
-                return None  # a read only: the table is created by the first write, off the loop
-            found = self._conn.execute(_LOAD_SQL, (self.url,)).fetchone()
-        self.saved = None if found is None else int(found[0])
+        self.saved = self._table.load()
         if self.saved is not None:
             _log.info("Phoenix annotator resumes after score row %d (%s)", self.saved, self.url)
         return self.saved
@@ -116,17 +90,8 @@ class DurableCursor:
         self.saved = after_row
 
     def _write(self, after_row: int) -> None:
-        with self._lock:
-            if self._closed:
-                raise sqlite3.ProgrammingError("the cursor's connection is closed")
-            if not self._created:  # the table, before this connection's first write; then only the row
-                self._conn.execute(_CREATE_SQL)
-                self._created = True
-            with self._conn:
-                self._conn.execute(_UPSERT_SQL, (self.url, after_row, time.time_ns()))
+        self._table.write(after_row)
 
     def _close(self) -> None:
-        with self._lock:
-            if not self._closed:
-                self._closed = True
-                self._conn.close()
+        self._closed = True
+        self._table.close()

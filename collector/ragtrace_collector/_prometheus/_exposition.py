@@ -10,19 +10,16 @@ split by it), so Alertmanager can route, group and silence them like any other a
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
-from ragtrace_collector._alerts import GroupView, group_views
 from ragtrace_collector._drift import STATES
 from ragtrace_collector._prometheus._stats import Stats
-from ragtrace_collector._store import ALERT_TABLES
+from ragtrace_collector._store.alerts import GroupView, group_views_at
 
 __all__ = ["PREFIX", "Sources", "render"]
 
@@ -54,9 +51,7 @@ def _alert_labels(group: GroupView) -> list[str]:
 
 
 def _alert_families(db_path: Path, now_ns: int) -> Iterator[Metric]:
-    with closing(sqlite3.connect(f"{db_path.resolve().as_uri()}?mode=ro", uri=True, timeout=30.0)) as conn:
-        tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        groups = group_views(conn, now_ns) if set(ALERT_TABLES) <= tables else []
+    groups = group_views_at(db_path, now_ns)
     state = GaugeMetricFamily(
         f"{PREFIX}_alert_state",
         "1 for the state each alert group is in (OK, WARNING, ALERT, NO_DATA), 0 for the others",

@@ -20,9 +20,10 @@ The parts: ``_queries.py`` (SQL), ``_model.py`` (what the queries return), ``_ma
 
 from __future__ import annotations
 
-from ragtrace_collector._report._model import Format, Issue, MetricSummary, Problem, Summary
+from ragtrace_collector._report._format import Format
 from ragtrace_collector._report._page import page_routes, report, write_report
-from ragtrace_collector._report._queries import problems, summary
+from ragtrace_collector._store.report import problems, summary
+from ragtrace_collector._store.summaries import Issue, MetricSummary, Problem, Summary
 
 __all__ = [
     "Format",

@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import html
 import json
-import sqlite3
 from dataclasses import dataclass
 from urllib.parse import urlencode
 
-from ragtrace_collector._alerts import GroupView, Silence, group_views, silences
 from ragtrace_collector._report._format import iso
-from ragtrace_collector._store import ALERT_TABLES
+from ragtrace_collector._store import ALERT_TABLES, Connection
+from ragtrace_collector._store.alerts import GroupView, Silence, group_views, silences
 
 __all__ = ["AlertPanel", "alert_panel_html", "read_alert_panel"]
 
@@ -30,7 +29,7 @@ class AlertPanel:
     silences: tuple[Silence, ...]
 
 
-def read_alert_panel(conn: sqlite3.Connection, tables: set[str], now_ns: int) -> AlertPanel:
+def read_alert_panel(conn: Connection, tables: set[str], now_ns: int) -> AlertPanel:
     """The panel's data; empty while the watcher has not created its tables."""
     if not set(ALERT_TABLES) <= tables:
         return AlertPanel((), ())

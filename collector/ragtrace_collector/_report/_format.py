@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, Literal
+
+Format = Literal["markdown", "html"]
+"""What ``report`` writes."""
 
 
 def iso(ns: int | None) -> str:

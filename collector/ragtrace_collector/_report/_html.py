@@ -9,7 +9,7 @@ from typing import Any
 
 from ragtrace_collector._drift import metric_direction
 from ragtrace_collector._report._format import chunk_label, cut, iso, num, scope
-from ragtrace_collector._report._model import Problem, Summary
+from ragtrace_collector._store.summaries import Problem, Summary
 
 
 @lru_cache(maxsize=1)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ragtrace_collector._report._format import chunk_label, cut, iso, md_cell, num, scope
-from ragtrace_collector._report._model import Problem, Summary
+from ragtrace_collector._store.summaries import Problem, Summary
 
 
 def markdown(head: Summary, worst: list[Problem], threshold: float, recent: list[dict[str, Any]]) -> str:

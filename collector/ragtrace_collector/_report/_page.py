@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import sqlite3
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -13,18 +12,20 @@ if TYPE_CHECKING:
     from starlette.responses import Response
     from starlette.routing import BaseRoute
 from ragtrace_collector._report._alert_panel import alert_panel_html, read_alert_panel
+from ragtrace_collector._report._format import Format
 from ragtrace_collector._report._html import html_page
 from ragtrace_collector._report._markdown import markdown
-from ragtrace_collector._report._model import RAG, Format
-from ragtrace_collector._report._queries import (
+from ragtrace_collector._store import RAG_RECORDS, file_of
+from ragtrace_collector._store.report import (
     alert_marks,
-    connect,
+    open_source,
     problems,
     recent_alerts,
     series,
     summary,
     tables_of,
 )
+from ragtrace_collector._store.triage import last_row
 
 
 def report(
@@ -47,7 +48,7 @@ def report(
         raise ValueError(f"format must be 'markdown' or 'html', got {format!r}")
     head = summary(source, since_ns=since_ns, until_ns=until_ns)
     worst = problems(source, threshold, limit=limit, since_ns=since_ns, until_ns=until_ns)
-    with connect(source) as conn:
+    with open_source(source) as conn:
         tables = tables_of(conn)
         recent = recent_alerts(conn, tables)
         if format == "markdown":
@@ -55,9 +56,7 @@ def report(
         scores_over_time = series(conn, tables, since_ns, until_ns)
         marks = alert_marks(conn, tables)
         panel = alert_panel_html(read_alert_panel(conn, tables, time.time_ns())) if alert_controls else ""
-        from ragtrace_collector._triage._queries import last_row  # the triage pages' cursor, shared
-
-        newest = last_row(conn) if RAG in tables else 0
+        newest = last_row(conn) if RAG_RECORDS in tables else 0  # the triage pages' cursor, shared
     return html_page(
         head,
         worst,
@@ -124,9 +123,7 @@ def _page_source(store: object) -> object:
     if isinstance(store, str | os.PathLike):
         return Path(store)
     database = store if hasattr(store, "conn") else getattr(store, "db", None)
-    conn = getattr(database, "conn", None)
-    if isinstance(conn, sqlite3.Connection):
-        row = conn.execute("PRAGMA database_list").fetchone()
-        if row and row[2]:
-            return Path(row[2])
+    found = file_of(database)
+    if found is not None:
+        return found
     raise TypeError("page_routes needs a Store, a path or a file-backed sqlite_utils.Database")

@@ -1,33 +1,47 @@
-"""The SQLite store: one file, WAL, the tables of docs/collector.md, upserts keyed on the primary key.
+"""The store: the one owner of the collector's tables, connections, queries and migrations.
 
-``Store.write(batch)`` writes one request's rows in one transaction and returns only after the commit, so
-a receiver that acknowledges after ``write`` returns never acknowledges what a crash could lose (``kill -9``
-keeps every committed transaction: WAL with ``synchronous=NORMAL`` loses at most the last transactions on a
-power cut, never on a process crash). Every write is an upsert keyed on the primary key: a retried export
-never duplicates a row.
+Nothing else in the collector opens a connection, writes SQL or imports the driver. One module per part of the
+collector it serves:
 
-The schema is created with sqlite-utils so the file opens as it is in Datasette; the hot path is one
-``executemany`` per table. Writes are serialised by a lock; readers in other threads should open their own
-connection (``Store.reader()``).
+* ``store.py``: ``Store``, the writer (the receivers' one transaction per request, its locks, checkpoints);
+  ``connection.py``: every other connection (read-write for the watcher and the alert API, read-only for pages
+  and reports), ``Connection`` and ``DatabaseError``.
+* ``schema.py``: every table, defined once; ``migrations.py``: the versioned steps that create and change them.
+* ``ingest.py``: the upserts of a received batch; ``retention.py``: ``prune``.
+* ``alerts.py``: the watcher's scores and state, silences, acknowledgements and group views.
+* ``join.py``: the joiner's reads of foreign-instrumentation traces.
+* ``triage.py`` and ``report.py``: the pages' and the report's reads; ``phoenix.py``: the Phoenix annotator's
+  tail of ``scores`` and its durable cursor.
 
-The parts: ``_store.py`` (``Store``: the connection, its locks, the checkpoint thread, ``write`` in one
-transaction), ``_schema.py`` (the tables, their columns and indexes), ``_writes.py`` (the upserts and pruning),
-``_queries.py`` (the reads the collector makes on the writer's connection), ``_shared_lock.py`` (the write
-lock shared with the decode processes), ``_alert_schema.py`` (the alert tables, which the watcher and the
-alert API create too).
+The file is SQLite (WAL), created with the tables and names sqlite-utils uses, so it opens as it is in
+Datasette.
 """
 
 from __future__ import annotations
 
-from ragtrace_collector._store._alert_schema import (
+from ragtrace_collector._store.connection import (
+    Connection,
+    DatabaseError,
+    connect,
+    connect_readonly,
+    file_of,
+    reading,
+    snapshot,
+)
+from ragtrace_collector._store.migrations import SchemaTooNew
+from ragtrace_collector._store.schema import (
     ALERT_ACKS,
     ALERT_GROUPS,
     ALERT_SILENCES,
     ALERT_TABLES,
     ALERTS,
-    ensure_alert_tables,
+    JOIN_PENDING,
+    PHOENIX_CURSOR,
+    RAG_RECORDS,
+    SCORES,
+    SPANS,
 )
-from ragtrace_collector._store._store import Store, StoreError
+from ragtrace_collector._store.store import Store, StoreError
 
 __all__ = [
     "ALERTS",
@@ -35,7 +49,19 @@ __all__ = [
     "ALERT_GROUPS",
     "ALERT_SILENCES",
     "ALERT_TABLES",
+    "JOIN_PENDING",
+    "PHOENIX_CURSOR",
+    "RAG_RECORDS",
+    "SCORES",
+    "SPANS",
+    "Connection",
+    "DatabaseError",
+    "SchemaTooNew",
     "Store",
     "StoreError",
-    "ensure_alert_tables",
+    "connect",
+    "connect_readonly",
+    "file_of",
+    "reading",
+    "snapshot",
 ]

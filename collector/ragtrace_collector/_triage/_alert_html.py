@@ -3,7 +3,7 @@ period it covers, and the records that made it fire, each a link to its record v
 
 from __future__ import annotations
 
-from ragtrace_collector._triage._alert_queries import AlertDetail, AlertScope
+from ragtrace_collector._store.triage import AlertDetail, AlertScope
 from ragtrace_collector._triage._filters import RecordFilter, ScoreBound
 from ragtrace_collector._triage._layout import e, fmt_time, page, sparkline
 from ragtrace_collector._triage._list_html import row_html

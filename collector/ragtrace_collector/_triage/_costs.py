@@ -1,46 +1,16 @@
 """Judge cost and latency over time, and scoring coverage (decisions) per service: the page that says
-what judging costs and whether every sampled record got its scores."""
+what judging costs and whether every sampled record got its scores (read by ``_store.triage.read_costs``)."""
 
 from __future__ import annotations
 
-import sqlite3
-from dataclasses import replace
 from typing import Any
 
+from ragtrace_collector._store.triage import COSTS_DEFAULT_DAYS as DEFAULT_DAYS
+from ragtrace_collector._store.triage import HOUR_NS as _HOUR_NS
 from ragtrace_collector._triage._filters import RecordFilter
 from ragtrace_collector._triage._layout import e, fmt_time, page, sparkline
-from ragtrace_collector._triage._queries import where_clause
 
-__all__ = ["costs_page", "read_costs"]
-
-_HOUR_NS = 3600 * 1_000_000_000
-
-
-DEFAULT_DAYS = 7
-"""Without ``since``: the week before the store's newest record (an index lookup), not the whole store."""
-
-
-def read_costs(conn: sqlite3.Connection, f: RecordFilter) -> dict[str, Any]:
-    """Per hour: judge calls, tokens and mean seconds of the scored records; per service: decision counts.
-    Over ``f``'s time range, by default the ``DEFAULT_DAYS`` before ``until`` (else the newest record)."""
-    if f.since_ns is None:
-        end = f.until_ns
-        if end is None:
-            end = conn.execute("SELECT MAX(time_ns) FROM rag_records").fetchone()[0]
-        if end is not None:
-            f = replace(f, since_ns=int(end) - DEFAULT_DAYS * 24 * _HOUR_NS)
-    where, args = where_clause(f)
-    scored = f"{where} AND r.calls IS NOT NULL" if where else " WHERE r.calls IS NOT NULL"
-    hours = conn.execute(
-        f"SELECT r.time_ns / {_HOUR_NS} AS hour, SUM(r.calls), SUM(r.prompt_tokens) + SUM(r.completion_tokens), "
-        f"AVG(r.seconds), COUNT(*) FROM rag_records r{scored} GROUP BY hour ORDER BY hour",
-        args,
-    ).fetchall()
-    coverage = conn.execute(
-        f"SELECT r.service, r.decision, COUNT(*) FROM rag_records r{where} GROUP BY r.service, r.decision",
-        args,
-    ).fetchall()
-    return {"hours": hours, "coverage": coverage, "since_ns": f.since_ns}
+__all__ = ["costs_page"]
 
 
 def costs_page(data: dict[str, Any], f: RecordFilter) -> str:

@@ -10,9 +10,9 @@ from typing import Any
 
 from ragtrace import semconv
 from ragtrace_collector._drift import metric_direction
+from ragtrace_collector._store.triage import Page
 from ragtrace_collector._triage._filters import RecordFilter
 from ragtrace_collector._triage._layout import e, fmt_time, page
-from ragtrace_collector._triage._queries import Page
 
 __all__ = ["list_page", "row_html"]
 

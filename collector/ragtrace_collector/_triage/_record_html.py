@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ragtrace_collector._store.triage import RecordDetail
 from ragtrace_collector._triage._layout import e, fmt_time, page, verdict_class
-from ragtrace_collector._triage._queries import RecordDetail
 
 __all__ = ["locate_claims", "record_page"]
 

@@ -14,19 +14,22 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
 from ragtrace import environment_variables as env
-from ragtrace_collector._report._queries import connect
-from ragtrace_collector._triage._alert_html import alert_page, alert_records_filter
-from ragtrace_collector._triage._alert_queries import alert_detail, alert_scope, latest_alert_id
-from ragtrace_collector._triage._costs import costs_page, read_costs
-from ragtrace_collector._triage._filters import FilterError, RecordFilter, parse_filter
-from ragtrace_collector._triage._list_html import list_page, row_html
-from ragtrace_collector._triage._queries import (
+from ragtrace_collector._store import snapshot
+from ragtrace_collector._store.triage import (
+    alert_detail,
+    alert_scope,
     last_row,
+    latest_alert_id,
     list_records,
     newer_records,
+    read_costs,
     record_detail,
     services,
 )
+from ragtrace_collector._triage._alert_html import alert_page, alert_records_filter
+from ragtrace_collector._triage._costs import costs_page
+from ragtrace_collector._triage._filters import FilterError, RecordFilter, parse_filter
+from ragtrace_collector._triage._list_html import list_page, row_html
 from ragtrace_collector._triage._record_html import record_page
 
 if TYPE_CHECKING:
@@ -57,14 +60,9 @@ def triage_routes(source: object, *, trace_url: str | None = None, poll_ms: int 
             return PlainTextResponse(f"{err}\n", status_code=400)
 
     def read(work: Any) -> Any:
-        # One read transaction: a page's statements (its rows, then the newest row it counts as seen)
-        # see one snapshot, so a record committed between them is neither shown nor skipped.
-        with connect(source) as conn:
-            conn.execute("BEGIN")
-            try:
-                return work(conn)
-            finally:
-                conn.execute("ROLLBACK")
+        # One snapshot: a page's statements (its rows, then the newest row it counts as seen) see one state.
+        with snapshot(source) as conn:
+            return work(conn)
 
     async def records(request: Request) -> Response:
         alert_id = request.query_params.get("alert")

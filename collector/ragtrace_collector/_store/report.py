@@ -1,7 +1,8 @@
-"""The report's SQL over the store: the summary, the problem records, score series and alert marks.
+"""The report's reads: the summary, the problem records, score series and alert marks.
 
-A store whose tables do not exist yet reads as empty. A *source* is a path to the SQLite file, a
-``sqlite_utils.Database``, or an object with ``path`` (the collector's ``Store``).
+A store whose tables do not exist yet (a file an earlier collector wrote, read without migrating) reads as
+empty. A *source* is a path to the SQLite file, a ``sqlite_utils.Database``, or an object with ``path`` (the
+collector's ``Store``); ``open_source`` opens it read-only.
 """
 
 from __future__ import annotations
@@ -18,36 +19,28 @@ from typing import Any
 from ragtrace._exceptions import ConfigurationError
 from ragtrace.metrics._registry import LOWER_IS_BETTER
 from ragtrace_collector._drift import metric_direction
-from ragtrace_collector._report._model import ALERTS, NO_DECISION, RAG, SCORES, Issue, MetricSummary, Problem, Summary
+from ragtrace_collector._store.connection import reading, table_names
+from ragtrace_collector._store.schema import ALERTS, SCORES
+from ragtrace_collector._store.schema import RAG_RECORDS as RAG
+from ragtrace_collector._store.summaries import NO_DECISION, Issue, MetricSummary, Problem, Summary
+
+__all__ = ["alert_marks", "open_source", "problems", "recent_alerts", "series", "summary", "tables_of"]
 
 
 @contextlib.contextmanager
-def connect(source: object) -> Iterator[sqlite3.Connection]:
-    """A connection for ``source``; one opened here is closed on exit, a given one is left open."""
-    conn: sqlite3.Connection | None = None
-    if isinstance(source, sqlite3.Connection):
-        yield source
-        return
-    database_conn = getattr(source, "conn", None)
-    if isinstance(database_conn, sqlite3.Connection):  # a sqlite_utils.Database
-        yield database_conn
-        return
+def open_source(source: object) -> Iterator[sqlite3.Connection]:
+    """A read-only connection for ``source``; one opened here is closed on exit, a given one is left open.
+    ``ConfigurationError`` when a path names no file (the report never creates one)."""
     path = getattr(source, "path", source)
-    if not isinstance(path, str | os.PathLike):
-        raise TypeError(f"report source must be a path, a sqlite_utils.Database or a Store, not {type(source)!r}")
-    if not Path(path).exists():
+    if isinstance(path, str | os.PathLike) and not Path(path).exists():
         raise ConfigurationError(f"store {path} does not exist; pass the --db file the collector writes")
-    # as_uri() percent-encodes the path: a "#", "?" or "%" in a file name would otherwise end the path part of
-    # the URI and open (or create) another file.
-    conn = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True, timeout=30.0)
-    try:
+    with reading(source) as conn:
         yield conn
-    finally:
-        conn.close()
 
 
 def tables_of(conn: sqlite3.Connection) -> set[str]:
-    return {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    """The tables the file holds: a file read without migrating may lack some, and reads as empty there."""
+    return table_names(conn)
 
 
 def _time_clause(column: str, since_ns: int | None, until_ns: int | None) -> tuple[str, list[int]]:
@@ -69,7 +62,7 @@ def _overall(scores: dict[str, float]) -> float:
 def summary(source: object, *, since_ns: int | None = None, until_ns: int | None = None) -> Summary:
     """Count, mean of each metric, min/mean/max of the overall score, first and last time, decision
     coverage and the rule groups currently in ALERT."""
-    with connect(source) as conn:
+    with open_source(source) as conn:
         tables = tables_of(conn)
         records, first, last, decisions = 0, None, None, []
         if RAG in tables:
@@ -164,7 +157,7 @@ def problems(
     if not 0.0 <= threshold <= 1.0:
         raise ValueError(f"threshold must be in [0, 1], got {threshold}")
     lower = sorted(LOWER_IS_BETTER)
-    with connect(source) as conn:
+    with open_source(source) as conn:
         tables = tables_of(conn)
         if SCORES not in tables:
             return []

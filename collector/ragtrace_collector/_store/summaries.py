@@ -1,15 +1,12 @@
-"""What the report queries return: the summary of a period, problem records and their issues."""
+"""What the report's reads (``report.py``) return: the summary of a period, problem records and their issues."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
-Format = Literal["markdown", "html"]
+__all__ = ["NO_DECISION", "Issue", "MetricSummary", "Problem", "Summary"]
 
-RAG = "rag_records"
-SCORES = "scores"
-ALERTS = "alerts"
 NO_DECISION = "(none)"  # rag_records.decision is NULL when the app did not decide (server-side scoring)
 
 

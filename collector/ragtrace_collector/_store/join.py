@@ -7,7 +7,7 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
-from ragtrace_collector._store._schema import JOIN_PENDING, RAG_RECORDS, SPANS
+from ragtrace_collector._store.schema import JOIN_PENDING, RAG_RECORDS, SPANS
 
 __all__ = ["due", "existing_records", "oldest_over", "spans_of", "totals", "touch", "undecided_since"]
 

@@ -1,9 +1,11 @@
 """``Store``: the collector's SQLite file, its connection, its locks and its checkpoint thread.
 
-``write`` runs the upserts of ``_writes.py`` in one transaction under the write lock (and the lock shared
+``write`` runs the upserts of ``ingest.py`` in one transaction under the write lock (and the lock shared
 with other processes, when there is one) and returns only after the commit; ``StoreError`` when it could
-not commit, nothing of it kept. The reads the collector makes itself (``decided``, ``rag_record``) share the
-connection under the same lock; other threads read with a connection of their own (``reader()``).
+not commit, nothing of it kept. The reads the collector makes itself (``decided``, ``rag_record``, the
+joiner's) share the connection under the same lock (``read``, ``change``); other threads read with a
+connection of their own (``reader()``, or ``connection.connect_readonly``). Opening a store migrates its file
+to the current schema (``migrations.py``).
 """
 
 from __future__ import annotations
@@ -18,9 +20,9 @@ from typing import Any, TypeVar
 import sqlite_utils
 
 from ragtrace_collector._otlp import Batch
-from ragtrace_collector._store import _queries, _writes
-from ragtrace_collector._store._schema import RAG_RECORDS, create_schema
-from ragtrace_collector._store._shared_lock import SharedLock
+from ragtrace_collector._store import ingest, retention
+from ragtrace_collector._store.connection import BUSY_TIMEOUT_SECONDS, DatabaseError, connect
+from ragtrace_collector._store.shared_lock import SharedLock
 
 __all__ = ["Store", "StoreError"]
 
@@ -51,16 +53,13 @@ class Store:
         self._shared = SharedLock(write_lock) if write_lock is not None else contextlib.nullcontext()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         # check_same_thread=False: the writer thread and the event loop share it, serialised by _lock.
-        self._conn = sqlite3.connect(str(self.path), check_same_thread=False, timeout=30.0)
+        self._conn = connect(self.path, create=True, check_same_thread=False)
         self.db = sqlite_utils.Database(self._conn)
         self._lock = threading.Lock()
         self.db.enable_wal()
-        self._conn.execute("PRAGMA synchronous=NORMAL")
         # Checkpoints run on a thread of their own (below), not inside the commit that crosses the threshold;
         # the automatic one stays as a backstop should that thread fall behind.
         self._conn.execute(f"PRAGMA wal_autocheckpoint={_BACKSTOP_CHECKPOINT_PAGES}")
-        with self._lock:
-            create_schema(self.db)
         self._dirty = threading.Event()
         self._closing = False
         self._checkpointer: threading.Thread | None = None
@@ -69,7 +68,7 @@ class Store:
             self._checkpointer.start()
 
     def _checkpoint_loop(self) -> None:
-        conn = sqlite3.connect(str(self.path), timeout=30.0)
+        conn = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_SECONDS)
         others_write = self.write_lock is not None
         try:
             while not self._closing:
@@ -77,7 +76,7 @@ class Store:
                     continue
                 self._dirty.clear()
                 # Busy or closing: the next round (or the backstop) checkpoints.
-                with contextlib.suppress(sqlite3.Error):
+                with contextlib.suppress(DatabaseError):
                     conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
         finally:
             conn.close()
@@ -91,9 +90,9 @@ class Store:
             return
         try:
             with self._lock, self._shared, self._conn:
-                _writes.upsert(self._conn, batch)
+                ingest.upsert(self._conn, batch)
             self._dirty.set()
-        except (sqlite3.Error, OverflowError, ValueError, TypeError) as exc:
+        except (DatabaseError, OverflowError, ValueError, TypeError) as exc:
             # Rolled back as a whole; the receivers answer "retry later" and acknowledge nothing.
             what = f"{len(batch.spans)} span(s)" if not batch.log_scores else f"{len(batch.log_scores)} evaluation(s)"
             raise StoreError(f"could not commit {what}: {exc}") from exc
@@ -101,12 +100,14 @@ class Store:
     def prune(self, older_than_ns: int) -> dict[str, int]:
         """Delete every row older than ``older_than_ns`` (span end, record/score/alert time); return counts."""
         with self._lock, self._shared, self._conn:
-            deleted = _writes.prune(self._conn, older_than_ns)
+            deleted = retention.prune(self._conn, older_than_ns)
         return deleted
 
     def reader(self) -> sqlite_utils.Database:
         """A new connection for reading from another thread (WAL lets it read while the writer writes)."""
-        return sqlite_utils.Database(sqlite3.connect(str(self.path), check_same_thread=False, timeout=30.0))
+        return sqlite_utils.Database(
+            sqlite3.connect(str(self.path), check_same_thread=False, timeout=BUSY_TIMEOUT_SECONDS)
+        )
 
     def read(self, query: Callable[..., T], *args: Any) -> T:
         """``query(connection, *args)`` on the writer's connection, under its lock (the collector's own reads)."""
@@ -121,12 +122,12 @@ class Store:
     def decided(self, span_ids: Sequence[str]) -> set[str]:
         """The span ids among ``span_ids`` whose stored RAG record already has a decision."""
         with self._lock:
-            return _queries.span_ids_where(self._conn, RAG_RECORDS, "decision IS NOT NULL", span_ids)
+            return ingest.decided(self._conn, span_ids)
 
     def rag_record(self, span_id: str) -> dict[str, Any] | None:
         """The stored RAG record of a span, or None."""
         with self._lock:
-            return _queries.rag_record(self._conn, span_id)
+            return ingest.rag_record(self._conn, span_id)
 
     def close(self) -> None:
         """Stop the checkpoint thread and close the connection (idempotent)."""

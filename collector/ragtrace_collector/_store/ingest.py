@@ -1,4 +1,4 @@
-"""The store's writes: one batch's rows as upserts keyed on the primary key, and pruning by age.
+"""Ingest: one batch's rows as upserts keyed on the primary key, and the reads the receivers make beside them.
 
 Every write is an upsert, so a retried export never duplicates a row; the hot path is one ``executemany`` per
 table, binding tuples in the schema's column order. The functions run inside the caller's transaction on the
@@ -15,11 +15,10 @@ from __future__ import annotations
 import operator
 import sqlite3
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from ragtrace_collector._otlp import SOURCE_LOG, Batch, Row
-from ragtrace_collector._store._alert_schema import ALERT_ACKS, ALERT_SILENCES, ALERTS
-from ragtrace_collector._store._queries import span_ids_where
-from ragtrace_collector._store._schema import (
+from ragtrace_collector._store.schema import (
     JOIN_PENDING,
     RAG_COLUMNS,
     RAG_RECORDS,
@@ -29,7 +28,7 @@ from ragtrace_collector._store._schema import (
     SPANS,
 )
 
-__all__ = ["prune", "upsert"]
+__all__ = ["decided", "rag_record", "span_ids_where", "upsert"]
 
 # rag_records columns that server-side scoring fills: a retried export of the unscored span must not erase them.
 _KEEP_WHEN_NULL = ("decision", "judge", "calls", "prompt_tokens", "completion_tokens", "seconds", "reason")
@@ -157,18 +156,27 @@ def _fill_routes_for(conn: sqlite3.Connection, records: Sequence[Row]) -> None:
         conn.executemany(_FILL_ROUTE_SQL, [(span_id,) for span_id in sorted(pending)])
 
 
-def prune(conn: sqlite3.Connection, older_than_ns: int) -> dict[str, int]:
-    """Delete every row older than ``older_than_ns`` (span end, record/score/alert time, a silence's end, an
-    acknowledgement's time); return counts. Each group's current state (``alert_groups``) is kept."""
-    deleted: dict[str, int] = {}
-    for table, column in (
-        (SPANS, "end_ns"),
-        (RAG_RECORDS, "time_ns"),
-        (SCORES, "time_ns"),
-        (ALERTS, "time_ns"),
-        (ALERT_SILENCES, "ends_ns"),
-        (ALERT_ACKS, "time_ns"),
-    ):
-        cursor = conn.execute(f"DELETE FROM {table} WHERE {column} < ?", (older_than_ns,))
-        deleted[table] = cursor.rowcount
-    return deleted
+def span_ids_where(conn: sqlite3.Connection, table: str, condition: str, span_ids: Sequence[str]) -> set[str]:
+    """The span ids among ``span_ids`` of ``table``'s rows that meet ``condition`` (this module's own SQL)."""
+    found: set[str] = set()
+    # A few hundred ids a query: well under SQLite's limit on bound parameters.
+    for start in range(0, len(span_ids), 500):
+        part = list(span_ids[start : start + 500])
+        marks = ", ".join("?" for _ in part)
+        cursor = conn.execute(f"SELECT DISTINCT span_id FROM {table} WHERE {condition} AND span_id IN ({marks})", part)
+        found.update(row[0] for row in cursor)
+    return found
+
+
+def decided(conn: sqlite3.Connection, span_ids: Sequence[str]) -> set[str]:
+    """The span ids among ``span_ids`` whose stored RAG record already has a decision."""
+    return span_ids_where(conn, RAG_RECORDS, "decision IS NOT NULL", span_ids)
+
+
+def rag_record(conn: sqlite3.Connection, span_id: str) -> dict[str, Any] | None:
+    """The stored RAG record of a span, or None."""
+    cursor = conn.execute(f"SELECT * FROM {RAG_RECORDS} WHERE span_id = ?", (span_id,))
+    row = cursor.fetchone()
+    if row is None:
+        return None
+    return dict(zip([d[0] for d in cursor.description], row, strict=True))

@@ -1,0 +1,228 @@
+"""The store's schema: every table of docs/collector.md, its columns, key and indexes, defined once.
+
+A ``Table`` is a value: its name, its columns in order (the upserts bind rows in that order), its primary key
+and its indexes. ``ddl`` renders it for SQLite; ``migrations.py`` is the only caller that creates or alters a
+table. The SQL of the other modules in this package names tables through these constants, so a table's name
+is written once.
+
+Names and column types follow what sqlite-utils writes (``[name] TEXT``, ``idx_<table>_<columns>``), so the
+file opens as it is in Datasette and a file an earlier collector made with sqlite-utils is the same schema.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+__all__ = [
+    "ACK_COLUMNS",
+    "ALERTS",
+    "ALERT_ACKS",
+    "ALERT_COLUMNS",
+    "ALERT_GROUPS",
+    "ALERT_GROUP_COLUMNS",
+    "ALERT_SILENCES",
+    "ALERT_TABLES",
+    "JOIN_PENDING",
+    "JOIN_PENDING_COLUMNS",
+    "PHOENIX_CURSOR",
+    "RAG_COLUMNS",
+    "RAG_RECORDS",
+    "SCORES",
+    "SCORE_COLUMNS",
+    "SILENCE_COLUMNS",
+    "SPANS",
+    "SPAN_COLUMNS",
+    "TABLES",
+    "Table",
+]
+
+SPANS: Final = "spans"
+RAG_RECORDS: Final = "rag_records"
+SCORES: Final = "scores"
+JOIN_PENDING: Final = "join_pending"
+"""Traces with spans of a RAG call another instrumentation traced, waiting to settle and be joined (``_join``)."""
+ALERTS: Final = "alerts"
+"""Every state change (and reminder) of an alert group."""
+ALERT_GROUPS: Final = "alert_groups"
+"""Each group's state now: one row per (rule, service, route), keyed by their JSON (``group_key``)."""
+ALERT_SILENCES: Final = "alert_silences"
+ALERT_ACKS: Final = "alert_acks"
+ALERT_TABLES: Final = (ALERTS, ALERT_GROUPS, ALERT_SILENCES, ALERT_ACKS)
+PHOENIX_CURSOR: Final = "phoenix_cursor"
+"""How far the Phoenix annotator delivered: one row per annotation URL (``after_row``: a ``scores`` rowid)."""
+
+_SQL_TYPES: Final = {str: "TEXT", int: "INTEGER", float: "FLOAT"}
+
+
+@dataclass(frozen=True, slots=True)
+class Table:
+    """One table: ``columns`` in order (name -> Python type), ``pk`` its primary key, ``indexes`` the column
+    lists indexed. ``rowid_pk``: the key is an ``INTEGER PRIMARY KEY`` id the database assigns (the alert
+    tables' ``id``). ``not_null``: columns declared ``NOT NULL``."""
+
+    name: str
+    columns: dict[str, type]
+    pk: tuple[str, ...]
+    indexes: tuple[tuple[str, ...], ...] = ()
+    rowid_pk: bool = False
+    not_null: tuple[str, ...] = ()
+    defaults: tuple[tuple[str, str], ...] = ()
+
+    def column_ddl(self, column: str) -> str:
+        """One column's declaration: ``[name] TYPE`` with its default and NOT NULL."""
+        declared = f"[{column}] {_SQL_TYPES[self.columns[column]]}"
+        if self.rowid_pk and self.pk == (column,):
+            return f"{declared} PRIMARY KEY"
+        if column in self.not_null:
+            declared += " NOT NULL"
+        default = dict(self.defaults).get(column)
+        return f"{declared} DEFAULT {default}" if default is not None else declared
+
+    def ddl(self) -> str:
+        """``CREATE TABLE IF NOT EXISTS`` for SQLite."""
+        parts = [self.column_ddl(c) for c in self.columns]
+        if len(self.pk) == 1 and not self.rowid_pk:
+            parts[list(self.columns).index(self.pk[0])] += " PRIMARY KEY"
+        elif len(self.pk) > 1:
+            parts.append(f"PRIMARY KEY ({', '.join(f'[{c}]' for c in self.pk)})")
+        return f"CREATE TABLE IF NOT EXISTS [{self.name}] ({', '.join(parts)})"
+
+    def index_ddl(self) -> list[str]:
+        """``CREATE INDEX IF NOT EXISTS`` for each index, named as sqlite-utils names them."""
+        return [
+            f"CREATE INDEX IF NOT EXISTS [idx_{self.name}_{'_'.join(cols)}] "
+            f"ON [{self.name}] ({', '.join(f'[{c}]' for c in cols)})"
+            for cols in self.indexes
+        ]
+
+
+SPAN_COLUMNS: dict[str, type] = {
+    "span_id": str,
+    "trace_id": str,
+    "parent_span_id": str,
+    "name": str,
+    "kind": int,
+    "service": str,
+    "scope": str,
+    "start_ns": int,
+    "end_ns": int,
+    "status_code": int,
+    "status_message": str,
+    "attributes": str,
+    "events": str,
+    "links": str,
+    "resource": str,
+    "received_ns": int,
+}
+RAG_COLUMNS: dict[str, type] = {
+    "span_id": str,
+    "trace_id": str,
+    "service": str,
+    "route": str,
+    "time_ns": int,
+    "query": str,
+    "answer": str,
+    "chunks": str,
+    "reference": str,
+    "decision": str,
+    "judge": str,
+    "calls": int,
+    "prompt_tokens": int,
+    "completion_tokens": int,
+    "seconds": float,
+    "reason": str,
+}
+"""``reason``: why a ``not_scored`` record was not scored (``ragtrace.eval.not_scored.reason``: ``no_content``,
+``app_error``)."""
+SCORE_COLUMNS: dict[str, type] = {
+    "span_id": str,
+    "metric": str,
+    "value": float,
+    "label": str,
+    "explanation": str,
+    "reason": str,
+    "error_type": str,
+    "trace_id": str,
+    "service": str,
+    "route": str,
+    "time_ns": int,
+    "source": str,
+    "claims": str,
+}
+"""``claims``: a claim metric's per-claim verdicts, JSON (``ragtrace._wire_claims``: claim text when the app
+captured content, verdict, deciding chunk, support probability)."""
+JOIN_PENDING_COLUMNS: dict[str, type] = {
+    "trace_id": str,
+    "first_ns": int,
+    "last_ns": int,
+    "spans": int,
+    "bytes": int,
+}
+"""``first_ns``/``last_ns``: when its first and latest such span arrived (``last_ns`` is also moved on when the
+joiner looked and the trace was not ready); ``spans``, ``bytes``: how many, and their approximate size."""
+ALERT_COLUMNS: dict[str, type] = {
+    "id": int, "time_ns": int, "rule": str, "kind": str, "metric": str, "service": str, "route": str,
+    "state": str, "previous_state": str, "value": float, "threshold": float, "message": str, "sinks": str,
+    "silenced": int,
+}  # fmt: skip
+ALERT_GROUP_COLUMNS: dict[str, type] = {
+    "group_key": str, "rule": str, "kind": str, "metric": str, "service": str, "route": str, "state": str,
+    "detected": str, "since_ns": int, "notified_ns": int, "evaluated_ns": int, "last_alert_ns": int,
+    "last_measured_ns": int, "baseline_end_ns": int, "announced": int, "value": float, "threshold": float,
+    "message": str, "last_warning_ns": int,
+}  # fmt: skip
+SILENCE_COLUMNS: dict[str, type] = {
+    "id": int, "rule": str, "service": str, "route": str, "starts_ns": int, "ends_ns": int, "created_ns": int,
+    "author": str, "comment": str,
+}  # fmt: skip
+ACK_COLUMNS: dict[str, type] = {
+    "id": int, "rule": str, "service": str, "route": str, "episode_ns": int, "time_ns": int, "author": str,
+    "comment": str,
+}  # fmt: skip
+
+TABLES: Final = (
+    Table(SPANS, SPAN_COLUMNS, ("span_id",), indexes=(("trace_id",),)),
+    Table(RAG_RECORDS, RAG_COLUMNS, ("span_id",), indexes=(("time_ns",), ("service", "time_ns"))),
+    Table(
+        SCORES,
+        SCORE_COLUMNS,
+        ("span_id", "metric"),
+        indexes=(("metric", "time_ns"), ("service", "metric", "time_ns"), ("route", "metric", "time_ns")),
+    ),
+    Table(JOIN_PENDING, JOIN_PENDING_COLUMNS, ("trace_id",), indexes=(("first_ns",), ("last_ns",))),
+    Table(
+        ALERTS,
+        ALERT_COLUMNS,
+        ("id",),
+        indexes=(("time_ns",),),
+        rowid_pk=True,
+        defaults=(("silenced", "0"),),
+    ),
+    Table(
+        ALERT_GROUPS,
+        ALERT_GROUP_COLUMNS,
+        ("group_key",),
+    ),
+    Table(
+        ALERT_SILENCES,
+        SILENCE_COLUMNS,
+        ("id",),
+        indexes=(("ends_ns",),),
+        rowid_pk=True,
+    ),
+    Table(
+        ALERT_ACKS,
+        ACK_COLUMNS,
+        ("id",),
+        indexes=(("rule", "episode_ns"),),
+        rowid_pk=True,
+    ),
+    Table(
+        PHOENIX_CURSOR,
+        {"url": str, "after_row": int, "updated_ns": int},
+        ("url",),
+        not_null=("after_row", "updated_ns"),
+    ),
+)
+"""Every table the store holds, in creation order."""

@@ -1,0 +1,380 @@
+"""The triage pages' reads: a page of records, the new ones, one record with its scores and claims, an alert
+with the records that made it fire, and the judge's cost and coverage.
+
+Every query is bounded and rides an index: the list walks ``rag_records`` newest first by ``time_ns``
+(or ``service, time_ns``) and stops at ``limit``; score filters probe ``scores`` by its primary key
+``(span_id, metric)``; paging is by keyset (``time_ns, span_id``), never ``OFFSET``. Connections are the
+caller's (the routes open one read-only connection per request, on a worker thread). The filter is the
+triage pages' ``RecordFilter``, read by attribute only.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from ragtrace import _wire
+from ragtrace_collector._drift import metric_direction
+from ragtrace_collector._store.schema import ALERTS, RAG_RECORDS, SCORES, SPANS
+
+if TYPE_CHECKING:
+    from ragtrace_collector._triage._filters import RecordFilter
+
+__all__ = [
+    "COSTS_DEFAULT_DAYS",
+    "HOUR_NS",
+    "RAG_FIELDS",
+    "AlertDetail",
+    "AlertScope",
+    "Page",
+    "RecordDetail",
+    "alert_detail",
+    "alert_scope",
+    "attach_scores",
+    "last_row",
+    "latest_alert_id",
+    "list_records",
+    "newer_records",
+    "read_costs",
+    "record_detail",
+    "services",
+    "where_clause",
+]
+
+RAG_FIELDS = (
+    "span_id", "trace_id", "service", "route", "time_ns", "query", "answer", "decision", "judge",
+    "calls", "prompt_tokens", "completion_tokens", "seconds",
+)  # fmt: skip
+_SCORE_FIELDS = ("metric", "value", "label", "explanation", "reason", "error_type", "source")
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    """One page of records, newest first, each with its scores by metric; ``next`` filters the next page."""
+
+    records: list[dict[str, Any]]
+    next: RecordFilter | None
+
+
+@dataclass(frozen=True, slots=True)
+class RecordDetail:
+    """A record, its chunks, its scores (with claims where stored) and the tier that produced each score."""
+
+    record: dict[str, Any]
+    chunks: list[dict[str, Any]]
+    scores: list[dict[str, Any]]
+
+
+def where_clause(f: RecordFilter) -> tuple[str, list[Any]]:
+    clauses: list[str] = []
+    args: list[Any] = []
+    if f.since_ns is not None:
+        clauses.append("r.time_ns >= ?")
+        args.append(f.since_ns)
+    if f.until_ns is not None:
+        clauses.append("r.time_ns <= ?")
+        args.append(f.until_ns)
+    if f.service:
+        clauses.append("r.service = ?")
+        args.append(f.service)
+    if f.route:
+        clauses.append("r.route = ?")
+        args.append(f.route)
+    if f.decision:
+        clauses.append("r.decision = ?")
+        args.append(f.decision)
+    if f.before is not None:
+        # The bound on time_ns alone is what the index ranges over; an OR around it would scan.
+        clauses.append("r.time_ns <= ? AND (r.time_ns < ? OR r.span_id < ?)")
+        args += [f.before[0], f.before[0], f.before[1]]
+    for bound in f.scores:
+        # The op comes from the parser's fixed set, never from the URL as text.
+        clauses.append(
+            f"EXISTS (SELECT 1 FROM {SCORES} s WHERE s.span_id = r.span_id AND s.metric = ? AND s.value {bound.op} ?)"
+        )
+        args += [bound.metric, bound.value]
+    if f.text:
+        pattern = "%" + f.text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        clauses.append("(r.query LIKE ? ESCAPE '\\' OR r.answer LIKE ? ESCAPE '\\')")
+        args += [pattern, pattern]
+    for key, value in f.meta:
+        # Raw UTF-8 like the stored JSON; CAST: a metadata value may be a number ("rank:3").
+        path = "$." + json.dumps(key, ensure_ascii=False)
+        clauses.append(
+            f"EXISTS (SELECT 1 FROM {SPANS} p WHERE p.span_id = r.span_id AND "
+            "(CAST(json_extract(p.attributes, ?) AS TEXT) = ? "
+            "OR (json_valid(json_extract(p.attributes, '$.metadata')) "
+            "AND CAST(json_extract(json_extract(p.attributes, '$.metadata'), ?) AS TEXT) = ?)))"
+        )
+        args += [path, value, path, value]
+    return (" WHERE " + " AND ".join(clauses)) if clauses else "", args
+
+
+def list_records(conn: sqlite3.Connection, f: RecordFilter) -> Page:
+    """The records ``f`` selects, newest first, at most ``f.limit``, with their scores."""
+    where, args = where_clause(f)
+    cursor = conn.execute(
+        f"SELECT {', '.join('r.' + c for c in RAG_FIELDS)} FROM {RAG_RECORDS} r{where} "
+        "ORDER BY r.time_ns DESC, r.span_id DESC LIMIT ?",
+        [*args, f.limit + 1],
+    )
+    rows = [dict(zip(RAG_FIELDS, row, strict=True)) for row in cursor]
+    more = len(rows) > f.limit
+    rows = rows[: f.limit]
+    attach_scores(conn, rows)
+    last = rows[-1] if rows else None
+    return Page(rows, f.page_after(last["time_ns"], last["span_id"]) if more and last else None)
+
+
+def newer_records(conn: sqlite3.Connection, f: RecordFilter, after_row: int) -> tuple[list[dict[str, Any]], int, bool]:
+    """Records ``f`` selects that the store received after row ``after_row`` (``last_row`` of the page the
+    reader has), in the order they arrived, at most ``f.limit``; with the cursor to ask from next and
+    whether more are waiting. Arrival order, not the records' own times: a record that arrives late
+    with an older time is new to the reader too, and a burst larger than a page is taken page by page."""
+    where, args = where_clause(f)
+    newer = "r.rowid > ?"
+    where = f"{where} AND {newer}" if where else f" WHERE {newer}"
+    cursor = conn.execute(
+        f"SELECT r.rowid, {', '.join('r.' + c for c in RAG_FIELDS)} FROM {RAG_RECORDS} r{where} "
+        "ORDER BY r.rowid LIMIT ?",
+        [*args, after_row, f.limit + 1],
+    )
+    fetched = [(row[0], dict(zip(RAG_FIELDS, row[1:], strict=True))) for row in cursor]
+    more = len(fetched) > f.limit
+    fetched = fetched[: f.limit]
+    rows = [row for _, row in fetched]
+    attach_scores(conn, rows)
+    # Past the filter's misses too: the next poll need not read them again. A cursor past the store's
+    # newest row (the store was replaced, or pruned empty, and rowids start again) comes back to it.
+    next_row = fetched[-1][0] if more else last_row(conn)
+    return rows, next_row, more
+
+
+def attach_scores(conn: sqlite3.Connection, rows: list[dict[str, Any]]) -> None:
+    by_span: dict[str, dict[str, Any]] = {row["span_id"]: row for row in rows}
+    for row in rows:
+        row["scores"] = {}
+    if not by_span:
+        return
+    marks = ", ".join("?" for _ in by_span)
+    for span_id, metric, value, label in conn.execute(
+        f"SELECT span_id, metric, value, label FROM {SCORES} WHERE span_id IN ({marks})", list(by_span)
+    ):
+        by_span[span_id]["scores"][metric] = {"value": value, "label": label}
+
+
+def _score_columns(conn: sqlite3.Connection) -> tuple[str, ...]:
+    present = {row[1] for row in conn.execute(f"PRAGMA table_info({SCORES})")}
+    return (*_SCORE_FIELDS, _wire.CLAIMS) if _wire.CLAIMS in present else _SCORE_FIELDS
+
+
+def record_detail(conn: sqlite3.Connection, span_id: str) -> RecordDetail | None:
+    """One record with everything the record view shows; None when the store has no such record."""
+    row = conn.execute(
+        f"SELECT {', '.join(RAG_FIELDS)}, chunks FROM {RAG_RECORDS} WHERE span_id = ?", (span_id,)
+    ).fetchone()
+    if row is None:
+        return None
+    record = dict(zip((*RAG_FIELDS, "chunks"), row, strict=True))
+    chunks = _json_list(record.pop("chunks"))
+    columns = _score_columns(conn)
+    scores = [
+        dict(zip(columns, r, strict=True))
+        for r in conn.execute(
+            f"SELECT {', '.join(columns)} FROM {SCORES} WHERE span_id = ? ORDER BY metric", (span_id,)
+        )
+    ]
+    attributes = conn.execute(f"SELECT attributes FROM {SPANS} WHERE span_id = ?", (span_id,)).fetchone()
+    attrs = _json_object(attributes[0] if attributes else None)
+    for score in scores:
+        score["claims"] = _json_list(score.get(_wire.CLAIMS))
+        score["judge"] = attrs.get(f"ragtrace.eval.{score['metric']}.judge") or record.get("judge")
+    return RecordDetail(record, [c if isinstance(c, dict) else {"content": str(c)} for c in chunks], scores)
+
+
+def _json_list(raw: object) -> list[Any]:
+    if not isinstance(raw, str) or not raw:
+        return []
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        return []
+    return data if isinstance(data, list) else []
+
+
+def _json_object(raw: object) -> dict[str, Any]:
+    if not isinstance(raw, str) or not raw:
+        return {}
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def services(conn: sqlite3.Connection) -> Sequence[str]:
+    """The services the store has records of (for the filter form): one index seek per service on
+    ``(service, time_ns)`` (a ``DISTINCT`` would read the whole index, 30 ms at a million records)."""
+    return [
+        r[0]
+        for r in conn.execute(
+            f"WITH RECURSIVE s(name) AS (SELECT MIN(service) FROM {RAG_RECORDS} UNION ALL "
+            f"SELECT (SELECT MIN(service) FROM {RAG_RECORDS} WHERE service > s.name) FROM s WHERE s.name IS NOT NULL) "
+            "SELECT name FROM s WHERE name IS NOT NULL"
+        )
+    ]
+
+
+def last_row(conn: sqlite3.Connection) -> int:
+    """The newest ``rag_records`` row (0: none); rows after it are new to a page read now (``after_row=``)."""
+    return int(conn.execute(f"SELECT IFNULL(MAX(rowid), 0) FROM {RAG_RECORDS}").fetchone()[0])
+
+
+# -- an alert and the records that made it fire -----------------------------------------------------------------
+
+_BAD_CUTOFF = 0.5
+"""A record beyond this on its metric's bad side "made the alert fire" (the spike rule's default cutoff)."""
+
+
+@dataclass(frozen=True, slots=True)
+class AlertScope:
+    """An alert row and which records made it fire: its group's, from ``since_ns`` to the alert, beyond
+    ``cutoff`` on the metric's bad side (``lower``: lower is better)."""
+
+    alert: dict[str, Any]
+    since_ns: int
+    since_ok: bool
+    """Whether ``since_ns`` is the group's last OK (else the hour before the alert: it never was)."""
+    cutoff: float | None
+    """None when they are all the period's records (a drift rule)."""
+    lower: bool
+
+
+@dataclass(frozen=True, slots=True)
+class AlertDetail:
+    """An alert's scope, its group's transitions, the metric around it, and the records that made it fire."""
+
+    scope: AlertScope
+    history: list[dict[str, Any]]
+    records: list[dict[str, Any]]
+    series: list[tuple[int, float]]
+    """The metric's mean over time around the alert, ``(time_ns, mean)``, for the chart."""
+
+
+_GROUP = "rule = ? AND IFNULL(service, '') = IFNULL(?, '') AND IFNULL(route, '') = IFNULL(?, '')"
+
+
+def alert_scope(conn: sqlite3.Connection, alert_id: int) -> AlertScope | None:
+    """An alert of the ``alerts`` table by id and the scope of the records that made it fire; None when there
+    is none. They are its metric's records of its group (service and/or route) from the group's last OK (the
+    hour before the alert, when it never was) to the alert, beyond a threshold rule's own threshold, else 0.5
+    (the spike rule's default cutoff; a rule's own cutoff is in its rules file, not in the store); a drift
+    rule's are all of them."""
+    names = [d[1] for d in conn.execute(f"PRAGMA table_info({ALERTS})")]
+    if not names:
+        return None
+    row = conn.execute(f"SELECT {', '.join(names)} FROM {ALERTS} WHERE id = ?", (alert_id,)).fetchone()
+    if row is None:
+        return None
+    alert = dict(zip(names, row, strict=True))
+    ok = conn.execute(
+        f"SELECT MAX(time_ns) FROM {ALERTS} WHERE {_GROUP} AND state IN ('OK', 'NO_DATA') AND time_ns < ?",
+        (alert["rule"], alert.get("service"), alert.get("route"), alert["time_ns"]),
+    ).fetchone()[0]
+    since = ok if ok is not None else alert["time_ns"] - 3600 * 1_000_000_000
+    cutoff = alert.get("threshold") if alert.get("kind") == "threshold" else _BAD_CUTOFF
+    if alert.get("kind") == "drift":
+        cutoff = None
+    lower = metric_direction(alert["metric"]) == "lower"
+    return AlertScope(alert, since, ok is not None, None if cutoff is None else float(cutoff), lower)
+
+
+def alert_detail(conn: sqlite3.Connection, alert_id: int, limit: int = 100) -> AlertDetail | None:
+    """``alert_scope``, the group's transitions, the records that made it fire (worst first, at most
+    ``limit``) and ``series``: the metric's mean over that period and as long again on each side, in 40 steps."""
+    found = alert_scope(conn, alert_id)
+    if found is None:
+        return None
+    alert, since = found.alert, found.since_ns
+    history = [
+        dict(zip(("time_ns", "state", "value", "threshold"), r, strict=True))
+        for r in conn.execute(
+            f"SELECT time_ns, state, value, threshold FROM {ALERTS} WHERE {_GROUP} ORDER BY time_ns",
+            (alert["rule"], alert.get("service"), alert.get("route")),
+        )
+    ]
+    scope, scope_args = "", []
+    for column in ("service", "route"):
+        if alert.get(column):
+            scope += f" AND s.{column} = ?"
+            scope_args.append(alert[column])
+    bad = "" if found.cutoff is None else (" AND s.value > ?" if found.lower else " AND s.value < ?")
+    args: list[Any] = [alert["metric"], since, alert["time_ns"], *([found.cutoff] if bad else []), *scope_args]
+    cursor = conn.execute(
+        f"SELECT {', '.join('r.' + c for c in RAG_FIELDS)}, s.value FROM {SCORES} s "
+        f"JOIN {RAG_RECORDS} r ON r.span_id = s.span_id "
+        f"WHERE s.metric = ? AND s.time_ns BETWEEN ? AND ?{bad}{scope} "
+        f"ORDER BY s.value {'DESC' if found.lower else 'ASC'}, s.time_ns DESC LIMIT ?",
+        [*args, limit],
+    )
+    records = [dict(zip((*RAG_FIELDS, "value"), r, strict=True)) for r in cursor]
+    attach_scores(conn, records)
+    span = max(alert["time_ns"] - since, 60 * 1_000_000_000)
+    start, end = since - span, alert["time_ns"] + span
+    step = max(1, (end - start) // 40)
+    series = [
+        (int(bucket) * step + step // 2, float(mean))
+        for bucket, mean in conn.execute(
+            f"SELECT s.time_ns / ? AS bucket, AVG(s.value) FROM {SCORES} s WHERE s.metric = ? "
+            f"AND s.time_ns BETWEEN ? AND ? AND s.value IS NOT NULL{scope} GROUP BY bucket ORDER BY bucket",
+            [step, alert["metric"], start, end, *scope_args],
+        )
+    ]
+    return AlertDetail(found, history, records, series)
+
+
+def latest_alert_id(conn: sqlite3.Connection, rule: str, service: str | None, route: str | None) -> int | None:
+    """The id of a group's latest ALERT row (its latest row of any state when it never fired), or None."""
+    if not any(True for _ in conn.execute(f"PRAGMA table_info({ALERTS})")):
+        return None
+    row = conn.execute(
+        f"SELECT id FROM {ALERTS} WHERE rule = ? AND IFNULL(service, '') = ? AND IFNULL(route, '') = ? "
+        "ORDER BY state = 'ALERT' DESC, time_ns DESC LIMIT 1",
+        (rule, service or "", route or ""),
+    ).fetchone()
+    return int(row[0]) if row else None
+
+
+# -- judge cost and coverage ------------------------------------------------------------------------------------
+
+HOUR_NS = 3600 * 1_000_000_000
+
+
+COSTS_DEFAULT_DAYS = 7
+"""Without ``since``: the week before the store's newest record (an index lookup), not the whole store."""
+
+
+def read_costs(conn: sqlite3.Connection, f: RecordFilter) -> dict[str, Any]:
+    """Per hour: judge calls, tokens and mean seconds of the scored records; per service: decision counts.
+    Over ``f``'s time range, by default the ``COSTS_DEFAULT_DAYS`` before ``until`` (else the newest record)."""
+    if f.since_ns is None:
+        end = f.until_ns
+        if end is None:
+            end = conn.execute(f"SELECT MAX(time_ns) FROM {RAG_RECORDS}").fetchone()[0]
+        if end is not None:
+            f = replace(f, since_ns=int(end) - COSTS_DEFAULT_DAYS * 24 * HOUR_NS)
+    where, args = where_clause(f)
+    scored = f"{where} AND r.calls IS NOT NULL" if where else " WHERE r.calls IS NOT NULL"
+    hours = conn.execute(
+        f"SELECT r.time_ns / {HOUR_NS} AS hour, SUM(r.calls), SUM(r.prompt_tokens) + SUM(r.completion_tokens), "
+        f"AVG(r.seconds), COUNT(*) FROM {RAG_RECORDS} r{scored} GROUP BY hour ORDER BY hour",
+        args,
+    ).fetchall()
+    coverage = conn.execute(
+        f"SELECT r.service, r.decision, COUNT(*) FROM {RAG_RECORDS} r{where} GROUP BY r.service, r.decision",
+        args,
+    ).fetchall()
+    return {"hours": hours, "coverage": coverage, "since_ns": f.since_ns}

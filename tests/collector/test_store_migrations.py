@@ -1,0 +1,154 @@
+"""The store's versioned migrations: a new file, a file an earlier collector wrote, several processes opening one
+file at once, a file from a newer collector; and the rule that SQL and the driver live only in the store."""
+
+from __future__ import annotations
+
+import ast
+import multiprocessing
+import re
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ragtrace_collector import _store
+from ragtrace_collector._store import SchemaTooNew, Store, connect
+from ragtrace_collector._store.migrations import CURRENT
+from ragtrace_collector._store.schema import TABLES
+
+_COLLECTOR = Path(_store.__file__).resolve().parent.parent
+
+
+def _columns(path: Path, table: str) -> list[str]:
+    with sqlite3.connect(path) as conn:
+        return [row[1] for row in conn.execute(f"PRAGMA table_info([{table}])")]
+
+
+def _version(path: Path) -> int:
+    with sqlite3.connect(path) as conn:
+        return int(conn.execute("PRAGMA user_version").fetchone()[0])
+
+
+def test_a_new_file_has_every_table_of_the_schema_at_the_current_version(tmp_path: Path) -> None:
+    Store(tmp_path / "c.db").close()
+    assert _version(tmp_path / "c.db") == CURRENT >= 1
+    for table in TABLES:
+        assert _columns(tmp_path / "c.db", table.name) == list(table.columns), table.name
+
+
+# The tables as the collector's first release wrote them: without rag_records.reason, scores.claims,
+# alerts.silenced, the alert groups' table or the Phoenix cursor, and with the acks index under its old name.
+_FIRST_RELEASE = """
+CREATE TABLE [spans] ([span_id] TEXT PRIMARY KEY, [trace_id] TEXT, [parent_span_id] TEXT, [name] TEXT,
+  [kind] INTEGER, [service] TEXT, [scope] TEXT, [start_ns] INTEGER, [end_ns] INTEGER, [status_code] INTEGER,
+  [status_message] TEXT, [attributes] TEXT, [events] TEXT, [links] TEXT, [resource] TEXT, [received_ns] INTEGER);
+CREATE TABLE [rag_records] ([span_id] TEXT PRIMARY KEY, [trace_id] TEXT, [service] TEXT, [route] TEXT,
+  [time_ns] INTEGER, [query] TEXT, [answer] TEXT, [chunks] TEXT, [reference] TEXT, [decision] TEXT, [judge] TEXT,
+  [calls] INTEGER, [prompt_tokens] INTEGER, [completion_tokens] INTEGER, [seconds] FLOAT);
+CREATE TABLE [scores] ([span_id] TEXT, [metric] TEXT, [value] FLOAT, [label] TEXT, [explanation] TEXT,
+  [reason] TEXT, [error_type] TEXT, [trace_id] TEXT, [service] TEXT, [route] TEXT, [time_ns] INTEGER,
+  [source] TEXT, PRIMARY KEY ([span_id], [metric]));
+CREATE TABLE [alerts] ([id] INTEGER PRIMARY KEY, [time_ns] INTEGER, [rule] TEXT, [kind] TEXT, [metric] TEXT,
+  [service] TEXT, [route] TEXT, [state] TEXT, [previous_state] TEXT, [value] FLOAT, [threshold] FLOAT,
+  [message] TEXT, [sinks] TEXT);
+CREATE TABLE [alert_acks] ([id] INTEGER PRIMARY KEY, [rule] TEXT, [service] TEXT, [route] TEXT,
+  [episode_ns] INTEGER, [time_ns] INTEGER, [author] TEXT, [comment] TEXT);
+CREATE INDEX [idx_alert_acks_episode] ON [alert_acks] ([rule], [episode_ns]);
+INSERT INTO rag_records (span_id, query, time_ns) VALUES ('s1', 'kept?', 5);
+INSERT INTO scores (span_id, metric, value, time_ns) VALUES ('s1', 'faithfulness', 0.25, 5);
+INSERT INTO alerts (time_ns, rule, state) VALUES (5, 'spike', 'ALERT');
+"""
+
+
+def test_a_file_an_earlier_collector_wrote_is_migrated_with_its_rows_kept(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    with sqlite3.connect(path) as conn:
+        conn.executescript(_FIRST_RELEASE)
+    assert _version(path) == 0
+
+    Store(path).close()
+
+    assert _version(path) == CURRENT
+    for table in TABLES:
+        assert _columns(path, table.name) == list(table.columns), table.name
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("SELECT query, reason FROM rag_records").fetchall() == [("kept?", None)]
+        assert conn.execute("SELECT value, claims FROM scores").fetchall() == [(0.25, None)]
+        assert conn.execute("SELECT rule, silenced FROM alerts").fetchall() == [("spike", 0)]
+        indexes = {row[1] for row in conn.execute("PRAGMA index_list(alert_acks)")}
+    assert indexes == {"idx_alert_acks_rule_episode_ns"}  # the hand-named one replaced, not doubled
+
+
+def _open_at_once(path: str, barrier: Any, results: Any) -> None:
+    barrier.wait()
+    try:
+        connect(path, create=True).close()
+        results.put("ok")
+    except Exception as exc:  # reported to the test, which fails on it
+        results.put(f"{type(exc).__name__}: {exc}")
+
+
+def test_processes_opening_one_new_file_at_once_migrate_it_once_without_racing(tmp_path: Path) -> None:
+    context = multiprocessing.get_context("spawn")
+    barrier = context.Barrier(4)
+    results = context.Queue()
+    workers = [context.Process(target=_open_at_once, args=(str(tmp_path / "c.db"), barrier, results)) for _ in range(4)]
+    for worker in workers:
+        worker.start()
+    outcomes = [results.get(timeout=120) for _ in workers]
+    for worker in workers:
+        worker.join(60)
+    assert outcomes == ["ok"] * 4
+    assert _version(tmp_path / "c.db") == CURRENT
+    assert _columns(tmp_path / "c.db", "scores") == list(TABLES[2].columns)
+
+
+def test_a_file_from_a_newer_collector_is_refused_not_misread(tmp_path: Path) -> None:
+    path = tmp_path / "new.db"
+    Store(path).close()
+    with sqlite3.connect(path) as conn:
+        conn.execute(f"PRAGMA user_version = {CURRENT + 1}")
+    with pytest.raises(SchemaTooNew, match=f"version {CURRENT + 1}, newer than this collector's {CURRENT}"):
+        Store(path)
+
+
+def test_serve_on_a_file_from_a_newer_collector_says_so_and_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from ragtrace_collector.__main__ import main
+
+    path = tmp_path / "new.db"
+    Store(path).close()
+    with sqlite3.connect(path) as conn:
+        conn.execute(f"PRAGMA user_version = {CURRENT + 1}")
+    assert main(["serve", "--db", str(path), "--port", "0", "--grpc-port", "-1"]) == 2
+    assert "upgrade ragtrace-collector" in capsys.readouterr().err
+
+
+_DRIVERS = {"sqlite3", "sqlite_utils", "psycopg", "psycopg_pool", "sqlalchemy"}
+_SQL = re.compile(r"\b(SELECT\b.+\bFROM|INSERT INTO|DELETE FROM|CREATE (TABLE|INDEX)|ALTER TABLE|UPDATE \w+ SET)\b")
+
+
+def _outside_the_store() -> list[Path]:
+    return [p for p in _COLLECTOR.rglob("*.py") if "_store" not in p.relative_to(_COLLECTOR).parts]
+
+
+def test_only_the_store_imports_a_database_driver() -> None:
+    found = []
+    for path in _outside_the_store():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = (
+                [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+                if isinstance(node, ast.ImportFrom) else []
+            )  # fmt: skip
+            found += [f"{path.name}: {n}" for n in names if n.split(".")[0] in _DRIVERS]
+    assert found == []
+
+
+def test_only_the_store_writes_sql() -> None:
+    found = []
+    for path in _outside_the_store():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and _SQL.search(node.value):
+                found.append(f"{path.relative_to(_COLLECTOR)}:{node.lineno}")
+    assert found == []
