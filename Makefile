@@ -14,10 +14,21 @@ $(STAMP): pyproject.toml collector/pyproject.toml
 
 # Debian packages the tests drive for real (headless Chromium for the collector's page; promtool and
 # amtool for the shipped Prometheus rules and Alertmanager example, see prometheus-deps).
-system-deps: prometheus-deps node-deps
+system-deps: prometheus-deps node-deps postgres-deps
 	@command -v chromium >/dev/null 2>&1 || { \
 	  echo "installing chromium (Debian) for the page tests"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+
+# Debian's PostgreSQL 15 server for the collector's PostgreSQL engine tests (tests/collector/_postgres.py starts
+# its own server as the `postgres` user in a temp dir on a free loopback port; the package's own cluster is not
+# used). Without recommends; the postinst starts no daemon in a container.
+.PHONY: postgres-deps
+postgres-deps:
+	@test -x /usr/lib/postgresql/15/bin/initdb || test -x /usr/lib/postgresql/16/bin/initdb || \
+	  test -x /usr/lib/postgresql/17/bin/initdb || { \
+	  echo "installing postgresql (Debian) for the PostgreSQL engine tests"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+	    postgresql >/dev/null; }
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -1,15 +1,21 @@
-"""The SQLite store: schema, WAL, upserts that never duplicate, route filling, retention."""
+"""The store: schema, WAL, upserts that never duplicate, route filling, retention; on both engines (``open_store``)
+where the behaviour is the engine's, on SQLite where it is the file's."""
 
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from ragtrace_collector._otlp import decode_protobuf
 from ragtrace_collector._store import Store
 
 from ragtrace import semconv
 from tests.collector._spans import SpanFactory, hex_span_id, otlp_bytes
+from tests.collector._stores import rows
+
+OpenStore = Callable[[], Any]
 
 
 def _count(path: Path, table: str) -> int:
@@ -32,83 +38,75 @@ def test_schema_indexes_and_wal(tmp_path: Path) -> None:
     Store(tmp_path / "c.db").close()
 
 
-def test_retried_export_never_duplicates(tmp_path: Path) -> None:
+def _rows_of(store: Any, table: str) -> int:
+    return int(rows(store, f"SELECT count(*) FROM {table}")[0][0])
+
+
+def test_retried_export_never_duplicates(open_store: OpenStore) -> None:
     factory = SpanFactory()
     factory.rag(scores={"faithfulness": 0.9, "hallucination": 0.1}, decision="evaluated")
     body = otlp_bytes(factory.all())
-    store = Store(tmp_path / "c.db")
-    try:
-        for _ in range(3):
-            store.write(decode_protobuf(body, 1))
-    finally:
-        store.close()
-    assert _count(tmp_path / "c.db", "spans") == 2
-    assert _count(tmp_path / "c.db", "rag_records") == 1
-    assert _count(tmp_path / "c.db", "scores") == 2
+    store = open_store()
+    for _ in range(3):
+        store.write(decode_protobuf(body, 1))
+    assert _rows_of(store, "spans") == 2
+    assert _rows_of(store, "rag_records") == 1
+    assert _rows_of(store, "scores") == 2
+    store.close()
+    reopened = open_store()  # a restart keeps the rows and the schema as they are
+    assert (_rows_of(reopened, "spans"), _rows_of(reopened, "scores")) == (2, 2)
 
 
-def test_carrier_scores_get_the_route_of_their_target(tmp_path: Path) -> None:
+def test_carrier_scores_get_the_route_of_their_target(open_store: OpenStore) -> None:
     factory = SpanFactory(service="shop")
     rag = factory.rag(route="/ask", decision=semconv.DECISION_TIMEOUT)
     rag_body = otlp_bytes([rag])
     carrier_body = otlp_bytes([factory.carrier(rag, {"faithfulness": 0.4})])
+    store = open_store()
     for order in ((rag_body, carrier_body), (carrier_body, rag_body)):
-        path = tmp_path / f"{len(order[0])}.db"
-        store = Store(path)
-        try:
-            for body in order:
-                store.write(decode_protobuf(body, 0))
-            row = store.db.execute("SELECT span_id, route, service, source, value FROM scores").fetchone()
-        finally:
-            store.close()
-        assert row == (hex_span_id(rag), "/ask", "shop", "carrier", 0.4)
+        store.prune(older_than_ns=2**62)  # empty, for the other order
+        for body in order:
+            store.write(decode_protobuf(body, 0))
+        found = rows(store, "SELECT span_id, route, service, source, value FROM scores")
+        assert found == [(hex_span_id(rag), "/ask", "shop", "carrier", 0.4)]
 
 
-def test_a_retried_unscored_span_keeps_the_collector_scoring(tmp_path: Path) -> None:
+def test_a_retried_unscored_span_keeps_the_collector_scoring(open_store: OpenStore) -> None:
     factory = SpanFactory()
     factory.rag()
     body = otlp_bytes(factory.all())
-    store = Store(tmp_path / "c.db")
-    try:
-        batch = decode_protobuf(body, 0)
-        store.write(batch)
-        scored = dict(batch.rag_records[0], decision="evaluated", judge="offline:x", calls=3)
-        from ragtrace_collector._otlp import Batch
+    store = open_store()
+    batch = decode_protobuf(body, 0)
+    store.write(batch)
+    scored = dict(batch.rag_records[0], decision="evaluated", judge="offline:x", calls=3)
+    from ragtrace_collector._otlp import Batch
 
-        store.write(Batch(rag_records=[scored]))
-        store.write(decode_protobuf(body, 0))  # the app retries the same export
-        record = store.rag_record(batch.rag_records[0]["span_id"])
-    finally:
-        store.close()
+    store.write(Batch(rag_records=[scored]))
+    store.write(decode_protobuf(body, 0))  # the app retries the same export
+    record = store.rag_record(batch.rag_records[0]["span_id"])
+    assert store.decided([batch.rag_records[0]["span_id"], "0" * 16]) == {batch.rag_records[0]["span_id"]}
     assert record is not None
     assert (record["decision"], record["judge"], record["calls"]) == ("evaluated", "offline:x", 3)
 
 
-def test_prune_deletes_by_age(tmp_path: Path) -> None:
+def test_prune_deletes_by_age(open_store: OpenStore) -> None:
     factory = SpanFactory()
     old = factory.rag(scores={"faithfulness": 1.0})
     new = factory.rag(scores={"faithfulness": 0.0})
-    store = Store(tmp_path / "c.db")
-    try:
-        store.write(decode_protobuf(otlp_bytes(factory.all()), 0))
-        assert old.end_time is not None and new.end_time is not None
-        deleted = store.prune(older_than_ns=new.end_time)
-        assert deleted["rag_records"] == 1 and deleted["scores"] == 1
-        remaining = [r[0] for r in store.db.execute("SELECT span_id FROM rag_records")]
-    finally:
-        store.close()
-    assert remaining == [hex_span_id(new)]
+    store = open_store()
+    store.write(decode_protobuf(otlp_bytes(factory.all()), 0))
+    assert old.end_time is not None and new.end_time is not None
+    deleted = store.prune(older_than_ns=new.end_time)
+    assert deleted["rag_records"] == 1 and deleted["scores"] == 1
+    assert rows(store, "SELECT span_id FROM rag_records") == [(hex_span_id(new),)]
 
 
-def test_empty_batch_is_a_no_op(tmp_path: Path) -> None:
+def test_empty_batch_is_a_no_op(open_store: OpenStore) -> None:
     from ragtrace_collector._otlp import Batch
 
-    store = Store(tmp_path / "c.db")
-    try:
-        store.write(Batch())
-    finally:
-        store.close()
-    assert _count(tmp_path / "c.db", "spans") == 0
+    store = open_store()
+    store.write(Batch())
+    assert _rows_of(store, "spans") == 0
 
 
 def test_serve_with_retention_prunes_old_rows(tmp_path: Path) -> None:

@@ -152,3 +152,47 @@ def test_only_the_store_writes_sql() -> None:
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and _SQL.search(node.value):
                 found.append(f"{path.relative_to(_COLLECTOR)}:{node.lineno}")
     assert found == []
+
+
+def _start_replica(url: str, barrier: Any, results: Any) -> None:
+    from ragtrace_collector._store import open_store
+
+    barrier.wait()
+    try:
+        open_store(url).close()
+        results.put("ok")
+    except Exception as exc:  # reported to the test, which fails on it
+        results.put(f"{type(exc).__name__}: {exc}")
+
+
+def test_replicas_starting_at_once_on_one_postgresql_database_migrate_it_once(postgres_server: Any) -> None:
+    url = postgres_server.database()
+    context = multiprocessing.get_context("spawn")
+    barrier = context.Barrier(4)
+    results = context.Queue()
+    workers = [context.Process(target=_start_replica, args=(url, barrier, results)) for _ in range(4)]
+    for worker in workers:
+        worker.start()
+    outcomes = [results.get(timeout=120) for _ in workers]
+    for worker in workers:
+        worker.join(60)
+    assert outcomes == ["ok"] * 4
+    assert postgres_server.psql(url, "SELECT version FROM ragtrace_schema") == [(CURRENT,)]
+    for table in TABLES:
+        columns = postgres_server.psql(
+            url,
+            "SELECT column_name FROM information_schema.columns "
+            f"WHERE table_name = '{table.name}' ORDER BY ordinal_position",
+        )
+        expected = [*table.columns, *(["rowid"] if table.arrival else [])]
+        assert [c for (c,) in columns] == expected, table.name
+
+
+def test_a_postgresql_store_of_a_newer_collector_is_refused(postgres_server: Any) -> None:
+    from ragtrace_collector._store import open_store
+
+    url = postgres_server.database()
+    open_store(url).close()
+    postgres_server.psql(url, f"UPDATE ragtrace_schema SET version = {CURRENT + 1}")
+    with pytest.raises(SchemaTooNew, match="upgrade ragtrace-collector"):
+        open_store(url)

@@ -6,7 +6,8 @@ collector it serves:
 * ``store.py``: ``Store``, the writer (the receivers' one transaction per request, its locks, checkpoints);
   ``connection.py``: every other connection (read-write for the watcher and the alert API, read-only for pages
   and reports), ``Connection`` and ``DatabaseError``.
-* ``schema.py``: every table, defined once; ``migrations.py``: the versioned steps that create and change them.
+* ``schema.py``: every table, defined once; ``migrations.py``: the versioned steps that create and change them;
+  ``dialect.py``: where the engines' SQL differs; ``postgres.py``: the PostgreSQL engine (``PostgresStore``).
 * ``ingest.py``: the upserts of a received batch; ``retention.py``: ``prune``.
 * ``alerts.py``: the watcher's scores and state, silences, acknowledgements and group views.
 * ``join.py``: the joiner's reads of foreign-instrumentation traces.
@@ -18,6 +19,9 @@ Datasette.
 """
 
 from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
 
 from ragtrace_collector._store.connection import (
     Connection,
@@ -43,6 +47,9 @@ from ragtrace_collector._store.schema import (
 )
 from ragtrace_collector._store.store import Store, StoreError
 
+if TYPE_CHECKING:
+    from ragtrace_collector._store.postgres import PostgresStore
+
 __all__ = [
     "ALERTS",
     "ALERT_ACKS",
@@ -62,6 +69,18 @@ __all__ = [
     "connect",
     "connect_readonly",
     "file_of",
+    "open_store",
     "reading",
     "snapshot",
 ]
+
+
+def open_store(target: str | os.PathLike[str]) -> Store | PostgresStore:
+    """The store ``target`` names: a ``postgresql://`` URL opens a ``PostgresStore`` (psycopg is imported only
+    then), anything else a SQLite file (``Store``). Either is migrated to the current schema."""
+    text = os.fspath(target)
+    if text.startswith(("postgresql://", "postgres://")):
+        from ragtrace_collector._store.postgres import PostgresStore
+
+        return PostgresStore(text)
+    return Store(text)

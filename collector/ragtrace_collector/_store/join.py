@@ -3,16 +3,16 @@
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
-from ragtrace_collector._store.schema import JOIN_PENDING, RAG_RECORDS, SPANS
+from ragtrace_collector._store.dialect import AnyConnection
+from ragtrace_collector._store.schema import JOIN_PENDING, RAG_COLUMNS, RAG_RECORDS, SPANS
 
 __all__ = ["due", "existing_records", "oldest_over", "spans_of", "totals", "touch", "undecided_since"]
 
 
-def due(conn: sqlite3.Connection, quiet_since_ns: int, born_before_ns: int, limit: int) -> list[tuple[str, int]]:
+def due(conn: AnyConnection, quiet_since_ns: int, born_before_ns: int, limit: int) -> list[tuple[str, int]]:
     """``(trace_id, first_ns)`` of waiting traces quiet since ``quiet_since_ns`` or older than ``born_before_ns``."""
     cursor = conn.execute(
         f"SELECT trace_id, first_ns FROM {JOIN_PENDING} WHERE last_ns <= ? OR first_ns <= ? ORDER BY last_ns LIMIT ?",
@@ -21,18 +21,21 @@ def due(conn: sqlite3.Connection, quiet_since_ns: int, born_before_ns: int, limi
     return [(str(row[0]), int(row[1])) for row in cursor]
 
 
-def touch(conn: sqlite3.Connection, trace_id: str, last_ns: int) -> None:
+def touch(conn: AnyConnection, trace_id: str, last_ns: int) -> None:
     """Look at ``trace_id`` again a settle window after ``last_ns`` (run it in ``Store.change``)."""
-    conn.execute(f"UPDATE {JOIN_PENDING} SET last_ns = max(last_ns, ?) WHERE trace_id = ?", (last_ns, trace_id))
+    conn.execute(
+        f"UPDATE {JOIN_PENDING} SET last_ns = CASE WHEN last_ns > ? THEN last_ns ELSE ? END WHERE trace_id = ?",
+        (last_ns, last_ns, trace_id),
+    )
 
 
-def totals(conn: sqlite3.Connection) -> tuple[int, int]:
+def totals(conn: AnyConnection) -> tuple[int, int]:
     """Traces waiting, and the approximate bytes of their RAG spans."""
-    count, size = conn.execute(f"SELECT count(*), total(bytes) FROM {JOIN_PENDING}").fetchone()
+    count, size = conn.execute(f"SELECT count(*), COALESCE(SUM(bytes), 0) FROM {JOIN_PENDING}").fetchone()
     return int(count), int(size)
 
 
-def oldest_over(conn: sqlite3.Connection, max_traces: int, max_bytes: int) -> list[str]:
+def oldest_over(conn: AnyConnection, max_traces: int, max_bytes: int) -> list[str]:
     """The oldest waiting traces to drop so that at most ``max_traces`` and ``max_bytes`` remain."""
     count, size = totals(conn)
     dropped: list[str] = []
@@ -47,7 +50,7 @@ def oldest_over(conn: sqlite3.Connection, max_traces: int, max_bytes: int) -> li
     return dropped
 
 
-def spans_of(conn: sqlite3.Connection, trace_id: str, limit: int) -> list[dict[str, Any]]:
+def spans_of(conn: AnyConnection, trace_id: str, limit: int) -> list[dict[str, Any]]:
     """Up to ``limit`` stored spans of ``trace_id`` (``spans(trace_id)`` is indexed)."""
     cursor = conn.execute(
         f"SELECT span_id, parent_span_id, name, service, start_ns, end_ns, status_code, attributes, received_ns "
@@ -58,7 +61,7 @@ def spans_of(conn: sqlite3.Connection, trace_id: str, limit: int) -> list[dict[s
     return [dict(zip(names, row, strict=True)) for row in cursor]
 
 
-def existing_records(conn: sqlite3.Connection, span_ids: Sequence[str]) -> set[str]:
+def existing_records(conn: AnyConnection, span_ids: Sequence[str]) -> set[str]:
     """The span ids among ``span_ids`` that already have a RAG record (joined before, or ragtrace's own)."""
     if not span_ids:
         return set()
@@ -67,11 +70,12 @@ def existing_records(conn: sqlite3.Connection, span_ids: Sequence[str]) -> set[s
     return {str(row[0]) for row in cursor}
 
 
-def undecided_since(conn: sqlite3.Connection, received_ns: int, limit: int) -> list[dict[str, Any]]:
+def undecided_since(conn: AnyConnection, received_ns: int, limit: int) -> list[dict[str, Any]]:
     """Up to ``limit`` RAG records still undecided whose span arrived at or after ``received_ns``: what a
     collector that stopped (or crashed) between storing and scoring them left unscored."""
     cursor = conn.execute(
-        f"SELECT r.* FROM {RAG_RECORDS} r JOIN {SPANS} s ON s.span_id = r.span_id "
+        f"SELECT {', '.join('r.' + c for c in RAG_COLUMNS)} FROM {RAG_RECORDS} r "
+        f"JOIN {SPANS} s ON s.span_id = r.span_id "
         "WHERE r.decision IS NULL AND s.received_ns >= ? LIMIT ?",
         (received_ns, limit),
     )

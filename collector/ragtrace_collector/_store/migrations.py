@@ -1,79 +1,124 @@
-"""Versioned migrations: the one way the store's schema is created or changed.
+"""Versioned migrations: the one way the store's schema is created or changed, on either engine.
 
-The file's schema version is SQLite's ``PRAGMA user_version`` (0 for a new file, and for every file an
-earlier collector wrote, which predates versions). ``migrate`` runs the steps above the file's version, in
-order, each in the one transaction that also moves the version on, and returns the version reached. It takes
-SQLite's write lock first (``BEGIN IMMEDIATE``) and reads the version under it, so processes that start on
-one file at once (the server, its decode workers, the watcher, ``prune``) never race: the first migrates, the
-others find the work done.
+A step is a function of the connection and its dialect; step ``i`` takes a store from version ``i`` to ``i + 1``.
+``migrate`` runs the steps above the store's version, in order, in the one transaction that also records the
+version reached, and returns the version it found. Several processes may open one store at once (the server,
+its decode workers, the watcher, ``prune``; on PostgreSQL, several replicas starting together): each takes the
+engine's lock for migrations first and reads the version under it, so the first migrates and the others find
+the work done.
 
-A step is a function of the connection. Step 1 is the baseline: every table and index of ``schema.py``, made
-where missing, and the columns an earlier collector's file lacks (``rag_records.reason``, ``scores.claims``,
-``alerts.silenced``), added with their rows kept. A later change of schema is a new step appended to ``STEPS``
-(never an edit of an old one), and ``schema.py`` shows the result.
+* SQLite: the version is ``PRAGMA user_version`` (0 for a new file, and for every file an earlier collector
+  wrote, which predates versions); the lock is SQLite's write lock (``BEGIN IMMEDIATE``).
+* PostgreSQL: the version is the one row of ``ragtrace_schema``; the lock is a transaction-scoped advisory
+  lock (``pg_advisory_xact_lock``). DDL is transactional there too.
 
-A file whose version is above ``CURRENT`` was written by a newer collector: ``SchemaTooNew``, since this one
+Step 1 is the baseline: every table and index of ``schema.py``, made where missing, and the columns an earlier
+collector's SQLite file lacks (``rag_records.reason``, ``scores.claims``, ``alerts.silenced``), added with their
+rows kept. A later change of schema is a new step appended to ``STEPS`` (never an edit of an old one), and
+``schema.py`` shows the result.
+
+A store whose version is above ``CURRENT`` was written by a newer collector: ``SchemaTooNew``, since this one
 would misread it.
 """
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable
 from typing import Final
 
-from ragtrace_collector._store.schema import ALERT_ACKS, TABLES
+from ragtrace_collector._store.dialect import SQLITE, AnyConnection, Dialect, dialect_of
+from ragtrace_collector._store.schema import ALERT_ACKS, TABLES, quoted
 
 __all__ = ["CURRENT", "STEPS", "SchemaTooNew", "migrate", "version"]
 
+_VERSION_TABLE: Final = "ragtrace_schema"
+"""PostgreSQL: the table holding the schema version (SQLite keeps it in the file's header)."""
+_LOCK_KEY: Final = 0x72616774  # "ragt": the advisory lock of migrations, one number for every replica
+
 
 class SchemaTooNew(RuntimeError):
-    """The file was written by a newer collector (its schema version is above this one's)."""
+    """The store was written by a newer collector (its schema version is above this one's)."""
 
 
-def _baseline(conn: sqlite3.Connection) -> None:
+def _columns(conn: AnyConnection, dialect: Dialect, table: str) -> set[str]:
+    if dialect is SQLITE:
+        return {row[1] for row in conn.execute(f"PRAGMA table_info({quoted(table)})")}
+    rows = conn.execute(
+        "SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = ?",
+        (table,),
+    )
+    return {row[0] for row in rows}
+
+
+def _baseline(conn: AnyConnection, dialect: Dialect) -> None:
     for table in TABLES:
-        conn.execute(table.ddl())
-        present = {row[1] for row in conn.execute(f"PRAGMA table_info([{table.name}])")}
+        conn.execute(table.ddl(dialect))
+        present = _columns(conn, dialect, table.name)
         for column in table.columns:
             if column not in present:  # a file from before the column: keep its rows, add the column
-                conn.execute(f"ALTER TABLE [{table.name}] ADD COLUMN {table.column_ddl(column)}")
+                conn.execute(f"ALTER TABLE {quoted(table.name)} ADD COLUMN {table.column_ddl(column, dialect)}")
         for ddl in table.index_ddl():
             conn.execute(ddl)
     # Earlier collectors named this one index by hand; the schema's name replaces it.
-    conn.execute(f"DROP INDEX IF EXISTS [idx_{ALERT_ACKS}_episode]")
+    conn.execute(f"DROP INDEX IF EXISTS {quoted(f'idx_{ALERT_ACKS}_episode')}")
 
 
-STEPS: Final[tuple[Callable[[sqlite3.Connection], None], ...]] = (_baseline,)
-"""Step ``i`` takes a file from version ``i`` to ``i + 1``."""
+STEPS: Final[tuple[Callable[[AnyConnection, Dialect], None], ...]] = (_baseline,)
+"""Step ``i`` takes a store from version ``i`` to ``i + 1``."""
 CURRENT: Final = len(STEPS)
 
 
-def version(conn: sqlite3.Connection) -> int:
-    """The file's schema version (0: new, or written before versions)."""
-    return int(conn.execute("PRAGMA user_version").fetchone()[0])
+def version(conn: AnyConnection) -> int:
+    """The store's schema version (0: new, or an SQLite file written before versions)."""
+    if dialect_of(conn) is SQLITE:
+        return int(conn.execute("PRAGMA user_version").fetchone()[0])
+    found = conn.execute("SELECT to_regclass(?)", (_VERSION_TABLE,)).fetchone()[0]
+    if found is None:
+        return 0
+    row = conn.execute(f"SELECT version FROM {_VERSION_TABLE}").fetchone()
+    return 0 if row is None else int(row[0])
 
 
-def migrate(conn: sqlite3.Connection) -> int:
-    """Bring the file to ``CURRENT``; return the version it was at. Commits; safe to run from several processes
-    at once. ``SchemaTooNew`` when the file is ahead of this collector."""
-    found = version(conn)  # without the lock first: the usual case, a current file, takes no write lock
-    if found == CURRENT:
-        return found
+def _lock(conn: AnyConnection, dialect: Dialect) -> None:
     if conn.in_transaction:
         conn.commit()
-    conn.execute("BEGIN IMMEDIATE")
+    if dialect is SQLITE:
+        conn.execute("BEGIN IMMEDIATE")
+    else:
+        conn.execute("BEGIN")
+        conn.execute("SELECT pg_advisory_xact_lock(?)", (_LOCK_KEY,))
+
+
+def _record(conn: AnyConnection, dialect: Dialect) -> None:
+    if dialect is SQLITE:
+        # PRAGMA takes no bound parameter; CURRENT is this module's own integer.
+        conn.execute(f"PRAGMA user_version = {CURRENT}")
+        return
+    conn.execute(f"CREATE TABLE IF NOT EXISTS {_VERSION_TABLE} (version INTEGER NOT NULL)")
+    conn.execute(f"DELETE FROM {_VERSION_TABLE}")
+    conn.execute(f"INSERT INTO {_VERSION_TABLE} (version) VALUES (?)", (CURRENT,))
+
+
+def migrate(conn: AnyConnection) -> int:
+    """Bring the store to ``CURRENT``; return the version it was at. Commits; safe to run from several processes
+    at once. ``SchemaTooNew`` when the store is ahead of this collector."""
+    dialect = dialect_of(conn)
+    found = version(conn)  # without the lock first: the usual case, a current store, takes no lock
+    if found == CURRENT:
+        if conn.in_transaction:
+            conn.commit()
+        return found
+    _lock(conn, dialect)
     try:
         found = version(conn)
         if found > CURRENT:
             raise SchemaTooNew(
                 f"the store's schema is version {found}, newer than this collector's {CURRENT}: "
-                "upgrade ragtrace-collector, or point it at another file"
+                "upgrade ragtrace-collector, or point it at another store"
             )
         for step in STEPS[found:]:
-            step(conn)
-        # PRAGMA takes no bound parameter; CURRENT is this module's own integer.
-        conn.execute(f"PRAGMA user_version = {CURRENT}")
+            step(conn, dialect)
+        _record(conn, dialect)
     except BaseException:
         conn.rollback()
         raise

@@ -6,8 +6,7 @@ Each group's current state (``alert_groups``) and the Phoenix cursor are kept: t
 
 from __future__ import annotations
 
-import sqlite3
-
+from ragtrace_collector._store.dialect import AnyConnection
 from ragtrace_collector._store.schema import ALERT_ACKS, ALERT_SILENCES, ALERTS, RAG_RECORDS, SCORES, SPANS
 
 __all__ = ["prune"]
@@ -23,7 +22,7 @@ _AGED: tuple[tuple[str, str], ...] = (
 """Each table that grows, and the column that dates its rows (a silence by its end, an ack by its time)."""
 
 
-def prune(conn: sqlite3.Connection, older_than_ns: int) -> dict[str, int]:
+def prune(conn: AnyConnection, older_than_ns: int) -> dict[str, int]:
     """Delete every row older than ``older_than_ns``, inside the caller's transaction; return counts by table."""
     deleted: dict[str, int] = {}
     for table, column in _AGED:

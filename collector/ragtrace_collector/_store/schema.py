@@ -1,18 +1,24 @@
 """The store's schema: every table of docs/collector.md, its columns, key and indexes, defined once.
 
 A ``Table`` is a value: its name, its columns in order (the upserts bind rows in that order), its primary key
-and its indexes. ``ddl`` renders it for SQLite; ``migrations.py`` is the only caller that creates or alters a
-table. The SQL of the other modules in this package names tables through these constants, so a table's name
-is written once.
+and its indexes. ``ddl`` renders it for an engine (``dialect.py``); ``migrations.py`` is the only caller that
+creates or alters a table. The SQL of the other modules in this package names tables through these constants,
+so a table's name is written once.
 
-Names and column types follow what sqlite-utils writes (``[name] TEXT``, ``idx_<table>_<columns>``), so the
-file opens as it is in Datasette and a file an earlier collector made with sqlite-utils is the same schema.
+Both engines get the same tables and columns. Where rows are read in the order they arrived (``arrival``:
+``rag_records`` for the pages' live updates, ``scores`` for the Phoenix annotator), SQLite's implicit ``rowid``
+numbers them; PostgreSQL gets an explicit ``rowid`` identity column, so the same SQL reads both.
+
+Column types and index names follow what sqlite-utils writes (``TEXT``, ``idx_<table>_<columns>``), so the file
+opens as it is in Datasette and a file an earlier collector made with sqlite-utils is the same schema.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Final
+
+from ragtrace_collector._store.dialect import SQLITE, Dialect
 
 __all__ = [
     "ACK_COLUMNS",
@@ -35,6 +41,7 @@ __all__ = [
     "SPAN_COLUMNS",
     "TABLES",
     "Table",
+    "quoted",
 ]
 
 SPANS: Final = "spans"
@@ -52,47 +59,55 @@ ALERT_TABLES: Final = (ALERTS, ALERT_GROUPS, ALERT_SILENCES, ALERT_ACKS)
 PHOENIX_CURSOR: Final = "phoenix_cursor"
 """How far the Phoenix annotator delivered: one row per annotation URL (``after_row``: a ``scores`` rowid)."""
 
-_SQL_TYPES: Final = {str: "TEXT", int: "INTEGER", float: "FLOAT"}
+
+def quoted(name: str) -> str:
+    """``name`` as an identifier both engines read (the store's names are plain words)."""
+    return f'"{name}"'
 
 
 @dataclass(frozen=True, slots=True)
 class Table:
     """One table: ``columns`` in order (name -> Python type), ``pk`` its primary key, ``indexes`` the column
-    lists indexed. ``rowid_pk``: the key is an ``INTEGER PRIMARY KEY`` id the database assigns (the alert
-    tables' ``id``). ``not_null``: columns declared ``NOT NULL``."""
+    lists indexed. ``rowid_pk``: the key is an id the database assigns (the alert tables' ``id``).
+    ``arrival``: its rows are read in the order they arrived, by ``rowid``. ``not_null``: columns declared
+    ``NOT NULL``."""
 
     name: str
     columns: dict[str, type]
     pk: tuple[str, ...]
     indexes: tuple[tuple[str, ...], ...] = ()
     rowid_pk: bool = False
+    arrival: bool = False
     not_null: tuple[str, ...] = ()
     defaults: tuple[tuple[str, str], ...] = ()
 
-    def column_ddl(self, column: str) -> str:
-        """One column's declaration: ``[name] TYPE`` with its default and NOT NULL."""
-        declared = f"[{column}] {_SQL_TYPES[self.columns[column]]}"
+    def column_ddl(self, column: str, dialect: Dialect = SQLITE) -> str:
+        """One column's declaration: ``"name" TYPE`` with its default and NOT NULL."""
         if self.rowid_pk and self.pk == (column,):
-            return f"{declared} PRIMARY KEY"
+            return f"{quoted(column)} {dialect.identity}"
+        kind = self.columns[column]
+        declared = f"{quoted(column)} {dialect.types[kind]}{dialect.text_options if kind is str else ''}"
         if column in self.not_null:
             declared += " NOT NULL"
         default = dict(self.defaults).get(column)
         return f"{declared} DEFAULT {default}" if default is not None else declared
 
-    def ddl(self) -> str:
-        """``CREATE TABLE IF NOT EXISTS`` for SQLite."""
-        parts = [self.column_ddl(c) for c in self.columns]
+    def ddl(self, dialect: Dialect = SQLITE) -> str:
+        """``CREATE TABLE IF NOT EXISTS`` in the engine's dialect."""
+        parts = [self.column_ddl(c, dialect) for c in self.columns]
         if len(self.pk) == 1 and not self.rowid_pk:
             parts[list(self.columns).index(self.pk[0])] += " PRIMARY KEY"
         elif len(self.pk) > 1:
-            parts.append(f"PRIMARY KEY ({', '.join(f'[{c}]' for c in self.pk)})")
-        return f"CREATE TABLE IF NOT EXISTS [{self.name}] ({', '.join(parts)})"
+            parts.append(f"PRIMARY KEY ({', '.join(map(quoted, self.pk))})")
+        if self.arrival and dialect.arrival is not None:
+            parts.append(f"{quoted('rowid')} {dialect.arrival} UNIQUE")
+        return f"CREATE TABLE IF NOT EXISTS {quoted(self.name)} ({', '.join(parts)})"
 
     def index_ddl(self) -> list[str]:
         """``CREATE INDEX IF NOT EXISTS`` for each index, named as sqlite-utils names them."""
         return [
-            f"CREATE INDEX IF NOT EXISTS [idx_{self.name}_{'_'.join(cols)}] "
-            f"ON [{self.name}] ({', '.join(f'[{c}]' for c in cols)})"
+            f"CREATE INDEX IF NOT EXISTS {quoted(f'idx_{self.name}_' + '_'.join(cols))} "
+            f"ON {quoted(self.name)} ({', '.join(map(quoted, cols))})"
             for cols in self.indexes
         ]
 
@@ -183,12 +198,13 @@ ACK_COLUMNS: dict[str, type] = {
 
 TABLES: Final = (
     Table(SPANS, SPAN_COLUMNS, ("span_id",), indexes=(("trace_id",),)),
-    Table(RAG_RECORDS, RAG_COLUMNS, ("span_id",), indexes=(("time_ns",), ("service", "time_ns"))),
+    Table(RAG_RECORDS, RAG_COLUMNS, ("span_id",), indexes=(("time_ns",), ("service", "time_ns")), arrival=True),
     Table(
         SCORES,
         SCORE_COLUMNS,
         ("span_id", "metric"),
         indexes=(("metric", "time_ns"), ("service", "metric", "time_ns"), ("route", "metric", "time_ns")),
+        arrival=True,
     ),
     Table(JOIN_PENDING, JOIN_PENDING_COLUMNS, ("trace_id",), indexes=(("first_ns",), ("last_ns",))),
     Table(

@@ -1,0 +1,132 @@
+"""The store's write path: spans per second committed by the SQLite engine and by the PostgreSQL engine, in one
+run, on the same batches.
+
+Workload: batches of 512 RAG spans as a ragtrace app exports them (5 chunks of 1 KB, query, answer, four scores
+as flat attributes and evaluation events), decoded once up front (decoding is the receivers' work, measured by
+``bench/ingest.py``), then written with ``write(batch)``: one transaction a batch, returning after the commit,
+as a receiver does before it acknowledges. Every batch has fresh ids.
+
+* SQLite: ``Store`` on a file in a temp dir (WAL, ``synchronous=NORMAL``): one writer at a time, as the engine
+  allows; ``--writers`` threads still take turns.
+* PostgreSQL: ``PostgresStore`` on a local Debian PostgreSQL started for the run with its durable defaults
+  (``fsync=on``, ``synchronous_commit=on``: every commit is flushed), ``--writers`` threads on its pool, as
+  that many receiving requests of one replica.
+
+Prints spans/s of each and the ratio PostgreSQL / SQLite (the goal: >= 0.5x), best of ``--rounds``.
+
+    .venv/bin/python bench/store_write.py [--batches 24] [--writers 1 4] [--rounds 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest  # noqa: E402
+from ragtrace_collector._otlp import Batch, decode_protobuf  # noqa: E402
+from ragtrace_collector._store import open_store  # noqa: E402
+
+from tests.collector._postgres import running_postgres  # noqa: E402
+from tests.collector._spans import SpanFactory, otlp_bytes  # noqa: E402
+
+SPANS_PER_BATCH = 512
+
+
+def _template() -> ExportTraceServiceRequest:
+    factory = SpanFactory(service="bench")
+    for i in range(SPANS_PER_BATCH):
+        factory.rag(
+            query=f"What does clause {i} of the contract say about renewals?",
+            chunks=[(f"chunk {j} of record {i}: " + "lorem ipsum dolor sit amet " * 60)[:1024] for j in range(5)],
+            answer=f"Clause {i} renews automatically every year unless cancelled in writing.",
+            scores={"faithfulness": 0.9, "hallucination": 0.1, "context_relevance": 0.7, "answer_relevancy": 0.8},
+            decision="evaluated",
+            route="/ask",
+        )
+    spans = [s for s in factory.all() if s.name == "answer"]
+    return ExportTraceServiceRequest.FromString(otlp_bytes(spans))
+
+
+def batches(count: int) -> list[Batch]:
+    """``count`` decoded batches with fresh ids (no batch overwrites another's rows)."""
+    template = _template()
+    out = []
+    for _ in range(count):
+        request = ExportTraceServiceRequest()
+        request.CopyFrom(template)
+        for span in request.resource_spans[0].scope_spans[0].spans:
+            span.trace_id = os.urandom(16)
+            span.span_id = os.urandom(8)
+        out.append(decode_protobuf(request.SerializeToString(), time.time_ns()))
+    return out
+
+
+def spans_per_second(open_target: Callable[[], Any], work: Sequence[Batch], writers: int) -> float:
+    """Write every batch from ``writers`` threads into a freshly opened store; spans committed per second."""
+    store = open_target()
+    queue = list(work)
+    lock = threading.Lock()
+
+    def writer() -> None:
+        while True:
+            with lock:
+                if not queue:
+                    return
+                batch = queue.pop()
+            store.write(batch)
+
+    threads = [threading.Thread(target=writer) for _ in range(writers)]
+    started = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    elapsed = time.perf_counter() - started
+    stored = store.read(lambda conn: conn.execute("SELECT count(*) FROM spans").fetchone()[0])
+    store.close()
+    assert stored == sum(len(b.spans) for b in work), f"stored {stored} spans"
+    return sum(len(b.spans) for b in work) / elapsed
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--batches", type=int, default=24)
+    parser.add_argument("--writers", type=int, nargs="+", default=[1, 4])
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args(argv)
+    work = batches(args.batches)
+    print(f"{args.batches} batches of {SPANS_PER_BATCH} RAG spans; best of {args.rounds} rounds")
+    with tempfile.TemporaryDirectory() as tmp, running_postgres(durable=True) as server:
+        for writers in args.writers:
+            best = {"sqlite": 0.0, "postgresql": 0.0}
+            for round_ in range(args.rounds):
+                # Alternate which engine goes first, so neither always meets a warmer machine.
+                order = ("sqlite", "postgresql") if round_ % 2 == 0 else ("postgresql", "sqlite")
+                for engine in order:
+                    if engine == "sqlite":
+                        path = Path(tmp) / f"w{writers}-r{round_}.db"
+                        rate = spans_per_second(lambda p=path: open_store(p), work, writers)
+                    else:
+                        url = server.database()
+                        rate = spans_per_second(lambda u=url: open_store(u), work, writers)
+                    best[engine] = max(best[engine], rate)
+            ratio = best["postgresql"] / best["sqlite"]
+            print(
+                f"writers={writers}: SQLite {best['sqlite']:,.0f} spans/s, PostgreSQL {best['postgresql']:,.0f} "
+                f"spans/s, PostgreSQL / SQLite = {ratio:.2f}x"
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,217 @@
+"""The PostgreSQL engine: ``PgConnection`` (psycopg 3 behind the interface the store's SQL is written against)
+and ``PostgresStore`` (the writer over a connection pool).
+
+``PgConnection`` runs psycopg in autocommit and keeps transactions itself, as ``sqlite3`` does for the store:
+``with conn:`` is one transaction (committed on success, rolled back on an exception), ``commit``/``rollback``
+end the one open, and a statement outside ``with`` runs on its own. Statements are the store's one SQL text:
+``?`` placeholders become psycopg's ``%s`` (a literal ``%`` is doubled), once per statement text.
+
+``PostgresStore`` has the ``Store``'s writer interface (``write``, ``prune``, ``read``, ``change``, ``decided``,
+``rag_record``, ``close``). Every write is one transaction on a pooled connection and returns after the commit,
+so a receiver that acknowledges after ``write`` never acknowledges what a crash could lose; a write that could
+not commit raises ``StoreError``. Writers run concurrently (PostgreSQL locks rows, not the database): a
+deadlock between two batches that upsert the same rows in another order is retried once, then reported.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import threading
+import weakref
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, TypeVar
+from urllib.parse import urlsplit, urlunsplit
+
+import psycopg
+from psycopg import pq
+from psycopg_pool import ConnectionPool
+
+from ragtrace_collector._otlp import Batch
+from ragtrace_collector._store import ingest, retention
+from ragtrace_collector._store.dialect import POSTGRESQL, Dialect
+from ragtrace_collector._store.migrations import migrate
+from ragtrace_collector._store.store import StoreError
+
+__all__ = ["PgConnection", "PostgresStore", "is_postgres_url", "redacted_url"]
+
+T = TypeVar("T")
+
+_STAGING: weakref.WeakKeyDictionary[psycopg.Connection[Any], set[str]] = weakref.WeakKeyDictionary()
+"""The staging tables each connection has made (temporary tables live as long as their connection)."""
+_PLACEHOLDER = re.compile(r"'(?:[^']|'')*'|\?|%")
+
+
+@functools.lru_cache(maxsize=512)
+def _pg_sql(sql: str) -> str:
+    """The store's SQL with psycopg's placeholders: ``?`` outside string literals becomes ``%s``; every ``%``
+    (in a literal too) is doubled, since psycopg reads the text as a format string."""
+
+    def swap(match: re.Match[str]) -> str:
+        found = match.group(0)
+        if found == "?":
+            return "%s"
+        return found.replace("%", "%%")
+
+    return _PLACEHOLDER.sub(swap, sql)
+
+
+def is_postgres_url(value: str) -> bool:
+    """Whether ``value`` names a PostgreSQL store (``postgresql://`` or ``postgres://``)."""
+    return value.startswith(("postgresql://", "postgres://"))
+
+
+def redacted_url(url: str) -> str:
+    """``url`` without its password, for logs and messages."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.hostname or ""
+    netloc = f"{parts.username}:***@{host}" + (f":{parts.port}" if parts.port else "")
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+class PgConnection:
+    """A psycopg connection with the interface the store's SQL uses on ``sqlite3`` (see the module's doc)."""
+
+    dialect: Dialect = POSTGRESQL
+
+    def __init__(self, conn: psycopg.Connection[Any]) -> None:
+        self.raw = conn
+        self.raw.autocommit = True
+
+    @property
+    def in_transaction(self) -> bool:
+        return self.raw.info.transaction_status != pq.TransactionStatus.IDLE
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> psycopg.Cursor[Any]:
+        return self.raw.execute(_pg_sql(sql), tuple(params))
+
+    def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> psycopg.Cursor[Any]:
+        cursor = self.raw.cursor()
+        cursor.executemany(_pg_sql(sql), list(rows))
+        return cursor
+
+    @contextmanager
+    def staged(self, table: str, columns: dict[str, type], rows: Iterable[Sequence[Any]]) -> Iterator[str]:
+        """``rows`` copied (``COPY``) into a temporary table shaped as ``table``'s ``columns``, for the block;
+        its name. The table is made once per connection (the pool keeps connections, and their temporary
+        tables, open) and emptied after the block, so the next batch of the transaction finds it empty."""
+        name = f"ragtrace_staging_{table}"
+        made = _STAGING.setdefault(self.raw, set())
+        if name not in made:
+            declared = ", ".join(f"{column} {self.dialect.types[kind]}" for column, kind in columns.items())
+            self.raw.execute(f"CREATE TEMP TABLE IF NOT EXISTS {name} ({declared}) ON COMMIT DELETE ROWS")
+            made.add(name)
+        with self.raw.cursor().copy(f"COPY {name} ({', '.join(columns)}) FROM STDIN") as copy:
+            for row in rows:
+                copy.write_row(row)
+        try:
+            yield name
+        finally:
+            self.raw.execute(f"TRUNCATE {name}")
+
+    def begin(self) -> None:
+        if not self.in_transaction:
+            self.raw.execute("BEGIN")
+
+    def commit(self) -> None:
+        if self.in_transaction:
+            self.raw.execute("COMMIT")
+
+    def rollback(self) -> None:
+        if self.in_transaction:
+            self.raw.execute("ROLLBACK")
+
+    def close(self) -> None:
+        self.raw.close()
+
+    def __enter__(self) -> PgConnection:
+        self.begin()
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, *rest: object) -> None:
+        if kind is None:
+            self.commit()
+        else:
+            self.rollback()
+
+
+class PostgresStore:
+    """The collector's store in a PostgreSQL database. ``PostgresStore(url)`` connects, migrates the schema to
+    the current version (safe with several replicas starting at once) and keeps a pool of ``pool_size``
+    connections; ``StoreError`` (from ``store.py``) when a write could not commit."""
+
+    def __init__(self, url: str, *, pool_size: int = 4, connect_timeout: float = 10.0) -> None:
+        self.url = url
+        self.path = None
+        self.write_lock = None
+        self.display = redacted_url(url)
+        self._pool: ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
+            url,
+            min_size=1,
+            max_size=pool_size,
+            kwargs={"autocommit": True, "connect_timeout": max(1, int(connect_timeout))},
+            timeout=connect_timeout,
+            open=False,
+            name="ragtrace-store",
+        )
+        self._closed = threading.Event()
+        try:
+            self._pool.open(wait=True, timeout=connect_timeout)
+            with self.connection() as conn:
+                migrate(conn)
+        except BaseException:
+            self.close()  # a store that did not open leaves no connection or pool thread behind
+            raise
+
+    @contextmanager
+    def connection(self) -> Iterator[PgConnection]:
+        """A pooled connection for the block (returned to the pool after, whatever its state)."""
+        with self._pool.connection() as raw:
+            yield PgConnection(raw)
+
+    def write(self, batch: Batch) -> None:
+        """Upsert the batch's rows in one transaction; return only after the commit (``StoreError`` else)."""
+        if not (batch.spans or batch.rag_records or batch.scores or batch.log_scores or batch.pending or batch.settled):
+            return
+        for attempt in (1, 2):
+            try:
+                with self.connection() as conn, conn:
+                    ingest.upsert(conn, batch)
+                return
+            except psycopg.errors.DeadlockDetected as exc:
+                if attempt == 2:
+                    raise StoreError(f"could not commit {len(batch.spans)} span(s): {exc}") from exc
+            except (psycopg.Error, OverflowError, ValueError, TypeError) as exc:
+                raise StoreError(f"could not commit {len(batch.spans)} span(s): {type(exc).__name__}: {exc}") from exc
+
+    def prune(self, older_than_ns: int) -> dict[str, int]:
+        """Delete every row older than ``older_than_ns``; return counts by table."""
+        with self.connection() as conn, conn:
+            return retention.prune(conn, older_than_ns)
+
+    def read(self, query: Callable[..., T], *args: Any) -> T:
+        """``query(connection, *args)`` on a pooled connection."""
+        with self.connection() as conn:
+            return query(conn, *args)
+
+    def change(self, change: Callable[..., T], *args: Any) -> T:
+        """``change(connection, *args)`` in one transaction."""
+        with self.connection() as conn, conn:
+            return change(conn, *args)
+
+    def decided(self, span_ids: Sequence[str]) -> set[str]:
+        """The span ids among ``span_ids`` whose stored RAG record already has a decision."""
+        return self.read(ingest.decided, span_ids)
+
+    def rag_record(self, span_id: str) -> dict[str, Any] | None:
+        """The stored RAG record of a span, or None."""
+        return self.read(ingest.rag_record, span_id)
+
+    def close(self) -> None:
+        """Close the pool (idempotent)."""
+        if not self._closed.is_set():
+            self._closed.set()
+            self._pool.close()
