@@ -69,7 +69,7 @@ def _template() -> ExportTraceServiceRequest:
     return ExportTraceServiceRequest.FromString(otlp_bytes(spans))
 
 
-def _batches(count: int) -> list[bytes]:
+def otlp_bodies(count: int) -> list[bytes]:
     """``count`` bodies with fresh ids (same content): no batch overwrites another's rows."""
     template = _template()
     bodies = []
@@ -281,8 +281,8 @@ def main() -> int:
         f"ingest: {args.batches} batches x {SPANS_PER_BATCH} RAG spans ({CHUNKS} chunks of {CHUNK_BYTES} B, "
         f"scores), OTLP/HTTP protobuf, {args.senders} senders, {os.cpu_count()} cores"
     )
-    warmup = _batches(2)
-    bodies = _batches(args.batches)
+    warmup = otlp_bodies(2)
+    bodies = otlp_bodies(args.batches)
     print(f"  batch size {len(bodies[0]) / 1e6:.2f} MB")
     workdir = Path(tempfile.mkdtemp(prefix="ragtrace-ingest-"))
     try:
@@ -291,7 +291,7 @@ def main() -> int:
         if args.skip_phoenix:
             return 0
         try:
-            theirs = run_phoenix(workdir, _batches(2), _batches(args.batches), args.senders)
+            theirs = run_phoenix(workdir, otlp_bodies(2), otlp_bodies(args.batches), args.senders)
         except Exception as exc:
             print(f"phoenix: not measured ({type(exc).__name__}: {exc})")
             log = workdir / "phoenix.log"
@@ -302,7 +302,7 @@ def main() -> int:
             return 0
         print(f"phoenix:            {theirs:,.0f} spans/s stored")
         # ragtrace again after Phoenix: on a shared machine the load drifts; the ratio uses the mean of both.
-        second = run_ragtrace(workdir / "2", _batches(2), _batches(args.batches), args.senders)
+        second = run_ragtrace(workdir / "2", otlp_bodies(2), otlp_bodies(args.batches), args.senders)
         ours = (first + second) / 2
         print(f"ragtrace-collector: {second:,.0f} spans/s stored (second run; mean {ours:,.0f})")
         print(f"ratio ragtrace/phoenix: {ours / theirs:.1f}x")

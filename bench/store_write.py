@@ -20,7 +20,6 @@ Prints spans/s of each and the ratio PostgreSQL / SQLite (the goal: >= 0.5x), be
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import tempfile
 import threading
@@ -32,43 +31,16 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest  # noqa: E402
+from ingest import SPANS_PER_BATCH, otlp_bodies  # noqa: E402  (bench/ingest.py: the same workload)
 from ragtrace_collector._otlp import Batch, decode_protobuf  # noqa: E402
 from ragtrace_collector._store import open_store  # noqa: E402
 
 from tests.collector._postgres import running_postgres  # noqa: E402
-from tests.collector._spans import SpanFactory, otlp_bytes  # noqa: E402
-
-SPANS_PER_BATCH = 512
-
-
-def _template() -> ExportTraceServiceRequest:
-    factory = SpanFactory(service="bench")
-    for i in range(SPANS_PER_BATCH):
-        factory.rag(
-            query=f"What does clause {i} of the contract say about renewals?",
-            chunks=[(f"chunk {j} of record {i}: " + "lorem ipsum dolor sit amet " * 60)[:1024] for j in range(5)],
-            answer=f"Clause {i} renews automatically every year unless cancelled in writing.",
-            scores={"faithfulness": 0.9, "hallucination": 0.1, "context_relevance": 0.7, "answer_relevancy": 0.8},
-            decision="evaluated",
-            route="/ask",
-        )
-    spans = [s for s in factory.all() if s.name == "answer"]
-    return ExportTraceServiceRequest.FromString(otlp_bytes(spans))
 
 
 def batches(count: int) -> list[Batch]:
-    """``count`` decoded batches with fresh ids (no batch overwrites another's rows)."""
-    template = _template()
-    out = []
-    for _ in range(count):
-        request = ExportTraceServiceRequest()
-        request.CopyFrom(template)
-        for span in request.resource_spans[0].scope_spans[0].spans:
-            span.trace_id = os.urandom(16)
-            span.span_id = os.urandom(8)
-        out.append(decode_protobuf(request.SerializeToString(), time.time_ns()))
-    return out
+    """``count`` decoded batches of ``bench/ingest.py``'s bodies (fresh ids: no batch overwrites another's rows)."""
+    return [decode_protobuf(body, time.time_ns()) for body in otlp_bodies(count)]
 
 
 def spans_per_second(open_target: Callable[[], Any], work: Sequence[Batch], writers: int) -> float:

@@ -88,17 +88,23 @@ def _open_at_once(path: str, barrier: Any, results: Any) -> None:
         results.put(f"{type(exc).__name__}: {exc}")
 
 
-def test_processes_opening_one_new_file_at_once_migrate_it_once_without_racing(tmp_path: Path) -> None:
+def _all_at_once(target: Any, where: str, processes: int = 4) -> list[str]:
+    """Run ``target(where, barrier, results)`` in ``processes`` spawned processes released together; what each
+    reported."""
     context = multiprocessing.get_context("spawn")
-    barrier = context.Barrier(4)
+    barrier = context.Barrier(processes)
     results = context.Queue()
-    workers = [context.Process(target=_open_at_once, args=(str(tmp_path / "c.db"), barrier, results)) for _ in range(4)]
+    workers = [context.Process(target=target, args=(where, barrier, results)) for _ in range(processes)]
     for worker in workers:
         worker.start()
     outcomes = [results.get(timeout=120) for _ in workers]
     for worker in workers:
         worker.join(60)
-    assert outcomes == ["ok"] * 4
+    return outcomes
+
+
+def test_processes_opening_one_new_file_at_once_migrate_it_once_without_racing(tmp_path: Path) -> None:
+    assert _all_at_once(_open_at_once, str(tmp_path / "c.db")) == ["ok"] * 4
     assert _version(tmp_path / "c.db") == CURRENT
     assert _columns(tmp_path / "c.db", "scores") == list(TABLES[2].columns)
 
@@ -167,16 +173,7 @@ def _start_replica(url: str, barrier: Any, results: Any) -> None:
 
 def test_replicas_starting_at_once_on_one_postgresql_database_migrate_it_once(postgres_server: Any) -> None:
     url = postgres_server.database()
-    context = multiprocessing.get_context("spawn")
-    barrier = context.Barrier(4)
-    results = context.Queue()
-    workers = [context.Process(target=_start_replica, args=(url, barrier, results)) for _ in range(4)]
-    for worker in workers:
-        worker.start()
-    outcomes = [results.get(timeout=120) for _ in workers]
-    for worker in workers:
-        worker.join(60)
-    assert outcomes == ["ok"] * 4
+    assert _all_at_once(_start_replica, url) == ["ok"] * 4
     assert postgres_server.psql(url, "SELECT version FROM ragtrace_schema") == [(CURRENT,)]
     for table in TABLES:
         columns = postgres_server.psql(
