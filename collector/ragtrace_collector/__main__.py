@@ -50,7 +50,9 @@ def _parser() -> argparse.ArgumentParser:
         help="receive OTLP (HTTP and gRPC) and store spans and scores in SQLite",
         description="Receive OTLP (HTTP and gRPC) and store spans and scores in SQLite; print the live page's URL.",
     )
-    serve.add_argument("--db", type=Path, required=True, help="SQLite file (created when missing)")
+    serve.add_argument(
+        "--db", type=Path, required=True, help="SQLite file (created when missing; its directory must exist)"
+    )
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=4318, help="OTLP/HTTP port (default 4318)")
     serve.add_argument("--grpc-port", type=int, default=4317, help="OTLP/gRPC port (default 4317; -1 turns it off)")
