@@ -29,7 +29,7 @@ from ragtrace import _capture, _exporters
 from ragtrace._eval_logs import EvaluationOutput, set_global_logger_provider
 from ragtrace._exceptions import ConfigurationError
 from ragtrace._export_deadline import CountingSpanExporter, ExportDeadline
-from ragtrace._export_failure import fix_for, watchable
+from ragtrace._export_failure import WatchedSession, fix_for, watchable
 from ragtrace._exporters import meter_provider_for, metrics_enabled, otlp_span_exporter
 from ragtrace._handles import RagtraceHandle, activate, has_open_handle, set_globals
 from ragtrace._options import CaptureOptions, JoinOptions, ScoringOptions
@@ -95,8 +95,9 @@ def configure(
     # values back with every field given, so the judge is built once.
     scored = options.scoring.resolve()
     built: CountingSpanExporter | None = None
-    watched = watchable()  # how the last export ended, so the WARNING about dropped spans can name the fix
+    watched: WatchedSession | None = None
     if exporter is None:
+        watched = watchable()  # how the last export ended, so the WARNING about dropped spans can name the fix
         exporter = built = CountingSpanExporter(otlp_span_exporter(endpoint, protocol, headers, watched))
     elif endpoint is not None or protocol is not None:
         raise ConfigurationError("pass either exporter= or endpoint=/protocol=, not both")
