@@ -233,9 +233,8 @@ def read_bool(name: str, default: bool, *, fallback: bool | None = None) -> bool
         return True
     if lowered in _FALSE:
         return False
-    instead = default if fallback is None else fallback
-    problem = "not a boolean: set it to 'true' or 'false'"
-    return invalid(name, value, problem, instead, instead=_instead(default, fallback))
+    used = default if fallback is None else fallback
+    return invalid(name, value, "not a boolean: set it to 'true' or 'false'", used, instead=_instead(default, fallback))
 
 
 def read_int(name: str, default: int | None, *, minimum: int = 0, fallback: int | None = None) -> int | None:
