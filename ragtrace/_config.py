@@ -29,6 +29,7 @@ from ragtrace import _capture, _exporters
 from ragtrace._eval_logs import EvaluationOutput, set_global_logger_provider
 from ragtrace._exceptions import ConfigurationError
 from ragtrace._export_deadline import CountingSpanExporter, ExportDeadline
+from ragtrace._export_failure import WatchedSession, fix_for, watchable
 from ragtrace._exporters import meter_provider_for, metrics_enabled, otlp_span_exporter
 from ragtrace._handles import RagtraceHandle, activate, has_open_handle, set_globals
 from ragtrace._options import CaptureOptions, JoinOptions, ScoringOptions
@@ -94,8 +95,10 @@ def configure(
     # values back with every field given, so the judge is built once.
     scored = options.scoring.resolve()
     built: CountingSpanExporter | None = None
+    watched: WatchedSession | None = None
     if exporter is None:
-        exporter = built = CountingSpanExporter(otlp_span_exporter(endpoint, protocol, headers))
+        watched = watchable()  # how the last export ended, so the WARNING about dropped spans can name the fix
+        exporter = built = CountingSpanExporter(otlp_span_exporter(endpoint, protocol, headers, watched))
     elif endpoint is not None or protocol is not None:
         raise ConfigurationError("pass either exporter= or endpoint=/protocol=, not both")
     owns_meter_provider = False
@@ -124,7 +127,8 @@ def configure(
     if built is not None:
         # Only the exporters ragtrace built are cut at the shutdown deadline: the app's own are its own.
         cut = [built.inner, *([metric_exporter] if metric_exporter is not None else [])]
-        processor.export_deadline = ExportDeadline(built, cut, _exporters.export_target(built.inner, endpoint))
+        target = _exporters.export_target(built.inner, endpoint)
+        processor.export_deadline = ExportDeadline(built, cut, target, fix=lambda: fix_for(watched))
     provider = TracerProvider(resource=resource, span_limits=span_limits)
     provider.add_span_processor(processor)
     logs = None

@@ -95,6 +95,13 @@ def _read_input(args: argparse.Namespace) -> JsonlRecords:
     if loaded.skipped and not loaded.records:
         # Nothing to score: most likely the wrong file or the wrong --field names, not a bad line or two.
         raise ValueError(f"{loaded.path}: no line is a record ({len(loaded.skipped)} skipped); is it the right file?")
+    if not loaded.records:
+        # One rule with the line above: no record to score is a usage error, never a report of 0 records that
+        # a script or a CI gate would take for a pass (an export that wrote nothing, the wrong path).
+        raise ValueError(
+            f"{loaded.path}: the file has no records (it is empty or blank); give a JSONL file with one record "
+            'per line, e.g. {"query": ..., "chunks": [...], "answer": ...}'
+        )
     return loaded
 
 
@@ -214,7 +221,8 @@ exit status:
   0  the report was printed and every --fail-under gate passed
   1  the run failed: the judge could not be reached (stopped early), no record
      could be scored, or an --out file could not be written
-  2  usage, configuration or data error; the message names the fix
+  2  usage, configuration or data error, or no record to score (an empty
+     file, or no line a record); the message names the fix
   3  a --fail-under gate failed
      (with --fail-under, a skipped line fails too: see --allow-bad-lines)
 """

@@ -23,6 +23,9 @@ __all__ = ["DEFAULT_THRESHOLD", "EvaluationResult", "MetricSummary", "RecordResu
 SKIPPED_SHOWN = 20
 """The report lists at most this many skipped lines, then counts the rest."""
 
+_EMPTY = "(empty)"
+"""How the worst records show an answer that is empty: a blank cell would read as a rendering fault."""
+
 DEFAULT_THRESHOLD = 0.6
 """A record has a problem when some metric's goodness (value, or 1 - value when lower is better) is below this."""
 
@@ -55,9 +58,19 @@ class RecordResult:
         values = [g for g in map(goodness, self.result.scores.values()) if g is not None]
         return math.fsum(values) / len(values) if values else None
 
+    @property
+    def empty_answer(self) -> bool:
+        """True when the record has no answer (empty or blank): a failure of the app in itself, which the
+        answer metrics cannot score (absent, ``no_answer``), so no low score would show it."""
+        return not self.record.answer.strip()
+
     def issues(self, threshold: float = DEFAULT_THRESHOLD) -> list[Score]:
         """The measured scores whose goodness is below ``threshold``."""
         return [s for s in self.result.scores.values() if (g := goodness(s)) is not None and g < threshold]
+
+    def problem(self, threshold: float = DEFAULT_THRESHOLD) -> bool:
+        """True when the record belongs among the worst: an empty answer, or some score below ``threshold``."""
+        return self.empty_answer or bool(self.issues(threshold))
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,16 +144,18 @@ class EvaluationResult:
         return {name: s.mean for name, s in self.summary.items()}
 
     def worst(self, n: int = 10, threshold: float = DEFAULT_THRESHOLD) -> list[RecordResult]:
-        """Up to ``n`` records with a problem (some metric below ``threshold``, direction-aware), worst first."""
-        problems = [r for r in self.records if r.issues(threshold)]
-        problems.sort(key=lambda r: (r.overall if r.overall is not None else 1.0, r.index))
+        """Up to ``n`` records with a problem (an empty answer, or some metric below ``threshold``,
+        direction-aware), worst first: empty answers first, then by ``overall``."""
+        problems = [r for r in self.records if r.problem(threshold)]
+        problems.sort(key=lambda r: (not r.empty_answer, r.overall if r.overall is not None else 1.0, r.index))
         return problems[:n]
 
     def to_markdown(self, worst: int = 10, threshold: float = DEFAULT_THRESHOLD) -> str:
         """A markdown report: totals, one row per metric, the worst records and their issues, the skipped lines.
 
         A worst record is shown with its query and answer, and numbered by its line in the file it was
-        read from (``line``), or by its 0-based position (``#``) when it was not read from a file.
+        read from (``line``), or by its 0-based position (``#``) when it was not read from a file. A record
+        with no answer is listed first, its answer shown as ``(empty)`` and its first issue ``empty answer``.
         """
         cost = self.cost
         lines = [
@@ -169,7 +184,7 @@ class EvaluationResult:
                 f"| {_num(s.maximum)} | {absent} |"
             )
         bad = self.worst(worst, threshold)
-        lines += ["", f"## Worst records (a metric below {threshold:g}, direction-aware)", ""]
+        lines += ["", f"## Worst records (an empty answer, or a metric below {threshold:g}, direction-aware)", ""]
         if not bad:
             lines.append("None.")
         else:
@@ -178,9 +193,11 @@ class EvaluationResult:
             lines += [f"| {'line' if by_line else '#'} | query | answer | overall | issues |", "|---|---|---|---|---|"]
             for r in bad:
                 number = r.line if by_line else r.index
-                issues = ", ".join(f"{s.name} {_num(s.value)}" for s in r.issues(threshold))
+                issues = ["empty answer"] if r.empty_answer else []
+                issues += [f"{s.name} {_num(s.value)}" for s in r.issues(threshold)]
+                answer = _EMPTY if r.empty_answer else _cell(r.record.answer)
                 lines.append(
-                    f"| {number} | {_cell(r.record.query)} | {_cell(r.record.answer)} | {_num(r.overall)} | {issues} |"
+                    f"| {number} | {_cell(r.record.query)} | {answer} | {_num(r.overall)} | {', '.join(issues)} |"
                 )
         if self.skipped:
             lines += ["", f"## Skipped lines ({len(self.skipped)})", ""]

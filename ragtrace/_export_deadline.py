@@ -8,7 +8,8 @@ interpreter is exiting), that shuts the exporters down when a shutdown's export 
 share of the budget *and* the span exporter is stuck: an export call running for ``STUCK_SECONDS`` or
 more, or one that failed during this phase. A healthy endpoint that is merely busy is never cut, and
 outside an armed phase (``armed``) nothing is. ``CountingSpanExporter`` counts every span that was not
-exported, so one WARNING can say how many were lost and where they were going.
+exported, so one WARNING can say how many were lost, where they were going and (``fix``, from
+``_export_failure``) what to do about it.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from opentelemetry.sdk.trace import ReadableSpan
@@ -66,14 +67,23 @@ class CountingSpanExporter(SpanExporter):
 class ExportDeadline:
     """Shuts ``exporters`` down when an ``armed`` phase outlives its deadline with ``spans`` stuck.
 
-    ``target`` names where ``spans`` exports, for the message. ``report()`` logs, once, how many
-    spans were not exported; ``close()`` ends the thread (the processor calls both at shutdown).
+    ``target`` names where ``spans`` exports, for the message; ``fix``, when given, says why they were not
+    exported and what to do (``_export_failure.fix_for``), asked when the message is written. ``report()``
+    logs, once, how many spans were not exported; ``close()`` ends the thread (the processor calls both at
+    shutdown).
     """
 
-    def __init__(self, spans: CountingSpanExporter, exporters: Sequence[Any], target: str) -> None:
+    def __init__(
+        self,
+        spans: CountingSpanExporter,
+        exporters: Sequence[Any],
+        target: str,
+        fix: Callable[[], str] | None = None,
+    ) -> None:
         self._spans = spans
         self._exporters = list(exporters)
         self._target = target
+        self._fix = fix
         self._reported = False
         self.cut = False
         self._start()
@@ -115,6 +125,8 @@ class ExportDeadline:
                 return
             self._reported = True
         why = " (the shutdown budget ran out while the exporter was still retrying)" if self.cut else ""
+        if self._fix is not None:
+            why += f"; {self._fix()}"
         _log.warning("ragtrace: %d spans could not be exported to %s and were dropped%s", dropped, self._target, why)
 
     def _stuck(self, now: float) -> bool:

@@ -21,6 +21,8 @@ if TYPE_CHECKING:
     from opentelemetry.sdk.metrics import MeterProvider
     from opentelemetry.sdk.metrics.export import MetricReader
 
+    from ragtrace._export_failure import WatchedSession
+
 PROTOCOLS: Final = ("http/protobuf", "grpc")
 """OTLP protocols ``configure(protocol=...)`` accepts."""
 
@@ -61,7 +63,14 @@ def _check_endpoint(endpoint: str) -> None:
         )
 
 
-def otlp_span_exporter(endpoint: str | None, protocol: str | None, headers: Mapping[str, str] | None) -> SpanExporter:
+def otlp_span_exporter(
+    endpoint: str | None,
+    protocol: str | None,
+    headers: Mapping[str, str] | None,
+    session: WatchedSession | None = None,
+) -> SpanExporter:
+    """The OTLP span exporter for ``protocol``; over http/protobuf it sends through ``session`` when given (a
+    ``WatchedSession``, so a failure can be explained); the gRPC exporter takes no session."""
     chosen = _protocol(protocol, "TRACES")
     if endpoint is not None:
         _check_endpoint(endpoint)
@@ -73,7 +82,7 @@ def otlp_span_exporter(endpoint: str | None, protocol: str | None, headers: Mapp
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpSpanExporter
 
     url = _http_url(endpoint, _TRACES_PATH) if endpoint is not None else None
-    return HttpSpanExporter(endpoint=url, headers=dict(headers) if headers else None)
+    return HttpSpanExporter(endpoint=url, headers=dict(headers) if headers else None, session=session)
 
 
 def metrics_enabled(export_metrics: bool | None, readers: Sequence[MetricReader] | None) -> bool:

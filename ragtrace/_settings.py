@@ -9,9 +9,10 @@ they agree on precedence and on how a mistake reads. A ``Setting`` describes one
 ``resolve(value)``: a given argument is checked and returned; ``None`` reads the variable, then checks
 what it read, else returns the default. An argument that fails the check raises ``ConfigurationError``
 naming the fix (``queue_size=0 is invalid: pass a whole number >= 1``); a variable that fails it (or that
-does not parse) is reported once as a WARNING naming the fix (``RAGTRACE_HOLD_TIMEOUT='inf' is invalid:
-set it to a finite number of seconds > 0; using the default (30.0)``) and the default is used, as
-OpenTelemetry does with its own variables. ``check(name, value)`` applies the same check to a value
+does not parse) is reported once as a WARNING naming the fix and the value used instead
+(``RAGTRACE_HOLD_TIMEOUT='inf' is invalid: set it to a finite number of seconds > 0; using the default
+(30.0)``): the default, or for a limit on spending its safe value ("falling back to the safe value (0)"),
+as OpenTelemetry does with its own variables. ``check(name, value)`` applies the same check to a value
 that has no variable of its own (``metric_rates['faithfulness']``).
 
 The constructors cover the kinds in use: ``whole_number``, ``seconds``, ``rate``, ``limit`` (a whole
@@ -42,7 +43,9 @@ class Setting(Generic[T]):
     name: str
     variable: str | None
     default: T
-    read: Callable[[str], object]
+    read: Callable[[str, T, T | None], object]
+    """``read(variable, default, fallback)``: the variable parsed, ``default`` when unset, and when it does
+    not parse ``fallback`` (else ``default``) after a warning naming the value used."""
     valid: Callable[[object], bool]
     expect: str
     convert: Callable[[object], T]
@@ -59,11 +62,13 @@ class Setting(Generic[T]):
             return self.check(self.name, value)
         if self.variable is None:
             return self.default
-        read = self.read(self.variable)  # a value that does not parse reads as the fallback, with a warning
+        # A value that does not parse reads as the fallback (else the default), with a warning naming it.
+        read = self.read(self.variable, self.default, self.fallback)
         if read is None:
             return self.default
         if not self.valid(read):
-            return env.invalid(self.variable, read, f"set it to {self.expect}", self._on_invalid)
+            said = None if self.fallback is None else env.safe_fallback(self.fallback)
+            return env.invalid(self.variable, read, f"set it to {self.expect}", self._on_invalid, instead=said)
         return self.convert(read)
 
     def check(self, name: str, value: object) -> T:
@@ -88,12 +93,16 @@ def _number(low: float, high: float, *, open_low: bool = False, open_high: bool 
     return valid
 
 
-def _read_int(minimum: int, fallback: int | None = None) -> Callable[[str], object]:
-    return lambda variable: env.read_int(variable, None, minimum=minimum, fallback=fallback)
+def _read_int(minimum: int) -> Callable[[str, int | None, int | None], object]:
+    # The setting's own default and fallback go to the reader, so its warning names the value used.
+    return lambda variable, default, fallback: env.read_int(variable, default, minimum=minimum, fallback=fallback)
 
 
-def _read_float(minimum: float, maximum: float | None = None, fallback: float | None = None) -> Callable[[str], object]:
-    return lambda variable: env.read_float(variable, None, minimum=minimum, maximum=maximum, fallback=fallback)
+def _read_float(minimum: float, maximum: float | None = None) -> Callable[[str, float | None, float | None], object]:
+    def read(variable: str, default: float | None, fallback: float | None) -> object:
+        return env.read_float(variable, default, minimum=minimum, maximum=maximum, fallback=fallback)
+
+    return read
 
 
 def whole_number(name: str, variable: str | None, *, default: int, minimum: int) -> Setting[int]:
@@ -119,8 +128,7 @@ def limit(name: str, variable: str | None, *, fallback: int | None = None) -> Se
     """A whole number >= 0, or ``None`` (the default) for no limit; an invalid variable gives ``fallback``
     (a spending limit passes 0: a mistyped limit stops spending rather than lifting the limit)."""
     expect = "a whole number >= 0, or None for no limit"
-    read = _read_int(0, fallback)
-    return Setting(name, variable, None, read, _whole(0), expect, int, fallback)  # type: ignore[arg-type]
+    return Setting(name, variable, None, _read_int(0), _whole(0), expect, int, fallback)  # type: ignore[arg-type]
 
 
 def dollars(name: str, variable: str | None, *, fallback: float | None = None) -> Setting[float | None]:
@@ -128,5 +136,4 @@ def dollars(name: str, variable: str | None, *, fallback: float | None = None) -
     gives ``fallback``."""
     valid = _number(0, math.inf, open_high=True)
     expect = "a number of dollars >= 0, or None for no limit"
-    read = _read_float(0, fallback=fallback)
-    return Setting(name, variable, None, read, valid, expect, float, fallback)  # type: ignore[arg-type]
+    return Setting(name, variable, None, _read_float(0), valid, expect, float, fallback)  # type: ignore[arg-type]

@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Any, Final, TypedDict, TypeVar
 from ragtrace._exceptions import ConfigurationError
 from ragtrace._options import CaptureOptions, JoinOptions, ScoringOptions
 from ragtrace._sampling import Sampler
+from ragtrace._sampling._sampler import BUDGET_TOKENS, BUDGET_USD, RATE, THROTTLE
+from ragtrace._settings import Setting
 
 if TYPE_CHECKING:
     from ragtrace._sampling import Price, Rule, SpanPredicate
@@ -99,6 +101,15 @@ _SAMPLING: Final = {
 }
 """Each sampling keyword and the ``Sampler`` argument it is."""
 
+_SAMPLING_CHECKS: Final[Mapping[str, Setting[Any]]] = {
+    "sample_rate": RATE,
+    "throttle": THROTTLE,
+    "budget_tokens": BUDGET_TOKENS,
+    "budget_usd": BUDGET_USD,
+}
+"""The sampling keywords whose name differs from the ``Sampler`` argument's: checked here, so that a wrong value
+names the keyword the caller wrote (``sample_rate='abc' is invalid``), not the argument it becomes (``rate=``)."""
+
 _FIELDS: Final = {
     **{name: ("scoring", name) for name in ScoringKeywords.__optional_keys__},
     **{name: ("join", name.removeprefix("join_")) for name in JoinKeywords.__optional_keys__},
@@ -131,7 +142,8 @@ def merge(
 
     ``accepted``: the keywords ``caller`` takes (``SETUP``, ``PROCESSOR``); another raises ``TypeError``, as an
     unknown keyword does. A keyword also set in its option object, a sampler given with sampling keywords,
-    or an option object of the wrong type raises ``ConfigurationError`` naming the fix.
+    or an option object of the wrong type raises ``ConfigurationError`` naming the fix; so does a wrong value,
+    naming the keyword as the caller wrote it (``sample_rate='abc' is invalid: pass a number between 0 and 1``).
     """
     unknown = sorted(set(shorthands) - accepted)
     if unknown:
@@ -164,6 +176,9 @@ def merge(
                 f"{caller}: pass either a sampler (sampler= or ScoringOptions(sampler=...)) or the sampling "
                 f"arguments ({', '.join(_SAMPLING)}), not both: give them to Sampler(...)"
             )
+        for name, value in given.items():
+            if name in _SAMPLING_CHECKS:
+                _SAMPLING_CHECKS[name].check(name, value)
         merged["scoring"]["sampler"] = Sampler(**sampling)
     return Options(
         scoring=_with(scoring, merged["scoring"]),

@@ -38,9 +38,10 @@ scores are absent: the report's "absent" column names why, e.g. ``judge_error: 3
 when the run failed: it stopped early on a dead judge, no record could be scored because every
 metric failed with a judge error (stderr names the error types, e.g. ``connection: 12``), or an
 ``--out`` file could not be written; 2 on a usage, configuration or data error (the message names the
-fix); 3 when a ``--fail-under`` gate failed (``_eval_gates``; stderr says which and by how much), or
-when lines were skipped and ``--fail-under`` was given without ``--allow-bad-lines``: a gate passing
-on part of the file would vouch for the rest.
+fix), which includes a file with no record to score: empty, blank, or no line a record (a report of 0
+records would pass for a run); 3 when a ``--fail-under`` gate failed (``_eval_gates``; stderr says which
+and by how much), or when lines were skipped and ``--fail-under`` was given without ``--allow-bad-lines``:
+a gate passing on part of the file would vouch for the rest.
 """
 
 from __future__ import annotations

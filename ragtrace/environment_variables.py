@@ -203,6 +203,18 @@ def invalid(name: str, value: object, problem: str, default: _T, *, instead: str
     return default
 
 
+def safe_fallback(value: object) -> str:
+    """What ``invalid`` says when a variable that guards privacy or spending falls back to its safe value
+    rather than to its default: "falling back to the safe value (off)"."""
+    shown = ("on" if value else "off") if isinstance(value, bool) else str(value)
+    return f"falling back to the safe value ({shown})"
+
+
+def _instead(default: object, fallback: object) -> str | None:
+    # None: the default is used, and ``invalid`` says so; else the safe value differs from it and is named.
+    return None if fallback is None or fallback == default else safe_fallback(fallback)
+
+
 def read_str(name: str, default: str | None = None) -> str | None:
     """The variable's value, stripped, or ``default`` when unset or empty."""
     value = _raw(name)
@@ -211,7 +223,8 @@ def read_str(name: str, default: str | None = None) -> str | None:
 
 def read_bool(name: str, default: bool, *, fallback: bool | None = None) -> bool:
     """Parse ``true/false/1/0/yes/no/on/off`` (any case); otherwise warn and return ``fallback`` (the safe
-    value, when it differs from ``default``) or ``default``."""
+    value, when it differs from ``default``; the warning then says "falling back to the safe value (off)")
+    or ``default`` (the warning says "using the default (...)")."""
     value = _raw(name)
     if value is None:
         return default
@@ -220,22 +233,23 @@ def read_bool(name: str, default: bool, *, fallback: bool | None = None) -> bool
         return True
     if lowered in _FALSE:
         return False
-    return invalid(name, value, "not a boolean: set it to 'true' or 'false'", default if fallback is None else fallback)
+    used = default if fallback is None else fallback
+    return invalid(name, value, "not a boolean: set it to 'true' or 'false'", used, instead=_instead(default, fallback))
 
 
 def read_int(name: str, default: int | None, *, minimum: int = 0, fallback: int | None = None) -> int | None:
-    """Parse an integer >= ``minimum``; otherwise warn (naming the fix) and return ``fallback`` if given,
-    else ``default``."""
+    """Parse an integer >= ``minimum``; otherwise warn (naming the fix and the value used) and return
+    ``fallback`` (the safe value) if given, else ``default``."""
     value = _raw(name)
     if value is None:
         return default
-    instead = default if fallback is None else fallback
+    used, said = (default if fallback is None else fallback), _instead(default, fallback)
     try:
         parsed = int(value)
     except ValueError:
-        return invalid(name, value, "not an integer: set it to a whole number", instead)
+        return invalid(name, value, "not an integer: set it to a whole number", used, instead=said)
     if parsed < minimum:
-        return invalid(name, value, f"below {minimum}: set it to {minimum} or more", instead)
+        return invalid(name, value, f"below {minimum}: set it to {minimum} or more", used, instead=said)
     return parsed
 
 
@@ -247,20 +261,20 @@ def read_float(
     maximum: float | None = None,
     fallback: float | None = None,
 ) -> float | None:
-    """Parse a float within [``minimum``, ``maximum``]; otherwise warn (naming the fix) and return
-    ``fallback`` if given, else ``default``."""
+    """Parse a float within [``minimum``, ``maximum``]; otherwise warn (naming the fix and the value used)
+    and return ``fallback`` (the safe value) if given, else ``default``."""
     value = _raw(name)
     if value is None:
         return default
-    instead = default if fallback is None else fallback
+    used, said = (default if fallback is None else fallback), _instead(default, fallback)
     try:
         parsed = float(value)
     except ValueError:
-        return invalid(name, value, "not a number: set it to e.g. 0.5", instead)
+        return invalid(name, value, "not a number: set it to e.g. 0.5", used, instead=said)
     if parsed != parsed or (minimum is not None and parsed < minimum) or (maximum is not None and parsed > maximum):
         low = "-inf" if minimum is None else minimum
         high = "inf" if maximum is None else maximum
-        return invalid(name, value, f"out of range: set it between {low} and {high}", instead)
+        return invalid(name, value, f"out of range: set it between {low} and {high}", used, instead=said)
     return parsed
 
 

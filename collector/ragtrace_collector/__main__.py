@@ -40,7 +40,8 @@ DESCRIPTION = (
 """What ``--help`` says: plain text, as a terminal shows it (the module docstring is reStructuredText)."""
 
 
-def _parser() -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:
+    """The command line's parser (``main`` parses with it; the documentation's tests check its commands)."""
     parser = argparse.ArgumentParser(prog="ragtrace-collector", description=DESCRIPTION)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -50,7 +51,9 @@ def _parser() -> argparse.ArgumentParser:
         help="receive OTLP (HTTP and gRPC) and store spans and scores in SQLite",
         description="Receive OTLP (HTTP and gRPC) and store spans and scores in SQLite; print the live page's URL.",
     )
-    serve.add_argument("--db", type=Path, required=True, help="SQLite file (created when missing)")
+    serve.add_argument(
+        "--db", type=Path, required=True, help="SQLite file (created when missing; its directory must exist)"
+    )
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=4318, help="OTLP/HTTP port (default 4318)")
     serve.add_argument("--grpc-port", type=int, default=4317, help="OTLP/gRPC port (default 4317; -1 turns it off)")
@@ -151,8 +154,10 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _serve(args: argparse.Namespace) -> int:
-    config = CollectorConfig(
+def serve_config(args: argparse.Namespace) -> CollectorConfig:
+    """What ``serve`` runs with, from its parsed arguments and the variables (not validated yet: the
+    collector validates it before anything starts)."""
+    return CollectorConfig(
         db=args.db,
         host=args.host,
         port=args.port,
@@ -176,6 +181,10 @@ def _serve(args: argparse.Namespace) -> int:
             max_bytes=args.join_max_bytes,
         ),
     )
+
+
+def _serve(args: argparse.Namespace) -> int:
+    config = serve_config(args)
     collector = Collector(config)
 
     def announce() -> None:
@@ -210,7 +219,7 @@ def _report(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status."""
-    args = _parser().parse_args(argv)
+    args = build_parser().parse_args(argv)
     if args.command == "serve":
         logging.basicConfig(
             level=getattr(logging, str(args.log_level).upper(), logging.INFO),

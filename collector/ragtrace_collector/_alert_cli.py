@@ -7,7 +7,8 @@ alert API (``_http/_alert_api.py``, the one the page's buttons use).
     ragtrace-collector alerts unsilence 3
 
 ``--url`` is the collector's HTTP address (default ``http://127.0.0.1:4318``); ``--token`` (or
-``RAGTRACE_COLLECTOR_TOKEN``) when it has one. ``--json`` prints the API's answer as it is. A refusal (an unknown
+``RAGTRACE_COLLECTOR_TOKEN``) when it has one. ``--json`` prints the API's answer as it is. The three go before
+the action or after it (``alerts --url X list`` and ``alerts list --url X`` are the same). A refusal (an unknown
 rule, a group not firing, a wrong token, a collector that is not there) is one line on standard error and exit
 status 1.
 """
@@ -36,17 +37,18 @@ def add_alert_commands(commands: Any) -> None:
         "alerts",
         help="list, acknowledge, silence and unsilence the alerts of a running collector",
         description="List, acknowledge, silence and unsilence the alerts of a running collector (its alert API).",
+        parents=[_shared_options(defaults=True)],
     )
-    alerts.add_argument("--url", default=DEFAULT_URL, help=f"the collector's HTTP address (default {DEFAULT_URL})")
-    alerts.add_argument(
-        "--token", default=None, help=f"its bearer token, when it has one (or {env.RAGTRACE_COLLECTOR_TOKEN})"
-    )
-    alerts.add_argument("--json", action="store_true", help="print the API's JSON answer as it is")
+    # The same options after the action too (``alerts list --url X``), as a parent of each action's parser.
+    # Their defaults there are SUPPRESS: an action's default would overwrite a value given before the action.
+    shared = [_shared_options(defaults=False)]
     actions = alerts.add_subparsers(dest="action", required=True)
-    actions.add_parser("list", help="every alert group's state, and the silences not over yet")
-    ack = actions.add_parser("ack", help="acknowledge a firing alert: no reminders until it resolves")
+    actions.add_parser("list", help="every alert group's state, and the silences not over yet", parents=shared)
+    ack = actions.add_parser("ack", help="acknowledge a firing alert: no reminders until it resolves", parents=shared)
     ack.add_argument("rule", help="the rule's name")
-    silence = actions.add_parser("silence", help="send nothing for matching alerts for a while (still recorded)")
+    silence = actions.add_parser(
+        "silence", help="send nothing for matching alerts for a while (still recorded)", parents=shared
+    )
     silence.add_argument("rule", nargs="?", default=None, help="the rule's name (default: every rule)")
     silence.add_argument("--for", dest="duration", required=True, help='how long, e.g. "30m", "2h", "1d"')
     for parser in (ack, silence):
@@ -54,8 +56,27 @@ def add_alert_commands(commands: Any) -> None:
         parser.add_argument("--route", default=None, help="the alert's route (default: none / any)")
         parser.add_argument("--author", default=_user(), help="who says so (default: the login name)")
         parser.add_argument("--comment", default=None, help="why")
-    unsilence = actions.add_parser("unsilence", help="end a silence now")
+    unsilence = actions.add_parser("unsilence", help="end a silence now", parents=shared)
     unsilence.add_argument("id", type=int, help="the silence's id (from `alerts list`)")
+
+
+def _shared_options(*, defaults: bool) -> argparse.ArgumentParser:
+    """``--url``, ``--token`` and ``--json``, which ``alerts`` takes before or after its action. ``defaults``:
+    with their defaults (the ``alerts`` parser's), else with none (the actions'), so that only a value given
+    after the action replaces one given before it."""
+    parser = argparse.ArgumentParser(add_help=False)
+
+    def default(value: object) -> Any:
+        return value if defaults else argparse.SUPPRESS
+
+    url_help = f"the collector's HTTP address (default {DEFAULT_URL})"
+    parser.add_argument("--url", default=default(DEFAULT_URL), help=url_help)
+    token_help = f"its bearer token, when it has one (or {env.RAGTRACE_COLLECTOR_TOKEN})"
+    parser.add_argument("--token", default=default(None), help=token_help)
+    parser.add_argument(
+        "--json", action="store_true", default=default(False), help="print the API's JSON answer as it is"
+    )
+    return parser
 
 
 def _user() -> str | None:

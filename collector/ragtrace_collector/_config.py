@@ -57,6 +57,7 @@ class CollectorConfig:
 
     def validate(self) -> None:
         """Raise ``ConfigurationError`` naming the fix when the configuration is unsafe or wrong."""
+        _check_db_directory(self.db)
         if not is_loopback(self.host) and not self.token and not self.insecure:
             raise ConfigurationError(
                 f"--host {self.host} is not a loopback address and no token is set: anyone who can reach it could "
@@ -88,3 +89,19 @@ class CollectorConfig:
             traces_url(self.forward)
         if self.phoenix_url is not None:
             annotations_url(self.phoenix_url)
+
+
+def _check_db_directory(db: Path) -> None:
+    """The ``--db`` file's directory must exist: a mistyped path would otherwise create a tree of directories
+    and a new, empty store there, and the apps' spans would go where nobody looks. The file itself may be new."""
+    directory = db.parent
+    if directory.is_dir():
+        return
+    # The part of the path that is a file (``afile`` of ``afile/sub/x.db``) is what the user has to change.
+    file = next((part for part in (*reversed(directory.parents), directory) if part.is_file()), None)
+    if file is not None:
+        raise ConfigurationError(f"--db {db}: {file} is a file, not a directory; give a --db path inside a directory")
+    raise ConfigurationError(
+        f"--db {db}: the directory {directory} does not exist; create it first (mkdir -p {directory}) "
+        "or give a --db path in an existing directory"
+    )

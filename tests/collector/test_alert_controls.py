@@ -189,3 +189,22 @@ def test_with_a_token_the_api_needs_it_and_the_cli_sends_it(tmp_path: Path, caps
         assert status == 0 and json.loads(out)["groups"] == []
     finally:
         collector.stop()
+
+
+def test_the_shared_options_are_taken_after_the_action_too(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # Issue 29: `alerts list --url X` failed with "unrecognized arguments: --url".
+    collector = start_collector(tmp_path / "ragtrace.db", watch=True, token="s3cret")
+    try:
+        url = f"http://127.0.0.1:{collector.http_port or 0}"
+        assert main(["alerts", "list", "--url", url, "--token", "s3cret", "--json"]) == 0
+        assert json.loads(capsys.readouterr().out)["groups"] == []
+        # Given on both sides, the one after the action wins; given before only, an action's default does not
+        # overwrite it.
+        assert main(["alerts", "--url", "http://127.0.0.1:1", "list", "--url", url, "--token", "s3cret"]) == 0
+        assert "no alert groups yet" in capsys.readouterr().out
+        assert main(["alerts", "--url", url, "--token", "s3cret", "--json", "list"]) == 0
+        assert json.loads(capsys.readouterr().out)["silences"] == []
+        assert main(["alerts", "unsilence", "7", "--url", url]) == 1  # the token is needed: --url was used
+        assert "needs its token" in capsys.readouterr().err
+    finally:
+        collector.stop()

@@ -47,6 +47,38 @@ def test_serve_with_a_directory_as_db(tmp_path: Path, capsys: pytest.CaptureFixt
     assert str(tmp_path) in line and "SQLite file" in line
 
 
+def test_serve_with_a_db_in_a_missing_directory_refuses_and_creates_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Issue 29: the directory used to be created and the collector served into a store nobody would look at.
+    # --rules names a missing file, checked after --db: were the path let through, the command would stop on
+    # the rules (a failed assertion below) rather than serve forever.
+    db = tmp_path / "nonexistent" / "dir" / "x.db"
+    assert main(["serve", "--db", str(db), "--rules", str(tmp_path / "none")]) == 2
+    assert _one_line(capsys.readouterr().err) == (
+        f"ragtrace-collector: --db {db}: the directory {db.parent} does not exist; create it first "
+        f"(mkdir -p {db.parent}) or give a --db path in an existing directory"
+    )
+    assert not (tmp_path / "nonexistent").exists()
+
+
+@pytest.mark.parametrize("under", ["x.db", "sub/x.db"])
+def test_serve_with_a_db_under_a_file_names_db_and_the_fix(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], under: str
+) -> None:
+    # Issue 29: this printed "[Errno 17] File exists: ..." without naming --db or the fix.
+    file = tmp_path / "afile"
+    file.write_text("")
+    db = file / under
+    assert main(["serve", "--db", str(db), "--rules", str(tmp_path / "none")]) == 2
+    assert _one_line(capsys.readouterr().err) == (
+        f"ragtrace-collector: --db {db}: {file} is a file, not a directory; give a --db path inside a directory"
+    )
+    with pytest.raises(ConfigurationError, match="is a file, not a directory"):
+        CollectorConfig(db=db).validate()
+    CollectorConfig(db=tmp_path / "new.db").validate()  # a new file in a directory that exists is fine
+
+
 @pytest.mark.parametrize(("option", "other"), [("--port", "--grpc-port"), ("--grpc-port", "--port")])
 def test_serve_on_a_busy_port_names_the_option_to_change_and_leaves_no_new_db(
     tmp_path: Path, capfd: pytest.CaptureFixture[str], option: str, other: str

@@ -726,3 +726,21 @@ def test_eval_with_the_tiered_judge_scores_a_file(tmp_path: Path, capsys: pytest
         status = main([*args, "--metrics", "faithfulness", "--no-progress"])
     assert status == 0
     assert "faithfulness" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("text", ["", "\n  \n"])
+def test_an_empty_file_exits_2_like_a_file_of_bad_lines(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str
+) -> None:
+    # Issue 29: an empty file exited 0 with "records: 0" while a file of only bad lines exits 2: one rule now.
+    data = tmp_path / "empty.jsonl"
+    data.write_text(text, encoding="utf-8")
+    with StubOpenAIServer() as stub:
+        status = main(["eval", str(data), "--base-url", stub.base_url, "--no-progress"])
+        assert stub.requests == []
+    captured = capsys.readouterr()
+    assert status == 2 and captured.out == ""
+    assert captured.err == (
+        f"ragtrace: error: {data}: the file has no records (it is empty or blank); give a JSONL file with one "
+        'record per line, e.g. {"query": ..., "chunks": [...], "answer": ...}\n'
+    )

@@ -201,3 +201,27 @@ def test_an_unknown_keyword_is_a_type_error_and_the_processor_takes_no_capture_k
         processor(redact=str.upper)
     with pytest.raises(TypeError, match="instrument\\(\\) got an unexpected keyword argument 'batch'"):
         ragtrace.instrument(TracerProvider(), InMemorySpanExporter(), batch=False)  # type: ignore[call-arg]
+
+
+@pytest.mark.parametrize(
+    ("keyword", "value", "expected"),
+    [
+        ("sample_rate", "abc", "sample_rate='abc' is invalid: pass a number between 0 and 1"),
+        ("throttle", -1, "throttle=-1 is invalid: pass a whole number >= 0, or None for no limit"),
+        ("budget_tokens", 1.5, "budget_tokens=1.5 is invalid: pass a whole number >= 0, or None for no limit"),
+        ("budget_usd", "x", "budget_usd='x' is invalid: pass a number of dollars >= 0, or None for no limit"),
+    ],
+)
+def test_a_wrong_sampling_keyword_is_named_as_the_caller_wrote_it(keyword: str, value: object, expected: str) -> None:
+    # Issue 29: configure(sample_rate="abc") said "rate='abc' is invalid", a name the caller never wrote.
+    for call in (
+        lambda: ragtrace.configure(exporter=InMemorySpanExporter(), set_global=False, **{keyword: value}),
+        lambda: ragtrace.instrument(TracerProvider(), InMemorySpanExporter(), **{keyword: value}),
+        lambda: processor(**{keyword: value}),
+    ):
+        with pytest.raises(ConfigurationError) as raised:
+            call()
+        assert str(raised.value) == expected
+    # The Sampler's own argument keeps its own name.
+    with pytest.raises(ConfigurationError, match=r"^rate='abc' is invalid"):
+        Sampler(rate="abc")  # type: ignore[arg-type]

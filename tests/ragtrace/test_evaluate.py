@@ -57,12 +57,14 @@ def test_evaluate_aggregates_and_reports_the_worst_records() -> None:
     assert result.judge == "fake"
     assert not fake.closed  # a judge the caller passed stays open
     worst = result.worst()
-    assert [r.index for r in worst] == [1]
-    assert [s.name for s in worst[0].issues()] == ["faithfulness", "hallucination", "context_relevance"]
+    assert [r.index for r in worst] == [2, 1]  # the empty answer first: a failure no score can show
+    assert worst[0].empty_answer and worst[0].issues() == []
+    assert [s.name for s in worst[1].issues()] == ["faithfulness", "hallucination", "context_relevance"]
     markdown = result.to_markdown()
     assert "| faithfulness | higher | 2/3 | 0.500 | 0.000 | 1.000 | no_answer: 1 |" in markdown
     assert "| # | query | answer | overall | issues |" in markdown
     assert "| 1 | Who wrote Hamlet? | Marlowe wrote Hamlet. | 0.167 |" in markdown
+    assert "| 2 | empty | (empty) | - | empty answer |" in markdown
     assert f"judge calls: {fake.count()}" in markdown
     assert "- overall (mean goodness per record): mean 0.583, min 0.167, max 1.000" in markdown
 
@@ -73,6 +75,20 @@ def test_worst_records_are_ordered_worst_first(tmp_path: Path) -> None:
     result = ragtrace.evaluate(records, metrics=["context_relevance"], judge=fake, progress=False)
     assert [r.index for r in result.worst()] == [1, 3, 0]
     assert [r.index for r in result.worst(n=1)] == [1]
+
+
+def test_an_empty_answer_is_named_in_the_worst_records_not_hidden_behind_another_score() -> None:
+    # Issue 29: such a record showed as a low context relevance with a blank answer cell; the empty answer
+    # itself was only the "absent no_answer: 1" of the metrics table.
+    fake = FakeJudge(rate_chunks=lambda q, chunks: [0.1 if q == "empty" else 0.9])
+    records = [RagRecord.of("fine", ["c"], "an answer"), RagRecord.of("empty", ["c"], "  ")]
+    result = ragtrace.evaluate(records, metrics=["faithfulness", "context_relevance"], judge=fake, progress=False)
+    markdown = result.to_markdown()
+    assert "| 1 | empty | (empty) | 0.100 | empty answer, context_relevance 0.100 |" in markdown
+    # An empty answer is listed even when every measured score is fine.
+    fine = FakeJudge(rate_chunks=lambda q, chunks: [0.9])
+    result = ragtrace.evaluate(records[1:], metrics=["context_relevance"], judge=fine, progress=False)
+    assert "| 0 | empty | (empty) | 0.900 | empty answer |" in result.to_markdown()
 
 
 def write_jsonl(path: Path, lines: list[str]) -> Path:

@@ -47,7 +47,9 @@ def test_shutdown_cuts_the_retries_of_a_dead_endpoint_and_says_what_was_dropped(
     ours = [r.getMessage() for r in caplog.records if r.name == "ragtrace"]
     assert ours == [
         f"ragtrace: 20 spans could not be exported to {endpoint} and were dropped "
-        "(the shutdown budget ran out while the exporter was still retrying)"
+        "(the shutdown budget ran out while the exporter was still retrying); nothing answered there: "
+        "start the collector (ragtrace-collector serve --db ragtrace.db) or check configure(endpoint=...) / "
+        "OTEL_EXPORTER_OTLP_ENDPOINT"
     ]
 
 
@@ -71,7 +73,9 @@ def test_a_script_that_never_calls_shutdown_says_what_it_dropped_at_exit() -> No
     lines = [line for line in done.stderr.splitlines() if line.startswith("ragtrace: ")]
     assert lines == [
         f"ragtrace: 7 spans could not be exported to {endpoint} and were dropped "
-        "(the shutdown budget ran out while the exporter was still retrying)"
+        "(the shutdown budget ran out while the exporter was still retrying); nothing answered there: "
+        "start the collector (ragtrace-collector serve --db ragtrace.db) or check configure(endpoint=...) / "
+        "OTEL_EXPORTER_OTLP_ENDPOINT"
     ]
 
 
