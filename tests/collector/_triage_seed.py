@@ -6,7 +6,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ragtrace_collector._otlp import Batch
 from ragtrace_collector._store import Store
+from ragtrace_collector._store.schema import ALERT_COLUMNS, ALERTS, RAG_COLUMNS, SCORE_COLUMNS, SPAN_COLUMNS
 
 NS = 1_000_000_000
 T0 = 1_800_000_000 * NS
@@ -38,8 +40,14 @@ def claims_of(bad: bool) -> list[dict[str, Any]]:
     return claims
 
 
+def whole_row(row: dict[str, Any], columns: dict[str, type]) -> dict[str, Any]:
+    """The row with every column of its table (None where it has none), as ``Store.write`` binds them."""
+    return {column: row.get(column) for column in columns}
+
+
 def seed_triage(store: Store) -> None:
-    """``N_RECORDS`` records a minute apart (``shop``, and every fifth one ``docs``), scored, with claims."""
+    """``N_RECORDS`` records a minute apart (``shop``, and every fifth one ``docs``), scored, with claims; through
+    the store's own writes, so it seeds either engine."""
     rag, scores, spans = [], [], []
     for i in range(N_RECORDS):
         sid, time_ns = span_id(i), T0 + i * MINUTE
@@ -70,16 +78,29 @@ def seed_triage(store: Store) -> None:
             "span_id": sid, "trace_id": sid * 2, "name": "answer", "service": service, "start_ns": time_ns,
             "end_ns": time_ns, "attributes": attributes,
         })  # fmt: skip
-    store.db["rag_records"].insert_all(rag)  # type: ignore[union-attr]
-    store.db["scores"].insert_all(scores, alter=True)  # type: ignore[union-attr]
-    store.db["spans"].insert_all(spans, alter=True)  # type: ignore[union-attr]
+    store.write(
+        Batch(
+            spans=[whole_row(r, SPAN_COLUMNS) for r in spans],
+            rag_records=[whole_row(r, RAG_COLUMNS) for r in rag],
+            scores=[whole_row(r, SCORE_COLUMNS) for r in scores],
+        )
+    )
     alert = {"rule": "hallucination-spike", "kind": "spike", "metric": "hallucination", "service": "shop",
              "route": None, "sinks": "[]", "threshold": 8.0}  # fmt: skip
-    store.db["alerts"].insert_all([
+    history = [
         {**alert, "time_ns": T0 + 90 * MINUTE, "state": "OK", "previous_state": "NO_DATA", "value": 0.4,
          "message": "bad rate 3% vs baseline 4%"},
         {**alert, "time_ns": T0 + 106 * MINUTE, "state": "WARNING", "previous_state": "OK", "value": 5.1,
          "message": "bad rate 60% vs baseline 4%; CUSUM 5.1"},
         {**alert, "time_ns": T0 + 110 * MINUTE, "state": "ALERT", "previous_state": "WARNING", "value": 9.7,
          "message": "bad rate 64% over the last 11 records vs baseline 4%; CUSUM 9.7 (alert at 8)"},
-    ])  # fmt: skip
+    ]  # fmt: skip
+    insert_alerts(store, history)
+
+
+def insert_alerts(store: Store, history: list[dict[str, Any]]) -> None:
+    """Rows of ``alerts`` as the watcher writes them (every column it does not name NULL, ``silenced`` 0)."""
+    columns = [c for c in ALERT_COLUMNS if c != "id"]
+    insert = f"INSERT INTO {ALERTS} ({', '.join(columns)}) VALUES ({', '.join('?' for _ in columns)})"
+    values = [[a.get(c, 0 if c == "silenced" else None) for c in columns] for a in history]
+    store.change(lambda conn: conn.executemany(insert, values))

@@ -6,29 +6,41 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
-from pathlib import Path
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
+from ragtrace_collector._otlp import Batch
 from ragtrace_collector._report import page_routes
-from ragtrace_collector._store import Store
+from ragtrace_collector._store.schema import RAG_COLUMNS
 from ragtrace_collector._triage import FilterError, RecordFilter, ScoreBound, parse_filter
 from ragtrace_collector._triage._record_html import locate_claims
 from starlette.applications import Starlette
 from starlette.datastructures import QueryParams
 from starlette.testclient import TestClient
 
-from tests.collector._triage_seed import BAD_ANSWER, MINUTE, N_RECORDS, SPIKE_FROM, T0, claims_of, seed_triage, span_id
+from tests.collector._triage_seed import (
+    BAD_ANSWER,
+    MINUTE,
+    N_RECORDS,
+    SPIKE_FROM,
+    T0,
+    claims_of,
+    insert_alerts,
+    seed_triage,
+    span_id,
+    whole_row,
+)
 
 
 @pytest.fixture
-def client(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[TestClient]:
+def client(open_store: Callable[[], Any], monkeypatch: pytest.MonkeyPatch) -> Iterator[TestClient]:
+    """The pages over the seeded store, on either engine (``open_store``'s parameter)."""
     monkeypatch.setenv("RAGTRACE_COLLECTOR_TRACE_URL", "http://127.0.0.1:16686/trace/{trace_id}")
-    store = Store(tmp_path / "ragtrace.db")
+    store = open_store()
     seed_triage(store)
     with TestClient(Starlette(routes=page_routes(store))) as test_client:
         yield test_client
-    store.close()
 
 
 def _rows(html: str) -> list[str]:
@@ -139,22 +151,22 @@ def test_cost_and_coverage(client: TestClient) -> None:
     assert "<tr><td>shop</td><td>112</td><td>112</td></tr>" in page
 
 
-def test_live_updates_return_what_arrived_after_the_page_in_arrival_order(client: TestClient, tmp_path: Path) -> None:
+def test_live_updates_return_what_arrived_after_the_page_in_arrival_order(
+    client: TestClient, open_store: Callable[[], Any]
+) -> None:
     page = client.get("/records").text
     (last,) = re.findall(r'data-last-row="(\d+)"', page)
     assert client.get("/api/records", params={"after_row": last}).json() == {
         "records": [], "rows_html": [], "last_row": int(last), "more": False
     }  # fmt: skip
     # Three records arrive: one with an older time than every record shown (a late exporter) among them.
-    store = Store(tmp_path / "ragtrace.db")
     late = [
         {"span_id": f"late{i:012x}", "trace_id": "t" * 32, "service": "docs" if i == 1 else "shop", "route": "/ask",
          "time_ns": T0 + (N_RECORDS + i) * MINUTE if i else T0 - MINUTE, "query": f"late {i}", "answer": "a",
          "chunks": "[]", "decision": "evaluated"}
         for i in range(3)
     ]  # fmt: skip
-    store.db["rag_records"].insert_all(late)  # type: ignore[union-attr]
-    store.close()
+    open_store().write(Batch(rag_records=[whole_row(r, RAG_COLUMNS) for r in late]))
     data = client.get("/api/records", params={"after_row": last, "limit": 2}).json()
     assert [r["span_id"] for r in data["records"]] == [late[0]["span_id"], late[1]["span_id"]]
     assert data["more"] is True and len(data["rows_html"]) == 2  # a burst comes a page at a time
@@ -172,10 +184,9 @@ def test_the_overview_links_into_the_triage_pages(client: TestClient) -> None:
 
 
 def test_a_threshold_alert_by_route_lists_its_routes_records_beyond_its_threshold(
-    client: TestClient, tmp_path: Path
+    client: TestClient, open_store: Callable[[], Any]
 ) -> None:
-    store = Store(tmp_path / "ragtrace.db")
-    store.db["alerts"].insert_all([  # type: ignore[union-attr]
+    insert_alerts(open_store(), [
         {"time_ns": T0 + 100 * MINUTE, "rule": "faithfulness-low", "kind": "threshold", "metric": "faithfulness",
          "service": None, "route": "/ask", "state": "OK", "previous_state": "NO_DATA", "value": 0.9,
          "threshold": 0.7, "message": "mean 0.90", "sinks": "[]"},
@@ -183,7 +194,6 @@ def test_a_threshold_alert_by_route_lists_its_routes_records_beyond_its_threshol
          "service": None, "route": "/ask", "state": "ALERT", "previous_state": "OK", "value": 0.55,
          "threshold": 0.7, "message": "mean 0.55 below 0.7", "sinks": "[]"},
     ])  # fmt: skip
-    store.close()
     page = client.get("/alert?rule=faithfulness-low&route=%2Fask", follow_redirects=True).text
     assert "Alert: faithfulness-low (faithfulness, route=/ask)" in page
     assert "faithfulness below 0.7 records in route=/ask" in page
@@ -193,12 +203,10 @@ def test_a_threshold_alert_by_route_lists_its_routes_records_beyond_its_threshol
     assert "threshold dashed" in page
 
 
-def test_metadata_filters_match_numbers_and_non_ascii_keys(client: TestClient, tmp_path: Path) -> None:
-    store = Store(tmp_path / "ragtrace.db")
+def test_metadata_filters_match_numbers_and_non_ascii_keys(client: TestClient, open_store: Callable[[], Any]) -> None:
     attributes = json.dumps({"metadata": json.dumps({"rank": 3, "usuário": "ana"}, ensure_ascii=False)})
-    store.db.conn.execute("UPDATE spans SET attributes = ? WHERE span_id = ?", (attributes, span_id(0)))
-    store.db.conn.commit()
-    store.close()
+    update = "UPDATE spans SET attributes = ? WHERE span_id = ?"
+    open_store().change(lambda conn: conn.execute(update, (attributes, span_id(0))))
     assert _rows(client.get("/records", params={"meta": "rank:3"}).text) == [span_id(0)]
     assert _rows(client.get("/records", params={"meta": "usuário:ana"}).text) == [span_id(0)]
     assert _rows(client.get("/records", params={"meta": "rank:4"}).text) == []

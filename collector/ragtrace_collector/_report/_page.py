@@ -15,7 +15,7 @@ from ragtrace_collector._report._alert_panel import alert_panel_html, read_alert
 from ragtrace_collector._report._format import Format
 from ragtrace_collector._report._html import html_page
 from ragtrace_collector._report._markdown import markdown
-from ragtrace_collector._store import RAG_RECORDS, file_of
+from ragtrace_collector._store import RAG_RECORDS, file_of, is_postgres
 from ragtrace_collector._store.report import (
     alert_marks,
     open_source,
@@ -120,6 +120,11 @@ def _page_source(store: object) -> object:
     path = getattr(store, "path", None)
     if isinstance(path, str | os.PathLike):
         return Path(path)
+    url = getattr(store, "url", None)  # a PostgresStore: each request connects on its own
+    if isinstance(url, str):
+        return url
+    if is_postgres(store):
+        return store
     if isinstance(store, str | os.PathLike):
         return Path(store)
     database = store if hasattr(store, "conn") else getattr(store, "db", None)

@@ -29,6 +29,7 @@ from ragtrace_collector._store.connection import (
     connect,
     connect_readonly,
     file_of,
+    is_postgres,
     reading,
     snapshot,
 )
@@ -69,6 +70,7 @@ __all__ = [
     "connect",
     "connect_readonly",
     "file_of",
+    "is_postgres",
     "open_store",
     "reading",
     "snapshot",
@@ -79,7 +81,7 @@ def open_store(target: str | os.PathLike[str]) -> Store | PostgresStore:
     """The store ``target`` names: a ``postgresql://`` URL opens a ``PostgresStore`` (psycopg is imported only
     then), anything else a SQLite file (``Store``). Either is migrated to the current schema."""
     text = os.fspath(target)
-    if text.startswith(("postgresql://", "postgres://")):
+    if is_postgres(text):
         from ragtrace_collector._store.postgres import PostgresStore
 
         return PostgresStore(text)

@@ -18,14 +18,14 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 from collections.abc import Iterable, Sequence
 from contextlib import closing
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 from ragtrace_collector._drift import State
-from ragtrace_collector._store.connection import connect_readonly, table_names
+from ragtrace_collector._store.connection import connect_readonly, insert_returning_id, table_names
+from ragtrace_collector._store.dialect import AnyConnection, dialect_of
 from ragtrace_collector._store.schema import ALERT_ACKS, ALERT_GROUPS, ALERT_SILENCES, ALERT_TABLES, ALERTS, SCORES
 
 if TYPE_CHECKING:  # values the watcher writes; read by attribute only
@@ -141,7 +141,7 @@ _SILENCE_COLUMNS = "id, rule, service, route, starts_ns, ends_ns, created_ns, au
 _ACK_COLUMNS = "id, rule, service, route, episode_ns, time_ns, author, comment"
 
 
-def silences(conn: sqlite3.Connection, *, active_at: int | None = None) -> list[Silence]:
+def silences(conn: AnyConnection, *, active_at: int | None = None) -> list[Silence]:
     """Every silence, newest first; only those active at ``active_at`` when given."""
     if active_at is None:
         rows = conn.execute(f"SELECT {_SILENCE_COLUMNS} FROM {ALERT_SILENCES} ORDER BY id DESC")
@@ -154,7 +154,7 @@ def silences(conn: sqlite3.Connection, *, active_at: int | None = None) -> list[
 
 
 def add_silence(
-    conn: sqlite3.Connection,
+    conn: AnyConnection,
     *,
     rule: str | None,
     service: str | None,
@@ -168,16 +168,16 @@ def add_silence(
     if ends_ns <= starts_ns:
         raise ValueError("a silence must end after it starts")
     with conn:
-        cursor = conn.execute(
+        found = insert_returning_id(
+            conn,
             f"INSERT INTO {ALERT_SILENCES} (rule, service, route, starts_ns, ends_ns, created_ns, author, comment) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             (rule, service, route, starts_ns, ends_ns, starts_ns, author, comment),
         )
-    assert cursor.lastrowid is not None
-    return Silence(cursor.lastrowid, rule, service, route, starts_ns, ends_ns, starts_ns, author, comment)
+    return Silence(found, rule, service, route, starts_ns, ends_ns, starts_ns, author, comment)
 
 
-def expire_silence(conn: sqlite3.Connection, silence_id: int, now_ns: int) -> Silence | None:
+def expire_silence(conn: AnyConnection, silence_id: int, now_ns: int) -> Silence | None:
     """End a silence now (kept as history); None when there is no such silence. One already over is left."""
     with conn:
         conn.execute(
@@ -188,7 +188,7 @@ def expire_silence(conn: sqlite3.Connection, silence_id: int, now_ns: int) -> Si
 
 
 def add_ack(
-    conn: sqlite3.Connection,
+    conn: AnyConnection,
     *,
     rule: str,
     service: str | None,
@@ -200,16 +200,16 @@ def add_ack(
 ) -> Ack:
     """Store an acknowledgement of the episode that started at ``episode_ns`` and return it."""
     with conn:
-        cursor = conn.execute(
+        found = insert_returning_id(
+            conn,
             f"INSERT INTO {ALERT_ACKS} (rule, service, route, episode_ns, time_ns, author, comment) "
             "VALUES (?, ?, ?, ?, ?, ?, ?)",
             (rule, service, route, episode_ns, now_ns, author, comment),
         )
-    assert cursor.lastrowid is not None
-    return Ack(cursor.lastrowid, rule, service, route, episode_ns, now_ns, author, comment)
+    return Ack(found, rule, service, route, episode_ns, now_ns, author, comment)
 
 
-def acked_episodes(conn: sqlite3.Connection) -> dict[tuple[str, str | None, str | None, int], Ack]:
+def acked_episodes(conn: AnyConnection) -> dict[tuple[str, str | None, str | None, int], Ack]:
     """Every acknowledgement by (rule, service, route, episode start); the first one of an episode wins."""
     out: dict[tuple[str, str | None, str | None, int], Ack] = {}
     for row in conn.execute(f"SELECT {_ACK_COLUMNS} FROM {ALERT_ACKS} ORDER BY id"):
@@ -218,7 +218,7 @@ def acked_episodes(conn: sqlite3.Connection) -> dict[tuple[str, str | None, str 
     return out
 
 
-def group_views(conn: sqlite3.Connection, now_ns: int) -> list[GroupView]:
+def group_views(conn: AnyConnection, now_ns: int) -> list[GroupView]:
     """Every group the watcher keeps a state for, by rule, service and route, with its ack and silences."""
     active = silences(conn, active_at=now_ns)
     acks = acked_episodes(conn)
@@ -242,7 +242,9 @@ def group_views(conn: sqlite3.Connection, now_ns: int) -> list[GroupView]:
 # -- the scores a rule evaluates -------------------------------------------------------------------------------
 
 
-def _group_filter(key: GroupKey, grouped: tuple[bool, bool] = (False, False)) -> tuple[str, list[Any]]:
+def _group_filter(
+    key: GroupKey, grouped: tuple[bool, bool] = (False, False), same: str = "IS"
+) -> tuple[str, list[Any]]:
     """The SQL that keeps one group's rows.
 
     A grouped column always filters: its None is the group of rows without a service (or route), which must
@@ -252,7 +254,7 @@ def _group_filter(key: GroupKey, grouped: tuple[bool, bool] = (False, False)) ->
     clauses, args = [], []
     for column, value, by in zip(("service", "route"), key, grouped, strict=True):
         if by:
-            clauses.append(f"{column} IS ?")  # IS: equal, or both NULL
+            clauses.append(f"{column} {same} ?")  # equal, or both NULL
             args.append(value)
         elif value is not None:
             clauses.append(f"{column} = ?")
@@ -261,7 +263,7 @@ def _group_filter(key: GroupKey, grouped: tuple[bool, bool] = (False, False)) ->
 
 
 def score_values(
-    conn: sqlite3.Connection,
+    conn: AnyConnection,
     metric: str,
     key: GroupKey,
     grouped: tuple[bool, bool],
@@ -271,7 +273,7 @@ def score_values(
 ) -> list[float]:
     """The group's values of ``metric`` with a time in ``(start, end]``, oldest first; the newest ``limit`` when
     given. A record exactly on a boundary belongs to the later window."""
-    where, args = _group_filter(key, grouped)
+    where, args = _group_filter(key, grouped, dialect_of(conn).same)
     rows = conn.execute(
         f"SELECT value FROM {SCORES} WHERE metric = ? AND value IS NOT NULL AND time_ns > ? AND time_ns <= ?"
         f"{where} ORDER BY time_ns DESC, span_id DESC LIMIT ?",
@@ -281,7 +283,7 @@ def score_values(
 
 
 def bad_counts(
-    conn: sqlite3.Connection,
+    conn: AnyConnection,
     metric: str,
     key: GroupKey,
     grouped: tuple[bool, bool],
@@ -293,7 +295,7 @@ def bad_counts(
 ) -> tuple[int, int]:
     """(bad, total): how many of the group's values of ``metric`` in ``(start, end]`` are past ``cutoff`` (above
     it when ``higher_is_bad``, else below), and how many there are."""
-    where, args = _group_filter(key, grouped)
+    where, args = _group_filter(key, grouped, dialect_of(conn).same)
     bad_sql = "value > ?" if higher_is_bad else "value < ?"
     total, bad = conn.execute(
         f"SELECT COUNT(*), COALESCE(SUM(CASE WHEN {bad_sql} THEN 1 ELSE 0 END), 0) FROM {SCORES} "
@@ -304,7 +306,7 @@ def bad_counts(
 
 
 def groups_with_scores(
-    conn: sqlite3.Connection, metric: str, restrict: GroupKey, start: int, end: int
+    conn: AnyConnection, metric: str, restrict: GroupKey, start: int, end: int
 ) -> set[tuple[str | None, str | None]]:
     """The (service, route) pairs with a value of ``metric`` in ``(start, end]``, within the rule's own
     restriction ``restrict`` (None: any)."""
@@ -337,7 +339,7 @@ class TrackRow:
     last_warning_ns: int | None
 
 
-def track_rows(conn: sqlite3.Connection) -> list[TrackRow]:
+def track_rows(conn: AnyConnection) -> list[TrackRow]:
     """Every group's track as the last evaluation left it."""
     rows = conn.execute(
         f"SELECT rule, service, route, state, since_ns, notified_ns, last_alert_ns, last_measured_ns, "
@@ -361,7 +363,7 @@ def track_rows(conn: sqlite3.Connection) -> list[TrackRow]:
     ]
 
 
-def last_alert_rows(conn: sqlite3.Connection) -> list[tuple[str, str | None, str | None, State, int, bool]]:
+def last_alert_rows(conn: AnyConnection) -> list[tuple[str, str | None, str | None, State, int, bool]]:
     """(rule, service, route, state, time_ns, silenced) of each group's last row in ``alerts``: where a file
     written before ``alert_groups`` resumes."""
     return [
@@ -391,7 +393,7 @@ _UPSERT_GROUP = (
 
 
 def save_evaluation(
-    conn: sqlite3.Connection, rows: Iterable[tuple[Alert, Sequence[str]]], groups: Iterable[GroupState]
+    conn: AnyConnection, rows: Iterable[tuple[Alert, Sequence[str]]], groups: Iterable[GroupState]
 ) -> None:
     """Write an evaluation's ``alerts`` rows (each with the names of the sinks it goes to) and every group's
     state, in one transaction."""
@@ -425,10 +427,11 @@ def group_views_at(path: str | os.PathLike[str], now_ns: int) -> list[GroupView]
         return group_views(conn, now_ns)
 
 
-def group_state(conn: sqlite3.Connection, rule: str, service: str | None, route: str | None) -> tuple[str, int] | None:
+def group_state(conn: AnyConnection, rule: str, service: str | None, route: str | None) -> tuple[str, int] | None:
     """(state, since_ns) of one group now; None when the watcher keeps no such group."""
+    same = dialect_of(conn).same
     row = conn.execute(
-        f"SELECT state, since_ns FROM {ALERT_GROUPS} WHERE rule = ? AND service IS ? AND route IS ?",
+        f"SELECT state, since_ns FROM {ALERT_GROUPS} WHERE rule = ? AND service {same} ? AND route {same} ?",
         (rule, service, route),
     ).fetchone()
     return None if row is None else (str(row[0]), int(row[1]))

@@ -1,10 +1,14 @@
-"""Connections to the store's file: the only place the collector opens one.
+"""Connections to the store: the only place the collector opens one.
 
-* ``connect(path)``: read-write, for a part of the collector that writes from a thread of its own (the
-  watcher, the alert API, the Phoenix cursor). The file must exist unless ``create``; it is migrated to the
+A store is named by a *target*: a SQLite file's path, or a ``postgresql://`` URL (``postgres.PgConnection``
+then, which reads the same SQL).
+
+* ``connect(target)``: read-write, for a part of the collector that writes from a thread of its own (the
+  watcher, the alert API, the Phoenix cursor). A file must exist unless ``create``; the store is migrated to the
   current schema first (``migrations.migrate``), so every writer sees every table.
-* ``connect_readonly(path)``: read-only (``mode=ro``), for readers that must never write, nor create a file
-  (the report of a copied file, the tail the Phoenix annotator reads, ``/metrics``).
+* ``connect_readonly(target)``: read-only (SQLite ``mode=ro``; a PostgreSQL session whose transactions are read
+  only), for readers that must never write, nor create a file (the report of a copied file, the tail the
+  Phoenix annotator reads, ``/metrics``, the pages).
 * ``reading(source)``: a read-only connection to a path or a ``Store`` (a connection passed in is used as it
   is and left open), closed after the block; ``snapshot(source)``: the same inside one read transaction.
 
@@ -16,28 +20,48 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 from urllib.parse import quote
 
+from ragtrace_collector._store.dialect import SQLITE, AnyConnection, dialect_of
 from ragtrace_collector._store.migrations import migrate
+
+if TYPE_CHECKING:
+    from ragtrace_collector._store.postgres import PgConnection
 
 __all__ = [
     "BUSY_TIMEOUT_SECONDS",
     "Connection",
     "DatabaseError",
+    "Target",
+    "column_names",
     "connect",
     "connect_readonly",
+    "connect_sqlite",
     "file_of",
+    "insert_returning_id",
+    "is_postgres",
     "reading",
     "snapshot",
     "table_names",
 ]
 
-Connection: TypeAlias = sqlite3.Connection
+Connection: TypeAlias = "sqlite3.Connection | PgConnection"
+"""A connection of either engine; the rest of the collector hands it to the store's functions, nothing more."""
 DatabaseError: TypeAlias = sqlite3.Error
-"""Any error of the engine (locked, corrupt, not a database, disk full): callers catch this, not the driver's."""
+"""Any error of the SQLite engine (locked, corrupt, not a database, disk full): callers catch this, not the
+driver's. (PostgreSQL's are psycopg's, and the ``PostgresStore`` turns a failed write into ``StoreError``.)"""
+
+Target: TypeAlias = "str | os.PathLike[str]"
+"""A store: a SQLite file's path, or a ``postgresql://`` URL."""
+
+
+def is_postgres(target: object) -> bool:
+    """Whether ``target`` names a PostgreSQL store (``postgresql://`` or ``postgres://``)."""
+    return isinstance(target, str) and target.startswith(("postgresql://", "postgres://"))
+
 
 BUSY_TIMEOUT_SECONDS = 30.0
 """How long a statement waits for another writer's lock before it fails."""
@@ -48,16 +72,37 @@ def _uri(path: str | os.PathLike[str], mode: str) -> str:
 
 
 def connect(
-    path: str | os.PathLike[str],
+    path: Target,
     *,
     create: bool = False,
     timeout: float = BUSY_TIMEOUT_SECONDS,
     check_same_thread: bool = True,
 ) -> Connection:
-    """A read-write connection to the store at ``path``, its schema migrated to the current version.
+    """A read-write connection to the store ``path`` names, its schema migrated to the current version.
 
     ``create``: make the file when it does not exist (the ``Store`` does; other writers open what it made).
     """
+    if is_postgres(path):
+        from ragtrace_collector._store.postgres import connect_postgres
+
+        pg = connect_postgres(str(path), timeout=timeout)
+        try:
+            migrate(pg)
+        except BaseException:
+            pg.close()
+            raise
+        return pg
+    return connect_sqlite(path, create=create, timeout=timeout, check_same_thread=check_same_thread)
+
+
+def connect_sqlite(
+    path: str | os.PathLike[str],
+    *,
+    create: bool = False,
+    timeout: float = BUSY_TIMEOUT_SECONDS,
+    check_same_thread: bool = True,
+) -> sqlite3.Connection:
+    """``connect`` for a SQLite file (the ``Store``'s own connection)."""
     conn = sqlite3.connect(
         _uri(path, "rwc" if create else "rw"), uri=True, timeout=timeout, check_same_thread=check_same_thread
     )
@@ -71,10 +116,12 @@ def connect(
     return conn
 
 
-def connect_readonly(
-    path: str | os.PathLike[str], *, timeout: float = BUSY_TIMEOUT_SECONDS, check_same_thread: bool = True
-) -> Connection:
-    """A read-only connection to the store at ``path`` (which must exist); never migrates or writes."""
+def connect_readonly(path: Target, *, timeout: float = BUSY_TIMEOUT_SECONDS, check_same_thread: bool = True) -> Any:
+    """A read-only connection to the store ``path`` names (which must exist); never migrates or writes."""
+    if is_postgres(path):
+        from ragtrace_collector._store.postgres import connect_postgres
+
+        return connect_postgres(str(path), timeout=timeout, read_only=True)
     return sqlite3.connect(_uri(path, "ro"), uri=True, timeout=timeout, check_same_thread=check_same_thread)
 
 
@@ -88,7 +135,7 @@ def reading(source: object) -> Iterator[Connection]:
     if isinstance(conn, sqlite3.Connection):
         yield conn
         return
-    path = getattr(source, "path", source)
+    path = getattr(source, "path", None) or getattr(source, "url", None) or source
     if not isinstance(path, str | os.PathLike):
         raise TypeError(f"a store is read from a path or a Store, not {type(source)!r}")
     opened = connect_readonly(path)
@@ -104,7 +151,8 @@ def snapshot(source: object) -> Iterator[Connection]:
     (a page's rows, then the newest row it counts as seen), so a record committed between them is neither
     shown nor skipped. Nothing is written; the transaction is rolled back."""
     with reading(source) as conn:
-        conn.execute("BEGIN")
+        # PostgreSQL's default isolation takes a snapshot per statement; REPEATABLE READ keeps one.
+        conn.execute("BEGIN" if dialect_of(conn) is SQLITE else "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
         try:
             yield conn
         finally:
@@ -120,6 +168,31 @@ def file_of(database: object) -> Path | None:
     return Path(row[2]) if row and row[2] else None
 
 
-def table_names(conn: Connection) -> set[str]:
-    """The tables the file holds (a file read without migrating may lack some)."""
-    return {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+def table_names(conn: AnyConnection) -> set[str]:
+    """The tables the store holds (a file read without migrating may lack some)."""
+    if dialect_of(conn) is SQLITE:
+        return {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    return {row[0] for row in conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")}
+
+
+def column_names(conn: AnyConnection, table: str) -> list[str]:
+    """The columns ``table`` has, in order (a file read without migrating may lack some); none for no table."""
+    if dialect_of(conn) is SQLITE:
+        return [row[1] for row in conn.execute(f'PRAGMA table_info("{table}")')]
+    return [
+        row[0]
+        for row in conn.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() "
+            "AND table_name = ? ORDER BY ordinal_position",
+            (table,),
+        )
+    ]
+
+
+def insert_returning_id(conn: AnyConnection, sql: str, args: Sequence[Any]) -> int:
+    """Run the ``INSERT`` ``sql`` (inside the caller's transaction) and return the ``id`` the store gave its row."""
+    if dialect_of(conn) is SQLITE:
+        cursor = conn.execute(sql, args)
+        assert cursor.lastrowid is not None
+        return int(cursor.lastrowid)
+    return int(conn.execute(f"{sql} RETURNING id", args).fetchone()[0])

@@ -61,6 +61,13 @@ def _baseline(conn: AnyConnection, dialect: Dialect) -> None:
             conn.execute(ddl)
     # Earlier collectors named this one index by hand; the schema's name replaces it.
     conn.execute(f"DROP INDEX IF EXISTS {quoted(f'idx_{ALERT_ACKS}_episode')}")
+    if dialect is not SQLITE:
+        # Text as jsonb, NULL where it is not JSON (PostgreSQL 15 has no IS JSON; a cast would fail the query):
+        # the pages' metadata filter reads span attributes with it.
+        conn.execute(
+            "CREATE OR REPLACE FUNCTION ragtrace_jsonb(value text) RETURNS jsonb LANGUAGE plpgsql IMMUTABLE AS $$ "
+            "BEGIN RETURN value::jsonb; EXCEPTION WHEN others THEN RETURN NULL; END $$"
+        )
 
 
 STEPS: Final[tuple[Callable[[AnyConnection, Dialect], None], ...]] = (_baseline,)

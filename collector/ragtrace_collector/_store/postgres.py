@@ -34,7 +34,7 @@ from ragtrace_collector._store.dialect import POSTGRESQL, Dialect
 from ragtrace_collector._store.migrations import migrate
 from ragtrace_collector._store.store import StoreError
 
-__all__ = ["PgConnection", "PostgresStore", "is_postgres_url", "redacted_url"]
+__all__ = ["PgConnection", "PostgresStore", "connect_postgres", "redacted_url"]
 
 T = TypeVar("T")
 
@@ -55,11 +55,6 @@ def _pg_sql(sql: str) -> str:
         return found.replace("%", "%%")
 
     return _PLACEHOLDER.sub(swap, sql)
-
-
-def is_postgres_url(value: str) -> bool:
-    """Whether ``value`` names a PostgreSQL store (``postgresql://`` or ``postgres://``)."""
-    return value.startswith(("postgresql://", "postgres://"))
 
 
 def redacted_url(url: str) -> str:
@@ -136,6 +131,17 @@ class PgConnection:
             self.commit()
         else:
             self.rollback()
+
+
+def connect_postgres(url: str, *, timeout: float = 30.0, read_only: bool = False) -> PgConnection:
+    """A connection of its own to the database at ``url`` (not from a pool: for a reader or writer on a thread
+    of its own). ``read_only``: every transaction of the session is read only. ``timeout``: how long a
+    statement may wait for a lock before it fails (``lock_timeout``), and the connect timeout."""
+    options = f"-c lock_timeout={int(timeout * 1000)}"
+    if read_only:
+        options += " -c default_transaction_read_only=on"
+    raw = psycopg.connect(url, autocommit=True, connect_timeout=max(1, int(timeout)), options=options)
+    return PgConnection(raw)
 
 
 class PostgresStore:

@@ -11,7 +11,6 @@ import contextlib
 import json
 import math
 import os
-import sqlite3
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,8 @@ from typing import Any
 from ragtrace._exceptions import ConfigurationError
 from ragtrace.metrics._registry import LOWER_IS_BETTER
 from ragtrace_collector._drift import metric_direction
-from ragtrace_collector._store.connection import reading, table_names
+from ragtrace_collector._store.connection import is_postgres, reading, table_names
+from ragtrace_collector._store.dialect import AnyConnection
 from ragtrace_collector._store.schema import ALERTS, SCORES
 from ragtrace_collector._store.schema import RAG_RECORDS as RAG
 from ragtrace_collector._store.summaries import NO_DECISION, Issue, MetricSummary, Problem, Summary
@@ -28,17 +28,17 @@ __all__ = ["alert_marks", "open_source", "problems", "recent_alerts", "series", 
 
 
 @contextlib.contextmanager
-def open_source(source: object) -> Iterator[sqlite3.Connection]:
+def open_source(source: object) -> Iterator[AnyConnection]:
     """A read-only connection for ``source``; one opened here is closed on exit, a given one is left open.
     ``ConfigurationError`` when a path names no file (the report never creates one)."""
-    path = getattr(source, "path", source)
-    if isinstance(path, str | os.PathLike) and not Path(path).exists():
+    path = getattr(source, "path", None) or getattr(source, "url", None) or source
+    if isinstance(path, str | os.PathLike) and not is_postgres(path) and not Path(path).exists():
         raise ConfigurationError(f"store {path} does not exist; pass the --db file the collector writes")
     with reading(source) as conn:
         yield conn
 
 
-def tables_of(conn: sqlite3.Connection) -> set[str]:
+def tables_of(conn: AnyConnection) -> set[str]:
     """The tables the file holds: a file read without migrating may lack some, and reads as empty there."""
     return table_names(conn)
 
@@ -92,7 +92,7 @@ def summary(source: object, *, since_ns: int | None = None, until_ns: int | None
             scored, o_mean, o_min, o_max = conn.execute(
                 f"SELECT COUNT(*), AVG(o), MIN(o), MAX(o) FROM (SELECT AVG(CASE WHEN metric IN ({marks}) "
                 f"THEN 1.0 - value ELSE value END) AS o FROM {SCORES} WHERE value IS NOT NULL{where} "
-                "GROUP BY span_id)",
+                "GROUP BY span_id) AS per_record",
                 [*lower, *args],
             ).fetchone()
             # Scores can arrive without their records (late carrier scores, score-only exports).
@@ -116,7 +116,7 @@ def summary(source: object, *, since_ns: int | None = None, until_ns: int | None
     )
 
 
-def _alert_rows(conn: sqlite3.Connection, tables: set[str], sql: str, args: Sequence[Any] = ()) -> list[dict[str, Any]]:
+def _alert_rows(conn: AnyConnection, tables: set[str], sql: str, args: Sequence[Any] = ()) -> list[dict[str, Any]]:
     """The rows of a query over ``alerts`` as dicts; none while the watcher has not created the table."""
     if ALERTS not in tables:
         return []
@@ -140,7 +140,7 @@ _RECENT_ALERTS_SQL = (
 )
 
 
-def _latest_alerts(conn: sqlite3.Connection, tables: set[str]) -> list[dict[str, Any]]:
+def _latest_alerts(conn: AnyConnection, tables: set[str]) -> list[dict[str, Any]]:
     return _alert_rows(conn, tables, _LATEST_ALERTS_SQL)
 
 
@@ -226,7 +226,7 @@ def _issues(scores: dict[str, float], threshold: float) -> tuple[Issue, ...]:
     return tuple(sorted(issues, key=lambda i: -abs(i.value - i.limit)))
 
 
-def _records(conn: sqlite3.Connection, tables: set[str], span_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+def _records(conn: AnyConnection, tables: set[str], span_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
     if RAG not in tables or not span_ids:
         return {}
     out: dict[str, dict[str, Any]] = {}
@@ -257,7 +257,7 @@ def _chunks(raw: object) -> tuple[dict[str, Any], ...]:
 
 
 def series(
-    conn: sqlite3.Connection, tables: set[str], since_ns: int | None, until_ns: int | None, buckets: int = 120
+    conn: AnyConnection, tables: set[str], since_ns: int | None, until_ns: int | None, buckets: int = 120
 ) -> dict[str, list[tuple[int, float, int]]]:
     """Per metric: (bucket start ns, mean, count) over at most ``buckets`` equal time buckets."""
     if SCORES not in tables:
@@ -279,11 +279,11 @@ def series(
     return series
 
 
-def alert_marks(conn: sqlite3.Connection, tables: set[str]) -> list[dict[str, Any]]:
+def alert_marks(conn: AnyConnection, tables: set[str]) -> list[dict[str, Any]]:
     """Where alerts fired and resolved, for the charts."""
     return _alert_rows(conn, tables, _ALERT_MARKS_SQL)
 
 
-def recent_alerts(conn: sqlite3.Connection, tables: set[str], limit: int = 20) -> list[dict[str, Any]]:
+def recent_alerts(conn: AnyConnection, tables: set[str], limit: int = 20) -> list[dict[str, Any]]:
     """The latest notified transitions (the first quiet OK/NO_DATA sighting of a group is left out)."""
     return _alert_rows(conn, tables, _RECENT_ALERTS_SQL, (limit,))

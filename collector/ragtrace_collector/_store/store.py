@@ -21,7 +21,7 @@ import sqlite_utils
 
 from ragtrace_collector._otlp import Batch
 from ragtrace_collector._store import ingest, retention
-from ragtrace_collector._store.connection import BUSY_TIMEOUT_SECONDS, DatabaseError, connect
+from ragtrace_collector._store.connection import BUSY_TIMEOUT_SECONDS, DatabaseError, connect_sqlite
 from ragtrace_collector._store.shared_lock import SharedLock
 
 __all__ = ["Store", "StoreError"]
@@ -53,7 +53,7 @@ class Store:
         self._shared = SharedLock(write_lock) if write_lock is not None else contextlib.nullcontext()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         # check_same_thread=False: the writer thread and the event loop share it, serialised by _lock.
-        self._conn = connect(self.path, create=True, check_same_thread=False)
+        self._conn = connect_sqlite(self.path, create=True, check_same_thread=False)
         self.db = sqlite_utils.Database(self._conn)
         self._lock = threading.Lock()
         self.db.enable_wal()

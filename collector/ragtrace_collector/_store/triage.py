@@ -11,13 +11,14 @@ triage pages' ``RecordFilter``, read by attribute only.
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from ragtrace import _wire
 from ragtrace_collector._drift import metric_direction
+from ragtrace_collector._store.connection import column_names, table_names
+from ragtrace_collector._store.dialect import SQLITE, AnyConnection, Dialect, dialect_of
 from ragtrace_collector._store.schema import ALERTS, RAG_RECORDS, SCORES, SPANS
 
 if TYPE_CHECKING:
@@ -68,7 +69,33 @@ class RecordDetail:
     scores: list[dict[str, Any]]
 
 
-def where_clause(f: RecordFilter) -> tuple[str, list[Any]]:
+def _metadata_clause(dialect: Dialect, key: str, value: str) -> tuple[str, list[Any]]:
+    """The clause that keeps a record whose span has attribute ``key`` = ``value``, or ``key`` in its
+    ``metadata`` attribute (a JSON object as text), and its arguments. A value compares as text: a metadata value
+    may be a number ("rank:3"). A ``metadata`` that is not JSON matches nothing."""
+    if dialect is SQLITE:
+        # Raw UTF-8 like the stored JSON.
+        path = "$." + json.dumps(key, ensure_ascii=False)
+        return (
+            f"EXISTS (SELECT 1 FROM {SPANS} p WHERE p.span_id = r.span_id AND "
+            "(CAST(json_extract(p.attributes, ?) AS TEXT) = ? "
+            "OR (json_valid(json_extract(p.attributes, '$.metadata')) "
+            "AND CAST(json_extract(json_extract(p.attributes, '$.metadata'), ?) AS TEXT) = ?)))",
+            [path, value, path, value],
+        )
+    # PostgreSQL: ->> gives a value as text, as SQLite's CAST does; ragtrace_jsonb (a migration's function) is
+    # NULL for text that is not JSON, where a cast would fail the whole query.
+    return (
+        f"EXISTS (SELECT 1 FROM {SPANS} p WHERE p.span_id = r.span_id AND "
+        "(ragtrace_jsonb(p.attributes) ->> ? = ? "
+        "OR ragtrace_jsonb(ragtrace_jsonb(p.attributes) ->> 'metadata') ->> ? = ?))",
+        [key, value, key, value],
+    )
+
+
+def where_clause(f: RecordFilter, dialect: Dialect = SQLITE) -> tuple[str, list[Any]]:
+    """The ``WHERE`` clause (with its leading space; empty when nothing is filtered) of the records ``f`` keeps,
+    over ``rag_records r``, and its arguments."""
     clauses: list[str] = []
     args: list[Any] = []
     if f.since_ns is not None:
@@ -101,21 +128,15 @@ def where_clause(f: RecordFilter) -> tuple[str, list[Any]]:
         clauses.append("(r.query LIKE ? ESCAPE '\\' OR r.answer LIKE ? ESCAPE '\\')")
         args += [pattern, pattern]
     for key, value in f.meta:
-        # Raw UTF-8 like the stored JSON; CAST: a metadata value may be a number ("rank:3").
-        path = "$." + json.dumps(key, ensure_ascii=False)
-        clauses.append(
-            f"EXISTS (SELECT 1 FROM {SPANS} p WHERE p.span_id = r.span_id AND "
-            "(CAST(json_extract(p.attributes, ?) AS TEXT) = ? "
-            "OR (json_valid(json_extract(p.attributes, '$.metadata')) "
-            "AND CAST(json_extract(json_extract(p.attributes, '$.metadata'), ?) AS TEXT) = ?)))"
-        )
-        args += [path, value, path, value]
+        clause, meta_args = _metadata_clause(dialect, key, value)
+        clauses.append(clause)
+        args += meta_args
     return (" WHERE " + " AND ".join(clauses)) if clauses else "", args
 
 
-def list_records(conn: sqlite3.Connection, f: RecordFilter) -> Page:
+def list_records(conn: AnyConnection, f: RecordFilter) -> Page:
     """The records ``f`` selects, newest first, at most ``f.limit``, with their scores."""
-    where, args = where_clause(f)
+    where, args = where_clause(f, dialect_of(conn))
     cursor = conn.execute(
         f"SELECT {', '.join('r.' + c for c in RAG_FIELDS)} FROM {RAG_RECORDS} r{where} "
         "ORDER BY r.time_ns DESC, r.span_id DESC LIMIT ?",
@@ -129,12 +150,12 @@ def list_records(conn: sqlite3.Connection, f: RecordFilter) -> Page:
     return Page(rows, f.page_after(last["time_ns"], last["span_id"]) if more and last else None)
 
 
-def newer_records(conn: sqlite3.Connection, f: RecordFilter, after_row: int) -> tuple[list[dict[str, Any]], int, bool]:
+def newer_records(conn: AnyConnection, f: RecordFilter, after_row: int) -> tuple[list[dict[str, Any]], int, bool]:
     """Records ``f`` selects that the store received after row ``after_row`` (``last_row`` of the page the
     reader has), in the order they arrived, at most ``f.limit``; with the cursor to ask from next and
     whether more are waiting. Arrival order, not the records' own times: a record that arrives late
     with an older time is new to the reader too, and a burst larger than a page is taken page by page."""
-    where, args = where_clause(f)
+    where, args = where_clause(f, dialect_of(conn))
     newer = "r.rowid > ?"
     where = f"{where} AND {newer}" if where else f" WHERE {newer}"
     cursor = conn.execute(
@@ -153,7 +174,7 @@ def newer_records(conn: sqlite3.Connection, f: RecordFilter, after_row: int) -> 
     return rows, next_row, more
 
 
-def attach_scores(conn: sqlite3.Connection, rows: list[dict[str, Any]]) -> None:
+def attach_scores(conn: AnyConnection, rows: list[dict[str, Any]]) -> None:
     by_span: dict[str, dict[str, Any]] = {row["span_id"]: row for row in rows}
     for row in rows:
         row["scores"] = {}
@@ -166,12 +187,12 @@ def attach_scores(conn: sqlite3.Connection, rows: list[dict[str, Any]]) -> None:
         by_span[span_id]["scores"][metric] = {"value": value, "label": label}
 
 
-def _score_columns(conn: sqlite3.Connection) -> tuple[str, ...]:
-    present = {row[1] for row in conn.execute(f"PRAGMA table_info({SCORES})")}
+def _score_columns(conn: AnyConnection) -> tuple[str, ...]:
+    present = set(column_names(conn, SCORES))
     return (*_SCORE_FIELDS, _wire.CLAIMS) if _wire.CLAIMS in present else _SCORE_FIELDS
 
 
-def record_detail(conn: sqlite3.Connection, span_id: str) -> RecordDetail | None:
+def record_detail(conn: AnyConnection, span_id: str) -> RecordDetail | None:
     """One record with everything the record view shows; None when the store has no such record."""
     row = conn.execute(
         f"SELECT {', '.join(RAG_FIELDS)}, chunks FROM {RAG_RECORDS} WHERE span_id = ?", (span_id,)
@@ -215,7 +236,7 @@ def _json_object(raw: object) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def services(conn: sqlite3.Connection) -> Sequence[str]:
+def services(conn: AnyConnection) -> Sequence[str]:
     """The services the store has records of (for the filter form): one index seek per service on
     ``(service, time_ns)`` (a ``DISTINCT`` would read the whole index, 30 ms at a million records)."""
     return [
@@ -228,9 +249,9 @@ def services(conn: sqlite3.Connection) -> Sequence[str]:
     ]
 
 
-def last_row(conn: sqlite3.Connection) -> int:
+def last_row(conn: AnyConnection) -> int:
     """The newest ``rag_records`` row (0: none); rows after it are new to a page read now (``after_row=``)."""
-    return int(conn.execute(f"SELECT IFNULL(MAX(rowid), 0) FROM {RAG_RECORDS}").fetchone()[0])
+    return int(conn.execute(f"SELECT COALESCE(MAX(rowid), 0) FROM {RAG_RECORDS}").fetchone()[0])
 
 
 # -- an alert and the records that made it fire -----------------------------------------------------------------
@@ -264,16 +285,16 @@ class AlertDetail:
     """The metric's mean over time around the alert, ``(time_ns, mean)``, for the chart."""
 
 
-_GROUP = "rule = ? AND IFNULL(service, '') = IFNULL(?, '') AND IFNULL(route, '') = IFNULL(?, '')"
+_GROUP = "rule = ? AND COALESCE(service, '') = COALESCE(?, '') AND COALESCE(route, '') = COALESCE(?, '')"
 
 
-def alert_scope(conn: sqlite3.Connection, alert_id: int) -> AlertScope | None:
+def alert_scope(conn: AnyConnection, alert_id: int) -> AlertScope | None:
     """An alert of the ``alerts`` table by id and the scope of the records that made it fire; None when there
     is none. They are its metric's records of its group (service and/or route) from the group's last OK (the
     hour before the alert, when it never was) to the alert, beyond a threshold rule's own threshold, else 0.5
     (the spike rule's default cutoff; a rule's own cutoff is in its rules file, not in the store); a drift
     rule's are all of them."""
-    names = [d[1] for d in conn.execute(f"PRAGMA table_info({ALERTS})")]
+    names = column_names(conn, ALERTS)
     if not names:
         return None
     row = conn.execute(f"SELECT {', '.join(names)} FROM {ALERTS} WHERE id = ?", (alert_id,)).fetchone()
@@ -292,7 +313,7 @@ def alert_scope(conn: sqlite3.Connection, alert_id: int) -> AlertScope | None:
     return AlertScope(alert, since, ok is not None, None if cutoff is None else float(cutoff), lower)
 
 
-def alert_detail(conn: sqlite3.Connection, alert_id: int, limit: int = 100) -> AlertDetail | None:
+def alert_detail(conn: AnyConnection, alert_id: int, limit: int = 100) -> AlertDetail | None:
     """``alert_scope``, the group's transitions, the records that made it fire (worst first, at most
     ``limit``) and ``series``: the metric's mean over that period and as long again on each side, in 40 steps."""
     found = alert_scope(conn, alert_id)
@@ -336,12 +357,12 @@ def alert_detail(conn: sqlite3.Connection, alert_id: int, limit: int = 100) -> A
     return AlertDetail(found, history, records, series)
 
 
-def latest_alert_id(conn: sqlite3.Connection, rule: str, service: str | None, route: str | None) -> int | None:
+def latest_alert_id(conn: AnyConnection, rule: str, service: str | None, route: str | None) -> int | None:
     """The id of a group's latest ALERT row (its latest row of any state when it never fired), or None."""
-    if not any(True for _ in conn.execute(f"PRAGMA table_info({ALERTS})")):
+    if ALERTS not in table_names(conn):
         return None
     row = conn.execute(
-        f"SELECT id FROM {ALERTS} WHERE rule = ? AND IFNULL(service, '') = ? AND IFNULL(route, '') = ? "
+        f"SELECT id FROM {ALERTS} WHERE rule = ? AND COALESCE(service, '') = ? AND COALESCE(route, '') = ? "
         "ORDER BY state = 'ALERT' DESC, time_ns DESC LIMIT 1",
         (rule, service or "", route or ""),
     ).fetchone()
@@ -357,7 +378,7 @@ COSTS_DEFAULT_DAYS = 7
 """Without ``since``: the week before the store's newest record (an index lookup), not the whole store."""
 
 
-def read_costs(conn: sqlite3.Connection, f: RecordFilter) -> dict[str, Any]:
+def read_costs(conn: AnyConnection, f: RecordFilter) -> dict[str, Any]:
     """Per hour: judge calls, tokens and mean seconds of the scored records; per service: decision counts.
     Over ``f``'s time range, by default the ``COSTS_DEFAULT_DAYS`` before ``until`` (else the newest record)."""
     if f.since_ns is None:
@@ -366,7 +387,7 @@ def read_costs(conn: sqlite3.Connection, f: RecordFilter) -> dict[str, Any]:
             end = conn.execute(f"SELECT MAX(time_ns) FROM {RAG_RECORDS}").fetchone()[0]
         if end is not None:
             f = replace(f, since_ns=int(end) - COSTS_DEFAULT_DAYS * 24 * HOUR_NS)
-    where, args = where_clause(f)
+    where, args = where_clause(f, dialect_of(conn))
     scored = f"{where} AND r.calls IS NOT NULL" if where else " WHERE r.calls IS NOT NULL"
     hours = conn.execute(
         f"SELECT r.time_ns / {HOUR_NS} AS hour, SUM(r.calls), SUM(r.prompt_tokens) + SUM(r.completion_tokens), "
