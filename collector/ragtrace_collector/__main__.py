@@ -22,11 +22,12 @@ from ragtrace._exceptions import ConfigurationError
 from ragtrace_collector import __version__
 from ragtrace_collector._alert_cli import add_alert_commands, run_alert_command
 from ragtrace_collector._budget import DEFAULT_MAX_INFLIGHT_BYTES
+from ragtrace_collector._config import STORE_VARIABLE
 from ragtrace_collector._http import DEFAULT_MAX_BODY_BYTES
 from ragtrace_collector._join import JoinLimits
 from ragtrace_collector._phoenix import PHOENIX_API_KEY_VARIABLE, PHOENIX_URL_VARIABLE
 from ragtrace_collector._server import Collector, CollectorConfig
-from ragtrace_collector._store import DatabaseError, SchemaTooNew
+from ragtrace_collector._store import DatabaseError, SchemaTooNew, StoreError, is_postgres, redacted_url
 
 TOKEN_VARIABLE = env.RAGTRACE_COLLECTOR_TOKEN
 """Bearer token the receivers require when ``--token`` is not given."""
@@ -52,7 +53,13 @@ def build_parser() -> argparse.ArgumentParser:
         description="Receive OTLP (HTTP and gRPC) and store spans and scores in SQLite; print the live page's URL.",
     )
     serve.add_argument(
-        "--db", type=Path, required=True, help="SQLite file (created when missing; its directory must exist)"
+        "--db", type=Path, default=None, help="SQLite file (created when missing; its directory must exist)"
+    )
+    serve.add_argument(
+        "--store",
+        default=None,
+        metavar="URL",
+        help=f"postgresql://USER@HOST:PORT/DB instead of --db, for several replicas (or {STORE_VARIABLE})",
     )
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=4318, help="OTLP/HTTP port (default 4318)")
@@ -142,7 +149,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="write the store's report (HTML with charts, or markdown)",
         description="Write the store's report (HTML with charts, or markdown) to a file.",
     )
-    report.add_argument("--db", type=Path, required=True, help="SQLite file written by serve")
+    report.add_argument("--db", type=Path, default=None, help="SQLite file written by serve")
+    report.add_argument("--store", default=None, metavar="URL", help="postgresql://... URL serve writes to")
     report.add_argument("--out", type=Path, required=True, help="file to write")
     report.add_argument(
         "--format",
@@ -157,8 +165,10 @@ def build_parser() -> argparse.ArgumentParser:
 def serve_config(args: argparse.Namespace) -> CollectorConfig:
     """What ``serve`` runs with, from its parsed arguments and the variables (not validated yet: the
     collector validates it before anything starts)."""
+    store = args.store or (None if args.db is not None else env.read_str(STORE_VARIABLE))
     return CollectorConfig(
         db=args.db,
+        store=store,
         host=args.host,
         port=args.port,
         grpc_port=None if args.grpc_port < 0 else args.grpc_port,
@@ -205,14 +215,18 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    if not args.db.is_file():
+    if (args.db is None) == (args.store is None):
+        raise ConfigurationError("give the store to report on: --db FILE or --store postgresql://..., one of them")
+    if args.store is not None and not is_postgres(args.store):
+        raise ConfigurationError(f"--store {redacted_url(args.store)}: not a PostgreSQL URL; give postgresql://...")
+    if args.db is not None and not args.db.is_file():
         raise ConfigurationError(f"--db {args.db}: no such file; give the SQLite file written by serve")
     try:
         from ragtrace_collector._report import write_report
     except ImportError as exc:
         print(f"ragtrace-collector: the report module is not available: {exc}", file=sys.stderr)
         return 1
-    write_report(args.db, args.out, args.format)
+    write_report(args.store or args.db, args.out, args.format)
     print(f"wrote {args.out}")
     return 0
 
@@ -232,6 +246,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ConfigurationError, SchemaTooNew) as exc:
         print(f"ragtrace-collector: {exc}", file=sys.stderr)
         return 2
+    except StoreError as exc:  # a --store that could not be opened: unreachable, refused, without rights
+        print(f"ragtrace-collector: --store {exc}", file=sys.stderr)
+        return 1
     except OSError as exc:
         print(f"ragtrace-collector: {exc}", file=sys.stderr)
         return 1

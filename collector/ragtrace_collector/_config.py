@@ -16,17 +16,24 @@ from ragtrace_collector._forward import traces_url
 from ragtrace_collector._http._body import DEFAULT_MAX_BODY_BYTES
 from ragtrace_collector._join import JoinLimits
 from ragtrace_collector._phoenix import annotations_url
+from ragtrace_collector._store import is_postgres, redacted_url
 
-__all__ = ["CollectorConfig"]
+__all__ = ["STORE_VARIABLE", "CollectorConfig"]
+
+STORE_VARIABLE = "RAGTRACE_COLLECTOR_STORE"
+"""The variable ``serve --store`` reads its URL from when the flag is not given."""
 
 _MAX_RETENTION_DAYS = 100_000  # about 270 years: in nanoseconds, still a signed 64-bit integer
 
 
 @dataclass(frozen=True, slots=True)
 class CollectorConfig:
-    """What the collector serves and how. Ports 0 pick free ports; ``grpc_port=None`` turns gRPC off."""
+    """What the collector serves and how. Ports 0 pick free ports; ``grpc_port=None`` turns gRPC off.
 
-    db: Path
+    The store is ``db`` (a SQLite file, the embedded default) or ``store`` (a ``postgresql://`` URL, for a
+    fleet); exactly one of them."""
+
+    db: Path | None = None
     host: str = "127.0.0.1"
     port: int = 4318
     grpc_port: int | None = 4317
@@ -54,10 +61,27 @@ class CollectorConfig:
     """Arize Phoenix's base URL: post every stored score there as a span annotation (``_phoenix``); None: off."""
     phoenix_api_key: str | None = field(default=None, repr=False)
     """Phoenix's API key (``Authorization: Bearer``), when its authentication is on."""
+    store: str | None = field(default=None, repr=False)
+    """A ``postgresql://USER@HOST:PORT/DB`` URL: the store is that database instead of a SQLite file."""
+
+    @property
+    def target(self) -> str | Path:
+        """The store the collector opens: the PostgreSQL URL, else the SQLite file."""
+        if self.store is not None:
+            return self.store
+        assert self.db is not None, "validate() first"
+        return self.db
+
+    @property
+    def store_name(self) -> str:
+        """The store as logs and messages may show it (a URL without its password)."""
+        if self.store is not None:
+            return redacted_url(self.store)
+        return str(self.db)
 
     def validate(self) -> None:
         """Raise ``ConfigurationError`` naming the fix when the configuration is unsafe or wrong."""
-        _check_db_directory(self.db)
+        _check_store(self)
         if not is_loopback(self.host) and not self.token and not self.insecure:
             raise ConfigurationError(
                 f"--host {self.host} is not a loopback address and no token is set: anyone who can reach it could "
@@ -89,6 +113,29 @@ class CollectorConfig:
             traces_url(self.forward)
         if self.phoenix_url is not None:
             annotations_url(self.phoenix_url)
+
+
+def _check_store(config: CollectorConfig) -> None:
+    """One store, and one the collector can open."""
+    if (config.db is None) == (config.store is None):
+        raise ConfigurationError(
+            "give the store: --db FILE (a SQLite file, one machine) or --store postgresql://USER@HOST:PORT/DB "
+            f"(several replicas; or {STORE_VARIABLE}), not both"
+        )
+    if config.store is not None:
+        if not is_postgres(config.store):
+            raise ConfigurationError(
+                f"--store {redacted_url(config.store)}: not a PostgreSQL URL; give postgresql://USER@HOST:PORT/DB, "
+                "or --db FILE for a SQLite file"
+            )
+        if config.phoenix_url is not None:
+            raise ConfigurationError(
+                "--phoenix-url works with --db only for now: the Phoenix annotator reads new scores by the order "
+                "SQLite commits them, which PostgreSQL's row ids do not follow; run it against a SQLite store"
+            )
+        return
+    assert config.db is not None
+    _check_db_directory(config.db)
 
 
 def _check_db_directory(db: Path) -> None:

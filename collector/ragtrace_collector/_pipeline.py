@@ -27,7 +27,7 @@ from typing import Any, Protocol
 
 from ragtrace_collector._otlp import Batch, decode_json, decode_protobuf
 from ragtrace_collector._prometheus import Stats
-from ragtrace_collector._store import Store
+from ragtrace_collector._store import Storage, Store, is_postgres, open_store
 
 _log = logging.getLogger("ragtrace_collector")
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
@@ -54,7 +54,7 @@ class Pipeline:
 
     def __init__(
         self,
-        store: Store,
+        store: Storage,
         *,
         scorer: BatchConsumer | None = None,
         forwarder: PayloadConsumer | None = None,
@@ -76,7 +76,7 @@ class Pipeline:
                 max_workers=decode_processes,
                 mp_context=multiprocessing.get_context("spawn"),
                 initializer=_init_worker,
-                initargs=(os.getpid(), str(store.path), store.write_lock),
+                initargs=(os.getpid(), store.target, store.write_lock),
             )
 
     async def warm_up(self) -> None:
@@ -149,14 +149,18 @@ class Pipeline:
         self._writer.shutdown(wait=True)
 
 
-_worker_store: Store | None = None
+_worker_store: Storage | None = None
 
 
-def _init_worker(parent: int, db_path: str, write_lock: Any) -> None:
-    """In a worker process: follow the parent's lifetime and open the store."""
+def _init_worker(parent: int, target: str, write_lock: Any) -> None:
+    """In a worker process: follow the parent's lifetime and open the store (a SQLite file: with the lock its
+    writers share, leaving checkpoints to the server; PostgreSQL: a pool of its own)."""
     global _worker_store
     _die_with_parent(parent)
-    _worker_store = Store(db_path, write_lock=write_lock, checkpoints=False)
+    if is_postgres(target):
+        _worker_store = open_store(target)
+    else:
+        _worker_store = Store(target, write_lock=write_lock, checkpoints=False)
 
 
 def _ingest_in_worker(as_json: bool, body: bytes, received_ns: int) -> tuple[Batch, int, dict[str, int]]:

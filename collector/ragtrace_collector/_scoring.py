@@ -30,7 +30,7 @@ from ragtrace.metrics._registry import configured_suite
 from ragtrace_collector._carrier import carrier_export, encode, score_rows
 from ragtrace_collector._otlp import Batch, Row
 from ragtrace_collector._prometheus import Stats
-from ragtrace_collector._store import DatabaseError, Store, StoreError
+from ragtrace_collector._store import DatabaseError, Storage, StoreError
 
 _log = logging.getLogger("ragtrace_collector")
 
@@ -74,7 +74,7 @@ class ServerScorer:
 
     def __init__(
         self,
-        store: Store,
+        store: Storage,
         *,
         suite: Suite | None = None,
         judge: Judge | None = None,
@@ -196,7 +196,7 @@ class ServerScorer:
                 fresh.append(row)
         try:
             decided = await asyncio.to_thread(self.store.decided, [row["span_id"] for row in fresh])
-        except DatabaseError:
+        except (DatabaseError, StoreError):
             _log.warning("could not read the stored decisions: scoring the records as new", exc_info=True)
             return fresh
         return [row for row in fresh if row["span_id"] not in decided]

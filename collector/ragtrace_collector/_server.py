@@ -14,6 +14,7 @@ import multiprocessing
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import uvicorn
@@ -29,7 +30,7 @@ from ragtrace_collector._join import Settler
 from ragtrace_collector._phoenix import PhoenixAnnotator
 from ragtrace_collector._pipeline import Pipeline
 from ragtrace_collector._prometheus import Sources, Stats, metrics_routes
-from ragtrace_collector._store import Store
+from ragtrace_collector._store import Storage, Store, open_store
 
 __all__ = ["Collector", "CollectorConfig"]
 
@@ -60,7 +61,7 @@ class Collector:
         self.grpc_port: int | None = None
         self.page_url: str | None = None
         """The live page's URL once it is served (None when it is not)."""
-        self.store: Store | None = None
+        self.store: Storage | None = None
         self.pipeline: Pipeline | None = None
         self.scorer: Any = None
         self.forwarder: Forwarder | None = None
@@ -99,7 +100,7 @@ class Collector:
                 watcher_class = _optional("_alerts", "Watcher")
                 if watcher_class is not None:
                     # Built first: a bad rules file stops the start-up before anything listens.
-                    watcher = self.watcher = watcher_class(config.db, config.rules)
+                    watcher = self.watcher = watcher_class(config.target, config.rules)
             # Bound before the store exists, so a busy port stops the start-up without leaving a new, empty --db
             # behind; connections queue in the backlog until uvicorn accepts them below.
             sock = listen(config.host, config.port)
@@ -107,13 +108,19 @@ class Collector:
             if config.grpc_port is not None:
                 probe(config.host, config.grpc_port)  # the gRPC port too, before the store exists
             # Writers in several processes (the decode processes) take turns through one lock.
-            write_lock = multiprocessing.get_context("spawn").Lock() if config.decode_processes else None
-            store = self.store = Store(config.db, write_lock=write_lock)
+            # (SQLite's; PostgreSQL locks rows, and its writers need no turns.)
+            store: Storage
+            if config.store is not None:
+                store = self.store = open_store(config.store)
+            else:
+                assert config.db is not None
+                write_lock = multiprocessing.get_context("spawn").Lock() if config.decode_processes else None
+                store = self.store = Store(config.db, write_lock=write_lock)
             stack.callback(store.close)
             if config.phoenix_url:
                 # Started before, so stopped after, everything that writes scores: its last read sees them all.
                 annotator = self.annotator = PhoenixAnnotator(
-                    config.phoenix_url, config.db, api_key=config.phoenix_api_key
+                    config.phoenix_url, Path(config.target), api_key=config.phoenix_api_key
                 )
                 annotator.start()
                 stack.push_async_callback(annotator.stop)
@@ -151,7 +158,7 @@ class Collector:
                 # Acknowledge and silence from the page and the CLI; a silence naming no rule the watcher runs is
                 # refused as a typo.
                 names = [rule.name for rule in watcher.rules.rules] if watcher is not None else None
-                routes.extend(alert_api_routes(config.db, rule_names=names))
+                routes.extend(alert_api_routes(config.target, rule_names=names))
             page_served = False
             if config.page:
                 page_routes = _optional("_report", "page_routes")
@@ -208,7 +215,7 @@ class Collector:
                 "ragtrace-collector: OTLP/HTTP on %s, OTLP/gRPC %s, store %s",
                 host_port(config.host, self.http_port),
                 f"on {host_port(config.host, self.grpc_port)}" if self.grpc_port is not None else "off",
-                config.db,
+                config.store_name,
             )
             if on_ready is not None:
                 on_ready()
@@ -226,7 +233,7 @@ class Collector:
         settler = self.settler
         return Sources(
             stats=self.stats,
-            db_path=self.config.db,
+            db_path=self.config.target,
             inflight_bytes=lambda: self.budget.in_flight,
             inflight_limit_bytes=self.budget.limit,
             scoring_queue=(lambda: scorer.pending) if scorer is not None else None,
@@ -238,7 +245,7 @@ class Collector:
             watching=watching,
         )
 
-    async def _prune_forever(self, store: Store) -> None:
+    async def _prune_forever(self, store: Storage) -> None:
         assert self.config.retention_days is not None
         keep_ns = int(self.config.retention_days * _NS_PER_DAY)
         while True:

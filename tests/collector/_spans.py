@@ -181,14 +181,16 @@ def hex_span_id(span: ReadableSpan) -> str:
     return format(ctx.span_id, "016x")
 
 
-def start_collector(db: Path, **options: Any) -> Collector:
-    """A real collector on 127.0.0.1 with free ports (HTTP and gRPC), running on a background thread.
+def start_collector(target: Path | str, **options: Any) -> Collector:
+    """A real collector on 127.0.0.1 with free ports (HTTP and gRPC), running on a background thread, storing in
+    ``target``: a SQLite file, or a ``postgresql://`` URL.
 
     Scoring, the watcher and the page are off unless ``options`` turns them on. Stop it with ``.stop()``.
     """
     settings: dict[str, Any] = {"port": 0, "grpc_port": 0, "score": False, "watch": False, "page": False}
     settings.update(options)
-    return Collector(CollectorConfig(db=db, **settings)).start_in_thread()
+    where = {"store": target} if str(target).startswith("postgresql://") else {"db": Path(target)}
+    return Collector(CollectorConfig(**where, **settings)).start_in_thread()
 
 
 def grpc_export(

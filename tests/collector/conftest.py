@@ -31,20 +31,24 @@ def postgres_server() -> Iterator[PostgresServer]:
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
-def open_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[[], Any]]:
-    """``open_store()``: a store on one engine (the parameter) and one database for the test: a SQLite file in
-    ``tmp_path``, or a fresh database on the session's PostgreSQL server. Each call opens it again (a restart);
-    every store opened is closed after the test."""
+def store_target(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A store for the test on one engine (the parameter): a SQLite file's path in ``tmp_path``, or the URL of a
+    fresh database on the session's PostgreSQL server."""
+    if request.param == "sqlite":
+        return str(tmp_path / "c.db")
+    return str(request.getfixturevalue("postgres_server").database())
+
+
+@pytest.fixture
+def open_store(store_target: str) -> Iterator[Callable[[], Any]]:
+    """``open_store()``: the test's store (``store_target``), opened again at each call (a restart); every store
+    opened is closed after the test."""
     from ragtrace_collector._store import open_store as open_target
 
-    if request.param == "sqlite":
-        target = str(tmp_path / "c.db")
-    else:
-        target = request.getfixturevalue("postgres_server").database()
     opened: list[Any] = []
 
     def make() -> Any:
-        opened.append(open_target(target))
+        opened.append(open_target(store_target))
         return opened[-1]
 
     yield make

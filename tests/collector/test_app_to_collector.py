@@ -4,8 +4,9 @@ real ragtrace collector; the RAG records and their scores land in the store."""
 from __future__ import annotations
 
 import logging
-import sqlite3
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -13,6 +14,7 @@ import ragtrace
 from ragtrace import semconv
 from ragtrace.judges.offline import OfflineJudge
 from tests.collector._spans import start_collector
+from tests.collector._stores import rows
 
 DOCUMENTS = [
     "The Eiffel Tower was completed in 1889 for the World's Fair in Paris.",
@@ -36,8 +38,10 @@ def answer(query: str) -> str:
 
 
 @pytest.mark.parametrize("protocol", ["http/protobuf", "grpc"])
-def test_scores_from_a_ragtrace_app_land_in_the_store(tmp_path: Path, protocol: str) -> None:
-    running = start_collector(tmp_path / "c.db")
+def test_scores_from_a_ragtrace_app_land_in_the_store(
+    store_target: str, open_store: Callable[[], Any], protocol: str
+) -> None:
+    running = start_collector(store_target)
     try:
         port = running.http_port if protocol == "http/protobuf" else running.grpc_port
         endpoint = f"http://127.0.0.1:{port}"
@@ -57,10 +61,10 @@ def test_scores_from_a_ragtrace_app_land_in_the_store(tmp_path: Path, protocol: 
             handle.shutdown()
     finally:
         running.stop()
-    with sqlite3.connect(tmp_path / "c.db") as conn:
-        records = conn.execute("SELECT service, decision, query, judge FROM rag_records ORDER BY query").fetchall()
-        scored = conn.execute("SELECT DISTINCT metric FROM scores WHERE source = 'app'").fetchall()
-        chunks = conn.execute("SELECT chunks FROM rag_records").fetchone()[0]
+    store = open_store()
+    records = rows(store, "SELECT service, decision, query, judge FROM rag_records ORDER BY query")
+    scored = rows(store, "SELECT DISTINCT metric FROM scores WHERE source = 'app'")
+    chunks = rows(store, "SELECT chunks FROM rag_records")[0][0]
     assert [(r[0], r[1], r[2]) for r in records] == [
         ("shop", semconv.DECISION_EVALUATED, "How tall is Mount Fuji?"),
         ("shop", semconv.DECISION_EVALUATED, "When was the Eiffel Tower completed?"),

@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -226,3 +227,39 @@ def test_an_ipv6_loopback_host_serves_otlp_over_http_and_grpc(tmp_path: Path) ->
 def test_the_page_url_and_the_grpc_address_bracket_ipv6_literals(host: str, url: str, address: str) -> None:
     assert page_url(host, 4318) == url
     assert host_port(host, 4317) == address
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_serve_with_an_unreachable_store_says_so_without_its_password(capsys: pytest.CaptureFixture[str]) -> None:
+    url = f"postgresql://ragtrace:s3cretpw@127.0.0.1:{_free_port()}/ragtrace"
+    assert main(["serve", "--store", url, "--port", "0", "--grpc-port", "-1"]) == 1
+    err = capsys.readouterr().err
+    assert "could not connect" in err and "check the URL, that PostgreSQL runs there" in err
+    assert "ragtrace:***@127.0.0.1" in err and "s3cretpw" not in err
+
+
+def test_serve_takes_one_store_and_only_a_postgresql_url(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    both = ["serve", "--db", str(tmp_path / "c.db"), "--store", "postgresql://u@127.0.0.1/x", "--port", "0"]
+    assert main(both) == 2
+    assert "--db FILE (a SQLite file, one machine) or --store postgresql://" in capsys.readouterr().err
+    assert main(["serve", "--port", "0"]) == 2  # neither
+    assert main(["serve", "--store", "mysql://u:pw@127.0.0.1/x", "--port", "0"]) == 2
+    err = capsys.readouterr().err
+    assert "not a PostgreSQL URL" in err and "pw@" not in err
+
+
+def test_serve_on_a_database_the_user_may_not_create_tables_in_names_the_grant(
+    postgres_server: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = postgres_server.database()
+    postgres_server.psql(url, "CREATE ROLE ragtrace_reader LOGIN")
+    reader_url = url.replace(f"{postgres_server.user}@", "ragtrace_reader@")
+    assert main(["serve", "--store", reader_url, "--port", "0", "--grpc-port", "-1"]) == 1
+    assert "GRANT CREATE ON SCHEMA public" in capsys.readouterr().err

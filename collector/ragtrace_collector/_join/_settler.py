@@ -33,7 +33,7 @@ from ragtrace_collector._join._limits import JoinLimits
 from ragtrace_collector._join._views import record_row, view
 from ragtrace_collector._otlp import Batch, Row
 from ragtrace_collector._prometheus import Stats
-from ragtrace_collector._store import Store, StoreError
+from ragtrace_collector._store import Storage, StoreError
 from ragtrace_collector._store import join as _queries
 
 __all__ = ["JoinStats", "Settler"]
@@ -69,7 +69,7 @@ class Settler:
 
     def __init__(
         self,
-        store: Store,
+        store: Storage,
         limits: JoinLimits,
         *,
         scorer: Scorer | None = None,

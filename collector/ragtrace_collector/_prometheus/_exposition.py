@@ -33,7 +33,7 @@ class Sources:
     part is off, and its series are left out)."""
 
     stats: Stats
-    db_path: Path
+    db_path: str | Path
     inflight_bytes: Callable[[], int]
     inflight_limit_bytes: int
     scoring_queue: Callable[[], int] | None = None
@@ -50,7 +50,7 @@ def _alert_labels(group: GroupView) -> list[str]:
     return [group.rule, group.kind, group.metric, group.service or "", group.route or ""]
 
 
-def _alert_families(db_path: Path, now_ns: int) -> Iterator[Metric]:
+def _alert_families(db_path: str | Path, now_ns: int) -> Iterator[Metric]:
     groups = group_views_at(db_path, now_ns)
     state = GaugeMetricFamily(
         f"{PREFIX}_alert_state",

@@ -31,6 +31,7 @@ from ragtrace_collector._store.connection import (
     file_of,
     is_postgres,
     reading,
+    redacted_url,
     snapshot,
 )
 from ragtrace_collector._store.migrations import SchemaTooNew
@@ -46,6 +47,7 @@ from ragtrace_collector._store.schema import (
     SCORES,
     SPANS,
 )
+from ragtrace_collector._store.storage import Storage
 from ragtrace_collector._store.store import Store, StoreError
 
 if TYPE_CHECKING:
@@ -65,6 +67,7 @@ __all__ = [
     "Connection",
     "DatabaseError",
     "SchemaTooNew",
+    "Storage",
     "Store",
     "StoreError",
     "connect",
@@ -73,6 +76,7 @@ __all__ = [
     "is_postgres",
     "open_store",
     "reading",
+    "redacted_url",
     "snapshot",
 ]
 

@@ -23,7 +23,7 @@ import sqlite3
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit, urlunsplit
 
 from ragtrace_collector._store.dialect import SQLITE, AnyConnection, dialect_of
 from ragtrace_collector._store.migrations import migrate
@@ -44,6 +44,7 @@ __all__ = [
     "insert_returning_id",
     "is_postgres",
     "reading",
+    "redacted_url",
     "snapshot",
     "table_names",
 ]
@@ -69,6 +70,16 @@ BUSY_TIMEOUT_SECONDS = 30.0
 
 def _uri(path: str | os.PathLike[str], mode: str) -> str:
     return f"file:{quote(str(Path(path).resolve()))}?mode={mode}"
+
+
+def redacted_url(url: str) -> str:
+    """``url`` without its password, for logs and messages."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.hostname or ""
+    netloc = f"{parts.username}:***@{host}" + (f":{parts.port}" if parts.port else "")
+    return urlunsplit(parts._replace(netloc=netloc))
 
 
 def connect(

@@ -22,7 +22,6 @@ import weakref
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
-from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 from psycopg import pq
@@ -30,11 +29,12 @@ from psycopg_pool import ConnectionPool
 
 from ragtrace_collector._otlp import Batch
 from ragtrace_collector._store import ingest, retention
+from ragtrace_collector._store.connection import redacted_url
 from ragtrace_collector._store.dialect import POSTGRESQL, Dialect
 from ragtrace_collector._store.migrations import migrate
 from ragtrace_collector._store.store import StoreError
 
-__all__ = ["PgConnection", "PostgresStore", "connect_postgres", "redacted_url"]
+__all__ = ["PgConnection", "PostgresStore", "connect_postgres"]
 
 T = TypeVar("T")
 
@@ -55,16 +55,6 @@ def _pg_sql(sql: str) -> str:
         return found.replace("%", "%%")
 
     return _PLACEHOLDER.sub(swap, sql)
-
-
-def redacted_url(url: str) -> str:
-    """``url`` without its password, for logs and messages."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.hostname or ""
-    netloc = f"{parts.username}:***@{host}" + (f":{parts.port}" if parts.port else "")
-    return urlunsplit(parts._replace(netloc=netloc))
 
 
 class PgConnection:
@@ -144,6 +134,21 @@ def connect_postgres(url: str, *, timeout: float = 30.0, read_only: bool = False
     return PgConnection(raw)
 
 
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+def _probe(url: str, display: str, timeout: float) -> None:
+    """Connect once, to say why when the pool could not (it would only say it timed out)."""
+    try:
+        psycopg.connect(url, connect_timeout=max(1, int(timeout))).close()
+    except psycopg.Error as exc:
+        raise StoreError(
+            f"{display}: could not connect ({_first_line(exc)}); check the URL, that PostgreSQL runs there and "
+            "that it accepts this user and database"
+        ) from None
+
+
 class PostgresStore:
     """The collector's store in a PostgreSQL database. ``PostgresStore(url)`` connects, migrates the schema to
     the current version (safe with several replicas starting at once) and keeps a pool of ``pool_size``
@@ -151,6 +156,7 @@ class PostgresStore:
 
     def __init__(self, url: str, *, pool_size: int = 4, connect_timeout: float = 10.0) -> None:
         self.url = url
+        self.target = url
         self.path = None
         self.write_lock = None
         self.display = redacted_url(url)
@@ -165,9 +171,16 @@ class PostgresStore:
         )
         self._closed = threading.Event()
         try:
+            _probe(url, self.display, connect_timeout)
             self._pool.open(wait=True, timeout=connect_timeout)
             with self.connection() as conn:
                 migrate(conn)
+        except psycopg.errors.InsufficientPrivilege as exc:
+            self.close()
+            raise StoreError(
+                f"{self.display}: the user may not create the collector's tables ({_first_line(exc)}); grant it "
+                "CREATE on the schema (GRANT CREATE ON SCHEMA public TO the_user) or connect as the database's owner"
+            ) from None
         except BaseException:
             self.close()  # a store that did not open leaves no connection or pool thread behind
             raise
@@ -199,14 +212,20 @@ class PostgresStore:
             return retention.prune(conn, older_than_ns)
 
     def read(self, query: Callable[..., T], *args: Any) -> T:
-        """``query(connection, *args)`` on a pooled connection."""
-        with self.connection() as conn:
-            return query(conn, *args)
+        """``query(connection, *args)`` on a pooled connection; ``StoreError`` when the database failed it."""
+        try:
+            with self.connection() as conn:
+                return query(conn, *args)
+        except psycopg.Error as exc:
+            raise StoreError(f"could not read the store: {type(exc).__name__}: {exc}") from exc
 
     def change(self, change: Callable[..., T], *args: Any) -> T:
-        """``change(connection, *args)`` in one transaction."""
-        with self.connection() as conn, conn:
-            return change(conn, *args)
+        """``change(connection, *args)`` in one transaction; ``StoreError`` when it could not commit."""
+        try:
+            with self.connection() as conn, conn:
+                return change(conn, *args)
+        except psycopg.Error as exc:
+            raise StoreError(f"could not commit a change: {type(exc).__name__}: {exc}") from exc
 
     def decided(self, span_ids: Sequence[str]) -> set[str]:
         """The span ids among ``span_ids`` whose stored RAG record already has a decision."""

@@ -49,6 +49,7 @@ class Store:
         it checkpoints every half second whether or not this process wrote).
         """
         self.path = Path(path)
+        self.target = str(self.path)
         self.write_lock = write_lock
         self._shared = SharedLock(write_lock) if write_lock is not None else contextlib.nullcontext()
         self.path.parent.mkdir(parents=True, exist_ok=True)
