@@ -10,6 +10,8 @@ from ragtrace_collector._otlp import Batch
 from ragtrace_collector._store import Store
 from ragtrace_collector._store.schema import ALERT_COLUMNS, ALERTS, RAG_COLUMNS, SCORE_COLUMNS, SPAN_COLUMNS
 
+from tests.collector._stores import whole_row
+
 NS = 1_000_000_000
 T0 = 1_800_000_000 * NS
 MINUTE = 60 * NS
@@ -38,11 +40,6 @@ def claims_of(bad: bool) -> list[dict[str, Any]]:
     else:
         claims.append({"claim": "It was completed in 1889.", "verdict": "supported", "chunk": 0, "support": 0.88})
     return claims
-
-
-def whole_row(row: dict[str, Any], columns: dict[str, type]) -> dict[str, Any]:
-    """The row with every column of its table (None where it has none), as ``Store.write`` binds them."""
-    return {column: row.get(column) for column in columns}
 
 
 def seed_triage(store: Store) -> None:

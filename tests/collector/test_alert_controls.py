@@ -4,10 +4,9 @@ restart (issue 16): a silenced alert still changes state and is stored, but noth
 from __future__ import annotations
 
 import json
-import sqlite3
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +15,7 @@ import pytest
 from ragtrace_collector.__main__ import main
 
 from tests.collector._spans import SpanFactory, otlp_bytes, start_collector
+from tests.collector._stores import rows
 from tests.collector.test_alerts import Receiver
 
 NS = 1_000_000_000
@@ -84,11 +84,15 @@ def _sent(receiver: Receiver, watcher: Any) -> list[tuple[str | None, str]]:
 
 
 def test_ack_and_silence_from_the_cli_are_kept_across_a_restart(
-    tmp_path: Path, receiver: Receiver, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path,
+    store_target: str,
+    open_store: Callable[[], Any],
+    receiver: Receiver,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     rules = tmp_path / "rules.toml"
     rules.write_text(RULES.format(url=receiver.url), encoding="utf-8")
-    db = tmp_path / "ragtrace.db"
+    db = store_target  # on either engine
     # Silences run on the wall clock, so the scene is set just before now.
     now = time.time_ns() - 5 * MINUTE
     collector = start_collector(db, watch=True, rules=rules)
@@ -118,9 +122,10 @@ def test_ack_and_silence_from_the_cli_are_kept_across_a_restart(
         assert _sent(receiver, watcher) == []
     finally:
         collector.stop()
-    with sqlite3.connect(db) as conn:
-        rows = conn.execute("SELECT state, sinks, silenced FROM alerts ORDER BY id").fetchall()
-    assert rows == [("ALERT", '["hook"]', 0), ("OK", "[]", 1)]
+    assert rows(open_store(), "SELECT state, sinks, silenced FROM alerts ORDER BY id") == [
+        ("ALERT", '["hook"]', 0),
+        ("OK", "[]", 1),
+    ]
 
     # Restarted with the page and the API only: a watcher would evaluate the wall clock's now, before the
     # scene's last evaluation.

@@ -13,18 +13,20 @@ import logging
 import queue
 import threading
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 from ragtrace_collector._alerts import Alert, LogSink, StdoutSink, Watcher, WebhookSink
+from ragtrace_collector._otlp import Batch
 from ragtrace_collector._rules import parse_rules
-from ragtrace_collector._store import Store
+from ragtrace_collector._store.schema import SCORE_COLUMNS
 
 from ragtrace.environment_variables import ConfigurationError
 from tests.collector._spans import SpanFactory, otlp_bytes, start_collector
+from tests.collector._stores import dict_rows, whole_row
 
 NS = 1_000_000_000
 NOW = 1_800_000_000 * NS
@@ -76,19 +78,18 @@ def receiver() -> Iterator[Receiver]:
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    s = Store(tmp_path / "ragtrace.db")
-    yield s
-    s.close()
+def store(open_store: Callable[[], Any]) -> Any:
+    """The store the watcher reads, on either engine (``open_store``'s parameter)."""
+    return open_store()
 
 
 def add_scores(
-    store: Store, metric: str, values: list[float], *, start: int, end: int, service: str | None = "shop"
+    store: Any, metric: str, values: list[float], *, start: int, end: int, service: str | None = "shop"
 ) -> None:
     """Insert one score per value, evenly spread over [start, end), for route /ask of ``service``."""
     step = (end - start) // max(len(values), 1)
     rows = [
-        {
+        whole_row({
             "span_id": f"{service}-{metric}-{start + i * step:x}",
             "metric": metric,
             "value": value,
@@ -97,10 +98,10 @@ def add_scores(
             "route": "/ask",
             "time_ns": start + i * step,
             "source": "app",
-        }
+        }, SCORE_COLUMNS)
         for i, value in enumerate(values)
-    ]
-    store.db["scores"].insert_all(rows)  # type: ignore[union-attr]
+    ]  # fmt: skip
+    store.write(Batch(scores=rows))
 
 
 def pattern(n: int, every: int) -> list[float]:
@@ -131,19 +132,19 @@ group_by = "service"
 """
 
 
-def alert_rows(store: Store) -> list[dict[str, Any]]:
-    return list(store.db.query("SELECT * FROM alerts ORDER BY id"))
+def alert_rows(store: Any) -> list[dict[str, Any]]:
+    return dict_rows(store, "SELECT * FROM alerts ORDER BY id")
 
 
 def test_hallucination_spike_alerts_renotifies_resolves_and_goes_no_data(
-    store: Store, receiver: Receiver, tmp_path: Path
+    store: Any, receiver: Receiver, tmp_path: Path
 ) -> None:
     rules_path = tmp_path / "rules.toml"
     rules_path.write_text(SPIKE_RULES.format(url=receiver.url), encoding="utf-8")
     # A day of history at 5 %, then the last hour at 25 %.
     add_scores(store, "hallucination", pattern(1000, 20), start=NOW - 25 * HOUR, end=NOW - HOUR)
     add_scores(store, "hallucination", pattern(200, 4), start=NOW - HOUR + 1, end=NOW)
-    watcher = Watcher(store.path, rules_path)
+    watcher = Watcher(store.target, rules_path)
     try:
         (alert,) = watcher.evaluate_once(NOW)
         assert (alert.rule, alert.kind, alert.state, alert.previous_state) == (
@@ -198,7 +199,7 @@ def test_hallucination_spike_alerts_renotifies_resolves_and_goes_no_data(
     assert receiver.bodies.empty()
 
 
-def test_only_the_spiking_service_alerts_and_states_survive_a_restart(store: Store, tmp_path: Path) -> None:
+def test_only_the_spiking_service_alerts_and_states_survive_a_restart(store: Any, tmp_path: Path) -> None:
     rules = parse_rules(
         """
 [[rules]]
@@ -213,7 +214,7 @@ baseline = "1d"
         add_scores(store, "hallucination", pattern(1000, 20), start=NOW - 25 * HOUR, end=NOW - HOUR, service=service)
         add_scores(store, "hallucination", pattern(200, every), start=NOW - HOUR + 1, end=NOW, service=service)
     out = io.StringIO()
-    watcher = Watcher(store.path, rules=rules, sinks=[StdoutSink(stream=out)])
+    watcher = Watcher(store.target, rules=rules, sinks=[StdoutSink(stream=out)])
     alerts = {a.service: a for a in watcher.evaluate_once(NOW)}
     assert alerts["shop"].state == "ALERT"
     assert alerts["docs"].state == "OK"
@@ -221,12 +222,12 @@ baseline = "1d"
     assert out.getvalue().count("\n") == 1 and "service=shop" in out.getvalue()
     watcher.stop()
 
-    again = Watcher(store.path, rules=rules, sinks=[StdoutSink(stream=out)])
+    again = Watcher(store.target, rules=rules, sinks=[StdoutSink(stream=out)])
     assert again.evaluate_once(NOW + MINUTE) == []
     assert len(alert_rows(store)) == 2
 
 
-def test_threshold_rule_with_the_log_sink(store: Store, caplog: pytest.LogCaptureFixture) -> None:
+def test_threshold_rule_with_the_log_sink(store: Any, caplog: pytest.LogCaptureFixture) -> None:
     rules = parse_rules(
         """
 [[rules]]
@@ -239,7 +240,7 @@ group_by = "route"
 """
     )
     add_scores(store, "faithfulness", [0.5] * 30, start=NOW - 10 * MINUTE, end=NOW)
-    watcher = Watcher(store.path, rules=rules)  # sinks from the rules: the default log sink
+    watcher = Watcher(store.target, rules=rules)  # sinks from the rules: the default log sink
     with caplog.at_level(logging.INFO, logger="ragtrace_collector.alerts"):
         (alert,) = watcher.evaluate_once(NOW)
     assert (alert.state, alert.route, alert.service) == ("ALERT", "/ask", None)
@@ -248,12 +249,12 @@ group_by = "route"
     assert "faithfulness-low: faithfulness [route=/ask]: mean 0.500 over 30 records is below 0.7" in caplog.text
 
 
-def test_too_few_scored_records_is_no_data(store: Store) -> None:
+def test_too_few_scored_records_is_no_data(store: Any) -> None:
     rules = parse_rules(
         '[[rules]]\nname = "low"\nkind = "threshold"\nmetric = "faithfulness"\nthreshold = 0.7\nmin_records = 20\n'
     )
     add_scores(store, "faithfulness", [0.1] * 5, start=NOW - MINUTE, end=NOW)
-    (alert,) = Watcher(store.path, rules=rules, sinks=[]).evaluate_once(NOW)
+    (alert,) = Watcher(store.target, rules=rules, sinks=[]).evaluate_once(NOW)
     assert alert.state == "NO_DATA"
     assert alert_rows(store)[0]["state"] == "NO_DATA"
 
@@ -267,7 +268,7 @@ def test_an_empty_store_is_no_data_for_a_global_rule(tmp_path: Path) -> None:
     assert (alert.state, alert.service, alert.route) == ("NO_DATA", None, None)
 
 
-def test_drift_rule_over_the_store(store: Store) -> None:
+def test_drift_rule_over_the_store(store: Any) -> None:
     rules = parse_rules(
         """
 [[rules]]
@@ -280,16 +281,16 @@ baseline = "1d"
     )
     add_scores(store, "faithfulness", [1.0] * 160 + [0.5] * 40, start=NOW - 25 * HOUR, end=NOW - HOUR)
     add_scores(store, "faithfulness", [1.0] * 40 + [0.5] * 30 + [0.0] * 30, start=NOW - HOUR + 1, end=NOW)
-    (alert,) = Watcher(store.path, rules=rules, sinks=[]).evaluate_once(NOW)
+    (alert,) = Watcher(store.target, rules=rules, sinks=[]).evaluate_once(NOW)
     assert alert.state == "ALERT" and alert.kind == "drift"
     assert "PSI" in alert.message
 
 
-def test_the_thread_evaluates_until_stopped(store: Store, receiver: Receiver) -> None:
+def test_the_thread_evaluates_until_stopped(store: Any, receiver: Receiver) -> None:
     rules = parse_rules(SPIKE_RULES.format(url=receiver.url).replace('interval = "1s"', 'interval = "50ms"'))
     add_scores(store, "hallucination", pattern(1000, 20), start=NOW - 25 * HOUR, end=NOW - HOUR)
     add_scores(store, "hallucination", pattern(200, 4), start=NOW - HOUR + 1, end=NOW)
-    watcher = Watcher(store.path, rules=rules, clock=lambda: NOW)
+    watcher = Watcher(store.target, rules=rules, clock=lambda: NOW)
     watcher.start()
     try:
         assert receiver.next()["alert"]["state"] == "ALERT"
@@ -349,8 +350,11 @@ def test_a_bad_rules_file_fails_at_construction(tmp_path: Path) -> None:
         Watcher(tmp_path / "db.sqlite", path)
 
 
-def test_end_to_end_spans_over_otlp_raise_an_alert_on_the_webhook(tmp_path: Path, receiver: Receiver) -> None:
-    """An app's scored RAG spans, sent over OTLP/HTTP to a real collector, spike -> ALERT on the webhook."""
+def test_end_to_end_spans_over_otlp_raise_an_alert_on_the_webhook(
+    tmp_path: Path, store_target: str, receiver: Receiver
+) -> None:
+    """An app's scored RAG spans, sent over OTLP/HTTP to a real collector, spike -> ALERT on the webhook; on
+    either engine."""
     rules_path = tmp_path / "rules.toml"
     rules_path.write_text(
         SPIKE_RULES.format(url=receiver.url).replace('interval = "1s"', 'interval = "100ms"')
@@ -361,7 +365,7 @@ def test_end_to_end_spans_over_otlp_raise_an_alert_on_the_webhook(tmp_path: Path
     for i in range(60):
         hallucination = 0.9 if i % 3 == 0 else 0.2
         factory.rag(scores={"hallucination": hallucination, "faithfulness": 1.0 - hallucination}, decision="evaluated")
-    collector = start_collector(tmp_path / "ragtrace.db", watch=True, page=True, rules=rules_path)
+    collector = start_collector(store_target, watch=True, page=True, rules=rules_path)
     try:
         request = urllib.request.Request(
             f"http://127.0.0.1:{collector.http_port}/v1/traces",
@@ -383,7 +387,7 @@ def test_end_to_end_spans_over_otlp_raise_an_alert_on_the_webhook(tmp_path: Path
 
 
 @pytest.mark.parametrize("group_by", ["service", "service_route"])
-def test_the_group_without_a_service_counts_only_its_own_rows(store: Store, group_by: str) -> None:
+def test_the_group_without_a_service_counts_only_its_own_rows(store: Any, group_by: str) -> None:
     rules = parse_rules(
         f"""
 [[rules]]
@@ -398,7 +402,7 @@ group_by = "{group_by}"
     )
     add_scores(store, "faithfulness", [0.2] * 30, start=NOW - 10 * MINUTE, end=NOW)
     add_scores(store, "faithfulness", [0.95] * 25, start=NOW - 10 * MINUTE, end=NOW, service=None)
-    alerts = Watcher(store.path, rules=rules, sinks=[]).evaluate_once(NOW)
+    alerts = Watcher(store.target, rules=rules, sinks=[]).evaluate_once(NOW)
     states = {alert.service: (alert.state, alert.value) for alert in alerts}
     assert states["shop"] == ("ALERT", pytest.approx(0.2))
     # Over all 55 rows it would be a second, unlabelled ALERT (mean 0.54); over its own 25 it is healthy.

@@ -19,6 +19,7 @@ from starlette.applications import Starlette
 from starlette.datastructures import QueryParams
 from starlette.testclient import TestClient
 
+from tests.collector._stores import whole_row
 from tests.collector._triage_seed import (
     BAD_ANSWER,
     MINUTE,
@@ -29,7 +30,6 @@ from tests.collector._triage_seed import (
     insert_alerts,
     seed_triage,
     span_id,
-    whole_row,
 )
 
 

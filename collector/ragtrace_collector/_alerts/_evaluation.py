@@ -30,7 +30,7 @@ def _lookback_ns(rule: Rule) -> int:
     return params.window_ns + params.baseline_ns
 
 
-def _values(conn: Connection, rule: Rule, key: GroupKey, start: int, end: int, limit: int = -1) -> list[float]:
+def _values(conn: Connection, rule: Rule, key: GroupKey, start: int, end: int, limit: int | None = None) -> list[float]:
     return alerts.score_values(conn, rule.metric, key, grouped_by(rule), start, end, limit)
 
 

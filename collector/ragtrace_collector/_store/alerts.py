@@ -269,15 +269,15 @@ def score_values(
     grouped: tuple[bool, bool],
     start: int,
     end: int,
-    limit: int = -1,
+    limit: int | None = None,
 ) -> list[float]:
     """The group's values of ``metric`` with a time in ``(start, end]``, oldest first; the newest ``limit`` when
     given. A record exactly on a boundary belongs to the later window."""
     where, args = _group_filter(key, grouped, dialect_of(conn).same)
     rows = conn.execute(
         f"SELECT value FROM {SCORES} WHERE metric = ? AND value IS NOT NULL AND time_ns > ? AND time_ns <= ?"
-        f"{where} ORDER BY time_ns DESC, span_id DESC LIMIT ?",
-        [metric, start, end, *args, limit],
+        f"{where} ORDER BY time_ns DESC, span_id DESC" + (" LIMIT ?" if limit is not None else ""),
+        [metric, start, end, *args, *([limit] if limit is not None else [])],
     ).fetchall()
     return [float(row[0]) for row in reversed(rows)]
 
