@@ -153,7 +153,7 @@ class Collector:
             )
             stack.push_async_callback(asyncio.to_thread, pipeline.close)
             await pipeline.warm_up()
-            routes: list[BaseRoute] = metrics_routes(self._metric_sources(scorer, forwarder, watcher is not None))
+            routes: list[BaseRoute] = metrics_routes(self._metric_sources(scorer, forwarder, watcher))
             if config.watch or config.page:
                 # Acknowledge and silence from the page and the CLI; a silence naming no rule the watcher runs is
                 # refused as a typo.
@@ -228,7 +228,7 @@ class Collector:
             return 0, 0, {}
         return annotator.sent, annotator.pending, dict(annotator.dropped_by)
 
-    def _metric_sources(self, scorer: Any, forwarder: Forwarder | None, watching: bool) -> Sources:
+    def _metric_sources(self, scorer: Any, forwarder: Forwarder | None, watcher: Any) -> Sources:
         """What ``/metrics`` reads: the counters, the budget, the queues of the parts that run, the alert groups."""
         settler = self.settler
         return Sources(
@@ -242,7 +242,8 @@ class Collector:
             join_waiting=settler.waiting if settler is not None else None,
             join_dropped=(lambda: settler.stats.dropped) if settler is not None else None,
             phoenix=self._phoenix_counts if self.config.phoenix_url else None,
-            watching=watching,
+            watching=watcher is not None,
+            leading=(lambda: bool(watcher.leadership.leading)) if watcher is not None else None,
         )
 
     async def _prune_forever(self, store: Storage) -> None:

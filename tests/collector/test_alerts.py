@@ -83,6 +83,21 @@ def store(open_store: Callable[[], Any]) -> Any:
     return open_store()
 
 
+@pytest.fixture
+def watcher_of() -> Iterator[Callable[..., Watcher]]:
+    """``watcher_of(target, ...)``: a ``Watcher``, stopped after the test (on PostgreSQL it holds the leader's
+    session while it lives)."""
+    made: list[Watcher] = []
+
+    def make(*args: Any, **kwargs: Any) -> Watcher:
+        made.append(Watcher(*args, **kwargs))
+        return made[-1]
+
+    yield make
+    for watcher in made:
+        watcher.stop()
+
+
 def add_scores(
     store: Any, metric: str, values: list[float], *, start: int, end: int, service: str | None = "shop"
 ) -> None:
@@ -137,14 +152,14 @@ def alert_rows(store: Any) -> list[dict[str, Any]]:
 
 
 def test_hallucination_spike_alerts_renotifies_resolves_and_goes_no_data(
-    store: Any, receiver: Receiver, tmp_path: Path
+    watcher_of: Callable[..., Watcher], store: Any, receiver: Receiver, tmp_path: Path
 ) -> None:
     rules_path = tmp_path / "rules.toml"
     rules_path.write_text(SPIKE_RULES.format(url=receiver.url), encoding="utf-8")
     # A day of history at 5 %, then the last hour at 25 %.
     add_scores(store, "hallucination", pattern(1000, 20), start=NOW - 25 * HOUR, end=NOW - HOUR)
     add_scores(store, "hallucination", pattern(200, 4), start=NOW - HOUR + 1, end=NOW)
-    watcher = Watcher(store.target, rules_path)
+    watcher = watcher_of(store.target, rules_path)
     try:
         (alert,) = watcher.evaluate_once(NOW)
         assert (alert.rule, alert.kind, alert.state, alert.previous_state) == (
@@ -199,7 +214,9 @@ def test_hallucination_spike_alerts_renotifies_resolves_and_goes_no_data(
     assert receiver.bodies.empty()
 
 
-def test_only_the_spiking_service_alerts_and_states_survive_a_restart(store: Any, tmp_path: Path) -> None:
+def test_only_the_spiking_service_alerts_and_states_survive_a_restart(
+    watcher_of: Callable[..., Watcher], store: Any, tmp_path: Path
+) -> None:
     rules = parse_rules(
         """
 [[rules]]
@@ -214,7 +231,7 @@ baseline = "1d"
         add_scores(store, "hallucination", pattern(1000, 20), start=NOW - 25 * HOUR, end=NOW - HOUR, service=service)
         add_scores(store, "hallucination", pattern(200, every), start=NOW - HOUR + 1, end=NOW, service=service)
     out = io.StringIO()
-    watcher = Watcher(store.target, rules=rules, sinks=[StdoutSink(stream=out)])
+    watcher = watcher_of(store.target, rules=rules, sinks=[StdoutSink(stream=out)])
     alerts = {a.service: a for a in watcher.evaluate_once(NOW)}
     assert alerts["shop"].state == "ALERT"
     assert alerts["docs"].state == "OK"
@@ -222,12 +239,14 @@ baseline = "1d"
     assert out.getvalue().count("\n") == 1 and "service=shop" in out.getvalue()
     watcher.stop()
 
-    again = Watcher(store.target, rules=rules, sinks=[StdoutSink(stream=out)])
+    again = watcher_of(store.target, rules=rules, sinks=[StdoutSink(stream=out)])
     assert again.evaluate_once(NOW + MINUTE) == []
     assert len(alert_rows(store)) == 2
 
 
-def test_threshold_rule_with_the_log_sink(store: Any, caplog: pytest.LogCaptureFixture) -> None:
+def test_threshold_rule_with_the_log_sink(
+    watcher_of: Callable[..., Watcher], store: Any, caplog: pytest.LogCaptureFixture
+) -> None:
     rules = parse_rules(
         """
 [[rules]]
@@ -240,7 +259,7 @@ group_by = "route"
 """
     )
     add_scores(store, "faithfulness", [0.5] * 30, start=NOW - 10 * MINUTE, end=NOW)
-    watcher = Watcher(store.target, rules=rules)  # sinks from the rules: the default log sink
+    watcher = watcher_of(store.target, rules=rules)  # sinks from the rules: the default log sink
     with caplog.at_level(logging.INFO, logger="ragtrace_collector.alerts"):
         (alert,) = watcher.evaluate_once(NOW)
     assert (alert.state, alert.route, alert.service) == ("ALERT", "/ask", None)
@@ -249,26 +268,26 @@ group_by = "route"
     assert "faithfulness-low: faithfulness [route=/ask]: mean 0.500 over 30 records is below 0.7" in caplog.text
 
 
-def test_too_few_scored_records_is_no_data(store: Any) -> None:
+def test_too_few_scored_records_is_no_data(watcher_of: Callable[..., Watcher], store: Any) -> None:
     rules = parse_rules(
         '[[rules]]\nname = "low"\nkind = "threshold"\nmetric = "faithfulness"\nthreshold = 0.7\nmin_records = 20\n'
     )
     add_scores(store, "faithfulness", [0.1] * 5, start=NOW - MINUTE, end=NOW)
-    (alert,) = Watcher(store.target, rules=rules, sinks=[]).evaluate_once(NOW)
+    (alert,) = watcher_of(store.target, rules=rules, sinks=[]).evaluate_once(NOW)
     assert alert.state == "NO_DATA"
     assert alert_rows(store)[0]["state"] == "NO_DATA"
 
 
-def test_an_empty_store_is_no_data_for_a_global_rule(tmp_path: Path) -> None:
+def test_an_empty_store_is_no_data_for_a_global_rule(watcher_of: Callable[..., Watcher], tmp_path: Path) -> None:
     rules = parse_rules(
         '[[rules]]\nname = "low"\nkind = "threshold"\nmetric = "faithfulness"\nthreshold = 0.7\ngroup_by = "all"\n'
     )
     db = tmp_path / "fresh.db"  # no schema yet: the collector may start the watcher before the first export
-    (alert,) = Watcher(db, rules=rules, sinks=[]).evaluate_once(NOW)
+    (alert,) = watcher_of(db, rules=rules, sinks=[]).evaluate_once(NOW)
     assert (alert.state, alert.service, alert.route) == ("NO_DATA", None, None)
 
 
-def test_drift_rule_over_the_store(store: Any) -> None:
+def test_drift_rule_over_the_store(watcher_of: Callable[..., Watcher], store: Any) -> None:
     rules = parse_rules(
         """
 [[rules]]
@@ -281,16 +300,16 @@ baseline = "1d"
     )
     add_scores(store, "faithfulness", [1.0] * 160 + [0.5] * 40, start=NOW - 25 * HOUR, end=NOW - HOUR)
     add_scores(store, "faithfulness", [1.0] * 40 + [0.5] * 30 + [0.0] * 30, start=NOW - HOUR + 1, end=NOW)
-    (alert,) = Watcher(store.target, rules=rules, sinks=[]).evaluate_once(NOW)
+    (alert,) = watcher_of(store.target, rules=rules, sinks=[]).evaluate_once(NOW)
     assert alert.state == "ALERT" and alert.kind == "drift"
     assert "PSI" in alert.message
 
 
-def test_the_thread_evaluates_until_stopped(store: Any, receiver: Receiver) -> None:
+def test_the_thread_evaluates_until_stopped(watcher_of: Callable[..., Watcher], store: Any, receiver: Receiver) -> None:
     rules = parse_rules(SPIKE_RULES.format(url=receiver.url).replace('interval = "1s"', 'interval = "50ms"'))
     add_scores(store, "hallucination", pattern(1000, 20), start=NOW - 25 * HOUR, end=NOW - HOUR)
     add_scores(store, "hallucination", pattern(200, 4), start=NOW - HOUR + 1, end=NOW)
-    watcher = Watcher(store.target, rules=rules, clock=lambda: NOW)
+    watcher = watcher_of(store.target, rules=rules, clock=lambda: NOW)
     watcher.start()
     try:
         assert receiver.next()["alert"]["state"] == "ALERT"
@@ -387,7 +406,9 @@ def test_end_to_end_spans_over_otlp_raise_an_alert_on_the_webhook(
 
 
 @pytest.mark.parametrize("group_by", ["service", "service_route"])
-def test_the_group_without_a_service_counts_only_its_own_rows(store: Any, group_by: str) -> None:
+def test_the_group_without_a_service_counts_only_its_own_rows(
+    watcher_of: Callable[..., Watcher], store: Any, group_by: str
+) -> None:
     rules = parse_rules(
         f"""
 [[rules]]
@@ -402,7 +423,7 @@ group_by = "{group_by}"
     )
     add_scores(store, "faithfulness", [0.2] * 30, start=NOW - 10 * MINUTE, end=NOW)
     add_scores(store, "faithfulness", [0.95] * 25, start=NOW - 10 * MINUTE, end=NOW, service=None)
-    alerts = Watcher(store.target, rules=rules, sinks=[]).evaluate_once(NOW)
+    alerts = watcher_of(store.target, rules=rules, sinks=[]).evaluate_once(NOW)
     states = {alert.service: (alert.state, alert.value) for alert in alerts}
     assert states["shop"] == ("ALERT", pytest.approx(0.2))
     # Over all 55 rows it would be a second, unlabelled ALERT (mean 0.54); over its own 25 it is healthy.

@@ -28,8 +28,9 @@ from ragtrace_collector._alerts._persist import GroupState, Mutes, TrackKey, loa
 from ragtrace_collector._alerts._sinks import build_sinks
 from ragtrace_collector._rule_types import Rule, RuleSet
 from ragtrace_collector._rules import load_rules
-from ragtrace_collector._store import Connection, connect
+from ragtrace_collector._store import Connection
 from ragtrace_collector._store.alerts import GroupKey
+from ragtrace_collector._store.leadership import Leadership
 
 
 class Watcher:
@@ -55,6 +56,8 @@ class Watcher:
         self.sinks: list[Sink] = list(sinks) if sinks is not None else build_sinks(self.rules.sinks)
         self.clock = clock or time.time_ns
         self._tracks: dict[TrackKey, _lifecycle.Track] | None = None
+        self.leadership = Leadership(self.db_path)
+        """Whether this process runs the rules (one replica per PostgreSQL store; always, on SQLite)."""
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -81,6 +84,7 @@ class Watcher:
                 sink.close(timeout)
             except Exception:
                 logger.exception("sink %s failed to close", getattr(sink, "name", sink))
+        self.leadership.close()  # ends the term: another replica leads from its next round
 
     def _loop(self) -> None:
         interval = self.rules.interval_ns / 1e9
@@ -93,28 +97,24 @@ class Watcher:
 
     # -- evaluation ------------------------------------------------------------------------------
 
-    def _connect(self) -> Connection:
-        # create: the watcher may start before the first export made the file; the schema comes with it.
-        return connect(self.db_path, create=True)
-
     def evaluate_once(self, now_ns: int | None = None) -> list[Alert]:
         """Evaluate every rule for every group as of ``now_ns`` (default: the clock); record the state changes
         and reminders and every group's state; notify the sinks of those not silenced; return the recorded
         changes and reminders (silenced ones included, with ``silenced`` set)."""
         now = self.clock() if now_ns is None else now_ns
-        with self._lock:
-            conn = self._connect()
-            try:
-                if self._tracks is None:
-                    self._tracks = load_tracks(conn)
-                mutes = Mutes.read(conn, now)
-                alerts: list[tuple[Alert, list[Sink]]] = []
-                groups: list[GroupState] = []
-                for rule in self.rules.rules:
-                    alerts.extend(self._evaluate_rule(conn, rule, now, mutes, groups))
-                save(conn, [(alert, [s.name for s in sinks]) for alert, sinks in alerts], groups)
-            finally:
-                conn.close()
+        alerts: list[tuple[Alert, list[Sink]]] = []
+        with self._lock, self.leadership.lead() as conn:
+            if conn is None:
+                return []  # another replica leads: it evaluates, records and notifies
+            if self._tracks is None or self.leadership.gained:
+                # A new term: the previous leader's state is in the store, not in this process.
+                self._tracks = load_tracks(conn)
+            mutes = Mutes.read(conn, now)
+            groups: list[GroupState] = []
+            for rule in self.rules.rules:
+                alerts.extend(self._evaluate_rule(conn, rule, now, mutes, groups))
+            # Through the leader's own session: a replica that lost the lead cannot commit.
+            save(conn, [(alert, [s.name for s in sinks]) for alert, sinks in alerts], groups)
         # Notify after the commit: a sink that sees an alert can find its row.
         for alert, sinks in alerts:
             for sink in sinks:

@@ -44,6 +44,8 @@ class Sources:
     phoenix: Callable[[], tuple[int, int, Mapping[str, int]]] | None = None
     """The Phoenix annotator's annotations sent, pending, and given up by reason."""
     watching: bool = False
+    leading: Callable[[], bool] | None = None
+    """Whether this replica leads the store (runs the watcher); None: no watcher here."""
 
 
 def _alert_labels(group: GroupView) -> list[str]:
@@ -190,6 +192,13 @@ class _Families:
             for reason, count in sorted(dropped_by.items()):
                 dropped.add_metric([reason], count)
             yield dropped
+        if sources.leading is not None:
+            yield GaugeMetricFamily(
+                f"{PREFIX}_leader",
+                "1 while this replica leads the store: it runs the alert watcher and its sinks (one replica of a "
+                "PostgreSQL store; always 1 on SQLite once the watcher ran)",
+                1 if sources.leading() else 0,
+            )
         if sources.watching:
             yield from _alert_families(sources.db_path, self.now_ns)
 

@@ -123,14 +123,23 @@ class PgConnection:
             self.rollback()
 
 
-def connect_postgres(url: str, *, timeout: float = 30.0, read_only: bool = False) -> PgConnection:
+def connect_postgres(
+    url: str,
+    *,
+    timeout: float = 30.0,
+    read_only: bool = False,
+    options: str = "",
+    keepalives: dict[str, int] | None = None,
+) -> PgConnection:
     """A connection of its own to the database at ``url`` (not from a pool: for a reader or writer on a thread
     of its own). ``read_only``: every transaction of the session is read only. ``timeout``: how long a
-    statement may wait for a lock before it fails (``lock_timeout``), and the connect timeout."""
-    options = f"-c lock_timeout={int(timeout * 1000)}"
+    statement may wait for a lock before it fails (``lock_timeout``), and the connect timeout. ``options``:
+    more settings of the session (``-c name=value``); ``keepalives``: libpq's TCP keepalive parameters."""
+    settings = f"-c lock_timeout={int(timeout * 1000)} {options}".strip()
     if read_only:
-        options += " -c default_transaction_read_only=on"
-    raw = psycopg.connect(url, autocommit=True, connect_timeout=max(1, int(timeout)), options=options)
+        settings += " -c default_transaction_read_only=on"
+    extra: dict[str, Any] = dict(keepalives or {})
+    raw = psycopg.connect(url, autocommit=True, connect_timeout=max(1, int(timeout)), options=settings, **extra)
     return PgConnection(raw)
 
 
