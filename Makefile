@@ -14,10 +14,19 @@ $(STAMP): pyproject.toml collector/pyproject.toml
 
 # Debian packages the tests drive for real (headless Chromium for the collector's page; promtool and
 # amtool for the shipped Prometheus rules and Alertmanager example, see prometheus-deps).
-system-deps: prometheus-deps node-deps postgres-deps
+system-deps: prometheus-deps node-deps postgres-deps haproxy-deps
 	@command -v chromium >/dev/null 2>&1 || { \
 	  echo "installing chromium (Debian) for the page tests"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+
+# Debian's haproxy for the fleet test (tests/collector/test_fleet.py runs the shipped collector/deploy/haproxy.cfg
+# in front of three replicas, on loopback; the package's own service is not used).
+.PHONY: haproxy-deps
+haproxy-deps:
+	@command -v haproxy >/dev/null 2>&1 || test -x /usr/sbin/haproxy || { \
+	  echo "installing haproxy (Debian) for the fleet test"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+	    haproxy >/dev/null; }
 
 # Debian's PostgreSQL 15 server for the collector's PostgreSQL engine tests (tests/collector/_postgres.py starts
 # its own server as the `postgres` user in a temp dir on a free loopback port; the package's own cluster is not

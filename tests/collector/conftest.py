@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from tests.collector._postgres import PostgresServer, postgres_bin, running_postgres
+from tests.collector._webhook import Receiver
 
 
 @pytest.fixture
@@ -54,3 +55,11 @@ def open_store(store_target: str) -> Iterator[Callable[[], Any]]:
     yield make
     for store in opened:
         store.close()
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    """A webhook receiver on 127.0.0.1, closed after the test."""
+    r = Receiver()
+    yield r
+    r.close()

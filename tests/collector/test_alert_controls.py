@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import time
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +16,7 @@ from ragtrace_collector.__main__ import main
 
 from tests.collector._spans import SpanFactory, otlp_bytes, start_collector
 from tests.collector._stores import rows
-from tests.collector.test_alerts import Receiver
+from tests.collector._webhook import Receiver
 
 NS = 1_000_000_000
 MINUTE = 60 * NS
@@ -41,13 +41,6 @@ baseline = "1d"
 min_baseline = 200
 min_records = 20
 """
-
-
-@pytest.fixture
-def receiver() -> Iterator[Receiver]:
-    r = Receiver()
-    yield r
-    r.close()
 
 
 def _send(port: int, start_ns: int, end_ns: int, count: int, every: int) -> None:

@@ -15,14 +15,11 @@ import json
 import math
 import sqlite3
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from tests.collector._spans import SpanFactory, otlp_bytes, start_collector
-from tests.collector.test_alerts import Receiver
+from tests.collector._webhook import Receiver
 
 NS = 1_000_000_000
 T0 = 1_800_000_000 * NS
@@ -98,13 +95,6 @@ class App:
             )
             with urllib.request.urlopen(request, timeout=30) as response:
                 assert response.status == 200
-
-
-@pytest.fixture
-def receiver() -> Iterator[Receiver]:
-    r = Receiver()
-    yield r
-    r.close()
 
 
 def _bodies(receiver: Receiver) -> list[dict[str, Any]]:

@@ -10,8 +10,6 @@ from __future__ import annotations
 import io
 import json
 import logging
-import queue
-import threading
 import urllib.request
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -27,54 +25,12 @@ from ragtrace_collector._store.schema import SCORE_COLUMNS
 from ragtrace.environment_variables import ConfigurationError
 from tests.collector._spans import SpanFactory, otlp_bytes, start_collector
 from tests.collector._stores import dict_rows, whole_row
+from tests.collector._webhook import Receiver
 
 NS = 1_000_000_000
 NOW = 1_800_000_000 * NS
 MINUTE = 60 * NS
 HOUR = 60 * MINUTE
-
-
-class Receiver:
-    """A webhook receiver on 127.0.0.1: records each JSON body; answers with the queued statuses, then 200."""
-
-    def __init__(self) -> None:
-        self.bodies: queue.Queue[dict[str, Any]] = queue.Queue()
-        self.statuses: list[int] = []
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length", "0"))
-                body = json.loads(self.rfile.read(length))
-                status = receiver.statuses.pop(0) if receiver.statuses else 200
-                if status == 200:
-                    receiver.bodies.put(body)
-                self.send_response(status)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, format: str, *args: Any) -> None:
-                return None
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    def next(self) -> dict[str, Any]:
-        return self.bodies.get(timeout=10)
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join()
-
-
-@pytest.fixture
-def receiver() -> Iterator[Receiver]:
-    r = Receiver()
-    yield r
-    r.close()
 
 
 @pytest.fixture
