@@ -19,6 +19,7 @@ import openai
 
 from ragtrace.judges import _prompts
 from ragtrace.judges._base import JudgeReply
+from ragtrace.judges._openai_http import judge_http_client
 from ragtrace.judges._openai_replies import _ChatReply, _token_logprobs
 from ragtrace.judges._openai_retry import INVALID_REPLY as INVALID_REPLY  # still importable from here (tests)
 from ragtrace.judges._openai_retry import _error_text, _Retrying, _Tally
@@ -70,12 +71,18 @@ class _Transport(_Retrying):
         if entry is not None:
             return entry[0]
         with self._loop_clients_lock:
-            client = self._client if self._first_client_free else openai.AsyncOpenAI(**self._client_options)
+            client = self._client if self._first_client_free else self._new_client()
             self._first_client_free = False
         closer = self._close_when_loop_ends(loop, client)
         await closer.__anext__()  # started: the loop now knows it, and will close it
         self._loop_clients[loop] = (client, closer)
         return client
+
+    def _new_client(self) -> openai.AsyncOpenAI:
+        """A client of this judge's own making: its HTTP client follows no redirect to another origin and
+        reads no reply past ``MAX_REPLY_BYTES`` (``_openai_http``)."""
+        http_client = judge_http_client(timeout=self.timeout, credentials=self._url_credentials)
+        return openai.AsyncOpenAI(**self._client_options, http_client=http_client)
 
     async def _close_when_loop_ends(
         self, loop: asyncio.AbstractEventLoop, client: openai.AsyncOpenAI
