@@ -123,8 +123,9 @@ def echo_key(handler: _Handler, body: dict[str, Any]) -> None:
 
 def echo_everything(handler: _Handler, body: dict[str, Any]) -> None:
     """A 200 whose content quotes every request header (Authorization too): the reply is the leak."""
+    auth = handler.headers.get("Authorization", "")
     headers = "; ".join(f"{k}: {v}" for k, v in handler.headers.items())
-    handler.send_json(200, completion(f"I cannot answer. Your headers were: {headers}"))
+    handler.send_json(200, completion(f"Authorization: {auth} -- {auth.split()[-1]} -- all headers: {headers}"))
 
 
 def redirect_to(target: str, status: int = 307) -> Behaviour:
