@@ -53,6 +53,8 @@ TokenLogprobs = list[tuple[str, list[tuple[str, float]]]]
 class _ChatReply:
     content: str
     logprobs: TokenLogprobs | None
+    deadline: float = math.inf
+    """``time.monotonic()`` by which the reply must be read (the call's send time plus the judge's timeout)."""
 
 
 def _verdict_word(value: Any) -> Verdict:

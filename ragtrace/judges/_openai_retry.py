@@ -41,6 +41,7 @@ from ragtrace.judges._openai_http import ReplyRefused
 from ragtrace.judges._openai_replies import _is_int
 from ragtrace.judges._parsing import (
     InvalidReply,
+    ReplyDeadline,
     ReplyParseError,
 )
 from ragtrace.metrics._base import REASON_UNPARSEABLE, Cost
@@ -225,7 +226,8 @@ class _Retrying:
                 if isinstance(error.__cause__, ReplyRefused):  # an older client wraps it
                     raise self._error(str(error.__cause__), error.__cause__.error_type, tally) from None
                 problem = _Retryable("connection", f"cannot reach {strip_url(self._client.base_url)} ({_kind(error)})")
-            except (json.JSONDecodeError, UnicodeDecodeError) as error:
+            except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as error:
+                # RecursionError: a body nested deeper than the JSON parser goes (a hostile reply).
                 # A 200 whose body is not JSON (a proxy cut it, a server crashed mid-write) is a
                 # transient server fault: asked again like a 5xx.
                 problem = _Retryable("invalid_response", f"the endpoint's reply is not JSON ({type(error).__name__})")
@@ -273,6 +275,9 @@ class _Retrying:
             except InvalidReply as error:
                 # Readable, but not an answer to this request: not asked again (temperature 0).
                 raise self._error(f"{step}: invalid reply: {error}", INVALID_REPLY, tally) from None
+            except ReplyDeadline:
+                message = f"{step}: reading the reply took past the {self.timeout} s deadline"
+                raise self._error(message, "timeout", tally) from None
             except ReplyParseError as error:
                 reason = str(error)
                 continue

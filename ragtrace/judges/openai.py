@@ -169,6 +169,7 @@ class OpenAIJudge(_ClaimVerification, _JudgeSteps):
         self._max_retry_after = float(max_retry_after)
         self._logprobs = logprobs
         self._top_logprobs = top_logprobs
+        self._cap_tokens = True  # max_tokens on JSON steps, until the endpoint rejects it (_adapt_chat)
         self._semaphores: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
             weakref.WeakKeyDictionary()
         )
