@@ -192,3 +192,61 @@ def drip(total_bytes: int = 1 << 20) -> Behaviour:
             handler.wfile.flush()
 
     return behaviour
+
+
+def chunked_giant(total_bytes: int = 150 << 20) -> Behaviour:
+    """A 200 with no length, writing ``total_bytes`` in 64 KiB chunks until the client leaves."""
+
+    def behaviour(handler: _Handler, body: dict[str, Any]) -> None:
+        handler.send_response(200)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Transfer-Encoding", "chunked")
+        handler.end_headers()
+        piece = b"x" * (1 << 16)
+        frame = b"%x\r\n%s\r\n" % (len(piece), piece)
+        handler.wfile.write(b"1\r\n{\r\n")
+        for _ in range(total_bytes // len(piece)):
+            if handler.stopping():
+                return
+            handler.wfile.write(frame)
+
+    return behaviour
+
+
+def deep_body(depth: int = 100_000) -> Behaviour:
+    """A 200 whose JSON body nests ``depth`` arrays: deeper than Python's JSON parser goes."""
+    data = ('{"choices": ' + "[" * depth + "]" * depth + "}").encode()
+
+    def behaviour(handler: _Handler, body: dict[str, Any]) -> None:
+        handler.send_response(200)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Content-Length", str(len(data)))
+        handler.end_headers()
+        handler.wfile.write(data)
+
+    return behaviour
+
+
+KINDS: dict[str, Callable[[], Behaviour]] = {
+    # Not hostile: a judge that answers at once with a short JSON reply (no step's shape, so each step
+    # fails fast): what any fast endpoint costs the app, for comparison with the hostile ones.
+    "fast": lambda: content('{"claims": ["Brasilia is the capital."]}'),
+    "echo-key": lambda: echo_key,
+    "brace-bomb": lambda: content("Here: " + "{" * 60_000),  # under the search cap: the search's worst case
+    "brace-bomb-200k": lambda: content("Here: " + "{" * 200_000),
+    "giant": chunked_giant,
+    "deep": deep_body,
+    "drip": drip,
+}
+"""The behaviours ``python -m tests.ragtrace.judges.hostile_server KIND`` serves (bench/request_path.py)."""
+
+
+if __name__ == "__main__":
+    # Its own process, so that the hostile server's work is not the app's: prints its base URL, serves
+    # until stdin closes (the parent ended) or it is terminated.
+    import sys
+
+    server = HostileServer(KINDS[sys.argv[1]]()).start()
+    print(server.base_url, flush=True)
+    sys.stdin.read()
+    server.stop()
