@@ -27,7 +27,7 @@ from ragtrace.environment_variables import ConfigurationError
 from ragtrace.judges import JudgeError
 from ragtrace.judges._openai_http import MAX_REPLY_BYTES, REPLY_TOO_LARGE
 from ragtrace.judges.openai import OpenAIJudge
-from ragtrace.testing import capture
+from ragtrace.testing import FakeJudge, capture
 from tests.ragtrace.judges import hostile_server as hs
 
 KEY = "sk-hostile0123456789abcdefSECRETKEY"
@@ -164,6 +164,27 @@ def test_credentials_in_the_otlp_endpoint_stay_out_of_messages() -> None:
     with pytest.raises(ConfigurationError) as caught:
         _check_endpoint(f"ftp://{USER}:{PASSWORD}@host")
     assert PASSWORD not in str(caught.value)
+
+
+def test_credentials_in_a_down_otlp_endpoint_reach_no_log_line(
+    caplog: pytest.LogCaptureFixture, dead_port: int
+) -> None:
+    # The shutdown's warning named the endpoint as given: http://user:pass@host.
+    handle = ragtrace.configure(
+        endpoint=f"http://{USER}:{PASSWORD}@127.0.0.1:{dead_port}",
+        judge=FakeJudge(),
+        sample_rate=0.0,
+        export_metrics=False,
+        set_global=False,
+    )
+    with caplog.at_level(logging.INFO):
+        try:
+            answer("q")
+        finally:
+            handle.shutdown(timeout_millis=1000)  # the exporter retries until the budget runs out
+    log = "\n".join(record.getMessage() for record in caplog.records)
+    assert f"http://{MASK}@127.0.0.1:{dead_port}" in log  # the warning is there, without the password
+    assert PASSWORD not in log
 
 
 # -- what scrub takes out ------------------------------------------------------------------------
