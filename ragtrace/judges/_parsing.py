@@ -42,10 +42,10 @@ MAX_SEARCH_CHARS = 1 << 16
 for JSON in prose. A JSON step's reply is capped at ``JSON_MAX_TOKENS`` tokens (tens of KB): a longer
 reply is hostile or broken, and searching it would be work the app pays for."""
 
-MAX_SEARCH_TOKENS = 8192
+MAX_SEARCH_TOKENS = 2048
 """Brackets, runs of openers and strings scanned at most in one search; MAX_SEARCH_SPANS spans found at
-most. A reply wrapped in prose has a handful of spans and a few thousand tokens; these bound what a
-reply made of brackets costs (about 30 ms of one core) whatever its shape."""
+most. A reply wrapped in prose has a handful of spans and a few hundred tokens (30 verdicts are ~300);
+these bound what a reply made of brackets or strings costs (a few ms of one core) whatever its shape."""
 
 MAX_SEARCH_SPANS = 64
 """Top-level spans found at most in one search (see ``MAX_SEARCH_TOKENS``)."""
@@ -145,10 +145,9 @@ def _balanced_spans(text: str, deadline: float | None = None) -> list[str]:
     pos = 0
     tokens = 0
     while len(spans) < MAX_SEARCH_SPANS and (opener := _OPENER.search(text, pos)) is not None:
-        # The open brackets: the closer each wants and where it opened (two lists, so that a run of
-        # openers is pushed at C speed: a brace bomb is one token).
-        wants: list[str] = []
-        starts: list[int] = []
+        # The open brackets, as runs of openers [start, end) in the text: a run is pushed whole and
+        # popped one bracket at a time from its end, so a brace bomb costs one step, not one a brace.
+        runs: list[list[int]] = []
         closed: list[tuple[int, int]] = []  # spans closed inside, in order of their ends
         pos = opener.start()
         failed_at: int | None = None
@@ -162,19 +161,21 @@ def _balanced_spans(text: str, deadline: float | None = None) -> list[str]:
             if token is None:
                 failed_at = len(text)
                 break
-            c = token.group()
+            c = text[token.start()]  # the token's first character says what it is (no copy of a long run)
             pos = token.end()
-            if c[0] == '"':
+            if c == '"':
                 if token.group(1) is None:  # never closed: nothing after it can close a bracket
                     failed_at = len(text)
                     break
-            elif c[0] in _CLOSER:
-                wants.extend(map(_CLOSER.__getitem__, c))
-                starts.extend(range(token.start(), pos))
-            elif wants[-1] == c:
-                wants.pop()
-                start = starts.pop()
-                if not wants:
+            elif c in _CLOSER:
+                runs.append([token.start(), pos])
+            elif _CLOSER[text[runs[-1][1] - 1]] == c:
+                top = runs[-1]
+                top[1] -= 1
+                start = top[1]
+                if top[0] == top[1]:
+                    runs.pop()
+                if not runs:
                     spans.append(text[start:pos])
                     break
                 closed.append((start, token.start()))
