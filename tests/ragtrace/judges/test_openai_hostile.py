@@ -23,7 +23,7 @@ import ragtrace
 from ragtrace import _wire, semconv
 from ragtrace._exporters import _check_endpoint, export_target, otlp_span_exporter
 from ragtrace._record import RagRecord
-from ragtrace._secrets import MASK, scrub, strip_url
+from ragtrace._secrets import CUT, MASK, MAX_CHARS, scrub, strip_url
 from ragtrace.environment_variables import ConfigurationError
 from ragtrace.judges import JudgeError
 from ragtrace.judges._openai_http import MAX_REPLY_BYTES, REPLY_TOO_LARGE
@@ -235,6 +235,8 @@ def test_scrub_masks_credentials_in_any_text(text: str) -> None:
 def test_scrub_keeps_ordinary_text_and_masks_known_secrets() -> None:
     plain = "HTTP 401 (AuthenticationError): cannot reach http://127.0.0.1:8000/v1; 3 of 4 claims supported"
     assert scrub(plain) == plain
+    prose = "The answer covers basic geography; the bearer instrument is a task-management-system concept."
+    assert scrub(prose) == prose
     assert scrub("the key is hunter2-xyz", known=["hunter2-xyz", "ab"]) == f"the key is {MASK}"
     assert strip_url(f"http://{USER}:{PASSWORD}@h/v1") == f"http://{MASK}@h/v1"
 
@@ -308,3 +310,12 @@ async def test_a_slow_drip_ends_at_the_judge_deadline() -> None:
         finally:
             await judge.aclose()
     assert caught.value.error_type == "timeout"
+
+
+def test_scrub_cuts_a_long_text_without_leaving_part_of_a_secret() -> None:
+    # A hostile judge's 1 MB "explanation" is cut, and the cut never leaves a secret's prefix behind.
+    text = "x " * (MAX_CHARS // 2 - 5) + KEY + " tail " * 1000
+    scrubbed = scrub(text)
+    assert len(scrubbed) <= MAX_CHARS + len(CUT) and scrubbed.endswith(CUT)
+    assert KEY[:12] not in scrubbed
+    assert scrub("a:" * 500_000).endswith(CUT)
