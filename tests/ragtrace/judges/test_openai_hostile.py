@@ -13,6 +13,7 @@ import base64
 import json
 import logging
 import socket
+import tracemalloc
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -290,15 +291,20 @@ async def test_a_giant_reply_is_refused_after_the_byte_cap() -> None:
 
 
 async def test_a_giant_reply_without_a_length_is_cut_at_the_byte_cap() -> None:
+    # 150 MB took the app's RSS to 588 MiB: now the read stops at the cap, and so does the memory.
     with hs.hostile(hs.chunked_giant()) as server:
         judge = OpenAIJudge(base_url=server.base_url, api_key=KEY, max_retries=0)
+        tracemalloc.start()
         try:
             with pytest.raises(JudgeError) as caught:
                 await judge.detect_noncommittal("I do not know.")
+            _, peak = tracemalloc.get_traced_memory()
         finally:
+            tracemalloc.stop()
             await judge.aclose()
     assert caught.value.error_type == REPLY_TOO_LARGE
     assert str(MAX_REPLY_BYTES) in str(caught.value)
+    assert peak < 8 * MAX_REPLY_BYTES, peak
 
 
 async def test_a_slow_drip_ends_at_the_judge_deadline() -> None:
