@@ -9,7 +9,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ragtrace.judges import JudgeError
@@ -113,6 +113,7 @@ def _reference_spans(text: str) -> list[str]:
     return spans
 
 
+@settings(deadline=None)  # no clock in unit tests, Hypothesis's per-example deadline included
 @given(st.text(alphabet="{}[]a: ,", max_size=40))
 def test_the_one_pass_scan_finds_the_spans_the_restarting_scan_found(text: str) -> None:
     assert parsing._balanced_spans(text) == _reference_spans(text)
