@@ -42,6 +42,7 @@ from ragtrace.judges.openai import OpenAIJudge
 from ragtrace.testing import FakeJudge
 
 ROOT = Path(__file__).resolve().parents[1]
+IDLE_SECONDS = 3.0
 
 CHUNKS = [f"chunk {i}: " + "lorem ipsum dolor sit amet " * 37 for i in range(5)]  # ~1 KB each
 
@@ -143,6 +144,10 @@ def measure(judge: Judge, args: argparse.Namespace, label: str) -> None:
                 bucket.append((clock() - start) / 1000.0)
         done += args.block
     enqueued = processor.pending
+    # What the scorer's worker spends on its own, the app idle: the CPU a judge makes the app pay.
+    used = time.process_time()
+    time.sleep(IDLE_SECONDS)
+    idle_share = (time.process_time() - used) / IDLE_SECONDS
     _capture.set_tracer_provider(None)
     processor.shutdown(timeout_millis=100)  # the rest leaves unscored (decision timeout)
     baseline.shutdown()
@@ -158,7 +163,8 @@ def measure(judge: Judge, args: argparse.Namespace, label: str) -> None:
     print(f"scorer, rate 1.0, {label:10s} p50 {s50:8.1f} us   p99 {s99:8.1f} us   mean {smean:8.1f} us")
     print(f"added: p50 {s50 - b50:+.1f} us, p99 {s99 - b99:+.1f} us (goal: p99 <= +100 us)")
     print(f"ratio scorer/baseline: p50 {s50 / b50:.2f}x, p99 {s99 / b99:.2f}x")
-    print(f"ratio scorer/clean baseline: p50 {s50 / c50:.2f}x, p99 {s99 / c99:.2f}x", flush=True)
+    print(f"ratio scorer/clean baseline: p50 {s50 / c50:.2f}x, p99 {s99 / c99:.2f}x")
+    print(f"the scorer's CPU with the app idle: {100 * idle_share:.0f}% of a core", flush=True)
 
 
 def main() -> None:
