@@ -15,6 +15,7 @@ from opentelemetry.sdk.trace.export import SpanExporter
 
 from ragtrace import environment_variables as env
 from ragtrace._exceptions import ConfigurationError
+from ragtrace._secrets import strip_url
 
 if TYPE_CHECKING:
     from opentelemetry.sdk._logs import LoggerProvider
@@ -58,7 +59,7 @@ def _http_url(endpoint: str, path: str) -> str:
 def _check_endpoint(endpoint: str) -> None:
     if not endpoint.startswith(("http://", "https://")):
         raise ConfigurationError(
-            f"endpoint={endpoint!r} is not a URL: write e.g. http://127.0.0.1:4318 (http/protobuf) "
+            f"endpoint={strip_url(endpoint)!r} is not a URL: write e.g. http://127.0.0.1:4318 (http/protobuf) "
             "or http://127.0.0.1:4317 (grpc)"
         )
 
@@ -156,5 +157,5 @@ def evaluation_logger_provider(
 
 def export_target(exporter: SpanExporter, endpoint: str | None) -> str:
     """Where ``exporter`` sends spans, for messages: the endpoint given, else the one the exporter
-    resolved from ``OTEL_EXPORTER_OTLP_*``."""
-    return endpoint or str(getattr(exporter, "_endpoint", None) or "the OTLP endpoint")
+    resolved from ``OTEL_EXPORTER_OTLP_*``; without the URL's credentials (the message is logged)."""
+    return strip_url(endpoint or getattr(exporter, "_endpoint", None) or "the OTLP endpoint")

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from ragtrace._rate_limit import Every
+from ragtrace._secrets import scrub
 
 if TYPE_CHECKING:
     from ragtrace.metrics._base import Score
@@ -44,6 +45,6 @@ class JudgeErrorLog:
                 "ragtrace: judge %s failed (%s): %s%s; spans get decision=error, counted in ragtrace.judge.errors",
                 self._judge,
                 kind,
-                score.explanation or score.reason,
+                scrub(score.explanation or score.reason or ""),
                 more,
             )

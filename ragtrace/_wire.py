@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from ragtrace import semconv
+from ragtrace._secrets import scrub
 from ragtrace._wire_claims import decode_claims, encode_claims
 from ragtrace.metrics._base import DETAIL_CLAIMS, DETAIL_FREE_TEXT, DETAIL_JUDGE, DETAIL_METHOD, REASON_JUDGE_ERROR
 
@@ -139,13 +140,15 @@ _LLM_JUDGE: Final = "openai:"  # the OpenAI-compatible judge's name prefix (judg
 def _explanation(score: Score, content: bool) -> str | None:
     """The explanation that goes out: the reason stands in for an absent value's. Without captured content,
     nothing that may quote the record: not the judge's own words, and for an absent score only its reason
-    (a failure's message can quote the judge's reply, which echoes the record)."""
+    (a failure's message can quote the judge's reply, which echoes the record). Whatever goes is
+    ``scrub``-bed: an explanation is text ragtrace did not write all of (a judge's words, a user metric's)."""
     if not content:
         if score.value is None:
             return score.reason
         if score.details and score.details.get(DETAIL_FREE_TEXT):
             return None
-    return score.explanation or (score.reason if score.value is None else None)
+    chosen = score.explanation or (score.reason if score.value is None else None)
+    return scrub(chosen) if chosen else chosen
 
 
 def _openinference_evaluation(index: int, score: Score, judge_name: str, content: bool) -> dict[str, AttributeValue]:

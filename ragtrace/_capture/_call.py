@@ -18,6 +18,7 @@ from opentelemetry.trace import Status, StatusCode
 from ragtrace import _capture, semconv
 from ragtrace._capture._attributes import complete
 from ragtrace._capture._spec import Spec, apply_extractor, extract_query
+from ragtrace._capture._stacktrace import exception_attributes, safe_str
 from ragtrace._capture._state import RAG_KEY, RagState, Text, outside_rag_calls, prepare_value
 from ragtrace._capture._text import prepare_text
 from ragtrace._chunks import CapturedChunk, Normalized, normalize_chunks, to_text
@@ -178,27 +179,25 @@ class Call:
         finally:
             self._end()
 
-    def _exception_message(self, exc: BaseException) -> str:
-        """The exception message to export: "" when content capture is off or ``str(exc)`` raises,
-        redacted when a hook is set."""
+    def _exception_text(self, raw: str) -> str:
+        """An exception's text as it may be exported: "" when content capture is off, redacted when a
+        hook is set (the message, and every text in the stacktrace, go through here)."""
         settings = self.settings
         if not settings.capture_content:
             return ""
-        try:
-            text = str(exc)
-        except Exception:
-            return ""
-        return text if settings.redact is None else prepare_text(text, settings)[0]
+        return raw if settings.redact is None else prepare_text(raw, settings)[0]
+
+    def _exception_message(self, exc: BaseException) -> str:
+        """The exception message to export: ``_exception_text`` of ``str(exc)`` ("" when that raises)."""
+        return self._exception_text(safe_str(exc)) if self.settings.capture_content else ""
 
     def _record_exception(self, exc: BaseException, message: str) -> None:
-        attributes = {semconv.EXCEPTION_MESSAGE: message}
+        """The ``exception`` event, built here rather than by the SDK's ``record_exception``: the SDK
+        formats the stacktrace with the exception's own text in it (see ``_stacktrace``)."""
         try:
-            self.span.record_exception(exc, attributes, escaped=True)
-            return
-        except Exception:  # the SDK reads str(exc) itself, which may raise: record a stand-in instead
-            pass
-        try:
-            self.span.record_exception(_stand_in(exc), attributes, escaped=True)
+            attributes = exception_attributes(exc, self._exception_text)
+            attributes[semconv.EXCEPTION_MESSAGE] = message  # the one the status already shows
+            self.span.add_event(semconv.EXCEPTION_EVENT, attributes)
         except Exception:
             _log.warning("ragtrace: could not record the exception of %r", self.spec.name, exc_info=True)
 
@@ -230,15 +229,3 @@ class Call:
         else:
             return None
         return None if value is None else normalize_chunks(value, self.settings)
-
-
-def _stand_in(exc: BaseException) -> BaseException:
-    """An exception named like ``exc`` (module, qualified name), with its traceback, whose ``str()`` is "".
-
-    For an exception whose own ``__str__`` raises: the exception event then still says what was
-    raised and where, as the SDK formats it for any other exception.
-    """
-    cls = type(exc)
-    namespace = {"__module__": cls.__module__, "__qualname__": cls.__qualname__, "__str__": lambda self: ""}
-    stand_in: type[Exception] = type(cls.__name__, (Exception,), namespace)
-    return stand_in().with_traceback(exc.__traceback__)

@@ -43,6 +43,8 @@ _VERDICT_WORDS = {
     "none": Verdict.NEITHER,
     "no": Verdict.NEITHER,
 }
+_FIRST_WORD = re.compile(r"[a-z]+")
+_WORD_READ = 256
 _SCORE_VALUE = re.compile(r'"score"\s*:\s*"?\s*(\d+)')
 
 TokenLogprobs = list[tuple[str, list[tuple[str, float]]]]
@@ -53,6 +55,8 @@ TokenLogprobs = list[tuple[str, list[tuple[str, float]]]]
 class _ChatReply:
     content: str
     logprobs: TokenLogprobs | None
+    deadline: float = math.inf
+    """``time.monotonic()`` by which the reply must be read (the call's send time plus the judge's timeout)."""
 
 
 def _verdict_word(value: Any) -> Verdict:
@@ -203,10 +207,11 @@ def _read_claim_answer(obj: Any, reply: _ChatReply, count: int) -> _ClaimAnswer:
 
 def _read_claim_word(text: str, reply: _ChatReply) -> _ClaimAnswer:
     """One word: yes, no or contradicted (any case, punctuation around it); P(yes) from the logprobs."""
-    words = re.findall(r"[a-z]+", text.lower())
-    if not words:
+    # The answer is the first word of a 4-token reply: a longer reply (a hostile one) is not read past it.
+    first = _FIRST_WORD.search(text[:_WORD_READ].lower())
+    if first is None:
         raise ReplyParseError(f"the reply is not yes, no or contradicted: {text[:40]!r}")
-    word = words[0]
+    word = first.group()
     if word.startswith("contradict"):
         supported, contradicted = False, True
     elif word in ("yes", "no"):

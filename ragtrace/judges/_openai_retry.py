@@ -7,11 +7,18 @@ sends a 400/422 again at once when the caller's ``adapt`` changed the request (a
 every other failure into a ``JudgeError`` carrying the cost so far; ``_until_readable`` asks again
 while a reply cannot be read. Every call is counted in a ``_Tally``. What is sent, and through
 which client, is ``_openai_transport``'s.
+
+A ``JudgeError``'s message leaves the app (its log, the span, the collector's stored explanation), so
+it never quotes an endpoint's error text: an HTTP failure is its status and the client's error type
+(a 401 body may echo the ``Authorization`` header), a connection failure the URL without its
+credentials and the transport's error type; whatever the message still quotes of a reply is
+``scrub``-bed of the judge's own key, its URL's credentials and anything bearer-like.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import email.utils
 import json
@@ -24,14 +31,17 @@ from typing import Any, Literal, TypeVar
 import openai
 from opentelemetry import context as otel_context
 
+from ragtrace._secrets import scrub, strip_url, url_secrets
 from ragtrace._suppress import suppressed
 from ragtrace.judges._base import (
     JudgeError,
     JudgeReply,
 )
+from ragtrace.judges._openai_http import ReplyRefused
 from ragtrace.judges._openai_replies import _is_int
 from ragtrace.judges._parsing import (
     InvalidReply,
+    ReplyDeadline,
     ReplyParseError,
 )
 from ragtrace.metrics._base import REASON_UNPARSEABLE, Cost
@@ -133,6 +143,12 @@ def _error_text(error: openai.APIStatusError) -> str:
     return f"{error} {body_text}".lower()
 
 
+def _kind(error: BaseException) -> str:
+    """The error's type, and its cause's when the client wrapped one (``APIConnectionError: ConnectError``)."""
+    cause = error.__cause__
+    return f"{type(error).__name__}: {type(cause).__name__}" if cause is not None else type(error).__name__
+
+
 class _Retrying:
     """The retry loop of ``OpenAIJudge`` (its subclass sets every attribute below in ``__init__``)."""
 
@@ -141,12 +157,26 @@ class _Retrying:
     max_retries: int
     max_concurrency: int
     _client: openai.AsyncOpenAI
+    _url_credentials: tuple[str, str] | None
     _semaphores: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore]
     _closed: bool
     _parse_retries: int
     _retry_base_delay: float
     _retry_max_delay: float
     _max_retry_after: float
+
+    def _scrub(self, text: str) -> str:
+        """``text`` without this judge's secrets (its API key, its URL's credentials as given and as the
+        Basic header carries them) or bearer-like ones."""
+        known = [*url_secrets(self._client.base_url), str(getattr(self._client, "api_key", "") or "")]
+        if self._url_credentials is not None:
+            user, password = self._url_credentials
+            known += [password, base64.b64encode(f"{user}:{password}".encode()).decode()]
+        return scrub(text, known)
+
+    def _error(self, message: str, error_type: str, tally: _Tally) -> JudgeError:
+        """The ``JudgeError`` of a failed step, its message scrubbed (it leaves the app)."""
+        return JudgeError(self._scrub(message), error_type=error_type, cost=tally.cost())
 
     def _semaphore(self) -> asyncio.Semaphore:
         # One per event loop: a semaphore is bound to the loop that first waits on it.
@@ -174,7 +204,7 @@ class _Retrying:
         case the call is repeated at once without using a retry.
         """
         if self._closed:
-            raise JudgeError(f"{self.name} is closed", error_type="judge_closed", cost=tally.cost())
+            raise self._error(f"{self.name} is closed", "judge_closed", tally)
         failures = 0
         while True:
             if kind == "chat":
@@ -189,41 +219,44 @@ class _Retrying:
                 problem = _Retryable("timeout", f"no reply within {self.timeout} s")
             except openai.APITimeoutError:
                 problem = _Retryable("timeout", f"no reply within {self.timeout} s")
+            except ReplyRefused as error:
+                # A redirect elsewhere or an oversized reply: the same request would get the same.
+                raise self._error(str(error), error.error_type, tally) from None
             except openai.APIConnectionError as error:
-                problem = _Retryable("connection", f"cannot reach {self._client.base_url}: {error}")
-            except (json.JSONDecodeError, UnicodeDecodeError) as error:
+                if isinstance(error.__cause__, ReplyRefused):  # an older client wraps it
+                    raise self._error(str(error.__cause__), error.__cause__.error_type, tally) from None
+                problem = _Retryable("connection", f"cannot reach {strip_url(self._client.base_url)} ({_kind(error)})")
+            except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as error:
+                # RecursionError: a body nested deeper than the JSON parser goes (a hostile reply).
                 # A 200 whose body is not JSON (a proxy cut it, a server crashed mid-write) is a
                 # transient server fault: asked again like a 5xx.
-                problem = _Retryable("invalid_response", f"the endpoint's reply is not JSON: {error}")
+                problem = _Retryable("invalid_response", f"the endpoint's reply is not JSON ({type(error).__name__})")
             except openai.APIStatusError as error:
                 status = error.status_code
                 if status in (400, 422) and adapt is not None and adapt(error):
                     continue
                 if status in _RETRYABLE_STATUS or status >= 500:
                     error_type = _RETRYABLE_STATUS.get(status, "http_5xx")
-                    problem = _Retryable(error_type, f"HTTP {status}: {error}", _retry_after(error.response))
+                    problem = _Retryable(error_type, f"HTTP {status} ({_kind(error)})", _retry_after(error.response))
                 else:
                     error_type = {401: "authentication", 403: "authentication", 404: "not_found"}.get(
                         status, "http_4xx"
                     )
                     if status == 400 and any(w in _error_text(error) for w in _CONTEXT_WORDS):
                         error_type = "context_too_long"
-                    raise JudgeError(f"HTTP {status}: {error}", error_type=error_type, cost=tally.cost()) from error
+                    # Status and type only: the body is the endpoint's, and may quote the request's key.
+                    raise self._error(f"HTTP {status} ({_kind(error)})", error_type, tally) from None
             except openai.APIError as error:
-                raise JudgeError(
-                    f"invalid response: {error}", error_type="invalid_response", cost=tally.cost()
-                ) from error
+                raise self._error(f"invalid response ({_kind(error)})", "invalid_response", tally) from None
             if failures >= self.max_retries:
-                raise JudgeError(
-                    f"{problem} (after {failures + 1} attempts)", error_type=problem.error_type, cost=tally.cost()
-                )
+                raise self._error(f"{problem} (after {failures + 1} attempts)", problem.error_type, tally)
             if problem.retry_after is not None:
                 if problem.retry_after > self._max_retry_after:
-                    raise JudgeError(
+                    raise self._error(
                         f"{problem}; the server asks to wait {problem.retry_after:.0f} s, "
                         f"more than max_retry_after={self._max_retry_after} s",
-                        error_type=problem.error_type,
-                        cost=tally.cost(),
+                        problem.error_type,
+                        tally,
                     )
                 # Honour the server's wait; a little jitter spreads the calls that were refused together.
                 delay = problem.retry_after * (1.0 + 0.1 * random.random())
@@ -241,14 +274,14 @@ class _Retrying:
                 value = await attempt()
             except InvalidReply as error:
                 # Readable, but not an answer to this request: not asked again (temperature 0).
-                message = f"{step}: invalid reply: {error}"
-                raise JudgeError(message, error_type=INVALID_REPLY, cost=tally.cost()) from None
+                raise self._error(f"{step}: invalid reply: {error}", INVALID_REPLY, tally) from None
+            except ReplyDeadline:
+                message = f"{step}: reading the reply took past the {self.timeout} s deadline"
+                raise self._error(message, "timeout", tally) from None
             except ReplyParseError as error:
                 reason = str(error)
                 continue
             return JudgeReply(value=value, cost=tally.cost())
-        raise JudgeError(
-            f"{step}: unparseable reply after {self._parse_retries + 1} attempts: {reason}",
-            error_type=REASON_UNPARSEABLE,
-            cost=tally.cost(),
+        raise self._error(
+            f"{step}: unparseable reply after {self._parse_retries + 1} attempts: {reason}", REASON_UNPARSEABLE, tally
         )

@@ -181,7 +181,8 @@ class _JudgeSteps(_Transport):
         def read(obj: Any, _: _ChatReply) -> Rating:
             value = as_number(pick(obj, "score", "rating"), "score", low=0.0, high=1.0)
             explanation = obj.get("explanation", "") if isinstance(obj, Mapping) else ""
-            return Rating(value=value, explanation=str(explanation or ""))
+            # The endpoint's own words go on the span and into the store: scrubbed as error text is.
+            return Rating(value=value, explanation=self._scrub(str(explanation or "")))
 
         return await self._ask(_prompts.RATE_ANSWER, _prompts.render_rate_answer(query, answer), read)
 
@@ -210,11 +211,11 @@ class _JudgeSteps(_Transport):
 
         def read(obj: Any, reply: _ChatReply) -> GEvalRating:
             written = as_number(pick(obj, "score", "rating"), "score", low=low, high=high)
-            explanation = obj.get("explanation", "") if isinstance(obj, Mapping) else ""
+            explanation = self._scrub(str((obj.get("explanation", "") if isinstance(obj, Mapping) else "") or ""))
             weighted = _weighted_score(reply, low, high)
             if weighted is None:
-                return GEvalRating(score=float(round(written)), explanation=str(explanation or ""), weighted=False)
-            return GEvalRating(score=weighted, explanation=str(explanation or ""), weighted=True)
+                return GEvalRating(score=float(round(written)), explanation=explanation, weighted=False)
+            return GEvalRating(score=weighted, explanation=explanation, weighted=True)
 
         user = _prompts.render_geval_score(criteria, steps, params, score_range)
         return await self._ask(_prompts.GEVAL_SCORE, user, read, logprobs=True)

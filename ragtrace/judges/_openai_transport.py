@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 import weakref
 from collections.abc import AsyncGenerator, Callable, Mapping
 from typing import Any, Literal, TypeVar
@@ -19,6 +20,7 @@ import openai
 
 from ragtrace.judges import _prompts
 from ragtrace.judges._base import JudgeReply
+from ragtrace.judges._openai_http import judge_http_client
 from ragtrace.judges._openai_replies import _ChatReply, _token_logprobs
 from ragtrace.judges._openai_retry import INVALID_REPLY as INVALID_REPLY  # still importable from here (tests)
 from ragtrace.judges._openai_retry import _error_text, _Retrying, _Tally
@@ -36,6 +38,11 @@ ResponseMode = Literal["json_schema", "json_object", "text"]
 
 _FORMAT_WORDS = ("response_format", "json_schema", "json_object", "structured output", "guided_json", "grammar")
 
+JSON_MAX_TOKENS = 4096
+"""``max_tokens`` of a JSON step: the longest reply asked for (claims of a long answer, a verdict per claim
+and chunk) is a few thousand tokens; an endpoint that rambles past it is cut there, not paid for."""
+_MAX_TOKENS_WORDS = ("max_tokens", "max_completion_tokens", "in the completion")
+
 
 class _Transport(_Retrying):
     """The calls of ``OpenAIJudge`` (its subclass sets every attribute below in ``__init__``)."""
@@ -52,6 +59,7 @@ class _Transport(_Retrying):
     _auto_downgrade: bool
     _logprobs: bool
     _top_logprobs: int
+    _cap_tokens: bool
 
     async def _client_here(self) -> openai.AsyncOpenAI:
         """The client of the running event loop.
@@ -70,12 +78,18 @@ class _Transport(_Retrying):
         if entry is not None:
             return entry[0]
         with self._loop_clients_lock:
-            client = self._client if self._first_client_free else openai.AsyncOpenAI(**self._client_options)
+            client = self._client if self._first_client_free else self._new_client()
             self._first_client_free = False
         closer = self._close_when_loop_ends(loop, client)
         await closer.__anext__()  # started: the loop now knows it, and will close it
         self._loop_clients[loop] = (client, closer)
         return client
+
+    def _new_client(self) -> openai.AsyncOpenAI:
+        """A client of this judge's own making: its HTTP client follows no redirect to another origin and
+        reads no reply past ``MAX_REPLY_BYTES`` (``_openai_http``)."""
+        http_client = judge_http_client(timeout=self.timeout, credentials=self._url_credentials)
+        return openai.AsyncOpenAI(**self._client_options, http_client=http_client)
 
     async def _close_when_loop_ends(
         self, loop: asyncio.AbstractEventLoop, client: openai.AsyncOpenAI
@@ -95,6 +109,11 @@ class _Transport(_Retrying):
     def _adapt_chat(self, want_logprobs: list[bool]) -> Callable[[openai.APIStatusError], bool]:
         def adapt(error: openai.APIStatusError) -> bool:
             text = _error_text(error)
+            if self._cap_tokens and any(w in text for w in _MAX_TOKENS_WORDS):
+                # The endpoint rejects the cap (a small context: prompt + 4096 > its length; a model that
+                # wants max_completion_tokens): asked without it; the reply's byte cap still holds.
+                self._cap_tokens = False
+                return True
             if want_logprobs[0] and "logprob" in text:
                 # The endpoint cannot return logprobs: stop asking, G-Eval uses the written integer.
                 self._logprobs = False
@@ -117,6 +136,7 @@ class _Transport(_Retrying):
         schema: Mapping[str, Any] | None = None,
     ) -> _ChatReply:
         want_logprobs = [logprobs and self._logprobs]
+        sent = [time.monotonic()]  # when the attempt that answered was sent: its deadline covers the parse
 
         async def send() -> Any:
             kwargs: dict[str, Any] = {
@@ -130,14 +150,18 @@ class _Transport(_Retrying):
             }
             if prompt.word:
                 kwargs["max_tokens"] = 4  # one word; a reply format would only get in its way
-            elif self._mode == "json_schema":
-                kwargs["response_format"] = prompt.response_format(schema)
-            elif self._mode == "json_object":
-                kwargs["response_format"] = {"type": "json_object"}
+            else:
+                if self._cap_tokens:
+                    kwargs["max_tokens"] = JSON_MAX_TOKENS
+                if self._mode == "json_schema":
+                    kwargs["response_format"] = prompt.response_format(schema)
+                elif self._mode == "json_object":
+                    kwargs["response_format"] = {"type": "json_object"}
             if want_logprobs[0]:
                 kwargs["logprobs"] = True
                 kwargs["top_logprobs"] = self._top_logprobs
             client = await self._client_here()
+            sent[0] = time.monotonic()
             return await client.chat.completions.create(**kwargs)
 
         completion = await self._call(send, tally, "chat", self._adapt_chat(want_logprobs))
@@ -155,7 +179,7 @@ class _Transport(_Retrying):
         content = getattr(message, "content", None)
         if content is not None and not isinstance(content, str):
             raise ReplyParseError(f"reply content is not text: {type(content).__name__}")
-        return _ChatReply(content=content or "", logprobs=_token_logprobs(choices[0]))
+        return _ChatReply(content=content or "", logprobs=_token_logprobs(choices[0]), deadline=sent[0] + self.timeout)
 
     async def _ask(
         self,
@@ -174,6 +198,8 @@ class _Transport(_Retrying):
             if prompt.word:
                 return read(reply.content, reply)
             # Every JSON value of the reply, most likely first: the first with the step's shape is read.
-            return read_first(json_candidates(reply.content), lambda obj: read(obj, reply))
+            # The search stops at the call's deadline: the judge's timeout covers reading the reply.
+            candidates = json_candidates(reply.content, deadline=reply.deadline)
+            return read_first(candidates, lambda obj: read(obj, reply))
 
         return await self._until_readable(prompt.step, tally, attempt)

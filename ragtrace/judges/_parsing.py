@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -36,13 +37,46 @@ class InvalidReply(ReplyParseError):
     """
 
 
-def json_candidates(text: str | None) -> list[Any]:
+MAX_SEARCH_CHARS = 1 << 16
+"""A reply longer than this (64 Ki characters) is read only when it is JSON as a whole; it is not searched
+for JSON in prose. A JSON step's reply is capped at ``JSON_MAX_TOKENS`` tokens (tens of KB): a longer
+reply is hostile or broken, and searching it would be work the app pays for."""
+
+MAX_SEARCH_TOKENS = 2048
+"""Brackets, runs of openers and strings scanned at most in one search; MAX_SEARCH_SPANS spans found at
+most. A reply wrapped in prose has a handful of spans and a few hundred tokens (30 verdicts are ~300);
+these bound what a reply made of brackets or strings costs (a few ms of one core) whatever its shape."""
+
+MAX_SEARCH_SPANS = 64
+"""Top-level spans found at most in one search (see ``MAX_SEARCH_TOKENS``)."""
+
+_DEADLINE_EVERY = 1024
+"""Tokens scanned between two looks at the clock."""
+
+# Outside a span only an opener matters; inside, the structural characters and whole strings (a string
+# may hold any bracket). A string's closing quote is optional so that an unterminated one matches to the
+# end in one step (group 1 says whether it was closed): no backtracking, whatever the text.
+_OPENER = re.compile(r"[{\[]")
+_TOKEN = re.compile(r'[{\[]+|[}\]]|"(?:[^"\\]|\\.)*(")?', re.DOTALL)  # a run of openers is one token
+_CLOSER = {"{": "}", "[": "]"}
+
+
+class ReplyDeadline(Exception):
+    """Reading the reply went past the step's deadline (the judge's timeout covers the parse)."""
+
+
+def json_candidates(text: str | None, *, deadline: float | None = None) -> list[Any]:
     """Every JSON object or array ``text`` holds, most likely first; raise when there is none.
 
     The whole text when it is JSON; else the fenced blocks and the top-level balanced spans that
     parse, objects before arrays (every step asks for an object: a bracketed ``[1]`` in the prose
     before the reply is a citation, not the answer), each kind in text order. Spans nested in
     another span are not candidates of their own: an inner object is a part of the reply, not a reply.
+
+    Linear in the text and bounded: one pass finds the spans (``_balanced_spans``, at most
+    ``MAX_SEARCH_TOKENS`` tokens and ``MAX_SEARCH_SPANS`` spans), each candidate is parsed once, and a
+    text over ``MAX_SEARCH_CHARS`` is not searched. ``deadline`` (``time.monotonic()``) ends the
+    search with ``ReplyDeadline`` when passed.
     """
     if text is None or not text.strip():
         raise ReplyParseError("empty reply")
@@ -50,10 +84,17 @@ def json_candidates(text: str | None) -> list[Any]:
     whole = _loads(stripped)
     if whole is not None:
         return [whole]
+    if len(stripped) > MAX_SEARCH_CHARS:
+        raise ReplyParseError(f"reply of {len(stripped)} characters is not JSON, too long to search for JSON")
     found: list[Any] = []
-    for candidate in [*(m.group(1).strip() for m in _FENCE.finditer(stripped)), *_balanced_spans(stripped)]:
+    seen: set[str] = set()
+    spans = _balanced_spans(stripped, deadline)
+    for candidate in [*(m.group(1).strip() for m in _FENCE.finditer(stripped)), *spans]:
+        if candidate in seen:  # the same text twice (a fenced block is also a span): parsed once
+            continue
+        seen.add(candidate)
         value = _loads(candidate)
-        if value is not None and value not in found:
+        if value is not None:
             found.append(value)
     if not found:
         preview = stripped[:80].replace("\n", " ")
@@ -82,56 +123,80 @@ def read_first(candidates: Sequence[Any], read: Callable[[Any], T]) -> T:
 
 
 def _loads(text: str) -> Any:
-    """``text`` parsed when it is a JSON object or array, else None."""
+    """``text`` parsed when it is a JSON object or array, else None (nested too deep for the parser too)."""
     try:
         value = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     return value if isinstance(value, (dict, list)) else None
 
 
-def _balanced_spans(text: str) -> Iterable[str]:
-    """Every top-level span from an opening brace/bracket to its matching closer, in order.
+def _balanced_spans(text: str, deadline: float | None = None) -> list[str]:
+    """Every top-level span from an opening brace/bracket to its matching closer, in order, in one pass.
 
-    After a balanced span the scan goes on past its end (parseable or not), so nested spans are
-    never yielded on their own.
+    A stack of open brackets is kept from an opener on (strings inside it respected). When it empties,
+    the span is yielded and the scan goes on past its end, so nested spans are never yielded on their
+    own. When it cannot close (a closer of the wrong kind, the text's end, a string never closed),
+    every bracket on it failed, and the spans that did close inside it are yielded instead, the
+    outermost of them: what a scan restarted after the failed opener would find, without rescanning
+    (restarting at each failed opener was quadratic: 8,000 unbalanced braces took 1.7 s).
     """
-    closers = {"{": "}", "[": "]"}
-    start = 0
-    while start < len(text):
-        end = _matching_end(text, start, closers) if text[start] in closers else None
-        if end is None:
-            start += 1
-            continue
-        yield text[start : end + 1]
-        start = end + 1
+    spans: list[str] = []
+    pos = 0
+    tokens = 0
+    while len(spans) < MAX_SEARCH_SPANS and (opener := _OPENER.search(text, pos)) is not None:
+        # The open brackets, as runs of openers [start, end) in the text: a run is pushed whole and
+        # popped one bracket at a time from its end, so a brace bomb costs one step, not one a brace.
+        runs: list[list[int]] = []
+        closed: list[tuple[int, int]] = []  # spans closed inside, in order of their ends
+        pos = opener.start()
+        failed_at: int | None = None
+        while True:
+            tokens += 1
+            if tokens > MAX_SEARCH_TOKENS:
+                return spans  # what was found so far; the rest is not searched
+            if deadline is not None and tokens % _DEADLINE_EVERY == 0 and time.monotonic() > deadline:
+                raise ReplyDeadline("reading the reply went past the judge's deadline")
+            token = _TOKEN.search(text, pos)
+            if token is None:
+                failed_at = len(text)
+                break
+            c = text[token.start()]  # the token's first character says what it is (no copy of a long run)
+            pos = token.end()
+            if c == '"':
+                if token.group(1) is None:  # never closed: nothing after it can close a bracket
+                    failed_at = len(text)
+                    break
+            elif c in _CLOSER:
+                runs.append([token.start(), pos])
+            elif _CLOSER[text[runs[-1][1] - 1]] == c:
+                top = runs[-1]
+                top[1] -= 1
+                start = top[1]
+                if top[0] == top[1]:
+                    runs.pop()
+                if not runs:
+                    spans.append(text[start:pos])
+                    break
+                closed.append((start, token.start()))
+            else:
+                failed_at = token.start()
+                break
+        if failed_at is not None:
+            spans.extend(text[a : b + 1] for a, b in _outermost(closed))
+            pos = min(failed_at + 1, len(text))
+    return spans
 
 
-def _matching_end(text: str, start: int, closers: Mapping[str, str]) -> int | None:
-    """Index of the closer matching the opener at ``start`` (strings respected), None when unbalanced."""
-    stack: list[str] = []
-    in_string = False
-    escaped = False
-    for end in range(start, len(text)):
-        c = text[end]
-        if in_string:
-            if escaped:
-                escaped = False
-            elif c == "\\":
-                escaped = True
-            elif c == '"':
-                in_string = False
-            continue
-        if c == '"':
-            in_string = True
-        elif c in closers:
-            stack.append(closers[c])
-        elif c in "}]":
-            if not stack or stack.pop() != c:
-                return None
-            if not stack:
-                return end
-    return None
+def _outermost(closed: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The spans of ``closed`` (in order of their ends) not inside another, in text order."""
+    kept: list[tuple[int, int]] = []
+    for start, end in closed:
+        # A span closing later that starts earlier holds the ones kept since it opened.
+        while kept and kept[-1][0] > start:
+            kept.pop()
+        kept.append((start, end))
+    return kept
 
 
 def pick(obj: Any, *names: str) -> Any:

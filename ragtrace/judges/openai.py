@@ -36,8 +36,10 @@ import openai
 
 from ragtrace import _settings
 from ragtrace import environment_variables as env
+from ragtrace._secrets import strip_url
 from ragtrace.environment_variables import ConfigurationError
 from ragtrace.judges._base import ALL_CAPABILITIES
+from ragtrace.judges._openai_http import split_credentials
 from ragtrace.judges._openai_replies import _is_finite
 from ragtrace.judges._openai_retry import INVALID_REPLY
 from ragtrace.judges._openai_retry import _Tally as _Tally  # still importable from here (tests)
@@ -167,6 +169,7 @@ class OpenAIJudge(_ClaimVerification, _JudgeSteps):
         self._max_retry_after = float(max_retry_after)
         self._logprobs = logprobs
         self._top_logprobs = top_logprobs
+        self._cap_tokens = True  # max_tokens on JSON steps, until the endpoint rejects it (_adapt_chat)
         self._semaphores: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
             weakref.WeakKeyDictionary()
         )
@@ -177,11 +180,16 @@ class OpenAIJudge(_ClaimVerification, _JudgeSteps):
             # A copy shares the caller's connection pool; only its retry policy differs.
             self._client = client.with_options(max_retries=0, timeout=self.timeout)
             self._owns_client = False
+            self._url_credentials = None  # the caller's client: configured (and guarded) by the caller
         else:
             url = base_url if base_url is not None else env.read_str(env.RAGTRACE_JUDGE_BASE_URL)
+            given_url = url
+            # Credentials in the URL become the HTTP client's Basic auth (what the HTTP package made of
+            # them): the URL it logs on every request, and every message quoting it, has none.
+            url, self._url_credentials = split_credentials(url)
             key = api_key or env.read_str(env.RAGTRACE_JUDGE_API_KEY) or env.read_str("OPENAI_API_KEY")
             if key is None:
-                if url is None:
+                if given_url is None:
                     raise ConfigurationError(
                         "OpenAIJudge has no API key: set OPENAI_API_KEY or RAGTRACE_JUDGE_API_KEY, pass api_key=..., "
                         "or point base_url (RAGTRACE_JUDGE_BASE_URL) at a local OpenAI-compatible server"
@@ -193,7 +201,7 @@ class OpenAIJudge(_ClaimVerification, _JudgeSteps):
                 "timeout": self.timeout,
                 "max_retries": 0,
             }
-            self._client = openai.AsyncOpenAI(**self._client_options)
+            self._client = self._new_client()
             self._owns_client = True
         if verify == "auto":
             verify = "batched" if _OPENAI_HOST in str(self._client.base_url) else "per_claim"
@@ -225,7 +233,7 @@ class OpenAIJudge(_ClaimVerification, _JudgeSteps):
         return self._mode
 
     def __repr__(self) -> str:
-        return f"OpenAIJudge(model={self.model!r}, base_url={str(self._client.base_url)!r}, mode={self._mode!r})"
+        return f"OpenAIJudge(model={self.model!r}, base_url={strip_url(self._client.base_url)!r}, mode={self._mode!r})"
 
     async def aclose(self) -> None:
         """Close the client this judge created (a client passed in stays open). Idempotent."""

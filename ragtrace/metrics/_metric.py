@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+from ragtrace._secrets import scrub
 from ragtrace.judges._base import JudgeCapabilityError, JudgeError
 from ragtrace.metrics._base import (
     DETAIL_JUDGE,
@@ -115,7 +116,7 @@ class JudgeMetric:
             status,
             reason,
             direction=self.direction,
-            explanation=explanation,
+            explanation=scrub(explanation),  # a failure's message may quote an endpoint: it leaves the app
             error_type=error_type,
             cost=steps.cost if steps is not None else ZERO_COST,
         )

@@ -18,6 +18,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from ragtrace._exceptions import ConfigurationError
+from ragtrace._secrets import scrub
 from ragtrace.metrics._base import REASON_JUDGE_ERROR, ZERO_COST, Cost, Metric, Score
 from ragtrace.metrics._memo import MemoJudge
 
@@ -98,6 +99,6 @@ async def _guarded(metric: Metric, record: RagRecord, judge: Judge) -> Score:
             "error",
             REASON_JUDGE_ERROR,
             direction=metric.direction,
-            explanation=f"{type(err).__name__}: {err}",
+            explanation=scrub(f"{type(err).__name__}: {err}"),  # a user's message may quote a URL or a key
             error_type=type(err).__name__,
         )

@@ -124,6 +124,19 @@ EXCEPTION_MESSAGE: Final = "exception.message"
 """Attribute of the OTel ``exception`` event; ragtrace blanks it when content capture is off and passes it
 through ``redact`` otherwise, since an exception message may quote the query or a chunk."""
 
+EXCEPTION_EVENT: Final = "exception"
+"""Span event of a call that raised (OTel exceptions semconv), with the four ``exception.*`` attributes."""
+
+EXCEPTION_TYPE: Final = "exception.type"
+"""Attribute of the OTel ``exception`` event: the exception's ``module.QualName`` (the bare name for builtins)."""
+
+EXCEPTION_STACKTRACE: Final = "exception.stacktrace"
+"""Attribute of the OTel ``exception`` event: the frames, and every exception text in it (the message, chained
+exceptions' messages, notes) blanked or redacted as ``exception.message`` is."""
+
+EXCEPTION_ESCAPED: Final = "exception.escaped"
+"""Attribute of the OTel ``exception`` event: ``True``, the exception left the decorated call."""
+
 GEN_AI_TOKEN_TYPE: Final = "gen_ai.token.type"
 """Metric attribute of the judge token counter: ``input`` or ``output``."""
 

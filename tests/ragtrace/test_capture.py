@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import json
 import re
 import threading
@@ -578,3 +579,69 @@ def test_exception_messages_follow_the_privacy_switches(exporter: InMemorySpanEx
         assert (event.attributes or {})[semconv.EXCEPTION_MESSAGE] == expected
         assert "alice" not in (span.status.description or "")
         assert (span.status.description or "").startswith("KeyError")
+
+
+_SSN = "078-05-1120"
+
+
+def _hide_ssn(text: str) -> str:
+    return re.sub(r"\d{3}-\d{2}-\d{4}", "[SSN]", text)
+
+
+@pytest.mark.parametrize(
+    ("settings", "shown"),
+    [(CaptureSettings(capture_content=False), ""), (CaptureSettings(redact=_hide_ssn), "[SSN]")],
+    ids=["content-off", "redacted"],
+)
+def test_the_stacktrace_carries_no_exception_text_the_message_would_not(
+    exporter: InMemorySpanExporter, settings: CaptureSettings, shown: str
+) -> None:
+    # The stacktrace used to end with str(exc) whatever the switches: the SSN left in it.
+    @ragtrace.rag
+    def failing(q: str) -> str:
+        try:
+            raise LookupError(f"cause: {q}")
+        except LookupError as cause:
+            error = ValueError(f"no answer for {q}")
+            error.add_note(f"note: {q}")
+            raise error from cause
+
+    _capture.set_settings(settings)
+    with pytest.raises(ValueError):
+        failing(f"my SSN is {_SSN}")
+    [event] = rag_span(exporter).events
+    attributes = event.attributes or {}
+    stack = str(attributes[semconv.EXCEPTION_STACKTRACE])
+    assert _SSN not in stack
+    assert _SSN not in json.dumps(dict(attributes))
+    # Still a stacktrace: the frames, both exceptions of the chain, the link between them.
+    assert "raise error from cause" in stack
+    assert "direct cause" in stack
+    assert attributes[semconv.EXCEPTION_TYPE] == "ValueError"
+    assert ("ValueError\n" in stack) is (shown == "")
+    if shown:
+        assert f"ValueError: no answer for my SSN is {shown}" in stack
+        assert f"LookupError: cause: my SSN is {shown}" in stack
+        assert f"note: my SSN is {shown}" in stack
+
+
+@pytest.mark.skipif(not hasattr(builtins, "ExceptionGroup"), reason="exception groups are Python 3.11+")
+def test_an_exception_group_and_a_cycle_format_without_their_text(exporter: InMemorySpanExporter) -> None:
+    group: Any = builtins.ExceptionGroup  # type: ignore[attr-defined,unused-ignore]
+
+    @ragtrace.rag
+    def failing(q: str) -> str:
+        first = KeyError(q)
+        second = RuntimeError(q)
+        first.__context__ = second
+        second.__context__ = first  # a cycle the chain walk must stop on
+        raise group("several", [first, TypeError(q)])
+
+    _capture.set_settings(CaptureSettings(capture_content=False))
+    with pytest.raises(group):
+        failing(_SSN)
+    [event] = rag_span(exporter).events
+    stack = str((event.attributes or {})[semconv.EXCEPTION_STACKTRACE])
+    assert _SSN not in stack
+    assert "| KeyError" in stack
+    assert "| TypeError" in stack
