@@ -1,8 +1,8 @@
 """Every shell line of the first-hour documents that installs or starts something can be run as written (issue 29).
 
-The ```sh / ```bash blocks of README.md, docs/quickstart.md, docs/collector.md and docs/integrations.md are read
-line by line (comments dropped, ``NAME=value`` prefixes split off), and each command is checked where it is cheap
-to check without running it:
+The ```sh / ```bash blocks of README.md, docs/quickstart.md, docs/collector.md, docs/integrations.md and
+docs/deploy.md are read line by line (comments dropped, ``NAME=value`` prefixes split off), and each command is
+checked where it is cheap to check without running it:
 
 * ``pip install``: every path is a directory of this repository with a ``pyproject.toml``, every ``[extra]`` is
   declared there, no ``-e`` (the README's way, so the documents agree), and the collector is installed only with
@@ -23,8 +23,11 @@ distribution found for ragtrace==0.1.0", the mistake the order check below catch
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
+import shutil
+import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,7 +42,7 @@ else:  # the collector's dependency on Python 3.10
     import tomli as tomllib
 
 ROOT = Path(__file__).resolve().parent.parent
-DOCUMENTS = ("README.md", "docs/quickstart.md", "docs/collector.md", "docs/integrations.md")
+DOCUMENTS = ("README.md", "docs/quickstart.md", "docs/collector.md", "docs/integrations.md", "docs/deploy.md")
 SDK = ROOT
 COLLECTOR = ROOT / "collector"
 
@@ -206,7 +209,21 @@ def _check_python(line: Line) -> None:
         assert (ROOT / script).is_file(), f"{line}: no file {script}"
 
 
+def _check_haproxy(line: Line) -> None:
+    """The config the line names exists and, where haproxy is installed, is valid with addresses in its variables."""
+    config = ROOT / line.words[line.words.index("-f") + 1]
+    assert config.is_file(), f"{line}: no file {config}"
+    binary = shutil.which("haproxy") or ("/usr/sbin/haproxy" if Path("/usr/sbin/haproxy").exists() else None)
+    if binary is None:
+        return
+    addresses = re.findall(r"\$\{(RAGTRACE_\w+)\}", config.read_text(encoding="utf-8"))
+    env = {**os.environ, **{name: f"127.0.0.1:{10000 + i}" for i, name in enumerate(sorted(set(addresses)))}}
+    checked = subprocess.run([binary, "-c", "-f", str(config)], capture_output=True, text=True, env=env)
+    assert checked.returncode == 0, f"{line}: {checked.stdout}{checked.stderr}"
+
+
 CHECKS = {
+    "haproxy": _check_haproxy,
     "ragtrace-collector": _check_ragtrace_collector,
     "ragtrace": _check_ragtrace,
     "make": _check_make,

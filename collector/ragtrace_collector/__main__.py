@@ -158,6 +158,16 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="default: markdown for a .md or .markdown --out, else html",
     )
+    copy = commands.add_parser(
+        "copy",
+        help="copy every row of a SQLite store into a PostgreSQL one (moving to a fleet)",
+        description=(
+            "Copy every row of the SQLite file --db into the PostgreSQL database --store (created or migrated "
+            "first). Rows whose key the target has are left as they are, so an interrupted copy is run again."
+        ),
+    )
+    copy.add_argument("--db", type=Path, required=True, help="SQLite file written by serve (read only)")
+    copy.add_argument("--store", required=True, metavar="URL", help="postgresql://USER@HOST:PORT/DB to copy into")
     add_alert_commands(commands)
     return parser
 
@@ -231,6 +241,21 @@ def _report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _copy(args: argparse.Namespace) -> int:
+    if not args.db.is_file():
+        raise ConfigurationError(f"--db {args.db}: no such file; give the SQLite file written by serve")
+    if not is_postgres(args.store):
+        raise ConfigurationError(f"--store {redacted_url(args.store)}: not a PostgreSQL URL; give postgresql://...")
+    from ragtrace_collector._store.postgres import PostgresStore
+    from ragtrace_collector._store.transfer import copy_store
+
+    PostgresStore(args.store).close()  # reachable, and the user may create the tables: said in one line if not
+    copied = copy_store(args.db, args.store)
+    for table, count in copied.read.items():
+        print(f"{table}: {count} row(s) read, {copied.written[table]} new in {redacted_url(args.store)}")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status."""
     args = build_parser().parse_args(argv)
@@ -242,6 +267,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "alerts":
         return run_alert_command(args)
     try:
+        if args.command == "copy":
+            return _copy(args)
         return _serve(args) if args.command == "serve" else _report(args)
     except (ConfigurationError, SchemaTooNew) as exc:
         print(f"ragtrace-collector: {exc}", file=sys.stderr)

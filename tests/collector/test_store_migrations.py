@@ -7,6 +7,7 @@ import ast
 import multiprocessing
 import re
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -193,3 +194,41 @@ def test_a_postgresql_store_of_a_newer_collector_is_refused(postgres_server: Any
     postgres_server.psql(url, f"UPDATE ragtrace_schema SET version = {CURRENT + 1}")
     with pytest.raises(SchemaTooNew, match="upgrade ragtrace-collector"):
         open_store(url)
+
+
+def test_copy_moves_a_sqlite_store_into_postgresql_whole_and_again_harmlessly(
+    tmp_path: Path, postgres_server: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from ragtrace_collector.__main__ import main
+    from ragtrace_collector._store import open_store
+    from ragtrace_collector._store.alerts import add_silence
+
+    from tests.collector._stores import rows
+    from tests.collector._triage_seed import seed_triage
+
+    path, url = tmp_path / "c.db", postgres_server.database()
+    store = Store(path)
+    seed_triage(store)
+    store.close()
+    with closing(connect(path)) as conn:
+        add_silence(conn, rule="r", service=None, route=None, starts_ns=1, ends_ns=2)
+
+    assert main(["copy", "--db", str(path), "--store", url]) == 0
+    assert "rag_records: 140 row(s) read, 140 new" in capsys.readouterr().out
+    source, target = open_store(path), open_store(url)
+    try:
+        for table in TABLES:  # every column of every table, row for row
+            key = ", ".join(table.pk)
+            columns = ", ".join(table.columns)
+            assert rows(target, f"SELECT {columns} FROM {table.name} ORDER BY {key}") == rows(
+                source, f"SELECT {columns} FROM {table.name} ORDER BY {key}"
+            ), table.name
+        # Run again: nothing new, nothing doubled. A silence made after the copy gets an id past the copied one.
+        assert main(["copy", "--db", str(path), "--store", url]) == 0
+        assert "rag_records: 140 row(s) read, 0 new" in capsys.readouterr().out
+        assert rows(target, "SELECT count(*) FROM rag_records") == [(140,)]
+        made = target.change(lambda c: add_silence(c, rule="s", service=None, route=None, starts_ns=1, ends_ns=2))
+        assert made.id == 2
+    finally:
+        source.close()
+        target.close()

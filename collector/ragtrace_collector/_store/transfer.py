@@ -1,0 +1,70 @@
+"""``copy_store``: every row of one store into another, e.g. a SQLite file into the PostgreSQL database a fleet
+moves to (``ragtrace-collector copy --db FILE --store URL``).
+
+The source is read as it is (read-only, without migrating it: a table or column an older file lacks is skipped,
+and NULL in the target); the target is migrated first. Rows go in batches, each one transaction, and a row
+whose key the target already has is left as the target has it (``ON CONFLICT DO NOTHING``), so a copy that was
+interrupted is simply run again. The ids the alert tables assign keep their values, and the target's own
+counters move past them so new rows get new ids.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ragtrace_collector._store.connection import Target, column_names, connect, connect_readonly, table_names
+from ragtrace_collector._store.dialect import SQLITE, dialect_of
+from ragtrace_collector._store.schema import TABLES, quoted
+
+__all__ = ["Copied", "copy_store"]
+
+_BATCH_ROWS = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class Copied:
+    """Rows read from the source and rows the target did not have yet, by table."""
+
+    read: dict[str, int]
+    written: dict[str, int]
+
+
+def copy_store(source: Target, target: Target, *, progress: Callable[[str, int], None] | None = None) -> Copied:
+    """Copy every table of ``source`` into ``target`` (see the module's doc); ``progress(table, rows)`` after each
+    batch."""
+    read: dict[str, int] = {}
+    written: dict[str, int] = {}
+    src = connect_readonly(source)
+    dst = connect(target, create=True)
+    try:
+        present = table_names(src)
+        for table in TABLES:
+            if table.name not in present:
+                continue
+            columns = [c for c in table.columns if c in set(column_names(src, table.name))]
+            names = ", ".join(map(quoted, columns))
+            insert = (
+                f"INSERT INTO {quoted(table.name)} ({names}) VALUES ({', '.join('?' for _ in columns)}) "
+                f"ON CONFLICT ({', '.join(map(quoted, table.pk))}) DO NOTHING"
+            )
+            # Keyset order on the key, so a large table is read a batch at a time.
+            cursor = src.execute(f"SELECT {names} FROM {quoted(table.name)} ORDER BY {', '.join(table.pk)}")
+            read[table.name] = written[table.name] = 0
+            while batch := cursor.fetchmany(_BATCH_ROWS):
+                with dst:
+                    # The rows the target took: the others' keys were there already.
+                    written[table.name] += max(0, dst.executemany(insert, [tuple(row) for row in batch]).rowcount)
+                read[table.name] += len(batch)
+                if progress is not None:
+                    progress(table.name, read[table.name])
+            if table.rowid_pk and dialect_of(dst) is not SQLITE:
+                # The identity counter past the copied ids: the next alert, silence or ack gets a new one.
+                dst.execute(
+                    f"SELECT setval(pg_get_serial_sequence('{table.name}', 'id'), "
+                    f"GREATEST((SELECT MAX(id) FROM {quoted(table.name)}), 1))"
+                )
+    finally:
+        src.close()
+        dst.close()
+    return Copied(read, written)
