@@ -21,8 +21,10 @@ from types import TracebackType
 
 _log = logging.getLogger("ragtrace_collector")
 
-DEFAULT_MAX_INFLIGHT_BYTES = 256 * 1024 * 1024
-"""Default budget of request bytes held at once (256 MiB: four requests of the default 64 MiB limit)."""
+DEFAULT_MAX_INFLIGHT_BYTES = 192 * 1024 * 1024
+"""Default budget of request bytes held at once (192 MiB: three times the default 64 MiB body limit). Requests
+hold what their bodies decode to (``_decoded``), and what the budget cannot see (buffers, the allocator's slack)
+comes on top: three body limits keep the collector's growth under four, the bound it documents."""
 
 RETRY_AFTER_SECONDS = 2
 """The delay a refused sender is asked to wait: held bytes are given back as soon as requests finish."""

@@ -29,6 +29,7 @@ from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 
 from ragtrace_collector._budget import RETRY_AFTER_SECONDS, ByteBudget, Hold, OverBudget
+from ragtrace_collector._decoded import DecodedTooLarge, hold_decoded
 from ragtrace_collector._http import accept_logs, bearer_matches, logs_reply, metrics_not_stored, traces_reply
 from ragtrace_collector._otlp import OtlpDecodeError
 from ragtrace_collector._pipeline import Pipeline
@@ -101,18 +102,39 @@ def create_grpc_server(
             refused("over_budget")
             await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc), trailing_metadata=_RETRY_LATER)
 
+    async def hold_decoded_size(
+        hold: Hold, request: bytes, export: str, context: grpc.aio.ServicerContext[bytes, Message]
+    ) -> None:
+        """Hold what ``request`` decodes to (``_decoded``), or abort: ``RESOURCE_EXHAUSTED`` without a retry delay
+        past the per-request bound (the same message would be refused again), with one past the budget."""
+        try:
+            await hold_decoded(hold, request, export=export, as_json=False, max_body_bytes=max_message_bytes)
+        except DecodedTooLarge as exc:
+            refused("too_large")
+            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc))
+        except OverBudget as exc:
+            refused("over_budget")
+            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc), trailing_metadata=_RETRY_LATER)
+
     async def receive(
-        request: bytes, context: grpc.aio.ServicerContext[bytes, Message], store: Callable[[bytes], Awaitable[Message]]
+        request: bytes,
+        context: grpc.aio.ServicerContext[bytes, Message],
+        store: Callable[[bytes], Awaitable[Message]],
+        export: str,
     ) -> Message:
         """``store(request)``'s reply once its rows are committed, or the call aborted with the OTLP status."""
         await check_token(context)
         with budget.hold() as hold:
             await take(hold, len(request), context)
+            await hold_decoded_size(hold, request, export, context)
             try:
                 return await store(request)
             except OtlpDecodeError as exc:
                 refused("malformed")
                 await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"malformed OTLP body: {exc}")
+            except DecodedTooLarge as exc:  # a decode process's memory limit
+                refused("too_large")
+                await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc))
             except StoreError as exc:
                 _log.error("store write failed, export not acknowledged: %s", exc)
                 refused("store_unavailable")
@@ -129,15 +151,16 @@ def create_grpc_server(
         return logs_reply(await accept_logs(pipeline, request))
 
     async def export(request: bytes, context: grpc.aio.ServicerContext[bytes, Message]) -> object:
-        return await receive(request, context, store_spans)
+        return await receive(request, context, store_spans, "traces")
 
     async def export_logs(request: bytes, context: grpc.aio.ServicerContext[bytes, Message]) -> object:
-        return await receive(request, context, store_evaluations)
+        return await receive(request, context, store_evaluations, "logs")
 
     async def export_metrics(request: bytes, context: grpc.aio.ServicerContext[bytes, Message]) -> object:
         await check_token(context)
         with budget.hold() as hold:
             await take(hold, len(request), context)
+            await hold_decoded_size(hold, request, "metrics", context)
             try:
                 reply = metrics_not_stored(request)
             except OtlpDecodeError as exc:

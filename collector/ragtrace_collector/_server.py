@@ -22,10 +22,12 @@ from starlette.routing import BaseRoute
 from ragtrace_collector._address import host_port, listen, page_url, probe
 from ragtrace_collector._budget import ByteBudget
 from ragtrace_collector._config import CollectorConfig
+from ragtrace_collector._decoded import DECODED_COST_FACTOR
 from ragtrace_collector._forward import Forwarder
 from ragtrace_collector._grpc import create_grpc_server
 from ragtrace_collector._http import alert_api_routes, create_app
 from ragtrace_collector._join import Settler
+from ragtrace_collector._memory import tune_allocator
 from ragtrace_collector._phoenix import PhoenixAnnotator
 from ragtrace_collector._pipeline import Pipeline
 from ragtrace_collector._prometheus import Sources, Stats, metrics_routes
@@ -38,6 +40,7 @@ _log = logging.getLogger("ragtrace_collector")
 _NS_PER_DAY = 86_400 * 1_000_000_000
 _PRUNE_EVERY_SECONDS = 3600.0
 _MAX_CONNECTIONS = 256
+_WORKER_SLACK_BYTES = 64 * 1024 * 1024
 
 
 def _optional(module: str, attribute: str) -> Any:
@@ -93,6 +96,7 @@ class Collector:
         """
         config = self.config
         loop = asyncio.get_running_loop()
+        tune_allocator()  # request buffers given back to the system once freed (_memory)
         async with contextlib.AsyncExitStack() as stack:
             watcher = None
             if config.watch:
@@ -142,7 +146,14 @@ class Collector:
                 settler.start()
                 stack.push_async_callback(asyncio.to_thread, settler.stop)
             pipeline = self.pipeline = Pipeline(
-                store, scorer=scorer, forwarder=forwarder, decode_processes=config.decode_processes, stats=self.stats
+                store,
+                scorer=scorer,
+                forwarder=forwarder,
+                decode_processes=config.decode_processes,
+                stats=self.stats,
+                # A safety net under the decoded-size estimate (_decoded): the body as received, what it may
+                # decode to, and room for the allocator's slack.
+                worker_memory_bytes=(DECODED_COST_FACTOR + 1) * config.max_body_bytes + _WORKER_SLACK_BYTES,
             )
             stack.push_async_callback(asyncio.to_thread, pipeline.close)
             await pipeline.warm_up()

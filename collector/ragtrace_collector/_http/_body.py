@@ -115,4 +115,7 @@ async def _read_body(request: Request, limit: int, hold: Hold) -> bytes:
             request.url.path,
         )
         raise Reject(400, code_pb2.CANCELLED, "the sender closed the connection before its body arrived") from None
+    if len(parts) > 1:
+        # Joining copies the body: for a moment it is held twice, and the budget must say so.
+        _take(hold, size)
     return b"".join(parts)
