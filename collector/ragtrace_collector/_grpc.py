@@ -53,6 +53,19 @@ RETRY_INFO_KEY = "google.rpc.retryinfo-bin"
 
 _RETRY_LATER = ((RETRY_INFO_KEY, RetryInfo(retry_delay=Duration(seconds=RETRY_AFTER_SECONDS)).SerializeToString()),)
 
+CONNECTION_OPTIONS: tuple[tuple[str, int], ...] = (
+    # A connection must finish its HTTP/2 handshake in 10 s (grpc's default is 120 s).
+    ("grpc.server_handshake_timeout_ms", 10_000),
+    # One connection holds at most 100 calls at once (unbounded by default).
+    ("grpc.max_concurrent_streams", 100),
+    # A connection with no call for 5 minutes is closed (GOAWAY; exporters reconnect when they next export).
+    ("grpc.max_connection_idle_ms", 300_000),
+    # A peer that stops answering pings is dropped: one ping after 2 minutes of silence, 20 s to answer.
+    ("grpc.keepalive_time_ms", 120_000),
+    ("grpc.keepalive_timeout_ms", 20_000),
+)
+"""Connection limits of the gRPC port: no connection holds it idle, none takes a thread or memory unbounded."""
+
 _Export = Callable[[bytes, "grpc.aio.ServicerContext[bytes, Message]"], Awaitable[object]]
 
 
@@ -183,6 +196,7 @@ def create_grpc_server(
         options=[
             ("grpc.max_receive_message_length", max_message_bytes),
             ("grpc.so_reuseport", 0),
+            *CONNECTION_OPTIONS,
         ]
     )
     server.add_generic_rpc_handlers(

@@ -26,6 +26,7 @@ from ragtrace_collector._decoded import DECODED_COST_FACTOR
 from ragtrace_collector._forward import Forwarder
 from ragtrace_collector._grpc import create_grpc_server
 from ragtrace_collector._http import alert_api_routes, create_app
+from ragtrace_collector._http._connections import ConcurrencyLimit, guarded_protocol
 from ragtrace_collector._join import Settler
 from ragtrace_collector._memory import tune_allocator
 from ragtrace_collector._phoenix import PhoenixAnnotator
@@ -39,7 +40,8 @@ _log = logging.getLogger("ragtrace_collector")
 
 _NS_PER_DAY = 86_400 * 1_000_000_000
 _PRUNE_EVERY_SECONDS = 3600.0
-_MAX_CONNECTIONS = 256
+_MAX_REQUESTS = 256
+_MAX_HEAD_BYTES = 16 * 1024
 _WORKER_SLACK_BYTES = 64 * 1024 * 1024
 
 
@@ -194,18 +196,22 @@ class Collector:
                 )
                 await grpc_server.start()
                 stack.push_async_callback(grpc_server.stop, 5)
+            # Past this many requests in flight the app answers 503 (retryable in OTLP), /healthz excepted.
+            limited = ConcurrencyLimit(app, limit=_MAX_REQUESTS)
             server = self._uvicorn = uvicorn.Server(
                 uvicorn.Config(
-                    app,
+                    limited,
                     host=config.host,
                     port=config.port,
                     log_level="warning",
                     access_log=False,
                     lifespan="off",
                     timeout_graceful_shutdown=10,
-                    # Past this many connections uvicorn answers 503 (retryable in OTLP) instead of queueing
-                    # bodies in memory without bound.
-                    limit_concurrency=_MAX_CONNECTIONS,
+                    # A connection must send each request's head in time, and one client's connections are
+                    # limited (_http._connections); uvicorn's own limit counted idle connections too.
+                    http=guarded_protocol(),
+                    limit_concurrency=None,
+                    h11_max_incomplete_event_size=_MAX_HEAD_BYTES,
                 )
             )
             if self._stop_requested:
