@@ -253,6 +253,7 @@ class Collector:
             join_dropped=(lambda: settler.stats.dropped) if settler is not None else None,
             phoenix=self._phoenix_counts if self.config.phoenix_url else None,
             watching=watching,
+            alert_groups_untracked=(lambda: dict(self.watcher.untracked_groups)) if watching else None,
         )
 
     async def _prune_forever(self, store: Store) -> None:
