@@ -66,6 +66,35 @@ CONNECTION_OPTIONS: tuple[tuple[str, int], ...] = (
 )
 """Connection limits of the gRPC port: no connection holds it idle, none takes a thread or memory unbounded."""
 
+
+class _Refusal(Exception):
+    """The call is to be aborted with ``code``, ``details`` and ``trailing_metadata``. Raised by the handlers and
+    turned into ``context.abort`` by ``_answering``: grpc keeps the exception an abort raises, and with it every
+    frame of its traceback, so an abort raised where the request's bytes are a local kept them (two 8 MiB bodies
+    stayed in memory after their calls were refused)."""
+
+    def __init__(
+        self, code: grpc.StatusCode, details: str, trailing_metadata: tuple[tuple[str, str | bytes], ...] = ()
+    ) -> None:
+        super().__init__(details)
+        self.code, self.details, self.trailing_metadata = code, details, trailing_metadata
+
+
+def _answering(behaviour: _Export) -> _Export:
+    """``behaviour`` with its ``_Refusal`` turned into ``context.abort`` once no frame holds the request."""
+
+    async def answer(request: bytes, context: grpc.aio.ServicerContext[bytes, Message]) -> object:
+        try:
+            return await behaviour(request, context)
+        except _Refusal as refusal:
+            code, details, trailing = refusal.code, refusal.details, refusal.trailing_metadata
+        del request  # the only frame left that holds it; the refusal (and its traceback) went with the except
+        await context.abort(code, details, trailing_metadata=trailing)
+        raise AssertionError("context.abort raises")  # for the type checker: abort never returns
+
+    return answer
+
+
 _Export = Callable[[bytes, "grpc.aio.ServicerContext[bytes, Message]"], Awaitable[object]]
 
 
@@ -105,7 +134,7 @@ def create_grpc_server(
             given = dict(context.invocation_metadata() or ()).get("authorization", "")
             if not isinstance(given, str) or not bearer_matches(given, token):
                 refused("unauthenticated")
-                await context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong bearer token")
+                raise _Refusal(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong bearer token")
 
     async def take(hold: Hold, size: int, context: grpc.aio.ServicerContext[bytes, Message]) -> None:
         """Hold ``size`` bytes of the budget, or abort with a retryable ``RESOURCE_EXHAUSTED``."""
@@ -113,7 +142,7 @@ def create_grpc_server(
             hold.take(size)
         except OverBudget as exc:
             refused("over_budget")
-            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc), trailing_metadata=_RETRY_LATER)
+            raise _Refusal(grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc), trailing_metadata=_RETRY_LATER) from None
 
     async def hold_decoded_size(
         hold: Hold, request: bytes, export: str, context: grpc.aio.ServicerContext[bytes, Message]
@@ -124,10 +153,10 @@ def create_grpc_server(
             await hold_decoded(hold, request, export=export, as_json=False, max_body_bytes=max_message_bytes)
         except DecodedTooLarge as exc:
             refused("too_large")
-            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc))
+            raise _Refusal(grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc)) from None
         except OverBudget as exc:
             refused("over_budget")
-            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc), trailing_metadata=_RETRY_LATER)
+            raise _Refusal(grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc), trailing_metadata=_RETRY_LATER) from None
 
     async def receive(
         request: bytes,
@@ -144,15 +173,15 @@ def create_grpc_server(
                 return await store(request)
             except OtlpDecodeError as exc:
                 refused("malformed")
-                await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"malformed OTLP body: {exc}")
+                raise _Refusal(grpc.StatusCode.INVALID_ARGUMENT, f"malformed OTLP body: {exc}") from None
             except DecodedTooLarge as exc:  # a decode process's memory limit
                 refused("too_large")
-                await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc))
+                raise _Refusal(grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc)) from None
             except StoreError as exc:
                 _log.error("store write failed, export not acknowledged: %s", exc)
                 refused("store_unavailable")
-                await context.abort(grpc.StatusCode.UNAVAILABLE, "store unavailable, retry later")
-        raise AssertionError("context.abort raises")  # for the type checker: abort never returns
+                raise _Refusal(grpc.StatusCode.UNAVAILABLE, "store unavailable, retry later") from None
+        raise AssertionError("every path above returns or raises")  # for the type checker
 
     async def store_spans(request: bytes) -> Message:
         batch = await pipeline.accept_protobuf(request)
@@ -177,7 +206,7 @@ def create_grpc_server(
             try:
                 reply = metrics_not_stored(request)
             except OtlpDecodeError as exc:
-                await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"malformed OTLP body: {exc}")
+                raise _Refusal(grpc.StatusCode.INVALID_ARGUMENT, f"malformed OTLP body: {exc}") from None
         return reply
 
     def export_handler(service: str, behaviour: _Export) -> grpc.GenericRpcHandler:
@@ -185,7 +214,7 @@ def create_grpc_server(
             service,
             {
                 "Export": grpc.unary_unary_rpc_method_handler(
-                    behaviour,
+                    _answering(behaviour),
                     request_deserializer=_identity,
                     response_serializer=_serialize,
                 )
