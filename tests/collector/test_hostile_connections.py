@@ -17,7 +17,7 @@ import httpx
 import pytest
 from ragtrace_collector import _grpc
 from ragtrace_collector._grpc import SERVICE_NAME
-from ragtrace_collector._http import _connections
+from ragtrace_collector._http import _body, _connections
 from ragtrace_collector._server import Collector
 
 from tests.collector._spans import SpanFactory, count, grpc_export, otlp_bytes, start_collector
@@ -116,6 +116,30 @@ def test_idle_connections_and_a_slowloris_do_not_keep_a_well_behaved_client_out(
         for sock in [*idle, *partial, slowloris.sock]:
             sock.close()
     assert count(tmp_path / "c.db", "rag_records") == 4
+
+
+def test_a_body_sent_a_byte_at_a_time_is_cut_off_with_a_408(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_body, "BODY_GRACE_SECONDS", 2.0)
+    running = start_collector(tmp_path / "c.db")
+    assert running.http_port is not None
+    dripping = [socket.create_connection(("127.0.0.1", running.http_port)) for _ in range(20)]
+    try:
+        head = b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-protobuf\r\n"
+        for sock in dripping:
+            sock.sendall(head + b"Content-Length: 100000\r\n\r\n" + b"\x0a")  # a head, then one byte
+        _well_behaved(running, 0)
+        for sock in dripping:
+            sock.settimeout(_CLOSE_DEADLINE)
+            reply = b""
+            while chunk := sock.recv(4096):  # the reply, then the close
+                reply += chunk
+            assert reply.startswith(b"HTTP/1.1 408 "), reply[:100]
+        _well_behaved(running, 1)
+    finally:
+        for sock in dripping:
+            sock.close()
+        running.stop()
+    assert count(tmp_path / "c.db", "rag_records") == 2
 
 
 def test_one_client_opening_too_many_connections_loses_its_idle_ones_not_its_new_one(

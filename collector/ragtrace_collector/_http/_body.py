@@ -2,8 +2,13 @@
 
 ``read_otlp`` returns the media type and the body (inflated when gzip) or raises ``Reject``: 401 without the
 token, 415 for a content type or encoding not served, 413 for a body (or its inflated size) over the limit,
-429 when its bytes would pass the in-flight budget, 400 for broken gzip or a sender that left mid-body. Every
-byte, as received and as inflated, is taken from the budget through the request's ``Hold`` as it arrives.
+429 when its bytes would pass the in-flight budget, 400 for broken gzip or a sender that left mid-body, 408 for
+a body that arrives too slowly. Every byte, as received and as inflated, is taken from the budget through the
+request's ``Hold`` as it arrives.
+
+A body must arrive within ``BODY_GRACE_SECONDS`` plus one second per ``MIN_BODY_BYTES_PER_SECOND`` of it (its
+declared length, or what has arrived so far): a sender dripping a byte every two seconds would otherwise hold
+one of the requests in flight for as long as it likes, and 256 of them every one.
 """
 
 from __future__ import annotations
@@ -25,6 +30,12 @@ _log = logging.getLogger("ragtrace_collector")
 
 DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024
 """Largest accepted body, after gzip decompression (64 MiB)."""
+
+BODY_GRACE_SECONDS = 30.0
+"""Time any body has to arrive, however small (a sender's own pauses, a slow start)."""
+
+MIN_BODY_BYTES_PER_SECOND = 64 * 1024
+"""The slowest sustained rate a body may arrive at past the grace (a 64 MiB body: 17 minutes)."""
 
 _GZIP_INLINE_BYTES = 64 * 1024
 """A gzip body up to this size is inflated on the event loop; a larger one in a worker thread, so one
@@ -96,8 +107,25 @@ async def _read_body(request: Request, limit: int, hold: Hold) -> bytes:
         _check(hold, int(declared))
     parts: list[bytes] = []
     size = 0
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    expected = int(declared) if declared is not None and declared.isdigit() else 0
+    chunks = request.stream().__aiter__()
     try:
-        async for chunk in request.stream():
+        while True:
+            # The deadline moves with what has arrived when no length was declared (chunked encoding).
+            allowed = BODY_GRACE_SECONDS + max(expected, size) / MIN_BODY_BYTES_PER_SECOND
+            try:
+                # wait_for, not asyncio.timeout: the collector runs on Python 3.10 too.
+                chunk = await asyncio.wait_for(anext(chunks), started + allowed - loop.time())
+            except StopAsyncIteration:
+                break
+            except asyncio.TimeoutError:  # not TimeoutError itself before Python 3.11
+                raise Reject(
+                    408,
+                    code_pb2.DEADLINE_EXCEEDED,
+                    f"the body arrived too slowly: {size} bytes in {allowed:.0f} s",
+                ) from None
             size += len(chunk)
             if size > limit:
                 raise Reject(413, code_pb2.RESOURCE_EXHAUSTED, f"body is over the {limit}-byte limit")
