@@ -18,6 +18,8 @@ the worst shapes (empty spans, empty attributes, ``[{},{},...]``), rounded up.
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
     "BYTE_COST",
     "JSON_BYTE_COST",
@@ -88,6 +90,18 @@ _SCHEMA: dict[str, dict[int, str]] = {
 _ITEMS = frozenset({"span", "log"})
 
 
+def _compiled() -> dict[str, dict[int, tuple[Any, int]]]:
+    """``_SCHEMA`` with each child's schema and cost resolved once (the walk's inner loop looks up one dict)."""
+    compiled: dict[str, dict[int, tuple[Any, int]]] = {name: {} for name in _SCHEMA}
+    for name, fields in _SCHEMA.items():
+        for number, child in fields.items():
+            compiled[name][number] = (compiled[child], SPAN_COST if child in _ITEMS else MESSAGE_COST)
+    return compiled
+
+
+_COMPILED = _compiled()
+
+
 def protobuf_cost(body: bytes, *, export: str = "traces", stop_above: int | None = None) -> int:
     """The estimated decoded size, in bytes, of ``body`` as an export of ``export`` (``"traces"``, ``"logs"`` or
     ``"metrics"``: an ``ExportTraceServiceRequest``, ...); at least ``BYTE_COST * len(body)``.
@@ -99,50 +113,34 @@ def protobuf_cost(body: bytes, *, export: str = "traces", stop_above: int | None
     cost = BYTE_COST * len(body)
     limit = stop_above if stop_above is not None else -1
     # A stack of (schema of the message, position, end) of the messages being walked.
-    stack: list[tuple[dict[int, str], int, int]] = [(_SCHEMA[export], 0, len(body))]
+    stack: list[tuple[dict[int, tuple[Any, int]], int, int]] = [(_COMPILED[export], 0, len(body))]
     while stack:
         schema, pos, end = stack.pop()
         while pos < end:
-            # The tag: a varint (field number, wire type).
-            key = 0
-            shift = 0
-            while True:
-                if pos >= end or shift > 63:
-                    pos = end + 1  # truncated: leave this message
-                    break
-                byte = body[pos]
-                pos += 1
-                key |= (byte & 0x7F) << shift
-                if not byte & 0x80:
-                    break
-                shift += 7
-            if pos > end:
-                break
+            # The tag: a varint (field number, wire type); one byte for every OTLP field, so that comes first.
+            key = body[pos]
+            pos += 1
+            if key & 0x80:
+                key, pos = _varint(body, pos - 1, end)
+                if pos > end:
+                    break  # truncated: leave this message
             wire = key & 7
             if wire == _LEN:
-                size = 0
-                shift = 0
-                while True:
-                    if pos >= end or shift > 63:
-                        pos = end + 1
-                        break
-                    byte = body[pos]
-                    pos += 1
-                    size |= (byte & 0x7F) << shift
-                    if not byte & 0x80:
-                        break
-                    shift += 7
-                if pos > end or pos + size > end:
+                size = body[pos] if pos < end else 0x80
+                pos += 1
+                if size & 0x80:
+                    size, pos = _varint(body, pos - 1, end)
+                if pos + size > end:
                     break
                 child = schema.get(key >> 3)
                 if child is not None:
-                    cost += SPAN_COST if child in _ITEMS else MESSAGE_COST
+                    cost += child[1]
                     if 0 <= limit < cost:
                         return cost
                     if len(stack) < _MAX_DEPTH:
                         # Walk the child next, then come back here: push this message's rest first.
                         stack.append((schema, pos + size, end))
-                        schema, end = _SCHEMA[child], pos + size
+                        schema, end = child[0], pos + size
                         continue
                 pos += size
             elif wire == _VARINT:
@@ -156,6 +154,20 @@ def protobuf_cost(body: bytes, *, export: str = "traces", stop_above: int | None
             else:
                 break  # a wire type protobuf refuses: the decoder reports it
     return cost
+
+
+def _varint(body: bytes, pos: int, end: int) -> tuple[int, int]:
+    """The varint at ``pos`` and the position after it; a position past ``end`` when it is truncated."""
+    value = 0
+    shift = 0
+    while pos < end and shift <= 63:
+        byte = body[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return value, pos
+        shift += 7
+    return value, end + 1
 
 
 def json_cost(body: bytes) -> int:
