@@ -102,14 +102,6 @@ class Pipeline:
         assert self._processes is not None
         return self._processes
 
-    @property
-    def decode_pids(self) -> list[int]:
-        """The process ids of the live decode processes (empty when decoding runs in threads)."""
-        pool = self._processes
-        if pool is None:
-            return []
-        return [pid for pid, process in list((pool._processes or {}).items()) if process.is_alive()]
-
     async def warm_up(self) -> None:
         """Start the worker processes now rather than on the first request."""
         if self._processes is not None:
