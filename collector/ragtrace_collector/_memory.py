@@ -10,8 +10,8 @@ two. Linux with glibc only; elsewhere, or when ``MALLOC_*`` environment variable
 
 What is freed in pieces (gRPC reads a message in slices, uvicorn a body in chunks) stays in the arenas all the
 same. ``give_back`` asks a thread of its own to run ``malloc_trim(0)``, which returns every arena's free pages to
-the system; the in-flight budget calls it when a large request lets go of its bytes. One trim at a time: asks
-that come while one runs are served by the next.
+the system; the in-flight budget calls it when a large request lets go of its bytes. One trim at a time, at
+most one a second: asks that come meanwhile are served by the next.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import logging
 import os
 import sys
 import threading
+import time
 from typing import Any
 
 __all__ = ["give_back", "tune_allocator"]
@@ -32,6 +33,7 @@ _M_MMAP_THRESHOLD = -3  # malloc.h
 _M_ARENA_MAX = -8
 _MMAP_THRESHOLD_BYTES = 128 * 1024
 _ARENAS = 2
+_MIN_TRIM_INTERVAL_SECONDS = 1.0
 
 
 def _glibc() -> Any:
@@ -71,6 +73,9 @@ class _Trimmer:
             self._asked.wait()
             self._asked.clear()
             self._trim(0)  # ctypes lets go of the GIL meanwhile
+            # At most one trim a second: it holds each arena's lock while it walks it, and a busy collector
+            # releasing large requests all the time must not have its allocations wait on it.
+            time.sleep(_MIN_TRIM_INTERVAL_SECONDS)
 
 
 _TRIMMER = _Trimmer(_LIBC) if _LIBC is not None else None
