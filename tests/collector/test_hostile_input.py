@@ -228,3 +228,25 @@ def test_a_dead_decode_process_is_started_again_and_decoding_stays_out_of_the_co
         replaced = _decode_processes(served.process.pid)
         assert replaced and not set(replaced) & set(workers)
     assert count(served.db, "rag_records") == 3
+
+
+def test_the_decoded_size_walk_never_fails_on_broken_bytes_and_counts_every_span() -> None:
+    """The walk runs on every body before it is decoded: whatever the bytes, it returns an estimate (at least
+    what the bytes themselves cost) and raises nothing; a body of empty spans is counted span by span."""
+    import random
+
+    from ragtrace_collector._otlp._cost import BYTE_COST, SPAN_COST, protobuf_cost
+
+    real = _good_export("walked")
+    rng = random.Random(26)
+    for _ in range(500):
+        broken = bytearray(real)
+        for _ in range(rng.randrange(1, 20)):
+            broken[rng.randrange(len(broken))] = rng.randrange(256)
+        cut = bytes(broken[: rng.randrange(1, len(broken) + 1)])
+        for export in ("traces", "logs", "metrics"):
+            assert protobuf_cost(cut, export=export) >= BYTE_COST * len(cut)
+    spans = 1000
+    assert protobuf_cost(_in_one_scope(b"\x12\x00" * spans)) >= spans * SPAN_COST
+    # A tag written too long (protobuf accepts it) is a span all the same.
+    assert protobuf_cost(_in_one_scope(b"\x92\x00\x00" * spans)) >= spans * SPAN_COST
