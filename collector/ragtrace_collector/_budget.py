@@ -19,10 +19,17 @@ import logging
 import threading
 from types import TracebackType
 
+from ragtrace_collector._memory import give_back
+
 _log = logging.getLogger("ragtrace_collector")
 
-DEFAULT_MAX_INFLIGHT_BYTES = 256 * 1024 * 1024
-"""Default budget of request bytes held at once (256 MiB: four requests of the default 64 MiB limit)."""
+DEFAULT_MAX_INFLIGHT_BYTES = 192 * 1024 * 1024
+"""Default budget of request bytes held at once (192 MiB: three times the default 64 MiB body limit). Requests
+hold what their bodies decode to (``_decoded``), and what the budget cannot see (buffers, the allocator's slack)
+comes on top: three body limits keep the collector's growth under four, the bound it documents."""
+
+_TRIM_AFTER_BYTES = 4 * 1024 * 1024
+"""A request that held at least this much asks for the freed memory to be returned to the system."""
 
 RETRY_AFTER_SECONDS = 2
 """The delay a refused sender is asked to wait: held bytes are given back as soon as requests finish."""
@@ -84,8 +91,11 @@ class ByteBudget:
 
     def _give_back(self, hold: Hold) -> None:
         with self._lock:
-            self._held -= hold.held
+            released, self._held = hold.held, self._held - hold.held
             hold.held = 0
+        if released >= _TRIM_AFTER_BYTES:
+            # A large request's buffers were freed in pieces: have the allocator return them (_memory).
+            give_back()
 
 
 class Hold:

@@ -4,8 +4,12 @@ The HTTP and gRPC receivers share one ``Pipeline``. With ``decode_processes`` > 
 *and written* in one of that many worker processes (decoding is pure Python, and the GIL would hold it to one
 core); the workers and this process serialise their SQLite transactions with a shared lock. Without them,
 decoding runs in worker threads and writes in one dedicated thread, so decoding the next request overlaps the
-commit of this one. A worker process that dies (out of memory, killed) costs nothing: the pipeline carries on
-in threads, and a request it was handling is decoded and written again (upserts: no duplicate).
+commit of this one. Each worker runs under a memory limit (``RLIMIT_AS``, ``worker_memory_bytes`` above what it
+took to start): a body that would take more fails there with ``MemoryError``, refused as ``DecodedTooLarge``,
+never in this process. A worker process that dies (killed, or its limit hit where no ``MemoryError`` could be
+raised) is replaced: the pool is started again, and a request it was handling is decoded and written once more in
+the new pool (upserts: no duplicate); a request that kills the new pool's worker too is refused as malformed,
+so one body cannot kill workers without end. Decoding never moves into this process.
 The ``accept_*`` coroutines return only after the rows are committed: a receiver acknowledges after they
 return, never before. Scoring and forwarding happen after the commit and never delay the reply.
 """
@@ -25,7 +29,8 @@ from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Protocol
 
-from ragtrace_collector._otlp import Batch, decode_json, decode_protobuf
+from ragtrace_collector._decoded import DecodedTooLarge
+from ragtrace_collector._otlp import Batch, OtlpDecodeError, decode_json, decode_protobuf
 from ragtrace_collector._prometheus import Stats
 from ragtrace_collector._store import Storage, Store, is_postgres, open_store
 
@@ -60,6 +65,7 @@ class Pipeline:
         forwarder: PayloadConsumer | None = None,
         decode_processes: int = 0,
         stats: Stats | None = None,
+        worker_memory_bytes: int | None = None,
     ) -> None:
         self.store = store
         self.scorer = scorer
@@ -70,14 +76,31 @@ class Pipeline:
         self._decoders = ThreadPoolExecutor(max_workers=2, thread_name_prefix="ragtrace-decode")
         self._processes: ProcessPoolExecutor | None = None
         self._process_count = decode_processes
+        self._worker_memory_bytes = worker_memory_bytes
+        self.restarts = 0
+        """How many times a dead decode process's pool was started again."""
         if decode_processes > 0:
-            # spawn, not fork: the parent runs threads (gRPC, uvicorn, SQLite) that fork would copy half-way.
-            self._processes = ProcessPoolExecutor(
-                max_workers=decode_processes,
-                mp_context=multiprocessing.get_context("spawn"),
-                initializer=_init_worker,
-                initargs=(os.getpid(), store.target, store.write_lock),
-            )
+            self._processes = self._start_processes()
+
+    def _start_processes(self) -> ProcessPoolExecutor:
+        # spawn, not fork: the parent runs threads (gRPC, uvicorn, SQLite) that fork would copy half-way.
+        return ProcessPoolExecutor(
+            max_workers=self._process_count,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=_init_worker,
+            initargs=(os.getpid(), self.store.target, self.store.write_lock, self._worker_memory_bytes),
+        )
+
+    def _replace_processes(self, broken: ProcessPoolExecutor) -> ProcessPoolExecutor:
+        """The pool to use after ``broken`` lost a process: a new one, started once however many requests saw it
+        break (they run on the event loop, one at a time here)."""
+        if self._processes is broken:
+            _log.error("a decode process died: starting the decode processes again")
+            broken.shutdown(wait=False, cancel_futures=True)
+            self._processes = self._start_processes()
+            self.restarts += 1
+        assert self._processes is not None
+        return self._processes
 
     async def warm_up(self) -> None:
         """Start the worker processes now rather than on the first request."""
@@ -88,16 +111,27 @@ class Pipeline:
         """Decode and commit; return the batch (its undecided records, at least) and how many spans were stored."""
         loop = asyncio.get_running_loop()
         received_ns = time.time_ns()
-        if self._processes is not None:
-            try:
-                batch, stored, decided = await loop.run_in_executor(
-                    self._processes, _ingest_in_worker, as_json, body, received_ns
-                )
+        pool = self._processes
+        if pool is not None:
+            for attempt in (1, 2):
+                try:
+                    batch, stored, decided = await loop.run_in_executor(
+                        pool, _ingest_in_worker, as_json, body, received_ns
+                    )
+                except MemoryError:
+                    # The worker's memory limit, hit by this body: refused, and the worker carries on.
+                    raise DecodedTooLarge(
+                        f"the {len(body)}-byte body took more memory to decode than a decode process may use"
+                    ) from None
+                except BrokenProcessPool:
+                    pool = self._replace_processes(pool)
+                    if attempt == 2:
+                        raise OtlpDecodeError(
+                            "decoding this body stopped a decode process twice: refused, not retried"
+                        ) from None
+                    continue
                 self._count(batch, stored, decided)
                 return batch, stored
-            except BrokenProcessPool:
-                _log.error("a decode process died: decoding and writing in threads from now on")
-                self._processes = None
         decode = decode_json if as_json else decode_protobuf
         batch = await loop.run_in_executor(self._decoders, decode, body, received_ns)
         await self.commit(batch)
@@ -152,15 +186,30 @@ class Pipeline:
 _worker_store: Storage | None = None
 
 
-def _init_worker(parent: int, target: str, write_lock: Any) -> None:
-    """In a worker process: follow the parent's lifetime and open the store (a SQLite file: with the lock its
-    writers share, leaving checkpoints to the server; PostgreSQL: a pool of its own)."""
+def _init_worker(parent: int, target: str, write_lock: Any, memory_bytes: int | None) -> None:
+    """In a worker process: follow the parent's lifetime, open the store (a SQLite file: with the lock its writers
+    share, leaving checkpoints to the server; PostgreSQL: a pool of its own), then limit the address space to what
+    it uses now plus ``memory_bytes`` (a body past it raises ``MemoryError`` here, not in the collector)."""
     global _worker_store
     _die_with_parent(parent)
     if is_postgres(target):
         _worker_store = open_store(target)
     else:
         _worker_store = Store(target, write_lock=write_lock, checkpoints=False)
+    if memory_bytes is not None:
+        _limit_memory(memory_bytes)
+
+
+def _limit_memory(extra: int) -> None:
+    """Cap this process's address space at its current size plus ``extra`` bytes (Linux; elsewhere a no-op)."""
+    try:
+        with open("/proc/self/statm") as statm:
+            size = int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_AS, (size + extra, resource.RLIM_INFINITY))
+    except (OSError, ValueError, ImportError) as exc:
+        _log.warning("decode process: no memory limit (%s)", exc)
 
 
 def _ingest_in_worker(as_json: bool, body: bytes, received_ns: int) -> tuple[Batch, int, dict[str, int]]:

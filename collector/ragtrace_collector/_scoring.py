@@ -8,6 +8,15 @@ writes the scores with ``source = 'collector'``. Every undecided record gets a d
 
 When forwarding is on, the scores also go downstream as a carrier span (OpenInference kind EVALUATOR,
 linked to the RAG span), as the app does for late scores (``_carrier.py``).
+
+Senders choose the trace ids, and so which traces the draw picks: the draw alone would let them choose what the
+collector's judge spends. So the collector decides with the SDK's own ``Sampler``, as the app does: after the
+draw, its daily budget (``RAGTRACE_BUDGET_TOKENS_PER_DAY``, ``RAGTRACE_BUDGET_USD_PER_DAY``: ``over_budget``)
+and its per-minute throttle (``RAGTRACE_THROTTLE_PER_MINUTE``: ``throttled``), each record's judge spend charged
+when its scoring ends. The app's sampling rules (``RAGTRACE_SAMPLE_ALWAYS``/``NEVER``) read span attributes the
+stored row does not keep, and are not applied here. The record's texts are cut as the app cuts them
+(``RAGTRACE_MAX_RECORD_CHUNK_LENGTH`` characters a text, ``RAGTRACE_MAX_RECORD_CHUNKS`` chunks) before the judge
+sees them: what a sender puts on a span does not set the judge's prompt size.
 """
 
 from __future__ import annotations
@@ -21,9 +30,12 @@ import threading
 import time
 from collections.abc import Callable
 
+from opentelemetry.sdk.trace import ReadableSpan
+
 from ragtrace import Chunk, RagRecord, Sampler, semconv
 from ragtrace import _settings as settings
 from ragtrace import environment_variables as env
+from ragtrace._capture import CaptureSettings
 from ragtrace.judges import Judge, default_judge
 from ragtrace.metrics import Suite
 from ragtrace.metrics._registry import configured_suite
@@ -40,28 +52,41 @@ DEFAULT_SAMPLE_RATE = 0.1
 SAMPLE_RATE = settings.rate("sample_rate", env.RAGTRACE_SAMPLE_RATE, default=DEFAULT_SAMPLE_RATE)
 
 
-def record_of(row: Row) -> RagRecord | None:
-    """The ``RagRecord`` of a stored ``rag_records`` row, or None when the span carried no content."""
+_NO_SPAN = ReadableSpan(name="rag")
+"""What ``Sampler.decide`` is given for the span: the collector's sampler has no rules, which alone read it."""
+
+
+def record_of(row: Row, limits: CaptureSettings | None = None) -> RagRecord | None:
+    """The ``RagRecord`` of a stored ``rag_records`` row, or None when the span carried no content.
+
+    Each text is cut at ``limits.max_record_chunk_length`` characters and the chunks at ``max_record_chunks``
+    (``limits`` default: the ``RAGTRACE_*`` capture variables), as the app cuts the records it scores.
+    """
     if not row.get("query"):
         return None
+    limits = limits if limits is not None else CaptureSettings.from_env()
+    length = limits.max_record_chunk_length
     chunks: list[Chunk] = []
     for item in json.loads(row.get("chunks") or "[]"):
+        if len(chunks) >= limits.max_record_chunks:
+            break
         if not isinstance(item, dict) or item.get("content") is None:
             continue
         metadata = item.get("metadata")
         chunks.append(
             Chunk(
-                text=str(item["content"]),
+                text=str(item["content"])[:length],
                 id=item.get("id"),
                 score=item.get("score"),
                 metadata=metadata if isinstance(metadata, dict) else {},
             )
         )
+    reference = row.get("reference")
     return RagRecord.of(
-        query=str(row["query"]),
+        query=str(row["query"])[:length],
         chunks=chunks,
-        answer=str(row.get("answer") or ""),
-        reference=row.get("reference"),
+        answer=str(row.get("answer") or "")[:length],
+        reference=str(reference)[:length] if reference is not None else None,
     )
 
 
@@ -83,6 +108,8 @@ class ServerScorer:
         queue_size: int = 1024,
         forward: Callable[[bytes], None] | None = None,
         stats: Stats | None = None,
+        sampler: Sampler | None = None,
+        limits: CaptureSettings | None = None,
     ) -> None:
         sample_rate = SAMPLE_RATE.resolve(sample_rate)
         self.store = store
@@ -90,6 +117,12 @@ class ServerScorer:
         # Built now, not on the scoring thread: a wrong RAGTRACE_JUDGE* setting must stop the start-up.
         self._judge: Judge = judge if judge is not None else default_judge()
         self.sample_rate = sample_rate
+        # The SDK's sampler, for its throttle and budget (a wrong RAGTRACE_THROTTLE_*/BUDGET_* setting, or a
+        # dollar budget for a judge without a price, stops the start-up too). No rules: see the module docstring.
+        self.sampler = sampler if sampler is not None else Sampler(sample_rate, always=(), never=())
+        self.sampler.check_judge(self._judge.name)
+        self.limits = limits if limits is not None else CaptureSettings.from_env()
+        """How much of a record's text the judge sees (``record_of``)."""
         self._max_concurrency = max_concurrency
         self._inbox: queue.SimpleQueue[list[Row] | None] = queue.SimpleQueue()
         self._queue_size = queue_size
@@ -166,9 +199,13 @@ class ServerScorer:
                 self._done(len(rows) - len(fresh))
             decided: list[Row] = []
             for row in fresh:
-                if Sampler.draw(int(row["trace_id"], 16)) >= self.sample_rate:
-                    decided.append(_decided(row, semconv.DECISION_NOT_SAMPLED))
+                # The draw, then the budget (with the records being scored counted at their mean cost), then
+                # the throttle: the sampler's order, as in the app.
+                selection = self.sampler.decide(int(row["trace_id"], 16), _NO_SPAN, in_flight=len(tasks))
+                if not selection.selected:
+                    decided.append(_decided(row, selection.decision))
                 elif len(tasks) >= self._queue_size:
+                    self.sampler.refund(selection)
                     decided.append(_decided(row, semconv.DECISION_OVERFLOW))
                 else:
                     span_id = row["span_id"]
@@ -209,7 +246,7 @@ class ServerScorer:
     async def _score_one(self, row: Row, judge: Judge, slots: asyncio.Semaphore) -> None:
         await slots.acquire()
         try:
-            record = record_of(row)
+            record = record_of(row, self.limits)
             if record is None:
                 # No content on the span (capture off): nothing to score; say so rather than stay undecided.
                 self._write(Batch(rag_records=[_decided(row, semconv.DECISION_ERROR)]))
@@ -220,6 +257,7 @@ class ServerScorer:
                 _log.warning("server-side scoring of span %s failed", row["span_id"], exc_info=True)
                 self._write(Batch(rag_records=[_decided(row, semconv.DECISION_ERROR)]))
                 return
+            self.sampler.charge(result.judge, result.cost)
             encoded = encode(result)
             scores = score_rows(row, encoded)
             scored = dict(

@@ -23,10 +23,13 @@ from starlette.routing import BaseRoute
 from ragtrace_collector._address import host_port, listen, page_url, probe
 from ragtrace_collector._budget import ByteBudget
 from ragtrace_collector._config import CollectorConfig
+from ragtrace_collector._decoded import DECODED_COST_FACTOR
 from ragtrace_collector._forward import Forwarder
 from ragtrace_collector._grpc import create_grpc_server
 from ragtrace_collector._http import alert_api_routes, create_app
+from ragtrace_collector._http._connections import ConcurrencyLimit, guarded_protocol
 from ragtrace_collector._join import Settler
+from ragtrace_collector._memory import tune_allocator
 from ragtrace_collector._phoenix import PhoenixAnnotator
 from ragtrace_collector._pipeline import Pipeline
 from ragtrace_collector._prometheus import Sources, Stats, metrics_routes
@@ -38,7 +41,9 @@ _log = logging.getLogger("ragtrace_collector")
 
 _NS_PER_DAY = 86_400 * 1_000_000_000
 _PRUNE_EVERY_SECONDS = 3600.0
-_MAX_CONNECTIONS = 256
+_MAX_REQUESTS = 256
+_MAX_HEAD_BYTES = 16 * 1024
+_WORKER_SLACK_BYTES = 64 * 1024 * 1024
 
 
 def _optional(module: str, attribute: str) -> Any:
@@ -94,6 +99,7 @@ class Collector:
         """
         config = self.config
         loop = asyncio.get_running_loop()
+        tune_allocator()  # request buffers given back to the system once freed (_memory)
         async with contextlib.AsyncExitStack() as stack:
             watcher = None
             if config.watch:
@@ -149,7 +155,14 @@ class Collector:
                 settler.start()
                 stack.push_async_callback(asyncio.to_thread, settler.stop)
             pipeline = self.pipeline = Pipeline(
-                store, scorer=scorer, forwarder=forwarder, decode_processes=config.decode_processes, stats=self.stats
+                store,
+                scorer=scorer,
+                forwarder=forwarder,
+                decode_processes=config.decode_processes,
+                stats=self.stats,
+                # A safety net under the decoded-size estimate (_decoded): the body as received, what it may
+                # decode to, and room for the allocator's slack.
+                worker_memory_bytes=(DECODED_COST_FACTOR + 1) * config.max_body_bytes + _WORKER_SLACK_BYTES,
             )
             stack.push_async_callback(asyncio.to_thread, pipeline.close)
             await pipeline.warm_up()
@@ -190,18 +203,22 @@ class Collector:
                 )
                 await grpc_server.start()
                 stack.push_async_callback(grpc_server.stop, 5)
+            # Past this many requests in flight the app answers 503 (retryable in OTLP), /healthz excepted.
+            limited = ConcurrencyLimit(app, limit=_MAX_REQUESTS)
             server = self._uvicorn = uvicorn.Server(
                 uvicorn.Config(
-                    app,
+                    limited,
                     host=config.host,
                     port=config.port,
                     log_level="warning",
                     access_log=False,
                     lifespan="off",
                     timeout_graceful_shutdown=10,
-                    # Past this many connections uvicorn answers 503 (retryable in OTLP) instead of queueing
-                    # bodies in memory without bound.
-                    limit_concurrency=_MAX_CONNECTIONS,
+                    # A connection must send each request's head in time, and one client's connections are
+                    # limited (_http._connections); uvicorn's own limit counted idle connections too.
+                    http=guarded_protocol(),
+                    limit_concurrency=None,
+                    h11_max_incomplete_event_size=_MAX_HEAD_BYTES,
                 )
             )
             if self._stop_requested:
@@ -244,6 +261,7 @@ class Collector:
             phoenix=self._phoenix_counts if self.config.phoenix_url else None,
             watching=watcher is not None,
             leading=(lambda: bool(watcher.leadership.leading)) if watcher is not None else None,
+            alert_groups_untracked=(lambda: dict(watcher.untracked_groups)) if watcher is not None else None,
         )
 
     async def _prune_forever(self, store: Storage) -> None:

@@ -22,6 +22,7 @@ from ragtrace_collector._grpc import RETRY_INFO_KEY, SERVICE_NAME
 from ragtrace_collector._http import create_app
 from ragtrace_collector._http._body import _GZIP_INLINE_BYTES
 from ragtrace_collector._http._gzip import _GZIP_OUT_BYTES
+from ragtrace_collector._otlp import decoded_cost
 from ragtrace_collector._pipeline import Pipeline
 from ragtrace_collector._server import Collector, CollectorConfig
 from ragtrace_collector._store import Store
@@ -181,7 +182,10 @@ async def test_a_request_holds_the_bytes_it_has_received_and_the_next_gets_429_w
     tmp_path: Path,
 ) -> None:
     first, second = _export("first", answer="x" * 5000), _export("second")
-    limit = len(first) + len(second) // 2  # the first alone fits; the second fits beside half of the first only
+    # The second is held at what it decodes to (_decoded), the first's bytes as they arrive: the second fits
+    # beside half of the first, not beside all of it.
+    second_cost = decoded_cost(second, export="traces", as_json=False)
+    limit = len(first) // 2 + len(first) // 4 + second_cost
     budget = ByteBudget(limit)
     async with _app(tmp_path / "c.db", budget, max_body_bytes=limit) as (app, client):
         streaming = _Sender(app, declared=len(first))

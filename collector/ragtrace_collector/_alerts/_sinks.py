@@ -4,6 +4,14 @@ A rules file's ``[[sinks]]`` table names a ``type``; ``build_sinks`` builds each
 for that type (``register_sink``). An unknown type is a ``ConfigurationError`` naming the known ones, at
 start: never a silent fall-back to another sink. A new sink type is one factory ``SinkConfig -> Sink``
 registered here (see docs/contributing.md).
+
+An alert's text carries what senders chose (a service name, a route, a rule's message built from span content),
+so each sink escapes it for where it goes: ``log_text`` for log lines and terminals (control characters and line
+separators written as escapes, so a service name holding a newline cannot forge a second log line) and
+``slack_text`` for the webhook's Slack ``text`` (``&``, ``<`` and ``>`` escaped as Slack asks, so no
+``<!channel>`` mention or ``<https://...|...>`` link reaches a channel from span content). The webhook never
+follows a redirect: its headers (often ``Authorization``) would go to another host, and the alert would count as
+delivered though its receiver never got it; a redirect is a failed delivery, logged with the status.
 """
 
 from __future__ import annotations
@@ -18,7 +26,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Sequence
-from typing import TextIO
+from typing import IO, Any, TextIO
 
 from ragtrace._exceptions import ConfigurationError
 from ragtrace_collector import _drift
@@ -27,6 +35,45 @@ from ragtrace_collector._rule_types import SinkConfig
 
 SinkFactory = Callable[[SinkConfig], Sink]
 """Builds a sink from its ``[[sinks]]`` table (already checked by the rules parser)."""
+
+_SLACK_ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;"})
+
+
+def log_text(text: str) -> str:
+    """``text`` with every character Python does not call printable (control characters, line and paragraph
+    separators, format characters; the space is kept) written as its escape (``\\n``, ``\\x1b``,
+    ``\\u2028``): one line, and nothing a terminal acts on."""
+    if text.isprintable():
+        return text
+    return "".join(
+        char if char.isprintable() or char == " " else char.encode("unicode_escape").decode("ascii") for char in text
+    )
+
+
+def slack_text(text: str) -> str:
+    """``text`` escaped for a Slack message: ``&``, ``<`` and ``>`` as entities, so span content cannot make a
+    mention (``<!channel>``) or a link; then as ``log_text``. Slack's own ``*bold*`` is kept."""
+    return log_text(text.translate(_SLACK_ESCAPES))
+
+
+def webhook_payload(alert: Alert) -> dict[str, Any]:
+    """The webhook body: ``Alert.payload()`` with its Slack ``text`` escaped (the structured ``alert`` is JSON,
+    escaped by its encoding)."""
+    payload = alert.payload()
+    payload["text"] = slack_text(alert.text)
+    return payload
+
+
+class _NoRedirects(urllib.request.HTTPRedirectHandler):
+    """A redirect is answered as the error it is for a webhook: ``HTTPError`` with the 3xx status."""
+
+    def redirect_request(
+        self, req: urllib.request.Request, fp: IO[bytes], code: int, msg: str, headers: Any, newurl: str
+    ) -> None:
+        return None
+
+
+_OPENER = urllib.request.build_opener(_NoRedirects)
 
 
 class LogSink:
@@ -43,7 +90,7 @@ class LogSink:
             _drift.WARNING: logging.WARNING,
             _drift.NO_DATA: logging.WARNING,
         }.get(alert.state, logging.INFO)
-        self._logger.log(level, "%s", alert.text)
+        self._logger.log(level, "%s", log_text(alert.text))
 
     def close(self, timeout: float = 5.0) -> None:
         return None
@@ -59,7 +106,7 @@ class StdoutSink:
     def send(self, alert: Alert) -> None:
         stream = self._stream or sys.stdout
         try:
-            print(alert.text, file=stream, flush=True)
+            print(log_text(alert.text), file=stream, flush=True)
         except (OSError, ValueError):
             logger.exception("stdout sink could not print an alert")
 
@@ -106,7 +153,10 @@ class WebhookSink:
         except queue.Full:
             self.failed += 1
             logger.error(
-                "webhook %s: %d notifications pending, dropped: %s", self.name, self._queue.qsize(), alert.text
+                "webhook %s: %d notifications pending, dropped: %s",
+                self.name,
+                self._queue.qsize(),
+                log_text(alert.text),
             )
 
     def flush(self, timeout: float = 5.0) -> bool:
@@ -144,24 +194,33 @@ class WebhookSink:
                 self._queue.task_done()
 
     def _deliver(self, alert: Alert) -> bool:
-        body = json.dumps(alert.payload()).encode("utf-8")
+        body = json.dumps(webhook_payload(alert)).encode("utf-8")
         for attempt in range(self.retries + 1):
             # Back-off that a close() cuts short: shutting down must not wait out a dead receiver.
             if attempt and self._closing.wait(self.backoff * 2 ** (attempt - 1)):
                 break
             request = urllib.request.Request(self.url, data=body, headers=self.headers, method="POST")
             try:
-                with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                with _OPENER.open(request, timeout=self.timeout) as response:
                     response.read()
                 return True
             except urllib.error.HTTPError as exc:
+                exc.close()
+                if 300 <= exc.code < 400:
+                    # Not followed (the headers would go along) and not retried (it would redirect again).
+                    logger.warning(
+                        "webhook %s: HTTP %d redirect not followed: set the sink's url to where it redirects",
+                        self.name,
+                        exc.code,
+                    )
+                    break
                 retryable = exc.code == 429 or exc.code >= 500
                 logger.warning("webhook %s: HTTP %d (attempt %d)", self.name, exc.code, attempt + 1)
                 if not retryable:
                     break
             except (urllib.error.URLError, OSError, TimeoutError) as exc:
                 logger.warning("webhook %s: %s (attempt %d)", self.name, exc, attempt + 1)
-        logger.error("webhook %s: gave up on: %s", self.name, alert.text)
+        logger.error("webhook %s: gave up on: %s", self.name, log_text(alert.text))
         return False
 
 

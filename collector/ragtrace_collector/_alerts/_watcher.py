@@ -11,6 +11,13 @@ into ``NO_DATA`` before ``no_data_after``, and the baseline is frozen while it f
 again only after the rule's renotify interval (also recorded as a row), unless acknowledged; going back to
 ``OK`` from ``ALERT`` or ``WARNING`` sends a resolved message. Silences (``_controls.py``) keep notifications
 back, never state changes. Each group's state is kept in ``alert_groups`` after every evaluation.
+
+Groups are bounded per rule: a rule tracks at most ``MAX_GROUPS_PER_RULE`` (service, route) groups, since senders
+name the services (one export of 20,000 service names made 20,000 groups, a 23 MB ``/metrics``). Past the
+bound, the groups the rule already tracks that have data now come first, then new groups with data, then tracked
+groups without data (which would go to NO_DATA), each in name order; the rest are not tracked: not evaluated,
+not stored, not notified. How many a rule leaves out is ``untracked_groups`` (``/metrics``:
+``ragtrace_collector_alert_groups_untracked``), logged once when a rule first passes its bound.
 """
 
 from __future__ import annotations
@@ -25,12 +32,15 @@ from ragtrace_collector._alerts import _lifecycle
 from ragtrace_collector._alerts._alert import Alert, Sink, logger
 from ragtrace_collector._alerts._evaluation import baseline_end, evaluate_rule, groups_of
 from ragtrace_collector._alerts._persist import GroupState, Mutes, TrackKey, load_tracks, save
-from ragtrace_collector._alerts._sinks import build_sinks
+from ragtrace_collector._alerts._sinks import build_sinks, log_text
 from ragtrace_collector._rule_types import Rule, RuleSet
 from ragtrace_collector._rules import load_rules
 from ragtrace_collector._store import Connection
 from ragtrace_collector._store.alerts import GroupKey
 from ragtrace_collector._store.leadership import Leadership
+
+MAX_GROUPS_PER_RULE = 500
+"""Most (service, route) groups one rule tracks; see the module docstring for what happens past it."""
 
 
 class Watcher:
@@ -50,8 +60,12 @@ class Watcher:
         clock: Callable[[], int] | None = None,
         *,
         rules: RuleSet | None = None,
+        max_groups_per_rule: int | None = None,
     ) -> None:
         self.db_path = str(db_path)
+        self.max_groups_per_rule = MAX_GROUPS_PER_RULE if max_groups_per_rule is None else max_groups_per_rule
+        self.untracked_groups: dict[str, int] = {}
+        """Per rule name, the groups its last evaluation left out for the bound (absent: none)."""
         self.rules = rules if rules is not None else load_rules(rules_path)
         self.sinks: list[Sink] = list(sinks) if sinks is not None else build_sinks(self.rules.sinks)
         self.clock = clock or time.time_ns
@@ -133,9 +147,10 @@ class Watcher:
         states: list[GroupState],
     ) -> list[tuple[Alert, list[Sink]]]:
         assert self._tracks is not None
-        groups = groups_of(conn, rule, now)
+        with_data = groups_of(conn, rule, now)
         # Groups seen before that have no data now must go to NO_DATA, not stay silently OK.
-        groups.update((service, route) for (name, service, route) in self._tracks if name == rule.name)
+        tracked = {(service, route) for (name, service, route) in self._tracks if name == rule.name}
+        groups = self._bounded(rule, with_data, tracked)
         if not groups and rule.group_by == "all":
             groups.add((rule.service, rule.route))
         policy = _lifecycle.Policy(rule.renotify_ns, rule.keep_firing_for_ns, rule.no_data_after_ns)
@@ -162,6 +177,31 @@ class Watcher:
                 sinks = [s for s in self.sinks if rule.sinks is None or s.name in rule.sinks] if stepped.notify else []
                 out.append((alert, sinks))
         return out
+
+    def _bounded(self, rule: Rule, with_data: set[GroupKey], tracked: set[GroupKey]) -> set[GroupKey]:
+        """The groups ``rule`` evaluates: all of them, or ``max_groups_per_rule`` chosen as the module docstring
+        says; counts (and the first time, logs) those left out."""
+        total = len(with_data | tracked)
+        limit = self.max_groups_per_rule
+        if total <= limit:
+            self.untracked_groups.pop(rule.name, None)
+            return with_data | tracked
+
+        def by_name(keys: set[GroupKey]) -> list[GroupKey]:
+            return sorted(keys, key=lambda k: (k[0] or "", k[1] or ""))
+
+        ordered = by_name(with_data & tracked) + by_name(with_data - tracked) + by_name(tracked - with_data)
+        if rule.name not in self.untracked_groups:
+            logger.warning(
+                "rule %s: %d groups (service, route), over the bound of %d: %d are not tracked (not evaluated, "
+                "not notified); see ragtrace_collector_alert_groups_untracked",
+                log_text(rule.name),
+                total,
+                limit,
+                total - limit,
+            )
+        self.untracked_groups[rule.name] = total - limit
+        return set(ordered[:limit])
 
     @staticmethod
     def _alert(

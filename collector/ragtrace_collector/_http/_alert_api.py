@@ -43,6 +43,10 @@ ALERTS_API_PATH = "/api/alerts"
 SILENCES_API_PATH = "/api/silences"
 _MAX_BODY = 64 * 1024
 _MAX_TEXT = 1000
+_MAX_ID = 2**63 - 1
+_NS_PER_DAY = 86_400 * 1_000_000_000
+_MAX_SILENCE_NS = 366 * _NS_PER_DAY
+"""Longest silence: a year and a day (a longer one is a typo, or a number past SQLite's integers)."""
 
 
 class _Refused(Exception):
@@ -133,8 +137,12 @@ def alert_api_routes(
             raise _Refused(400, '`duration` is required, e.g. "2h" or 7200 (seconds)')
         try:
             duration = parse_duration(body["duration"], where="`duration`")
-        except ConfigurationError as exc:
-            raise _Refused(400, str(exc)) from None
+        except (ConfigurationError, OverflowError, ValueError) as exc:
+            # OverflowError: a number of seconds past what a float makes an integer of (1e308).
+            reason = str(exc) if isinstance(exc, ConfigurationError) else f"{body['duration']!r} is not a duration"
+            raise _Refused(400, reason if reason.startswith("`duration`") else f"`duration`: {reason}") from None
+        if duration > _MAX_SILENCE_NS:
+            raise _Refused(400, f"`duration` is at most {_MAX_SILENCE_NS // _NS_PER_DAY} days")
         now = clock()
         with closing(connect()) as conn:
             made = add_silence(
@@ -167,7 +175,10 @@ def alert_api_routes(
 
     async def delete_silence(request: Request) -> Response:
         try:
-            return JSONResponse(await run_in_threadpool(unsilence, int(request.path_params["silence_id"])))
+            silence_id = int(request.path_params["silence_id"])
+            if silence_id > _MAX_ID:  # the route takes any digits; SQLite's integers stop here
+                raise _Refused(400, f"the silence id is at most {_MAX_ID}")
+            return JSONResponse(await run_in_threadpool(unsilence, silence_id))
         except _Refused as refused:
             return JSONResponse({"error": refused.error}, status_code=refused.status)
 

@@ -19,7 +19,8 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from ragtrace_collector._budget import ByteBudget
+from ragtrace_collector._budget import RETRY_AFTER_SECONDS, ByteBudget, OverBudget
+from ragtrace_collector._decoded import DecodedTooLarge, hold_decoded
 from ragtrace_collector._http._body import DEFAULT_MAX_BODY_BYTES, read_otlp
 from ragtrace_collector._http._logs import LOGS_PATH, accept_logs, logs_reply
 from ragtrace_collector._http._replies import (
@@ -74,17 +75,28 @@ def create_app(
     """
     budget = budget if budget is not None else ByteBudget()
 
-    async def receive(request: Request, handle: _Handle) -> Response:
-        """Read the request within the limits and answer ``handle``'s reply, or the refusal, in its encoding."""
+    async def receive(request: Request, handle: _Handle, export: str) -> Response:
+        """Read the request within the limits and answer ``handle``'s reply, or the refusal, in its encoding.
+
+        ``export`` (traces, logs, metrics) says how to estimate what the body decodes to (``_decoded``)."""
         reply_type = JSON if media_type(request) == JSON else PROTOBUF
         # Held until the rows are committed: the body, and the rows decoded from it, live until then.
         with budget.hold() as hold:
             try:
                 media, body = await read_otlp(request, hold, token=token, max_body_bytes=max_body_bytes)
                 try:
+                    # What the body decodes to, held before it is decoded: wire bytes alone bound nothing.
+                    await hold_decoded(hold, body, export=export, as_json=media == JSON, max_body_bytes=max_body_bytes)
+                except DecodedTooLarge as exc:
+                    raise Reject(413, code_pb2.RESOURCE_EXHAUSTED, str(exc)) from None
+                except OverBudget as exc:
+                    raise Reject(429, code_pb2.RESOURCE_EXHAUSTED, str(exc), retry_after=RETRY_AFTER_SECONDS) from None
+                try:
                     reply = await handle(media, body)
                 except OtlpDecodeError as exc:
                     raise Reject(400, code_pb2.INVALID_ARGUMENT, f"malformed OTLP body: {exc}") from None
+                except DecodedTooLarge as exc:  # a decode process's memory limit
+                    raise Reject(413, code_pb2.RESOURCE_EXHAUSTED, str(exc)) from None
                 except StoreError as exc:
                     _log.error("store write failed, export not acknowledged: %s", exc)
                     raise Reject(
@@ -118,13 +130,13 @@ def create_app(
         return metrics_not_stored(body, json_body=media == JSON)
 
     async def traces(request: Request) -> Response:
-        return await receive(request, store_spans)
+        return await receive(request, store_spans, "traces")
 
     async def logs(request: Request) -> Response:
-        return await receive(request, store_evaluations)
+        return await receive(request, store_evaluations, "logs")
 
     async def metrics(request: Request) -> Response:
-        return await receive(request, answer_metrics)
+        return await receive(request, answer_metrics, "metrics")
 
     async def healthz(request: Request) -> Response:
         return PlainTextResponse("ok")

@@ -2,14 +2,21 @@
 
 ``read_otlp`` returns the media type and the body (inflated when gzip) or raises ``Reject``: 401 without the
 token, 415 for a content type or encoding not served, 413 for a body (or its inflated size) over the limit,
-429 when its bytes would pass the in-flight budget, 400 for broken gzip or a sender that left mid-body. Every
-byte, as received and as inflated, is taken from the budget through the request's ``Hold`` as it arrives.
+429 when its bytes would pass the in-flight budget, 400 for broken gzip or a sender that left mid-body, 408 for
+a body that arrives too slowly. Every byte, as received and as inflated, is taken from the budget through the
+request's ``Hold`` as it arrives.
+
+A body must arrive within ``BODY_GRACE_SECONDS`` plus one second per ``MIN_BODY_BYTES_PER_SECOND`` of it (its
+declared length, or what has arrived so far): a sender dripping a byte every two seconds would otherwise hold
+one of the requests in flight for as long as it likes, and 256 of them every one.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+from collections.abc import Iterator
 
 from google.rpc import code_pb2
 from starlette.requests import ClientDisconnect, Request
@@ -25,6 +32,12 @@ _log = logging.getLogger("ragtrace_collector")
 
 DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024
 """Largest accepted body, after gzip decompression (64 MiB)."""
+
+BODY_GRACE_SECONDS = 30.0
+"""Time any body has to arrive, however small (a sender's own pauses, a slow start)."""
+
+MIN_BODY_BYTES_PER_SECOND = 64 * 1024
+"""The slowest sustained rate a body may arrive at past the grace (a 64 MiB body: 17 minutes)."""
 
 _GZIP_INLINE_BYTES = 64 * 1024
 """A gzip body up to this size is inflated on the event loop; a larger one in a worker thread, so one
@@ -78,6 +91,43 @@ def _check(hold: Hold, size: int) -> None:
         raise _over_budget(exc) from None
 
 
+class _Deadline:
+    """Cancels the reading task when the body's time is up, without a task of its own per chunk.
+
+    ``asyncio.wait_for`` wrapped each chunk's read in a task, and those tasks kept their chunks until the garbage
+    collector came: a body was held twice. ``asyncio.timeout`` does not, but needs Python 3.11.
+    """
+
+    def __init__(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._task = asyncio.current_task()
+        self._started = self._loop.time()
+        self._fired = False
+
+    @contextlib.contextmanager
+    def after(self, seconds: float) -> Iterator[None]:
+        """Cancel the task if the block has not finished ``seconds`` after the body began."""
+        handle = self._loop.call_at(self._started + seconds, self._fire)
+        try:
+            yield
+        finally:
+            handle.cancel()
+
+    def _fire(self) -> None:
+        self._fired = True
+        if self._task is not None:
+            self._task.cancel()
+
+    def expired(self) -> bool:
+        """Whether a cancellation was this deadline's (then it is taken back: the task carries on to reply)."""
+        if not self._fired:
+            return False
+        uncancel = getattr(self._task, "uncancel", None)  # Python 3.11+
+        if uncancel is not None:
+            uncancel()
+        return True
+
+
 def _over_budget(exc: OverBudget) -> Reject:
     return Reject(429, code_pb2.RESOURCE_EXHAUSTED, str(exc), retry_after=RETRY_AFTER_SECONDS)
 
@@ -96,8 +146,26 @@ async def _read_body(request: Request, limit: int, hold: Hold) -> bytes:
         _check(hold, int(declared))
     parts: list[bytes] = []
     size = 0
+    expected = int(declared) if declared is not None and declared.isdigit() else 0
+    deadline = _Deadline()
+    chunks = request.stream().__aiter__()
     try:
-        async for chunk in request.stream():
+        while True:
+            # The deadline moves with what has arrived when no length was declared (chunked encoding).
+            allowed = BODY_GRACE_SECONDS + max(expected, size) / MIN_BODY_BYTES_PER_SECOND
+            try:
+                with deadline.after(allowed):
+                    chunk = await anext(chunks)
+            except StopAsyncIteration:
+                break
+            except asyncio.CancelledError:
+                if not deadline.expired():
+                    raise
+                raise Reject(
+                    408,
+                    code_pb2.DEADLINE_EXCEEDED,
+                    f"the body arrived too slowly: {size} bytes in {allowed:.0f} s",
+                ) from None
             size += len(chunk)
             if size > limit:
                 raise Reject(413, code_pb2.RESOURCE_EXHAUSTED, f"body is over the {limit}-byte limit")
@@ -115,4 +183,7 @@ async def _read_body(request: Request, limit: int, hold: Hold) -> bytes:
             request.url.path,
         )
         raise Reject(400, code_pb2.CANCELLED, "the sender closed the connection before its body arrived") from None
+    if len(parts) > 1:
+        # Joining copies the body: for a moment it is held twice, and the budget must say so.
+        _take(hold, size)
     return b"".join(parts)

@@ -16,7 +16,8 @@ ignored (not evaluations) or rejected, with the same rules for bad input.
 The parts: ``_decode.py`` (entry points), ``_salvage.py`` (a partly bad protobuf body), ``_json_ids.py``
 (OTLP/JSON ids), ``_json_depth.py`` (OTLP/JSON nested too deeply for the json parser), ``_rows.py`` (spans to
 rows), ``_keys.py`` (which attribute is a document or a score), ``_score_row.py`` (a score's row, for spans and
-log records alike), ``_values.py`` (OTLP values as Python values), ``_batch.py`` (the result); for logs,
+log records alike), ``_values.py`` (OTLP values as Python values), ``_batch.py`` (the result), ``_cost.py``
+(what a body will cost to decode, told before decoding it); for logs,
 ``_logs.py`` (entry points), ``_log_salvage.py``, ``_log_rows.py`` (records to rows), ``_log_batch.py``.
 """
 
@@ -31,6 +32,7 @@ from ragtrace_collector._otlp._batch import (
     OtlpDecodeError,
     Row,
 )
+from ragtrace_collector._otlp._cost import decoded_cost
 from ragtrace_collector._otlp._decode import (
     decode_json,
     decode_protobuf,
@@ -59,6 +61,7 @@ __all__ = [
     "decode_logs_json",
     "decode_logs_protobuf",
     "decode_protobuf",
+    "decoded_cost",
     "json_request",
     "route_of",
     "rows_from_request",

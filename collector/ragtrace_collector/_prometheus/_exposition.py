@@ -46,6 +46,8 @@ class Sources:
     watching: bool = False
     leading: Callable[[], bool] | None = None
     """Whether this replica leads the store (runs the watcher); None: no watcher here."""
+    alert_groups_untracked: Callable[[], Mapping[str, int]] | None = None
+    """Per rule, the groups the watcher leaves out for its bound per rule (None: the watcher is off)."""
 
 
 def _alert_labels(group: GroupView) -> list[str]:
@@ -201,6 +203,15 @@ class _Families:
             )
         if sources.watching:
             yield from _alert_families(sources.db_path, self.now_ns)
+        if sources.alert_groups_untracked is not None:
+            untracked = GaugeMetricFamily(
+                f"{PREFIX}_alert_groups_untracked",
+                "Groups (service, route) a rule leaves out, past its bound of groups per rule",
+                labels=["rule"],
+            )
+            for rule, count in sorted(sources.alert_groups_untracked().items()):
+                untracked.add_metric([rule], count)
+            yield untracked
 
 
 def render(sources: Sources, now_ns: int) -> bytes:

@@ -26,12 +26,14 @@ REFUSAL_REASONS: Final = (
     "over_budget",
     "store_unavailable",
     "disconnected",
+    "too_slow",
 )
 """Why a whole export was refused: the ``reason`` label of ``ragtrace_collector_requests_refused_total``."""
 
 _HTTP_REASONS: Final = {
     400: "malformed",
     401: "unauthenticated",
+    408: "too_slow",
     413: "too_large",
     415: "unsupported",
     429: "over_budget",

@@ -39,6 +39,9 @@ if TYPE_CHECKING:
 
 __all__ = ["TRACE_URL_VARIABLE", "triage_routes"]
 
+_MAX_ID = 2**63 - 1
+"""The largest id SQLite stores: a larger one in a URL is a 400, not an overflow in the query."""
+
 TRACE_URL_VARIABLE = env.RAGTRACE_COLLECTOR_TRACE_URL
 """A URL template with ``{trace_id}`` (and ``{span_id}``): the record view links its trace there, e.g.
 ``http://127.0.0.1:16686/trace/{trace_id}`` (Jaeger) or Phoenix's trace page."""
@@ -108,6 +111,8 @@ def triage_routes(source: object, *, trace_url: str | None = None, poll_ms: int 
 
     async def alert(request: Request) -> Response:
         alert_id = request.path_params["alert_id"]
+        if alert_id > _MAX_ID:  # the route takes any digits; SQLite's integers stop here
+            return PlainTextResponse(f"alert id: at most {_MAX_ID}, as /alerts/{{id}} shows it\n", status_code=400)
         detail = await run_in_threadpool(read, lambda c: alert_detail(c, alert_id))
         if detail is None:
             return PlainTextResponse(f"no alert {alert_id} in this store\n", status_code=404)
