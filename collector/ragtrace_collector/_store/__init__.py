@@ -26,6 +26,8 @@ from typing import TYPE_CHECKING
 from ragtrace_collector._store.connection import (
     Connection,
     DatabaseError,
+    QueryBudget,
+    ReadInterrupted,
     connect,
     connect_readonly,
     file_of,
@@ -66,6 +68,8 @@ __all__ = [
     "SPANS",
     "Connection",
     "DatabaseError",
+    "QueryBudget",
+    "ReadInterrupted",
     "SchemaTooNew",
     "Storage",
     "Store",

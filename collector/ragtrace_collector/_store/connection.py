@@ -20,7 +20,9 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
-from collections.abc import Iterator, Sequence
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 from urllib.parse import quote, urlsplit, urlunsplit
@@ -35,6 +37,8 @@ __all__ = [
     "BUSY_TIMEOUT_SECONDS",
     "Connection",
     "DatabaseError",
+    "QueryBudget",
+    "ReadInterrupted",
     "Target",
     "column_names",
     "connect",
@@ -156,18 +160,92 @@ def reading(source: object) -> Iterator[Connection]:
         opened.close()
 
 
+class ReadInterrupted(RuntimeError):
+    """A read stopped before it finished: its time budget ran out, or whoever asked for it went away."""
+
+
+class QueryBudget:
+    """How long one request's reads may run, and a switch that stops them at once (the client left).
+
+    SQLite checks it every few thousand steps of the statement running (a progress handler); PostgreSQL gets the
+    time left as ``statement_timeout`` and a cancel request when ``cancel()`` is called. Either way the read
+    raises ``ReadInterrupted``, so one request costs at most its budget, and nothing once nobody waits for it.
+    """
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.deadline = time.monotonic() + seconds
+        self.cancelled = threading.Event()
+        self._on_cancel: list[Callable[[], object]] = []
+        self._lock = threading.Lock()
+
+    def over(self) -> bool:
+        """Whether the reads must stop now."""
+        return self.cancelled.is_set() or time.monotonic() > self.deadline
+
+    def left_ms(self) -> int:
+        return max(1, int((self.deadline - time.monotonic()) * 1000))
+
+    def cancel(self) -> None:
+        """Stop the reads now (from any thread)."""
+        with self._lock:
+            self.cancelled.set()
+            hooks = list(self._on_cancel)
+        for hook in hooks:
+            with contextlib.suppress(Exception):
+                hook()
+
+    def on_cancel(self, hook: Callable[[], object]) -> None:
+        with self._lock:
+            self._on_cancel.append(hook)
+            cancelled = self.cancelled.is_set()
+        if cancelled:
+            hook()
+
+
+_STEPS_PER_CHECK = 20_000
+"""SQLite virtual-machine steps between two looks at the budget (a few hundred microseconds of work)."""
+
+
 @contextlib.contextmanager
-def snapshot(source: object) -> Iterator[Connection]:
+def snapshot(source: object, budget: QueryBudget | None = None) -> Iterator[Connection]:
     """``reading(source)`` inside one read transaction: the block's statements see one snapshot of the store
     (a page's rows, then the newest row it counts as seen), so a record committed between them is neither
-    shown nor skipped. Nothing is written; the transaction is rolled back."""
-    with reading(source) as conn:
+    shown nor skipped. Nothing is written; the transaction is rolled back. With a ``budget``, a statement that
+    runs past it, or is running when it is cancelled, raises ``ReadInterrupted``."""
+    with reading(source) as opened:
+        conn: Any = opened  # either engine's: the progress handler is SQLite's, the cancel request psycopg's
+        sqlite = dialect_of(conn) is SQLITE
+        if budget is not None:
+            if sqlite:
+                conn.set_progress_handler(lambda: 1 if budget.over() else 0, _STEPS_PER_CHECK)
+            else:
+                budget.on_cancel(conn.raw.cancel)
         # PostgreSQL's default isolation takes a snapshot per statement; REPEATABLE READ keeps one.
-        conn.execute("BEGIN" if dialect_of(conn) is SQLITE else "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        conn.execute("BEGIN" if sqlite else "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
         try:
+            if budget is not None and not sqlite:
+                conn.execute(f"SET LOCAL statement_timeout = {budget.left_ms()}")
             yield conn
+        except Exception as exc:
+            if budget is not None and _interrupted(exc):
+                raise ReadInterrupted(
+                    "the client went away" if budget.cancelled.is_set() else f"longer than {budget.seconds:g} s"
+                ) from None
+            raise
         finally:
-            conn.execute("ROLLBACK")
+            with contextlib.suppress(Exception):
+                conn.execute("ROLLBACK")
+            if budget is not None and sqlite:
+                conn.set_progress_handler(None, 0)
+
+
+def _interrupted(exc: BaseException) -> bool:
+    """Whether ``exc`` is the engine stopping a statement (SQLite's progress handler, PostgreSQL's timeout or
+    cancel request)."""
+    if isinstance(exc, sqlite3.OperationalError):
+        return "interrupted" in str(exc)
+    return type(exc).__name__ == "QueryCanceled"
 
 
 def file_of(database: object) -> Path | None:

@@ -9,12 +9,14 @@ with the reason; an unknown record or alert a 404.
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import os
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
 from ragtrace import environment_variables as env
-from ragtrace_collector._store import snapshot
+from ragtrace_collector._store import QueryBudget, ReadInterrupted, snapshot
 from ragtrace_collector._store.triage import (
     alert_detail,
     alert_scope,
@@ -37,7 +39,13 @@ if TYPE_CHECKING:
     from starlette.responses import Response
     from starlette.routing import BaseRoute
 
-__all__ = ["TRACE_URL_VARIABLE", "triage_routes"]
+__all__ = ["DEFAULT_QUERY_SECONDS", "TRACE_URL_VARIABLE", "triage_routes"]
+
+_log = logging.getLogger("ragtrace_collector")
+
+DEFAULT_QUERY_SECONDS = 2.0
+"""How long one page or API request's reads may run: a request costs at most this much of a core."""
+_DISCONNECT_POLL_SECONDS = 0.1
 
 _MAX_ID = 2**63 - 1
 """The largest id SQLite stores: a larger one in a URL is a 400, not an overflow in the query."""
@@ -47,9 +55,16 @@ TRACE_URL_VARIABLE = env.RAGTRACE_COLLECTOR_TRACE_URL
 ``http://127.0.0.1:16686/trace/{trace_id}`` (Jaeger) or Phoenix's trace page."""
 
 
-def triage_routes(source: object, *, trace_url: str | None = None, poll_ms: int = 10_000) -> list[BaseRoute]:
-    """The routes, reading ``source`` (a store file path); ``trace_url`` defaults to
-    ``RAGTRACE_COLLECTOR_TRACE_URL``, ``poll_ms`` is how often the list asks for new records."""
+def triage_routes(
+    source: object,
+    *,
+    trace_url: str | None = None,
+    poll_ms: int = 10_000,
+    query_seconds: float = DEFAULT_QUERY_SECONDS,
+) -> list[BaseRoute]:
+    """The routes, reading ``source`` (a store file path or URL); ``trace_url`` defaults to
+    ``RAGTRACE_COLLECTOR_TRACE_URL``, ``poll_ms`` is how often the list asks for new records, ``query_seconds``
+    how long one request's reads may run (then 503), and they stop as soon as its client leaves."""
     from starlette.concurrency import run_in_threadpool
     from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse
     from starlette.routing import Route
@@ -62,10 +77,37 @@ def triage_routes(source: object, *, trace_url: str | None = None, poll_ms: int 
         except FilterError as err:
             return PlainTextResponse(f"{err}\n", status_code=400)
 
-    def read(work: Any) -> Any:
+    def read_within(budget: QueryBudget, work: Any) -> Any:
         # One snapshot: a page's statements (its rows, then the newest row it counts as seen) see one state.
-        with snapshot(source) as conn:
+        with snapshot(source, budget) as conn:
             return work(conn)
+
+    async def read(request: Request, work: Any) -> Any:
+        """``work(connection)`` on a worker thread, within the request's budget, stopped if the client leaves."""
+        budget = QueryBudget(query_seconds)
+        running = asyncio.ensure_future(run_in_threadpool(read_within, budget, work))
+        while not running.done():
+            await asyncio.wait({running}, timeout=_DISCONNECT_POLL_SECONDS)
+            if not running.done() and await request.is_disconnected():
+                budget.cancel()
+        return running.result()
+
+    def bounded(handler: Any) -> Any:
+        """The route ``handler``, answering 503 (naming what to narrow) when a read ran out of its budget."""
+
+        async def route(request: Request) -> Response:
+            try:
+                response: Response = await handler(request)
+            except ReadInterrupted as why:
+                _log.warning("a page read stopped (%s): %s", why, request.url.path)
+                return PlainTextResponse(
+                    f"this view's reads took {why}; narrow it (since=, until=, service=, fewer score=/meta=, a "
+                    "shorter q=) and ask again\n",
+                    status_code=503,
+                )
+            return response
+
+        return route
 
     async def records(request: Request) -> Response:
         alert_id = request.query_params.get("alert")
@@ -73,14 +115,14 @@ def triage_routes(source: object, *, trace_url: str | None = None, poll_ms: int 
             # ?alert=<id>: the records that made that alert fire, as the list's own filters (bookmarkable).
             if not (alert_id.isascii() and alert_id.isdigit() and len(alert_id) < 19):
                 return PlainTextResponse("alert must be an alert's id, as /alerts/{id} shows it\n", status_code=400)
-            scope = await run_in_threadpool(read, lambda c: alert_scope(c, int(alert_id)))
+            scope = await read(request, lambda c: alert_scope(c, int(alert_id)))
             if scope is None:
                 return PlainTextResponse(f"no alert {alert_id} in this store\n", status_code=404)
             return RedirectResponse(f"/records?{alert_records_filter(scope).query()}", status_code=303)
         f = filtered(request)
         if not isinstance(f, RecordFilter):
             return f
-        result, names, row = await run_in_threadpool(read, lambda c: (list_records(c, f), services(c), last_row(c)))
+        result, names, row = await read(request, lambda c: (list_records(c, f), services(c), last_row(c)))
         return HTMLResponse(list_page(result, f, names, last_row=row, poll_ms=poll_ms))
 
     async def api_records(request: Request) -> Response:
@@ -90,7 +132,7 @@ def triage_routes(source: object, *, trace_url: str | None = None, poll_ms: int 
         after_text = request.query_params.get("after_row", "0")
         if not (after_text.isascii() and after_text.isdigit() and len(after_text) < 19):
             return PlainTextResponse("after_row must be the last_row a page was given\n", status_code=400)
-        rows, next_row, more = await run_in_threadpool(read, lambda c: newer_records(c, f, int(after_text)))
+        rows, next_row, more = await read(request, lambda c: newer_records(c, f, int(after_text)))
         back = f.query()
         return JSONResponse(
             {
@@ -103,7 +145,7 @@ def triage_routes(source: object, *, trace_url: str | None = None, poll_ms: int 
 
     async def record(request: Request) -> Response:
         span_id = request.path_params["span_id"]
-        detail = await run_in_threadpool(read, lambda c: record_detail(c, span_id))
+        detail = await read(request, lambda c: record_detail(c, span_id))
         if detail is None:
             return PlainTextResponse(f"no record {span_id} in this store\n", status_code=404)
         back = urlencode(request.query_params.multi_items())
@@ -113,7 +155,7 @@ def triage_routes(source: object, *, trace_url: str | None = None, poll_ms: int 
         alert_id = request.path_params["alert_id"]
         if alert_id > _MAX_ID:  # the route takes any digits; SQLite's integers stop here
             return PlainTextResponse(f"alert id: at most {_MAX_ID}, as /alerts/{{id}} shows it\n", status_code=400)
-        detail = await run_in_threadpool(read, lambda c: alert_detail(c, alert_id))
+        detail = await read(request, lambda c: alert_detail(c, alert_id))
         if detail is None:
             return PlainTextResponse(f"no alert {alert_id} in this store\n", status_code=404)
         return HTMLResponse(alert_page(detail))
@@ -123,7 +165,7 @@ def triage_routes(source: object, *, trace_url: str | None = None, poll_ms: int 
         rule = q.get("rule")
         if not rule:
             return PlainTextResponse("give the alert's rule: /alert?rule=...&service=...\n", status_code=400)
-        found = await run_in_threadpool(read, lambda c: latest_alert_id(c, rule, q.get("service"), q.get("route")))
+        found = await read(request, lambda c: latest_alert_id(c, rule, q.get("service"), q.get("route")))
         if found is None:
             return PlainTextResponse(f"no alert of rule {rule} for that group in this store\n", status_code=404)
         return RedirectResponse(f"/alerts/{found}", status_code=303)
@@ -132,16 +174,16 @@ def triage_routes(source: object, *, trace_url: str | None = None, poll_ms: int 
         f = filtered(request)
         if not isinstance(f, RecordFilter):
             return f
-        data = await run_in_threadpool(read, lambda c: read_costs(c, f))
+        data = await read(request, lambda c: read_costs(c, f))
         return HTMLResponse(costs_page(data, f))
 
     return [
-        Route("/records", records, methods=["GET"], name="records"),
-        Route("/records/{span_id}", record, methods=["GET"], name="record"),
-        Route("/alerts/{alert_id:int}", alert, methods=["GET"], name="alert"),
-        Route("/alert", group_alert, methods=["GET"], name="group_alert"),
-        Route("/costs", costs, methods=["GET"], name="costs"),
-        Route("/api/records", api_records, methods=["GET"], name="api_records"),
+        Route("/records", bounded(records), methods=["GET"], name="records"),
+        Route("/records/{span_id}", bounded(record), methods=["GET"], name="record"),
+        Route("/alerts/{alert_id:int}", bounded(alert), methods=["GET"], name="alert"),
+        Route("/alert", bounded(group_alert), methods=["GET"], name="group_alert"),
+        Route("/costs", bounded(costs), methods=["GET"], name="costs"),
+        Route("/api/records", bounded(api_records), methods=["GET"], name="api_records"),
     ]
 
 

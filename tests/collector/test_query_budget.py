@@ -1,0 +1,75 @@
+"""A page's reads cost at most their budget and nothing once the client left (issue 26): a statement past its time,
+or running when its request's client goes away, is stopped by the engine, on SQLite (a progress handler) and on
+PostgreSQL (``statement_timeout``, a cancel request)."""
+
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+from ragtrace_collector._report import page_routes
+from ragtrace_collector._store import QueryBudget, ReadInterrupted, snapshot
+from starlette.applications import Starlette
+
+from tests.collector._devtools import served
+
+# Never ends by itself: only the engine stopping it ends it.
+_ENDLESS = {
+    "sqlite": "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c",
+    "postgresql": "SELECT pg_sleep(3600)",
+}
+
+
+def _engine(target: str) -> str:
+    return "postgresql" if target.startswith("postgresql://") else "sqlite"
+
+
+def test_a_read_past_its_budget_is_stopped(open_store: Callable[[], Any], store_target: str) -> None:
+    open_store().close()  # the schema
+    budget = QueryBudget(0.2)
+    with pytest.raises(ReadInterrupted, match=r"longer than 0\.2 s"), snapshot(store_target, budget) as conn:
+        conn.execute(_ENDLESS[_engine(store_target)]).fetchall()
+
+
+def test_a_read_whose_client_left_is_stopped_at_once(open_store: Callable[[], Any], store_target: str) -> None:
+    open_store().close()
+    budget = QueryBudget(3600)  # only the cancel can stop it
+    # The client leaving, as the route sees it, while the statement runs.
+    leaving = threading.Timer(0.3, budget.cancel)
+    leaving.start()
+    try:
+        with pytest.raises(ReadInterrupted, match="the client went away"), snapshot(store_target, budget) as conn:
+            conn.execute(_ENDLESS[_engine(store_target)]).fetchall()
+    finally:
+        leaving.cancel()
+
+
+def test_a_page_whose_client_disconnects_stops_reading(
+    open_store: Callable[[], Any], store_target: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = open_store()
+    started = threading.Event()
+    endless = _ENDLESS[_engine(store_target)]
+
+    def slow_list(conn: Any, f: Any) -> Any:
+        started.set()
+        return conn.execute(endless).fetchall()
+
+    monkeypatch.setattr("ragtrace_collector._triage._routes.list_records", slow_list)
+    caplog.set_level(logging.WARNING, logger="ragtrace_collector")
+    with served(Starlette(routes=page_routes(store))) as base:
+        address = urlsplit(base)
+        client = socket.create_connection((address.hostname, address.port))
+        client.sendall(b"GET /records HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        assert started.wait(30)
+        client.close()  # the reader gives up
+        deadline = time.monotonic() + 30
+        while not any("the client went away" in r.getMessage() for r in caplog.records):
+            assert time.monotonic() < deadline, "the read went on after its client left"
+            time.sleep(0.05)
