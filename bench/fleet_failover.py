@@ -47,7 +47,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             encoding="utf-8",
         )
         url = server.database()
-        with running_fleet(url, Path(tmp), extra=("--no-score", "--no-join", "--rules", str(rules))) as fleet:
+        with running_fleet(url, Path(tmp), extra=("--rules", str(rules))) as fleet:
             took: list[float] = []
             for _ in range(args.kills):
                 leader = fleet.leader()

@@ -6,6 +6,12 @@ them with ragtrace's ``Suite`` and judge on a thread of its own (a slow judge ne
 writes the scores with ``source = 'collector'``. Every undecided record gets a decision: ``evaluated``,
 ``not_sampled``, ``overflow`` (queue full), ``error`` (scoring failed as a whole).
 
+Several replicas may share the store (PostgreSQL) and each receive the same record (an exporter's retry): a
+record is scored by the replica that *claims* it (``_store.claims``: undecided and free, for a lease), so the judge
+is paid once. Every ``sweep_seconds`` the scorer also claims what no replica is scoring: records whose claim ran
+out (the claimer died) and records stored more than ``unclaimed_grace_seconds`` ago and never claimed (their
+replica died between storing and claiming, or a restart came between).
+
 When forwarding is on, the scores also go downstream as a carrier span (OpenInference kind EVALUATOR,
 linked to the RAG span), as the app does for late scores (``_carrier.py``).
 
@@ -42,7 +48,7 @@ from ragtrace.metrics._registry import configured_suite
 from ragtrace_collector._carrier import carrier_export, encode, score_rows
 from ragtrace_collector._otlp import Batch, Row
 from ragtrace_collector._prometheus import Stats
-from ragtrace_collector._store import DatabaseError, Storage, StoreError
+from ragtrace_collector._store import DatabaseError, Storage, StoreError, claims
 
 _log = logging.getLogger("ragtrace_collector")
 
@@ -110,6 +116,8 @@ class ServerScorer:
         stats: Stats | None = None,
         sampler: Sampler | None = None,
         limits: CaptureSettings | None = None,
+        sweep_seconds: float = 30.0,
+        unclaimed_grace_seconds: float = 60.0,
     ) -> None:
         sample_rate = SAMPLE_RATE.resolve(sample_rate)
         self.store = store
@@ -131,6 +139,11 @@ class ServerScorer:
         self._thread: threading.Thread | None = None
         self._idle = threading.Condition()
         self._pending = 0
+        self.owner = claims.replica_name()
+        """This process's name on the records it claims (several replicas may share the store)."""
+        self._sweep_seconds = sweep_seconds
+        self._grace_ns = int(unclaimed_grace_seconds * 1e9)
+        self._next_sweep = time.monotonic() + sweep_seconds
         self.scored = 0
         """Records scored (decision ``evaluated`` or ``error``)."""
 
@@ -191,10 +204,11 @@ class ServerScorer:
         tasks: set[asyncio.Task[None]] = set()
         in_flight: set[str] = set()  # span ids being scored now
         while True:
-            rows = await asyncio.to_thread(self._inbox.get)
-            if rows is None:
+            taken = await asyncio.to_thread(self._next_rows)
+            if taken is None:
                 break
-            fresh = await self._not_yet_decided(rows, in_flight)
+            rows, claimed = taken
+            fresh = rows if claimed else await self._claim(rows, in_flight)
             if len(fresh) < len(rows):
                 self._done(len(rows) - len(fresh))
             decided: list[Row] = []
@@ -220,10 +234,44 @@ class ServerScorer:
         if tasks:
             await asyncio.gather(*tasks)
 
-    async def _not_yet_decided(self, rows: list[Row], in_flight: set[str]) -> list[Row]:
-        """``rows`` without the spans already decided, being scored, or repeated in ``rows``.
+    def _next_rows(self) -> tuple[list[Row], bool] | None:
+        """The next records to score: a batch from ``submit`` (to claim), or, when none came for
+        ``sweep_seconds``, the orphans the sweep claimed (already claimed); None: stop."""
+        while True:
+            try:
+                rows = self._inbox.get(timeout=max(0.0, self._next_sweep - time.monotonic()))
+            except queue.Empty:
+                orphans = self._sweep()
+                if orphans:
+                    return orphans, True
+                continue
+            return (rows, False) if rows is not None else None
 
-        An exporter that retries sends the same unscored span again: scoring it twice would pay the judge twice.
+    def _sweep(self) -> list[Row]:
+        """Claim the undecided records nobody scores: a dead replica's claims, and records stored and never
+        claimed (their replica died first). A store that cannot be read now is swept again next time."""
+        self._next_sweep = time.monotonic() + self._sweep_seconds
+        now = time.time_ns()
+        try:
+            take = functools.partial(
+                claims.claim_orphans, unclaimed_before_ns=now - self._grace_ns, limit=self._queue_size
+            )
+            orphans = self.store.change(take, self.owner, now)
+        except (DatabaseError, StoreError):
+            _log.warning("could not look for records left unscored", exc_info=True)
+            return []
+        if orphans:
+            _log.info("scoring %d RAG record(s) that no replica is scoring", len(orphans))
+            with self._idle:
+                self._pending += len(orphans)
+        return orphans
+
+    async def _claim(self, rows: list[Row], in_flight: set[str]) -> list[Row]:
+        """``rows`` that this replica now holds to score: not decided, not claimed by another replica (or by this
+        one: being scored), not repeated in ``rows``.
+
+        An exporter that retries sends the same unscored span again, possibly to another replica: scoring it twice
+        would pay the judge twice. A store that cannot be written now leaves them to the sweep.
         """
         fresh: list[Row] = []
         seen = set(in_flight)
@@ -232,11 +280,13 @@ class ServerScorer:
                 seen.add(row["span_id"])
                 fresh.append(row)
         try:
-            decided = await asyncio.to_thread(self.store.decided, [row["span_id"] for row in fresh])
+            mine = await asyncio.to_thread(
+                self.store.change, claims.claim_records, [row["span_id"] for row in fresh], self.owner, time.time_ns()
+            )
         except (DatabaseError, StoreError):
-            _log.warning("could not read the stored decisions: scoring the records as new", exc_info=True)
-            return fresh
-        return [row for row in fresh if row["span_id"] not in decided]
+            _log.warning("could not claim records to score: the sweep takes them later", exc_info=True)
+            return []
+        return [row for row in fresh if row["span_id"] in mine]
 
     def _done(self, count: int) -> None:
         with self._idle:

@@ -6,8 +6,9 @@ Asserted: every span whose export returned success is stored exactly once; at mo
 every sample; a new leader takes over (the time it took is bench/fleet_failover.py's figure); a hallucination
 spike after the failovers gives exactly one ALERT row and one delivery to a local webhook.
 
-This variant runs with server-side scoring and the join off (``--no-score --no-join``): their claimed work is
-the next step of the PostgreSQL fleet (docs/deploy.md).
+Server-side scoring and the join run on every replica, as deployed (their work is claimed: the spans here come
+decided, so they claim nothing; tests/collector/test_claims.py has two replicas compete for the same records and
+traces).
 """
 
 from __future__ import annotations
@@ -147,7 +148,7 @@ def test_three_replicas_lose_nothing_when_the_leader_and_another_are_killed(
     url = postgres_server.database()
     rules = tmp_path / "rules.toml"
     rules.write_text(RULES.format(url=receiver.url), encoding="utf-8")
-    with running_fleet(url, tmp_path, extra=("--no-score", "--no-join", "--rules", str(rules))) as fleet:
+    with running_fleet(url, tmp_path, extra=("--rules", str(rules))) as fleet:
         leader = fleet.leader()
         sampler = _Sampler(postgres_server, url)
         sampler.start()

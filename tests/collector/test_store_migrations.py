@@ -34,7 +34,7 @@ def test_a_new_file_has_every_table_of_the_schema_at_the_current_version(tmp_pat
     Store(tmp_path / "c.db").close()
     assert _version(tmp_path / "c.db") == CURRENT >= 1
     for table in TABLES:
-        assert _columns(tmp_path / "c.db", table.name) == list(table.columns), table.name
+        assert _columns(tmp_path / "c.db", table.name) == list(table.all_columns), table.name
 
 
 # The tables as the collector's first release wrote them: without rag_records.reason, scores.claims,
@@ -71,7 +71,7 @@ def test_a_file_an_earlier_collector_wrote_is_migrated_with_its_rows_kept(tmp_pa
 
     assert _version(path) == CURRENT
     for table in TABLES:
-        assert _columns(path, table.name) == list(table.columns), table.name
+        assert _columns(path, table.name) == list(table.all_columns), table.name
     with sqlite3.connect(path) as conn:
         assert conn.execute("SELECT query, reason FROM rag_records").fetchall() == [("kept?", None)]
         assert conn.execute("SELECT value, claims FROM scores").fetchall() == [(0.25, None)]
@@ -107,7 +107,7 @@ def _all_at_once(target: Any, where: str, processes: int = 4) -> list[str]:
 def test_processes_opening_one_new_file_at_once_migrate_it_once_without_racing(tmp_path: Path) -> None:
     assert _all_at_once(_open_at_once, str(tmp_path / "c.db")) == ["ok"] * 4
     assert _version(tmp_path / "c.db") == CURRENT
-    assert _columns(tmp_path / "c.db", "scores") == list(TABLES[2].columns)
+    assert _columns(tmp_path / "c.db", "scores") == list(TABLES[2].all_columns)
 
 
 def test_a_file_from_a_newer_collector_is_refused_not_misread(tmp_path: Path) -> None:
@@ -182,7 +182,7 @@ def test_replicas_starting_at_once_on_one_postgresql_database_migrate_it_once(po
             "SELECT column_name FROM information_schema.columns "
             f"WHERE table_name = '{table.name}' ORDER BY ordinal_position",
         )
-        expected = [*table.columns, *(["rowid"] if table.arrival else [])]
+        expected = [*table.all_columns, *(["rowid"] if table.arrival else [])]
         assert [c for (c,) in columns] == expected, table.name
 
 

@@ -20,6 +20,7 @@ is held in memory between looks: the state is the table.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -33,7 +34,7 @@ from ragtrace_collector._join._limits import JoinLimits
 from ragtrace_collector._join._views import record_row, view
 from ragtrace_collector._otlp import Batch, Row
 from ragtrace_collector._prometheus import Stats
-from ragtrace_collector._store import Storage, StoreError
+from ragtrace_collector._store import Storage, StoreError, claims
 from ragtrace_collector._store import join as _queries
 
 __all__ = ["JoinStats", "Settler"]
@@ -82,6 +83,8 @@ class Settler:
         self._scorer = scorer
         self._stats = stats
         self._clock = clock
+        self.owner = claims.replica_name()
+        """This process's name on the traces it claims (several replicas may share the store)."""
         # Often enough that a trace is joined soon after it settles, rarely enough to cost nothing idle.
         self._poll = poll_seconds if poll_seconds is not None else min(1.0, limits.settle_seconds / 4)
         self._lock = threading.Lock()
@@ -151,8 +154,15 @@ class Settler:
             born_before = now - int(limits.max_seconds * _NS)
             looked: set[str] = set()
             while True:
-                due = self.store.read(_queries.due, quiet_since, born_before, _TRACES_PER_LOOK)
+                # Claimed: another replica looking now takes other traces, and a trace this one dies on is taken
+                # by another when the claim runs out.
+                due = self.store.change(
+                    claims.claim_due_traces, quiet_since, born_before, _TRACES_PER_LOOK, self.owner, now
+                )
                 fresh = [(t, first_ns) for t, first_ns in due if t not in looked]
+                for trace_id, _ in due:
+                    if trace_id in looked:  # looked at in this pass already: free for the next one
+                        self.store.change(claims.release_trace, trace_id, now)
                 for trace_id, first_ns in fresh:
                     looked.add(trace_id)
                     written.extend(self._settle(trace_id, now, expired=first_ns <= born_before))
@@ -171,7 +181,7 @@ class Settler:
         if not expired and (last > now - int(self.limits.settle_seconds * _NS) or not rooted):
             # Not settled: a span arrived within the window (look again a window after it), or the root has not
             # arrived yet (look again a window from now).
-            self.store.change(_queries.touch, trace_id, last if rooted else now)
+            self.store.change(claims.release_trace, trace_id, last if rooted else now)
             return []
         try:
             found = join_trace([view(r) for r in rows])
@@ -187,6 +197,8 @@ class Settler:
             self.store.write(Batch(rag_records=records, settled=[trace_id]))
         except StoreError:
             _log.error("could not store the RAG calls of trace %s; trying again", trace_id, exc_info=True)
+            with contextlib.suppress(StoreError):  # else its claim runs out, and it is tried then
+                self.store.change(claims.release_trace, trace_id, now)
             return []
         self._joined += 1
         self._expired += expired

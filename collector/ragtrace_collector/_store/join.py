@@ -1,5 +1,6 @@
 """The joiner's reads on the store's connection (the caller holds the store's lock). Writes go through
-``Store.write`` (``Batch.settled``), so a join's records and the end of its wait commit together."""
+``Store.write`` (``Batch.settled``), so a join's records and the end of its wait commit together; which traces
+are due, and taken to be joined, is ``claims.py``'s."""
 
 from __future__ import annotations
 
@@ -9,24 +10,7 @@ from typing import Any
 from ragtrace_collector._store.dialect import AnyConnection
 from ragtrace_collector._store.schema import JOIN_PENDING, RAG_COLUMNS, RAG_RECORDS, SPANS
 
-__all__ = ["due", "existing_records", "oldest_over", "spans_of", "totals", "touch", "undecided_since"]
-
-
-def due(conn: AnyConnection, quiet_since_ns: int, born_before_ns: int, limit: int) -> list[tuple[str, int]]:
-    """``(trace_id, first_ns)`` of waiting traces quiet since ``quiet_since_ns`` or older than ``born_before_ns``."""
-    cursor = conn.execute(
-        f"SELECT trace_id, first_ns FROM {JOIN_PENDING} WHERE last_ns <= ? OR first_ns <= ? ORDER BY last_ns LIMIT ?",
-        (quiet_since_ns, born_before_ns, limit),
-    )
-    return [(str(row[0]), int(row[1])) for row in cursor]
-
-
-def touch(conn: AnyConnection, trace_id: str, last_ns: int) -> None:
-    """Look at ``trace_id`` again a settle window after ``last_ns`` (run it in ``Store.change``)."""
-    conn.execute(
-        f"UPDATE {JOIN_PENDING} SET last_ns = CASE WHEN last_ns > ? THEN last_ns ELSE ? END WHERE trace_id = ?",
-        (last_ns, last_ns, trace_id),
-    )
+__all__ = ["existing_records", "oldest_over", "spans_of", "totals", "undecided_since"]
 
 
 def totals(conn: AnyConnection) -> tuple[int, int]:

@@ -12,7 +12,8 @@ the work done.
 * PostgreSQL: the version is the one row of ``ragtrace_schema``; the lock is a transaction-scoped advisory
   lock (``pg_advisory_xact_lock``). DDL is transactional there too.
 
-Step 1 is the baseline: every table and index of ``schema.py``, made where missing, and the columns an earlier
+Step 2 adds the claims of work that several replicas share (the join, server-side scoring). Step 1 is the
+baseline: every table and index of ``schema.py``, made where missing, and the columns an earlier
 collector's SQLite file lacks (``rag_records.reason``, ``scores.claims``, ``alerts.silenced``), added with their
 rows kept. A later change of schema is a new step appended to ``STEPS`` (never an edit of an old one), and
 ``schema.py`` shows the result.
@@ -27,7 +28,7 @@ from collections.abc import Callable
 from typing import Final
 
 from ragtrace_collector._store.dialect import SQLITE, AnyConnection, Dialect, dialect_of
-from ragtrace_collector._store.schema import ALERT_ACKS, TABLES, quoted
+from ragtrace_collector._store.schema import ALERT_ACKS, RAG_RECORDS, TABLES, quoted
 
 __all__ = ["CURRENT", "STEPS", "SchemaTooNew", "migrate", "version"]
 
@@ -70,7 +71,21 @@ def _baseline(conn: AnyConnection, dialect: Dialect) -> None:
         )
 
 
-STEPS: Final[tuple[Callable[[AnyConnection, Dialect], None], ...]] = (_baseline,)
+def _claims(conn: AnyConnection, dialect: Dialect) -> None:
+    """The claims of work (``claims.py``): ``claimed_by``/``claimed_until`` on ``rag_records`` and ``join_pending``,
+    and an index of the records still undecided, which the sweep for a dead replica's work reads."""
+    for table in TABLES:
+        present = _columns(conn, dialect, table.name)
+        for column in table.all_columns:
+            if column not in present:
+                conn.execute(f"ALTER TABLE {quoted(table.name)} ADD COLUMN {table.column_ddl(column, dialect)}")
+    conn.execute(
+        f"CREATE INDEX IF NOT EXISTS {quoted(f'idx_{RAG_RECORDS}_undecided')} "
+        f"ON {quoted(RAG_RECORDS)} ({quoted('claimed_until')}) WHERE decision IS NULL"
+    )
+
+
+STEPS: Final[tuple[Callable[[AnyConnection, Dialect], None], ...]] = (_baseline, _claims)
 """Step ``i`` takes a store from version ``i`` to ``i + 1``."""
 CURRENT: Final = len(STEPS)
 

@@ -29,6 +29,7 @@ __all__ = [
     "ALERT_GROUP_COLUMNS",
     "ALERT_SILENCES",
     "ALERT_TABLES",
+    "CLAIM_COLUMNS",
     "JOIN_PENDING",
     "JOIN_PENDING_COLUMNS",
     "PHOENIX_CURSOR",
@@ -69,7 +70,8 @@ def quoted(name: str) -> str:
 class Table:
     """One table: ``columns`` in order (name -> Python type), ``pk`` its primary key, ``indexes`` the column
     lists indexed. ``rowid_pk``: the key is an id the database assigns (the alert tables' ``id``).
-    ``arrival``: its rows are read in the order they arrived, by ``rowid``. ``not_null``: columns declared
+    ``arrival``: its rows are read in the order they arrived, by ``rowid``. ``claimed``: a replica takes its rows
+    as work (``claims.py``), with the ``CLAIM_COLUMNS`` the store alone writes. ``not_null``: columns declared
     ``NOT NULL``."""
 
     name: str
@@ -78,6 +80,7 @@ class Table:
     indexes: tuple[tuple[str, ...], ...] = ()
     rowid_pk: bool = False
     arrival: bool = False
+    claimed: bool = False
     not_null: tuple[str, ...] = ()
     defaults: tuple[tuple[str, str], ...] = ()
 
@@ -85,16 +88,21 @@ class Table:
         """One column's declaration: ``"name" TYPE`` with its default and NOT NULL."""
         if self.rowid_pk and self.pk == (column,):
             return f"{quoted(column)} {dialect.identity}"
-        kind = self.columns[column]
+        kind = self.all_columns[column]
         declared = f"{quoted(column)} {dialect.types[kind]}{dialect.text_options if kind is str else ''}"
         if column in self.not_null:
             declared += " NOT NULL"
         default = dict(self.defaults).get(column)
         return f"{declared} DEFAULT {default}" if default is not None else declared
 
+    @property
+    def all_columns(self) -> dict[str, type]:
+        """``columns`` and, for a claimed table, the claim's columns after them."""
+        return {**self.columns, **CLAIM_COLUMNS} if self.claimed else self.columns
+
     def ddl(self, dialect: Dialect = SQLITE) -> str:
         """``CREATE TABLE IF NOT EXISTS`` in the engine's dialect."""
-        parts = [self.column_ddl(c, dialect) for c in self.columns]
+        parts = [self.column_ddl(c, dialect) for c in self.all_columns]
         if len(self.pk) == 1 and not self.rowid_pk:
             parts[list(self.columns).index(self.pk[0])] += " PRIMARY KEY"
         elif len(self.pk) > 1:
@@ -111,6 +119,10 @@ class Table:
             for cols in self.indexes
         ]
 
+
+CLAIM_COLUMNS: dict[str, type] = {"claimed_by": str, "claimed_until": int}
+"""Who took a row as work (a replica's name) and until when (ns since the epoch); the store alone writes them, so
+the rows a receiver upserts never name them."""
 
 SPAN_COLUMNS: dict[str, type] = {
     "span_id": str,
@@ -198,7 +210,14 @@ ACK_COLUMNS: dict[str, type] = {
 
 TABLES: Final = (
     Table(SPANS, SPAN_COLUMNS, ("span_id",), indexes=(("trace_id",),)),
-    Table(RAG_RECORDS, RAG_COLUMNS, ("span_id",), indexes=(("time_ns",), ("service", "time_ns")), arrival=True),
+    Table(
+        RAG_RECORDS,
+        RAG_COLUMNS,
+        ("span_id",),
+        indexes=(("time_ns",), ("service", "time_ns")),
+        arrival=True,
+        claimed=True,
+    ),
     Table(
         SCORES,
         SCORE_COLUMNS,
@@ -206,7 +225,7 @@ TABLES: Final = (
         indexes=(("metric", "time_ns"), ("service", "metric", "time_ns"), ("route", "metric", "time_ns")),
         arrival=True,
     ),
-    Table(JOIN_PENDING, JOIN_PENDING_COLUMNS, ("trace_id",), indexes=(("first_ns",), ("last_ns",))),
+    Table(JOIN_PENDING, JOIN_PENDING_COLUMNS, ("trace_id",), indexes=(("first_ns",), ("last_ns",)), claimed=True),
     Table(
         ALERTS,
         ALERT_COLUMNS,
