@@ -16,6 +16,8 @@ class Receiver:
 
     def __init__(self) -> None:
         self.bodies: queue.Queue[dict[str, Any]] = queue.Queue()
+        self.headers: list[dict[str, str]] = []
+        """The headers of each request received, in order."""
         self.statuses: list[int] = []
         receiver = self
 
@@ -23,6 +25,7 @@ class Receiver:
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length", "0"))
                 body = json.loads(self.rfile.read(length))
+                receiver.headers.append(dict(self.headers.items()))
                 status = receiver.statuses.pop(0) if receiver.statuses else 200
                 if status == 200:
                     receiver.bodies.put(body)

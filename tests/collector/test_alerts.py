@@ -130,6 +130,9 @@ def test_hallucination_spike_alerts_renotifies_resolves_and_goes_no_data(
         assert body["text"].startswith("*ALERT* hallucination-spike: hallucination [service=shop]")
         assert "vs baseline 5.0%" in body["text"]
         assert body["alert"]["state"] == "ALERT" and body["alert"]["value"] >= 8.0
+        # One key an episode, in the body and the header, so a receiver that dedupes pages once for it.
+        key = body["idempotency_key"]
+        assert receiver.headers[-1]["Idempotency-Key"] == key and len(key) == 32
 
         (row,) = alert_rows(store)
         assert (row["rule"], row["state"], row["previous_state"], row["metric"]) == (
@@ -145,13 +148,15 @@ def test_hallucination_spike_alerts_renotifies_resolves_and_goes_no_data(
         # Past it: one reminder.
         (reminder,) = watcher.evaluate_once(NOW + 31 * MINUTE)
         assert (reminder.state, reminder.previous_state) == ("ALERT", "ALERT")
-        assert "(still firing)" in receiver.next()["text"]
+        reminder = receiver.next()
+        assert "(still firing)" in reminder["text"] and reminder["idempotency_key"] == key
 
         # The spike leaves the window; the next hour is clean again: resolved.
         add_scores(store, "hallucination", pattern(200, 20), start=NOW + HOUR, end=NOW + 2 * HOUR)
         (resolved,) = watcher.evaluate_once(NOW + 2 * HOUR)
         assert (resolved.state, resolved.previous_state) == ("OK", "ALERT") and resolved.resolved
-        assert receiver.next()["text"].startswith("*RESOLVED* hallucination-spike")
+        resolved = receiver.next()
+        assert resolved["text"].startswith("*RESOLVED* hallucination-spike") and resolved["idempotency_key"] != key
 
         # Nothing scored for a day: NO_DATA, not OK.
         (silent,) = watcher.evaluate_once(NOW + 30 * HOUR)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol, runtime_checkable
@@ -30,6 +32,15 @@ class Alert:
     message: str
     silenced: bool = False
     """Recorded while a silence matched the group: not sent to any sink."""
+    episode_ns: int | None = None
+    """When the group entered ``state`` (the episode this notification is about)."""
+
+    @property
+    def idempotency_key(self) -> str:
+        """The same for every delivery of one group's change into one episode (a reminder of it too): a receiver
+        that dedupes on it never pages twice for one episode, whichever replica of a fleet sent it."""
+        group = json.dumps([self.rule, self.service, self.route, self.state, self.episode_ns])
+        return hashlib.sha256(group.encode("utf-8")).hexdigest()[:32]
 
     @property
     def resolved(self) -> bool:
@@ -57,8 +68,8 @@ class Alert:
         return f"*{head}* {self.rule}: {self.metric}{scope}: {self.message}"
 
     def payload(self) -> dict[str, Any]:
-        """The webhook body: Slack-compatible ``text`` plus the structured alert."""
-        return {"text": self.text, "alert": asdict(self)}
+        """The webhook body: Slack-compatible ``text``, the structured alert and its ``idempotency_key``."""
+        return {"text": self.text, "alert": asdict(self), "idempotency_key": self.idempotency_key}
 
 
 @runtime_checkable

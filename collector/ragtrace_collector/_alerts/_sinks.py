@@ -199,7 +199,9 @@ class WebhookSink:
             # Back-off that a close() cuts short: shutting down must not wait out a dead receiver.
             if attempt and self._closing.wait(self.backoff * 2 ** (attempt - 1)):
                 break
-            request = urllib.request.Request(self.url, data=body, headers=self.headers, method="POST")
+            # A receiver that dedupes (Alertmanager's webhook proxies, most incident tools) pages once an episode.
+            headers = {**self.headers, "Idempotency-Key": alert.idempotency_key}
+            request = urllib.request.Request(self.url, data=body, headers=headers, method="POST")
             try:
                 with _OPENER.open(request, timeout=self.timeout) as response:
                     response.read()

@@ -224,4 +224,5 @@ class Watcher:
             threshold=evaluation.threshold,
             message=message,
             silenced=silenced and not stepped.notify,
+            episode_ns=stepped.track.since_ns,
         )
