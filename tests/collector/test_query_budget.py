@@ -50,6 +50,22 @@ def test_a_read_whose_client_left_is_stopped_at_once(open_store: Callable[[], An
         leaving.cancel()
 
 
+def _hang_up_while_reading(store: Any, path: str, started: threading.Event, caplog: pytest.LogCaptureFixture) -> None:
+    """GET ``path`` of the pages over ``store`` on a real server, hang up once its read ``started``, and wait for
+    the server to say it stopped the read (it never ends by itself)."""
+    caplog.set_level(logging.WARNING, logger="ragtrace_collector")
+    with served(Starlette(routes=page_routes(store))) as base:
+        address = urlsplit(base)
+        client = socket.create_connection((address.hostname, address.port))
+        client.sendall(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode())
+        assert started.wait(30)
+        client.close()  # the reader gives up
+        deadline = time.monotonic() + 30
+        while not any("the client went away" in r.getMessage() for r in caplog.records):
+            assert time.monotonic() < deadline, f"the read of {path} went on after its client left"
+            time.sleep(0.05)
+
+
 def test_a_page_whose_client_disconnects_stops_reading(
     open_store: Callable[[], Any], store_target: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -62,14 +78,22 @@ def test_a_page_whose_client_disconnects_stops_reading(
         return conn.execute(endless).fetchall()
 
     monkeypatch.setattr("ragtrace_collector._triage._routes.list_records", slow_list)
-    caplog.set_level(logging.WARNING, logger="ragtrace_collector")
-    with served(Starlette(routes=page_routes(store))) as base:
-        address = urlsplit(base)
-        client = socket.create_connection((address.hostname, address.port))
-        client.sendall(b"GET /records HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
-        assert started.wait(30)
-        client.close()  # the reader gives up
-        deadline = time.monotonic() + 30
-        while not any("the client went away" in r.getMessage() for r in caplog.records):
-            assert time.monotonic() < deadline, "the read went on after its client left"
-            time.sleep(0.05)
+    _hang_up_while_reading(store, "/records", started, caplog)
+
+
+def test_the_overview_whose_client_disconnects_stops_reading(
+    open_store: Callable[[], Any], store_target: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = open_store()
+    started = threading.Event()
+    endless = _ENDLESS[_engine(store_target)]
+
+    def slow_summary(source: Any, **_: Any) -> Any:
+        started.set()
+        from ragtrace_collector._store import reading
+
+        with reading(source) as conn:  # a connection the store opens: within the request's budget
+            return conn.execute(endless).fetchall()
+
+    monkeypatch.setattr("ragtrace_collector._report._page.summary", slow_summary)
+    _hang_up_while_reading(store, "/", started, caplog)

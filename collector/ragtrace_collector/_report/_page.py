@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from pathlib import Path
@@ -15,7 +16,7 @@ from ragtrace_collector._report._alert_panel import alert_panel_html, read_alert
 from ragtrace_collector._report._format import Format
 from ragtrace_collector._report._html import html_page
 from ragtrace_collector._report._markdown import markdown
-from ragtrace_collector._store import RAG_RECORDS, file_of, is_postgres
+from ragtrace_collector._store import RAG_RECORDS, ReadInterrupted, file_of, is_postgres
 from ragtrace_collector._store.report import (
     alert_marks,
     open_source,
@@ -89,9 +90,10 @@ def page_routes(store: object, *, refresh_seconds: int = 60) -> list[BaseRoute]:
     and ``?threshold=`` to change the problem threshold) and the triage pages (``_triage``: records, a record,
     an alert, cost and coverage). Each request reads the store on a worker thread
     through its own read-only connection, so the page never blocks ingestion or the event loop."""
-    from starlette.concurrency import run_in_threadpool
     from starlette.responses import HTMLResponse, PlainTextResponse
     from starlette.routing import Route
+
+    from ragtrace_collector._http._bounded import DEFAULT_QUERY_SECONDS, bounded_call, interrupted_reply
 
     source = _page_source(store)
 
@@ -102,12 +104,21 @@ def page_routes(store: object, *, refresh_seconds: int = 60) -> list[BaseRoute]:
                 raise ValueError
         except ValueError:
             return PlainTextResponse("threshold must be a number in [0, 1]\n", status_code=400)
-        if request.query_params.get("format") == "markdown":
-            text = await run_in_threadpool(report, source, "markdown", threshold=threshold)
-            return PlainTextResponse(text, media_type="text/markdown; charset=utf-8")
-        body = await run_in_threadpool(
-            report, source, "html", threshold=threshold, refresh_seconds=refresh_seconds, alert_controls=True
-        )
+        try:
+            if request.query_params.get("format") == "markdown":
+                text = await bounded_call(
+                    request, DEFAULT_QUERY_SECONDS, functools.partial(report, source, "markdown", threshold=threshold)
+                )
+                return PlainTextResponse(text, media_type="text/markdown; charset=utf-8")
+            body = await bounded_call(
+                request,
+                DEFAULT_QUERY_SECONDS,
+                functools.partial(
+                    report, source, "html", threshold=threshold, refresh_seconds=refresh_seconds, alert_controls=True
+                ),
+            )
+        except ReadInterrupted as why:
+            return interrupted_reply(request, why)
         return HTMLResponse(body)
 
     from ragtrace_collector._triage import triage_routes

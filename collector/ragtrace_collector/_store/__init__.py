@@ -35,6 +35,7 @@ from ragtrace_collector._store.connection import (
     reading,
     redacted_url,
     snapshot,
+    within,
 )
 from ragtrace_collector._store.migrations import SchemaTooNew
 from ragtrace_collector._store.schema import (
@@ -82,6 +83,7 @@ __all__ = [
     "reading",
     "redacted_url",
     "snapshot",
+    "within",
 ]
 
 

@@ -18,6 +18,7 @@ then, which reads the same SQL).
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import os
 import sqlite3
 import threading
@@ -51,6 +52,7 @@ __all__ = [
     "redacted_url",
     "snapshot",
     "table_names",
+    "within",
 ]
 
 Connection: TypeAlias = "sqlite3.Connection | PgConnection"
@@ -140,26 +142,6 @@ def connect_readonly(path: Target, *, timeout: float = BUSY_TIMEOUT_SECONDS, che
     return sqlite3.connect(_uri(path, "ro"), uri=True, timeout=timeout, check_same_thread=check_same_thread)
 
 
-@contextlib.contextmanager
-def reading(source: object) -> Iterator[Connection]:
-    """A read-only connection to ``source`` for the block: a path, an object with a ``path`` (the collector's
-    ``Store``), or an open connection or ``sqlite_utils.Database`` (used as it is and left open). ``TypeError``
-    for anything else."""
-    # An open connection, or a sqlite_utils.Database holding one: the caller's, left open.
-    conn = source if isinstance(source, sqlite3.Connection) else getattr(source, "conn", None)
-    if isinstance(conn, sqlite3.Connection):
-        yield conn
-        return
-    path = getattr(source, "path", None) or getattr(source, "url", None) or source
-    if not isinstance(path, str | os.PathLike):
-        raise TypeError(f"a store is read from a path or a Store, not {type(source)!r}")
-    opened = connect_readonly(path)
-    try:
-        yield opened
-    finally:
-        opened.close()
-
-
 class ReadInterrupted(RuntimeError):
     """A read stopped before it finished: its time budget ran out, or whoever asked for it went away."""
 
@@ -170,6 +152,7 @@ class QueryBudget:
     SQLite checks it every few thousand steps of the statement running (a progress handler); PostgreSQL gets the
     time left as ``statement_timeout`` and a cancel request when ``cancel()`` is called. Either way the read
     raises ``ReadInterrupted``, so one request costs at most its budget, and nothing once nobody waits for it.
+    Reads take it from ``within(budget)`` around them (a context variable), or from ``snapshot``'s argument.
     """
 
     def __init__(self, seconds: float) -> None:
@@ -203,41 +186,44 @@ class QueryBudget:
             hook()
 
 
+_BUDGET: contextvars.ContextVar[QueryBudget | None] = contextvars.ContextVar("ragtrace_query_budget", default=None)
 _STEPS_PER_CHECK = 20_000
 """SQLite virtual-machine steps between two looks at the budget (a few hundred microseconds of work)."""
 
 
 @contextlib.contextmanager
-def snapshot(source: object, budget: QueryBudget | None = None) -> Iterator[Connection]:
-    """``reading(source)`` inside one read transaction: the block's statements see one snapshot of the store
-    (a page's rows, then the newest row it counts as seen), so a record committed between them is neither
-    shown nor skipped. Nothing is written; the transaction is rolled back. With a ``budget``, a statement that
-    runs past it, or is running when it is cancelled, raises ``ReadInterrupted``."""
-    with reading(source) as opened:
-        conn: Any = opened  # either engine's: the progress handler is SQLite's, the cancel request psycopg's
-        sqlite = dialect_of(conn) is SQLITE
-        if budget is not None:
-            if sqlite:
-                conn.set_progress_handler(lambda: 1 if budget.over() else 0, _STEPS_PER_CHECK)
-            else:
-                budget.on_cancel(conn.raw.cancel)
-        # PostgreSQL's default isolation takes a snapshot per statement; REPEATABLE READ keeps one.
-        conn.execute("BEGIN" if sqlite else "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-        try:
-            if budget is not None and not sqlite:
-                conn.execute(f"SET LOCAL statement_timeout = {budget.left_ms()}")
-            yield conn
-        except Exception as exc:
-            if budget is not None and _interrupted(exc):
-                raise ReadInterrupted(
-                    "the client went away" if budget.cancelled.is_set() else f"longer than {budget.seconds:g} s"
-                ) from None
-            raise
-        finally:
-            with contextlib.suppress(Exception):
-                conn.execute("ROLLBACK")
-            if budget is not None and sqlite:
-                conn.set_progress_handler(None, 0)
+def within(budget: QueryBudget) -> Iterator[QueryBudget]:
+    """Every connection ``reading`` opens in the block (in this thread or task) reads within ``budget``."""
+    token = _BUDGET.set(budget)
+    try:
+        yield budget
+    finally:
+        _BUDGET.reset(token)
+
+
+@contextlib.contextmanager
+def _bounded(conn: Any, budget: QueryBudget | None) -> Iterator[None]:
+    """Hold ``conn``'s statements to ``budget`` for the block; an interrupted one raises ``ReadInterrupted``."""
+    if budget is None:
+        yield
+        return
+    sqlite = dialect_of(conn) is SQLITE
+    if sqlite:
+        conn.set_progress_handler(lambda: 1 if budget.over() else 0, _STEPS_PER_CHECK)
+    else:
+        conn.execute(f"SET statement_timeout = {budget.left_ms()}")
+        budget.on_cancel(conn.raw.cancel)
+    try:
+        yield
+    except Exception as exc:
+        if _interrupted(exc):
+            raise ReadInterrupted(
+                "the client went away" if budget.cancelled.is_set() else f"longer than {budget.seconds:g} s"
+            ) from None
+        raise
+    finally:
+        if sqlite:
+            conn.set_progress_handler(None, 0)
 
 
 def _interrupted(exc: BaseException) -> bool:
@@ -246,6 +232,44 @@ def _interrupted(exc: BaseException) -> bool:
     if isinstance(exc, sqlite3.OperationalError):
         return "interrupted" in str(exc)
     return type(exc).__name__ == "QueryCanceled"
+
+
+@contextlib.contextmanager
+def reading(source: object) -> Iterator[Connection]:
+    """A read-only connection to ``source`` for the block: a path, an object with a ``path`` (the collector's
+    ``Store``), or an open connection or ``sqlite_utils.Database`` (used as it is and left open). ``TypeError``
+    for anything else. A connection opened here reads within the budget of ``within`` around it, if any."""
+    # An open connection, or a sqlite_utils.Database holding one: the caller's, left open.
+    conn = source if isinstance(source, sqlite3.Connection) else getattr(source, "conn", None)
+    if isinstance(conn, sqlite3.Connection):
+        yield conn
+        return
+    path = getattr(source, "path", None) or getattr(source, "url", None) or source
+    if not isinstance(path, str | os.PathLike):
+        raise TypeError(f"a store is read from a path or a Store, not {type(source)!r}")
+    opened = connect_readonly(path)
+    try:
+        with _bounded(opened, _BUDGET.get()):
+            yield opened
+    finally:
+        opened.close()
+
+
+@contextlib.contextmanager
+def snapshot(source: object, budget: QueryBudget | None = None) -> Iterator[Connection]:
+    """``reading(source)`` inside one read transaction: the block's statements see one snapshot of the store
+    (a page's rows, then the newest row it counts as seen), so a record committed between them is neither
+    shown nor skipped. Nothing is written; the transaction is rolled back. With a ``budget`` (or one from
+    ``within``), a statement that runs past it, or is running when it is cancelled, raises ``ReadInterrupted``."""
+    with within(budget) if budget is not None else contextlib.nullcontext(), reading(source) as opened:
+        conn: Any = opened
+        # PostgreSQL's default isolation takes a snapshot per statement; REPEATABLE READ keeps one.
+        conn.execute("BEGIN" if dialect_of(conn) is SQLITE else "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        try:
+            yield conn
+        finally:
+            with contextlib.suppress(Exception):
+                conn.execute("ROLLBACK")
 
 
 def file_of(database: object) -> Path | None:

@@ -9,14 +9,13 @@ with the reason; an unknown record or alert a 404.
 
 from __future__ import annotations
 
-import asyncio
-import logging
 import os
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
 from ragtrace import environment_variables as env
-from ragtrace_collector._store import QueryBudget, ReadInterrupted, snapshot
+from ragtrace_collector._http._bounded import DEFAULT_QUERY_SECONDS, bounded_call, interrupted_reply
+from ragtrace_collector._store import ReadInterrupted, snapshot
 from ragtrace_collector._store.triage import (
     alert_detail,
     alert_scope,
@@ -39,13 +38,8 @@ if TYPE_CHECKING:
     from starlette.responses import Response
     from starlette.routing import BaseRoute
 
-__all__ = ["DEFAULT_QUERY_SECONDS", "TRACE_URL_VARIABLE", "triage_routes"]
+__all__ = ["TRACE_URL_VARIABLE", "triage_routes"]
 
-_log = logging.getLogger("ragtrace_collector")
-
-DEFAULT_QUERY_SECONDS = 2.0
-"""How long one page or API request's reads may run: a request costs at most this much of a core."""
-_DISCONNECT_POLL_SECONDS = 0.1
 
 _MAX_ID = 2**63 - 1
 """The largest id SQLite stores: a larger one in a URL is a 400, not an overflow in the query."""
@@ -65,7 +59,6 @@ def triage_routes(
     """The routes, reading ``source`` (a store file path or URL); ``trace_url`` defaults to
     ``RAGTRACE_COLLECTOR_TRACE_URL``, ``poll_ms`` is how often the list asks for new records, ``query_seconds``
     how long one request's reads may run (then 503), and they stop as soon as its client leaves."""
-    from starlette.concurrency import run_in_threadpool
     from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse
     from starlette.routing import Route
 
@@ -77,34 +70,23 @@ def triage_routes(
         except FilterError as err:
             return PlainTextResponse(f"{err}\n", status_code=400)
 
-    def read_within(budget: QueryBudget, work: Any) -> Any:
+    def in_snapshot(work: Any) -> Any:
         # One snapshot: a page's statements (its rows, then the newest row it counts as seen) see one state.
-        with snapshot(source, budget) as conn:
+        with snapshot(source) as conn:
             return work(conn)
 
     async def read(request: Request, work: Any) -> Any:
-        """``work(connection)`` on a worker thread, within the request's budget, stopped if the client leaves."""
-        budget = QueryBudget(query_seconds)
-        running = asyncio.ensure_future(run_in_threadpool(read_within, budget, work))
-        while not running.done():
-            await asyncio.wait({running}, timeout=_DISCONNECT_POLL_SECONDS)
-            if not running.done() and await request.is_disconnected():
-                budget.cancel()
-        return running.result()
+        """``work(connection)`` within the request's budget, stopped if the client leaves."""
+        return await bounded_call(request, query_seconds, in_snapshot, work)
 
     def bounded(handler: Any) -> Any:
-        """The route ``handler``, answering 503 (naming what to narrow) when a read ran out of its budget."""
+        """The route ``handler``, answering 503 (naming what to narrow) when its reads were stopped."""
 
         async def route(request: Request) -> Response:
             try:
                 response: Response = await handler(request)
             except ReadInterrupted as why:
-                _log.warning("a page read stopped (%s): %s", why, request.url.path)
-                return PlainTextResponse(
-                    f"this view's reads took {why}; narrow it (since=, until=, service=, fewer score=/meta=, a "
-                    "shorter q=) and ask again\n",
-                    status_code=503,
-                )
+                return interrupted_reply(request, why)
             return response
 
         return route
