@@ -52,7 +52,17 @@ class PostgresServer:
 
     port: int
     user: str
+    pg_ctl: list[str] = field(default_factory=list)
+    """The ``pg_ctl`` command line of this server's data directory (as the server's user), for stop and start."""
     _names: Iterator[int] = field(default_factory=lambda: itertools.count(1))
+
+    def stop(self) -> None:
+        """Stop the server at once (``-m immediate``: no checkpoint, as a crash would), keeping its data."""
+        subprocess.run([*self.pg_ctl, "-m", "immediate", "-w", "stop"], check=True, capture_output=True)
+
+    def start(self) -> None:
+        """Start it again on the same data directory and port (it recovers what was committed)."""
+        subprocess.run([*self.pg_ctl, "-w", "-t", "60", "start"], check=True, capture_output=True)
 
     def url(self, database: str = "postgres") -> str:
         return f"postgresql://{self.user}@127.0.0.1:{self.port}/{database}"
@@ -98,16 +108,13 @@ def running_postgres(*, durable: bool = False) -> Iterator[PostgresServer]:
     options = f"-c listen_addresses=127.0.0.1 -c port={port} -c unix_socket_directories={root}"
     if not durable:
         options += " -c fsync=off"
-    started = subprocess.run(
-        [*prefix, str(binaries / "pg_ctl"), "-D", str(data), "-l", str(log), "-o", options, "-w", "-t", "60", "start"],
-        capture_output=True,
-        text=True,
-    )
+    pg_ctl = [*prefix, str(binaries / "pg_ctl"), "-D", str(data), "-l", str(log), "-o", options]
+    started = subprocess.run([*pg_ctl, "-w", "-t", "60", "start"], capture_output=True, text=True)
     try:
         if started.returncode != 0:
             text = log.read_text(errors="replace") if log.exists() else started.stderr
             raise RuntimeError(f"PostgreSQL did not start: {text[-2000:]}")
-        yield PostgresServer(port, user)
+        yield PostgresServer(port, user, pg_ctl)
     finally:
         subprocess.run(
             [*prefix, str(binaries / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"], capture_output=True

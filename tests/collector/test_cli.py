@@ -9,6 +9,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -263,3 +264,51 @@ def test_serve_on_a_database_the_user_may_not_create_tables_in_names_the_grant(
     reader_url = url.replace(f"{postgres_server.user}@", "ragtrace_reader@")
     assert main(["serve", "--store", reader_url, "--port", "0", "--grpc-port", "-1"]) == 1
     assert "GRANT CREATE ON SCHEMA public" in capsys.readouterr().err
+
+
+def test_postgresql_going_away_mid_load_refuses_then_recovers_and_loses_nothing_acknowledged(tmp_path: Path) -> None:
+    """The store's server stops (as if it crashed) while an app exports: the collector answers 503 meanwhile (the
+    exporter retries), takes requests again once it is back, and every export that got a 200 is stored."""
+    import httpx
+
+    from tests.collector._postgres import postgres_bin, running_postgres
+    from tests.collector._spans import SpanFactory, hex_span_id, otlp_bytes, start_collector
+
+    if postgres_bin() is None:
+        pytest.skip("Debian's PostgreSQL is not installed: run `make system-deps`")
+    with running_postgres() as server:  # a server of its own: this test stops it
+        url = server.database()
+        running = start_collector(url)
+        acked: list[str] = []
+        statuses: list[int] = []
+
+        def export() -> int:
+            factory = SpanFactory(service="shop")
+            for _ in range(5):
+                factory.rag(scores={"faithfulness": 0.9}, decision="evaluated")
+            spans = factory.all()
+            reply = httpx.post(
+                f"http://127.0.0.1:{running.http_port}/v1/traces",
+                content=otlp_bytes(spans),
+                headers={"Content-Type": "application/x-protobuf"},
+                timeout=60,
+            )
+            statuses.append(reply.status_code)
+            if reply.status_code == 200:
+                acked.extend(hex_span_id(s) for s in spans)
+            return reply.status_code
+
+        try:
+            assert export() == 200
+            server.stop()
+            refused = export()
+            assert refused == 503  # retryable in OTLP: the exporter sends it again later
+            server.start()
+            deadline = time.monotonic() + 60
+            while export() != 200:  # the pool's broken connections are replaced as they fail
+                assert time.monotonic() < deadline, f"the collector did not recover: {statuses}"
+                time.sleep(0.2)
+        finally:
+            running.stop()
+        stored = {row[0] for row in server.psql(url, "SELECT span_id FROM spans")}
+    assert set(acked) <= stored and len(acked) >= 2 * 10
