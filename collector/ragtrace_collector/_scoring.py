@@ -9,8 +9,8 @@ writes the scores with ``source = 'collector'``. Every undecided record gets a d
 Several replicas may share the store (PostgreSQL) and each receive the same record (an exporter's retry): a
 record is scored by the replica that *claims* it (``_store.claims``: undecided and free, for a lease), so the judge
 is paid once. Every ``sweep_seconds`` the scorer also claims what no replica is scoring: records whose claim ran
-out (the claimer died) and records stored more than ``unclaimed_grace_seconds`` ago and never claimed (their
-replica died between storing and claiming, or a restart came between).
+out (the claimer died) and records stored more than ``unclaimed_grace_seconds`` ago, within the last hour, and
+never claimed (their replica died between storing and claiming, or a restart came between).
 
 When forwarding is on, the scores also go downstream as a carrier span (OpenInference kind EVALUATOR,
 linked to the RAG span), as the app does for late scores (``_carrier.py``).
@@ -54,6 +54,10 @@ _log = logging.getLogger("ragtrace_collector")
 
 DEFAULT_SAMPLE_RATE = 0.1
 """Fraction of undecided traces scored when ``RAGTRACE_SAMPLE_RATE`` is not set (as in the app)."""
+
+SWEEP_LOOKBACK_SECONDS = 3600.0
+"""How far back the sweep takes records that were stored and never claimed: long enough for a replica's restart,
+short enough that a store once served with ``--no-score`` is not scored wholesale when scoring starts."""
 
 SAMPLE_RATE = settings.rate("sample_rate", env.RAGTRACE_SAMPLE_RATE, default=DEFAULT_SAMPLE_RATE)
 
@@ -254,7 +258,10 @@ class ServerScorer:
         now = time.time_ns()
         try:
             take = functools.partial(
-                claims.claim_orphans, unclaimed_before_ns=now - self._grace_ns, limit=self._queue_size
+                claims.claim_orphans,
+                unclaimed_before_ns=now - self._grace_ns,
+                unclaimed_after_ns=now - int(SWEEP_LOOKBACK_SECONDS * 1e9),
+                limit=self._queue_size,
             )
             orphans = self.store.change(take, self.owner, now)
         except (DatabaseError, StoreError):

@@ -62,7 +62,7 @@ def test_a_dead_replicas_records_are_scored_by_another(open_store: Callable[[], 
     store = open_store()
     now = time.time_ns()
     taken_by_the_dead = _undecided(10, now)
-    never_taken = _undecided(5, now - 3600 * NS)  # stored an hour ago by a replica that died before claiming them
+    never_taken = _undecided(5, now - 1800 * NS)  # stored half an hour ago by a replica that died before claiming them
     store.write(taken_by_the_dead)
     store.write(never_taken)
     store.change(
@@ -90,7 +90,7 @@ def test_a_live_claim_is_left_alone(open_store: Callable[[], Any]) -> None:
     assert store.change(claims.claim_records, ids, "other:2:y", time.time_ns()) == set()
     orphans = store.change(
         lambda conn: claims.claim_orphans(
-            conn, "other:2:y", time.time_ns(), unclaimed_before_ns=time.time_ns(), limit=9
+            conn, "other:2:y", time.time_ns(), unclaimed_before_ns=time.time_ns(), unclaimed_after_ns=0, limit=9
         )
     )
     assert orphans == []
@@ -120,3 +120,19 @@ def test_replicas_claiming_due_traces_at_once_take_each_trace_once(open_store: C
         thread.join(60)
     every = [trace for found in taken for trace, _ in found]
     assert sorted(every) == [f"{i:032x}" for i in range(60)]  # all of them, none twice
+
+
+def test_the_sweep_leaves_records_older_than_its_look_back(open_store: Callable[[], Any]) -> None:
+    """A store once served without scoring is not scored wholesale when scoring starts: the sweep takes records
+    never claimed only within the last hour."""
+    store = open_store()
+    store.write(_undecided(4, time.time_ns() - 2 * 3600 * NS))  # two hours ago
+    recent = _undecided(2, time.time_ns() - 600 * NS)  # ten minutes ago
+    store.write(recent)
+    scorer = _scorer(store, FakeJudge(rate_chunks=[0.8]), sweep_seconds=0.1, unclaimed_grace_seconds=60)
+    try:
+        _until_decided(store, 2)
+    finally:
+        scorer.stop()
+    decided = {r[0] for r in rows(store, "SELECT span_id FROM rag_records WHERE decision IS NOT NULL")}
+    assert decided == {r["span_id"] for r in recent.rag_records}

@@ -87,18 +87,22 @@ def claim_orphans(
     now_ns: int,
     *,
     unclaimed_before_ns: int,
+    unclaimed_after_ns: int,
     limit: int,
     lease_seconds: float = LEASE_SECONDS,
 ) -> list[dict[str, Any]]:
     """Up to ``limit`` undecided RAG records nobody is scoring, claimed for this replica, with their columns: those
-    whose claim ran out (the claimer died), and those never claimed whose span arrived before
-    ``unclaimed_before_ns`` (the replica that stored them died before it claimed them)."""
+    whose claim ran out (the claimer died), and those never claimed whose span arrived between
+    ``unclaimed_after_ns`` and ``unclaimed_before_ns`` (the replica that stored them died before it claimed them).
+    The lower bound keeps a store once served without scoring from being scored wholesale when scoring starts."""
     until = now_ns + int(lease_seconds * _NS)
     where = (
         "decision IS NULL AND (claimed_until < ? OR (claimed_until IS NULL AND span_id IN "
-        f"(SELECT s.span_id FROM {SPANS} s WHERE s.span_id = {RAG_RECORDS}.span_id AND s.received_ns < ?)))"
+        f"(SELECT s.span_id FROM {SPANS} s WHERE s.span_id = {RAG_RECORDS}.span_id "
+        "AND s.received_ns >= ? AND s.received_ns < ?)))"
     )
-    keys = _take(conn, RAG_RECORDS, "span_id", where, (now_ns, unclaimed_before_ns), owner, until, limit)
+    args = (now_ns, unclaimed_after_ns, unclaimed_before_ns)
+    keys = _take(conn, RAG_RECORDS, "span_id", where, args, owner, until, limit)
     if not keys:
         return []
     marks = ", ".join("?" for _ in keys)

@@ -18,7 +18,6 @@ from __future__ import annotations
 import functools
 import re
 import threading
-import weakref
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -38,8 +37,6 @@ __all__ = ["PgConnection", "PostgresStore", "connect_postgres"]
 
 T = TypeVar("T")
 
-_STAGING: weakref.WeakKeyDictionary[psycopg.Connection[Any], set[str]] = weakref.WeakKeyDictionary()
-"""The staging tables each connection has made (temporary tables live as long as their connection)."""
 _PLACEHOLDER = re.compile(r"'(?:[^']|'')*'|\?|%")
 
 
@@ -81,14 +78,12 @@ class PgConnection:
     @contextmanager
     def staged(self, table: str, columns: dict[str, type], rows: Iterable[Sequence[Any]]) -> Iterator[str]:
         """``rows`` copied (``COPY``) into a temporary table shaped as ``table``'s ``columns``, for the block;
-        its name. The table is made once per connection (the pool keeps connections, and their temporary
-        tables, open) and emptied after the block, so the next batch of the transaction finds it empty."""
+        its name. The table lives as long as the connection (the pool keeps it open) and is emptied after the
+        block, so the next batch of the transaction finds it empty. It is made when missing in every transaction
+        (a cheap no-op when it exists): one made in a transaction that rolled back is gone."""
         name = f"ragtrace_staging_{table}"
-        made = _STAGING.setdefault(self.raw, set())
-        if name not in made:
-            declared = ", ".join(f"{column} {self.dialect.types[kind]}" for column, kind in columns.items())
-            self.raw.execute(f"CREATE TEMP TABLE IF NOT EXISTS {name} ({declared}) ON COMMIT DELETE ROWS")
-            made.add(name)
+        declared = ", ".join(f"{column} {self.dialect.types[kind]}" for column, kind in columns.items())
+        self.raw.execute(f"CREATE TEMP TABLE IF NOT EXISTS {name} ({declared}) ON COMMIT DELETE ROWS")
         with self.raw.cursor().copy(f"COPY {name} ({', '.join(columns)}) FROM STDIN") as copy:
             for row in rows:
                 copy.write_row(row)
