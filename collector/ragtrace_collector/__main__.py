@@ -250,7 +250,7 @@ def _copy(args: argparse.Namespace) -> int:
     from ragtrace_collector._store.transfer import copy_store
 
     PostgresStore(args.store).close()  # reachable, and the user may create the tables: said in one line if not
-    copied = copy_store(args.db, args.store)
+    copied = copy_store(args.db, args.store)  # StoreError, in one line, when the engine stopped it
     for table, count in copied.read.items():
         print(f"{table}: {count} row(s) read, {copied.written[table]} new in {redacted_url(args.store)}")
     return 0

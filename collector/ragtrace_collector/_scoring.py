@@ -212,7 +212,10 @@ class ServerScorer:
             if taken is None:
                 break
             rows, claimed = taken
-            fresh = rows if claimed else await self._claim(rows, in_flight)
+            # Swept rows are claimed already; one of them this replica is still scoring stays with that task.
+            fresh = (
+                [r for r in rows if r["span_id"] not in in_flight] if claimed else await self._claim(rows, in_flight)
+            )
             if len(fresh) < len(rows):
                 self._done(len(rows) - len(fresh))
             decided: list[Row] = []
@@ -303,6 +306,10 @@ class ServerScorer:
     async def _score_one(self, row: Row, judge: Judge, slots: asyncio.Semaphore) -> None:
         await slots.acquire()
         try:
+            # The record may have waited for a slot past its lease, and another replica taken it: renewed as the
+            # judge is about to be paid, and left to that replica when it is no longer this one's.
+            if not await self._still_mine(row["span_id"]):
+                return
             record = record_of(row, self.limits)
             if record is None:
                 # No content on the span (capture off): nothing to score; say so rather than stay undecided.
@@ -336,6 +343,15 @@ class ServerScorer:
         finally:
             slots.release()
             self._done(1)
+
+    async def _still_mine(self, span_id: str) -> bool:
+        try:
+            return bool(
+                await asyncio.to_thread(self.store.change, claims.renew_record, span_id, self.owner, time.time_ns())
+            )
+        except (DatabaseError, StoreError):
+            _log.warning("could not renew the claim on span %s: left to the sweep", span_id, exc_info=True)
+            return False
 
     def _write(self, batch: Batch) -> None:
         try:

@@ -136,3 +136,16 @@ def test_the_sweep_leaves_records_older_than_its_look_back(open_store: Callable[
         scorer.stop()
     decided = {r[0] for r in rows(store, "SELECT span_id FROM rag_records WHERE decision IS NOT NULL")}
     assert decided == {r["span_id"] for r in recent.rag_records}
+
+
+def test_a_claim_taken_over_after_its_lease_is_not_renewed_by_its_old_owner(open_store: Callable[[], Any]) -> None:
+    """A record that waited for a judge slot past its lease, and was taken by another replica, is left to it."""
+    store = open_store()
+    batch = _undecided(1, time.time_ns())
+    store.write(batch)
+    (span_id,) = [r["span_id"] for r in batch.rag_records]
+    long_ago = time.time_ns() - 3 * int(claims.LEASE_SECONDS * NS)
+    assert store.change(claims.claim_records, [span_id], "slow:1:x", long_ago) == {span_id}
+    assert store.change(claims.claim_records, [span_id], "other:2:y", time.time_ns()) == {span_id}  # lease ran out
+    assert not store.change(claims.renew_record, span_id, "slow:1:x", time.time_ns())
+    assert store.change(claims.renew_record, span_id, "other:2:y", time.time_ns())

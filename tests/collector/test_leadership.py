@@ -97,3 +97,18 @@ def test_on_sqlite_the_one_serve_always_leads(tmp_path: Path) -> None:
     assert _leads(leadership) and leadership.gained
     assert _leads(leadership) and not leadership.gained
     leadership.close()
+
+
+def test_a_new_session_is_a_new_term_even_for_the_same_replica(postgres_server: Any) -> None:
+    """A leader that lost its session and takes the lock again on a new one begins a new term (it reloads the state
+    from the store): what the old session did not commit must not count as done."""
+    url = postgres_server.database()
+    leader = Leadership(url)
+    try:
+        with leader.lead() as conn:
+            pid = conn.execute("SELECT pg_backend_pid()").fetchone()[0]
+        postgres_server.psql(url, f"SELECT pg_terminate_backend({pid})")
+        assert _leads(leader) and leader.gained
+        assert _leads(leader) and not leader.gained
+    finally:
+        leader.close()

@@ -133,3 +133,15 @@ def test_serve_with_retention_prunes_old_rows(tmp_path: Path) -> None:
     finally:
         running.stop()
     assert _count(tmp_path / "c.db", "spans") == 0
+
+
+def test_a_nul_character_in_a_sent_string_is_stored_not_refused(open_store: OpenStore) -> None:
+    """SQLite stores NUL; PostgreSQL's text cannot hold it: there it is written as U+FFFD rather than refusing the
+    whole export on every retry."""
+    factory = SpanFactory(service="sh\x00p")
+    rag = factory.rag(query="who\x00?", scores={"faithfulness": 0.5})
+    store = open_store()
+    store.write(decode_protobuf(otlp_bytes(factory.all()), 0))
+    (service, query), *_ = rows(store, "SELECT service, query FROM rag_records WHERE span_id = ?", (hex_span_id(rag),))
+    sqlite = store.path is not None
+    assert (service, query) == (("sh\x00p", "who\x00?") if sqlite else ("sh\ufffdp", "who\ufffd?"))

@@ -123,12 +123,18 @@ class Watcher:
             if self._tracks is None or self.leadership.gained:
                 # A new term: the previous leader's state is in the store, not in this process.
                 self._tracks = load_tracks(conn)
-            mutes = Mutes.read(conn, now)
-            groups: list[GroupState] = []
-            for rule in self.rules.rules:
-                alerts.extend(self._evaluate_rule(conn, rule, now, mutes, groups))
-            # Through the leader's own session: a replica that lost the lead cannot commit.
-            save(conn, [(alert, [s.name for s in sinks]) for alert, sinks in alerts], groups)
+            try:
+                mutes = Mutes.read(conn, now)
+                groups: list[GroupState] = []
+                for rule in self.rules.rules:
+                    alerts.extend(self._evaluate_rule(conn, rule, now, mutes, groups))
+                # Through the leader's own session: a replica that lost the lead cannot commit.
+                save(conn, [(alert, [s.name for s in sinks]) for alert, sinks in alerts], groups)
+            except BaseException:
+                # The tracks moved on in memory, the store did not: the next round reads the store again, so the
+                # changes this round did not commit are found (and recorded and sent) again, not taken as done.
+                self._tracks = None
+                raise
         # Notify after the commit: a sink that sees an alert can find its row.
         for alert, sinks in alerts:
             for sink in sinks:

@@ -42,8 +42,9 @@ async def bounded_call(request: Request, seconds: float, work: Callable[..., T],
     running = asyncio.ensure_future(run_in_threadpool(run))
     while not running.done():
         await asyncio.wait({running}, timeout=_DISCONNECT_POLL_SECONDS)
-        if not running.done() and await request.is_disconnected():
-            budget.cancel()
+        if not running.done() and not budget.cancelled.is_set() and await request.is_disconnected():
+            # Once, and on a worker thread: PostgreSQL's cancel request is a network call of its own.
+            await asyncio.to_thread(budget.cancel)
     return running.result()
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import socket
+import sqlite3
 import uuid
 from collections.abc import Sequence
 from typing import Any, Final
@@ -25,7 +26,15 @@ from typing import Any, Final
 from ragtrace_collector._store.dialect import SQLITE, AnyConnection, dialect_of
 from ragtrace_collector._store.schema import JOIN_PENDING, RAG_COLUMNS, RAG_RECORDS, SPANS
 
-__all__ = ["LEASE_SECONDS", "claim_due_traces", "claim_orphans", "claim_records", "release_trace", "replica_name"]
+__all__ = [
+    "LEASE_SECONDS",
+    "claim_due_traces",
+    "claim_orphans",
+    "claim_records",
+    "release_trace",
+    "renew_record",
+    "replica_name",
+]
 
 LEASE_SECONDS: Final = 600.0
 """How long a claim holds: past it, another replica takes the row (the claimer is taken to be dead)."""
@@ -39,6 +48,7 @@ def replica_name() -> str:
 
 
 _FREE = "(claimed_until IS NULL OR claimed_until < ?)"
+_SQLITE_RETURNING: Final = sqlite3.sqlite_version_info >= (3, 35)
 
 
 def _take(
@@ -46,9 +56,9 @@ def _take(
 ) -> list[Any]:
     """Claim up to ``limit`` rows of ``table`` that meet ``where`` (and are free) for ``owner`` until ``until``;
     the keys taken. Runs in the caller's transaction."""
-    if dialect_of(conn) is SQLITE:
+    if dialect_of(conn) is SQLITE and not _SQLITE_RETURNING:
         # One statement takes them (SQLite's write lock makes it atomic among connections), then a read of what
-        # it took, by this claim's owner and end: SQLite before 3.35 has no RETURNING.
+        # it took, by this claim's owner and end: SQLite before 3.35 has no RETURNING (that read scans the table).
         conn.execute(
             f"UPDATE {table} SET claimed_by = ?, claimed_until = ? WHERE {key} IN "
             f"(SELECT {key} FROM {table} WHERE {where} LIMIT ?)",
@@ -58,9 +68,11 @@ def _take(
             f"SELECT {key} FROM {table} WHERE claimed_by = ? AND claimed_until = ?", (owner, until)
         ).fetchall()
         return [row[0] for row in taken]
+    # PostgreSQL chooses the free rows FOR UPDATE SKIP LOCKED; SQLite's one statement is atomic under its lock.
+    lock = "" if dialect_of(conn) is SQLITE else " FOR UPDATE SKIP LOCKED"
     rows = conn.execute(
         f"UPDATE {table} SET claimed_by = ?, claimed_until = ? WHERE {key} IN "
-        f"(SELECT {key} FROM {table} WHERE {where} LIMIT ? FOR UPDATE SKIP LOCKED) RETURNING {key}",
+        f"(SELECT {key} FROM {table} WHERE {where} LIMIT ?{lock}) RETURNING {key}",
         (owner, until, *args, limit),
     ).fetchall()
     return [row[0] for row in rows]
@@ -129,6 +141,19 @@ def claim_due_traces(
     marks = ", ".join("?" for _ in keys)
     rows = conn.execute(f"SELECT trace_id, first_ns FROM {JOIN_PENDING} WHERE trace_id IN ({marks})", keys)
     return sorted(((str(t), int(f)) for t, f in rows.fetchall()), key=lambda found: found[1])
+
+
+def renew_record(
+    conn: AnyConnection, span_id: str, owner: str, now_ns: int, lease_seconds: float = LEASE_SECONDS
+) -> bool:
+    """Extend this replica's claim on a record it is about to score; False when the claim is no longer its own
+    (its lease ran out while the record waited, and another replica took it, or it was decided)."""
+    until = now_ns + int(lease_seconds * _NS)
+    cursor = conn.execute(
+        f"UPDATE {RAG_RECORDS} SET claimed_until = ? WHERE span_id = ? AND claimed_by = ? AND decision IS NULL",
+        (until, span_id, owner),
+    )
+    return int(cursor.rowcount) == 1
 
 
 def release_trace(conn: AnyConnection, trace_id: str, last_ns: int) -> None:

@@ -247,9 +247,11 @@ def reading(source: object) -> Iterator[Connection]:
     path = getattr(source, "path", None) or getattr(source, "url", None) or source
     if not isinstance(path, str | os.PathLike):
         raise TypeError(f"a store is read from a path or a Store, not {type(source)!r}")
-    opened = connect_readonly(path)
+    budget = _BUDGET.get()
+    # Connecting is part of the read: within the budget's time left, when there is one.
+    opened = connect_readonly(path, timeout=budget.left_ms() / 1000) if budget is not None else connect_readonly(path)
     try:
-        with _bounded(opened, _BUDGET.get()):
+        with _bounded(opened, budget):
             yield opened
     finally:
         opened.close()

@@ -136,10 +136,12 @@ def _pending(rows: Sequence[Row]) -> list[tuple[str, int, int, int, int]]:
     return [(trace_id, *values) for trace_id, values in traces.items()]  # type: ignore[misc]
 
 
-def _from_staging(sql: str, columns: dict[str, type], staging: str) -> str:
-    """The upsert ``sql`` reading its rows from the staging table rather than from one row of parameters."""
+def _from_staging(sql: str, columns: dict[str, type], staging: str, key: int) -> str:
+    """The upsert ``sql`` reading its rows from the staging table rather than from one row of parameters, in key
+    order (rows locked in one order by every writer)."""
     values = f"VALUES ({', '.join('?' for _ in columns)})"
-    return sql.replace(values, f"SELECT {', '.join(columns)} FROM {staging}", 1)
+    order = ", ".join(list(columns)[:key])
+    return sql.replace(values, f"SELECT {', '.join(columns)} FROM {staging} ORDER BY {order}", 1)
 
 
 def _upsert_rows(
@@ -168,8 +170,10 @@ def _upsert_rows(
         else:
             first[found] = row
     if first:
-        with conn.staged(table, columns, first.values()) as staging:
-            conn.execute(_from_staging(sql, columns, staging))
+        # In key order: concurrent batches then lock shared rows in one order, and cannot deadlock on them.
+        ordered = [first[found] for found in sorted(first, key=lambda k: tuple("" if v is None else v for v in k))]
+        with conn.staged(table, columns, ordered) as staging:
+            conn.execute(_from_staging(sql, columns, staging, key))
     if again:
         conn.executemany(sql, again)
 

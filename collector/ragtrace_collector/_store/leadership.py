@@ -59,20 +59,20 @@ class Leadership:
                     conn.close()
                 return
             was_leading = self.leading
-            self.leading = self._hold()
-            self.gained = self.leading and not was_leading
+            self.leading, self.gained = self._hold()
             if self.gained:
                 _log.info("this replica leads %s: it runs the alert watcher", redacted_url(str(self.target)))
             elif was_leading and not self.leading:
                 _log.warning("this replica no longer leads %s: another takes over", redacted_url(str(self.target)))
             yield self._session if self.leading else None
 
-    def _hold(self) -> bool:
-        """Keep or take the lock; False when another session holds it (or the store cannot be reached)."""
+    def _hold(self) -> tuple[bool, bool]:
+        """Keep or take the lock: (leading, a new term). Taking it on a new session is a new term even when this
+        process led before: what the old session did not commit is lost, and the store says where things stand."""
         if self._session is not None:
             try:
                 self._session.execute("SELECT 1").fetchone()
-                return True  # the session, and so the lock, is alive
+                return True, False  # the session, and so the lock, is alive: the term goes on
             except Exception:
                 self._drop()
         try:
@@ -81,10 +81,10 @@ class Leadership:
         except Exception:
             _log.warning("could not reach %s to lead", redacted_url(str(self.target)), exc_info=True)
             self._drop()
-            return False
+            return False, False
         if not held:
             self._drop()
-        return held
+        return held, held
 
     def _connect(self) -> Any:
         from ragtrace_collector._store.migrations import migrate

@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 
 import psycopg
 from psycopg import pq
+from psycopg.types.string import StrBinaryDumper, StrDumperUnknown
 from psycopg_pool import ConnectionPool
 
 from ragtrace_collector._otlp import Batch
@@ -37,13 +38,14 @@ __all__ = ["PgConnection", "PostgresStore", "connect_postgres"]
 
 T = TypeVar("T")
 
-_PLACEHOLDER = re.compile(r"'(?:[^']|'')*'|\?|%")
+_PLACEHOLDER = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|\?|%")
 
 
 @functools.lru_cache(maxsize=512)
 def _pg_sql(sql: str) -> str:
-    """The store's SQL with psycopg's placeholders: ``?`` outside string literals becomes ``%s``; every ``%``
-    (in a literal too) is doubled, since psycopg reads the text as a format string."""
+    """The store's SQL with psycopg's placeholders: ``?`` outside string literals and quoted identifiers becomes
+    ``%s``; every ``%`` (in a literal too) is doubled, since psycopg reads the text as a format string. The store's
+    SQL has no comments, dollar-quoted bodies or ``E''`` strings with a ``?`` in them (none would be read right)."""
 
     def swap(match: re.Match[str]) -> str:
         found = match.group(0)
@@ -54,6 +56,16 @@ def _pg_sql(sql: str) -> str:
     return _PLACEHOLDER.sub(swap, sql)
 
 
+class _NulSafeText(StrDumperUnknown):
+    def dump(self, obj: str) -> Any:
+        return super().dump(obj.replace("\x00", "\ufffd"))
+
+
+class _NulSafeBinary(StrBinaryDumper):
+    def dump(self, obj: str) -> Any:
+        return super().dump(obj.replace("\x00", "\ufffd"))
+
+
 class PgConnection:
     """A psycopg connection with the interface the store's SQL uses on ``sqlite3`` (see the module's doc)."""
 
@@ -62,6 +74,10 @@ class PgConnection:
     def __init__(self, conn: psycopg.Connection[Any]) -> None:
         self.raw = conn
         self.raw.autocommit = True
+        # PostgreSQL's text cannot hold NUL, which SQLite stores and senders may put in any string: written as
+        # U+FFFD instead, so the export is stored rather than refused on every retry.
+        self.raw.adapters.register_dumper(str, _NulSafeText)
+        self.raw.adapters.register_dumper(str, _NulSafeBinary)
 
     @property
     def in_transaction(self) -> bool:
@@ -87,10 +103,10 @@ class PgConnection:
         with self.raw.cursor().copy(f"COPY {name} ({', '.join(columns)}) FROM STDIN") as copy:
             for row in rows:
                 copy.write_row(row)
-        try:
-            yield name
-        finally:
-            self.raw.execute(f"TRUNCATE {name}")
+        yield name
+        # Emptied on success only: after an error the transaction is aborted (and rolls the rows back), and a
+        # statement here would hide the error (a deadlock, which ``write`` retries) behind "transaction aborted".
+        self.raw.execute(f"TRUNCATE {name}")
 
     def begin(self) -> None:
         if not self.in_transaction:

@@ -125,7 +125,9 @@ def where_clause(f: RecordFilter, dialect: Dialect = SQLITE) -> tuple[str, list[
         args += [bound.metric, bound.value]
     if f.text:
         pattern = "%" + f.text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-        clauses.append("(r.query LIKE ? ESCAPE '\\' OR r.answer LIKE ? ESCAPE '\\')")
+        # SQLite's LIKE ignores ASCII case; PostgreSQL's ILIKE does the same there.
+        like = "LIKE" if dialect is SQLITE else "ILIKE"
+        clauses.append(f"(r.query {like} ? ESCAPE '\\' OR r.answer {like} ? ESCAPE '\\')")
         args += [pattern, pattern]
     for key, value in f.meta:
         clause, meta_args = _metadata_clause(dialect, key, value)
