@@ -71,11 +71,19 @@ class PgConnection:
 
     dialect: Dialect = POSTGRESQL
 
-    def __init__(self, conn: psycopg.Connection[Any]) -> None:
+    def __init__(self, conn: psycopg.Connection[Any], *, nul_safe: bool = True) -> None:
+        """``nul_safe``: write NUL in strings as U+FFFD (see ``nul_safe``); the ingest pool's connections start
+        without it, for speed, and take it when a batch needs it."""
         self.raw = conn
         self.raw.autocommit = True
-        # PostgreSQL's text cannot hold NUL, which SQLite stores and senders may put in any string: written as
-        # U+FFFD instead, so the export is stored rather than refused on every retry.
+        if nul_safe:
+            self.nul_safe()
+
+    def nul_safe(self) -> None:
+        """Write NUL in strings as U+FFFD from now on: PostgreSQL's text cannot hold NUL, which SQLite stores and
+        senders may put in any string, and an export refused for it would be refused on every retry. (A Python
+        dumper for every string costs the ingest path about a fifth, so the pool's connections take it only once
+        a batch failed for a NUL.)"""
         self.raw.adapters.register_dumper(str, _NulSafeText)
         self.raw.adapters.register_dumper(str, _NulSafeBinary)
 
@@ -206,23 +214,30 @@ class PostgresStore:
             raise
 
     @contextmanager
-    def connection(self) -> Iterator[PgConnection]:
+    def connection(self, *, nul_safe: bool = False) -> Iterator[PgConnection]:
         """A pooled connection for the block (returned to the pool after, whatever its state)."""
         with self._pool.connection() as raw:
-            yield PgConnection(raw)
+            yield PgConnection(raw, nul_safe=nul_safe)
 
     def write(self, batch: Batch) -> None:
         """Upsert the batch's rows in one transaction; return only after the commit (``StoreError`` else)."""
         if not (batch.spans or batch.rag_records or batch.scores or batch.log_scores or batch.pending or batch.settled):
             return
-        for attempt in (1, 2):
+        nul_safe = False
+        for attempt in (1, 2, 3):
             try:
-                with self.connection() as conn, conn:
+                with self.connection(nul_safe=nul_safe) as conn, conn:
                     ingest.upsert(conn, batch)
                 return
             except psycopg.errors.DeadlockDetected as exc:
-                if attempt == 2:
+                if attempt == 3:
                     raise StoreError(f"could not commit {len(batch.spans)} span(s): {exc}") from exc
+            except psycopg.DataError as exc:
+                if nul_safe or "0x00" not in str(exc):
+                    raise StoreError(
+                        f"could not commit {len(batch.spans)} span(s): {type(exc).__name__}: {exc}"
+                    ) from exc
+                nul_safe = True  # a string held NUL: again, writing it as U+FFFD
             except (psycopg.Error, OverflowError, ValueError, TypeError) as exc:
                 raise StoreError(f"could not commit {len(batch.spans)} span(s): {type(exc).__name__}: {exc}") from exc
 
