@@ -28,7 +28,7 @@ from ragtrace_collector._store.schema import (
     SPANS,
 )
 
-__all__ = ["decided", "rag_record", "span_ids_where", "upsert"]
+__all__ = ["rag_record", "span_ids_where", "upsert"]
 
 # rag_records columns that server-side scoring fills: a retried export of the unscored span must not erase them.
 _KEEP_WHEN_NULL = ("decision", "judge", "calls", "prompt_tokens", "completion_tokens", "seconds", "reason")
@@ -220,11 +220,6 @@ def span_ids_where(conn: AnyConnection, table: str, condition: str, span_ids: Se
         cursor = conn.execute(f"SELECT DISTINCT span_id FROM {table} WHERE {condition} AND span_id IN ({marks})", part)
         found.update(row[0] for row in cursor)
     return found
-
-
-def decided(conn: AnyConnection, span_ids: Sequence[str]) -> set[str]:
-    """The span ids among ``span_ids`` whose stored RAG record already has a decision."""
-    return span_ids_where(conn, RAG_RECORDS, "decision IS NOT NULL", span_ids)
 
 
 _RAG_RECORD_SQL = f"SELECT {', '.join(RAG_COLUMNS)} FROM {RAG_RECORDS} WHERE span_id = ?"

@@ -6,7 +6,7 @@ and ``PostgresStore`` (the writer over a connection pool).
 end the one open, and a statement outside ``with`` runs on its own. Statements are the store's one SQL text:
 ``?`` placeholders become psycopg's ``%s`` (a literal ``%`` is doubled), once per statement text.
 
-``PostgresStore`` has the ``Store``'s writer interface (``write``, ``prune``, ``read``, ``change``, ``decided``,
+``PostgresStore`` has the ``Store``'s writer interface (``write``, ``prune``, ``read``, ``change``,
 ``rag_record``, ``close``). Every write is one transaction on a pooled connection and returns after the commit,
 so a receiver that acknowledges after ``write`` never acknowledges what a crash could lose; a write that could
 not commit raises ``StoreError``. Writers run concurrently (PostgreSQL locks rows, not the database): a
@@ -261,10 +261,6 @@ class PostgresStore:
                 return change(conn, *args)
         except psycopg.Error as exc:
             raise StoreError(f"could not commit a change: {type(exc).__name__}: {exc}") from exc
-
-    def decided(self, span_ids: Sequence[str]) -> set[str]:
-        """The span ids among ``span_ids`` whose stored RAG record already has a decision."""
-        return self.read(ingest.decided, span_ids)
 
     def rag_record(self, span_id: str) -> dict[str, Any] | None:
         """The stored RAG record of a span, or None."""

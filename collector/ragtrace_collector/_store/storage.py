@@ -6,7 +6,7 @@ which engine is behind it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
@@ -40,8 +40,6 @@ class Storage(Protocol):
     def read(self, query: Callable[..., T], *args: Any) -> T: ...
 
     def change(self, change: Callable[..., T], *args: Any) -> T: ...
-
-    def decided(self, span_ids: Sequence[str]) -> set[str]: ...
 
     def rag_record(self, span_id: str) -> dict[str, Any] | None: ...
 

@@ -2,7 +2,7 @@
 
 ``write`` runs the upserts of ``ingest.py`` in one transaction under the write lock (and the lock shared
 with other processes, when there is one) and returns only after the commit; ``StoreError`` when it could
-not commit, nothing of it kept. The reads the collector makes itself (``decided``, ``rag_record``, the
+not commit, nothing of it kept. The reads the collector makes itself (``rag_record``, the
 joiner's) share the connection under the same lock (``read``, ``change``); other threads read with a
 connection of their own (``reader()``, or ``connection.connect_readonly``). Opening a store migrates its file
 to the current schema (``migrations.py``).
@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -119,11 +119,6 @@ class Store:
         """``change(connection, *args)`` in one transaction under the write locks (small bookkeeping writes)."""
         with self._lock, self._shared, self._conn:
             return change(self._conn, *args)
-
-    def decided(self, span_ids: Sequence[str]) -> set[str]:
-        """The span ids among ``span_ids`` whose stored RAG record already has a decision."""
-        with self._lock:
-            return ingest.decided(self._conn, span_ids)
 
     def rag_record(self, span_id: str) -> dict[str, Any] | None:
         """The stored RAG record of a span, or None."""
