@@ -17,6 +17,7 @@ from ragtrace_collector._report._format import Format
 from ragtrace_collector._report._html import html_page
 from ragtrace_collector._report._markdown import markdown
 from ragtrace_collector._store import RAG_RECORDS, ReadInterrupted, file_of, is_postgres
+from ragtrace_collector._store.dialect import table_names
 from ragtrace_collector._store.report import (
     alert_marks,
     open_source,
@@ -24,7 +25,6 @@ from ragtrace_collector._store.report import (
     recent_alerts,
     series,
     summary,
-    tables_of,
 )
 from ragtrace_collector._store.triage import last_row
 
@@ -50,7 +50,7 @@ def report(
     head = summary(source, since_ns=since_ns, until_ns=until_ns)
     worst = problems(source, threshold, limit=limit, since_ns=since_ns, until_ns=until_ns)
     with open_source(source) as conn:
-        tables = tables_of(conn)
+        tables = table_names(conn)
         recent = recent_alerts(conn, tables)
         if format == "markdown":
             return markdown(head, worst, threshold, recent)

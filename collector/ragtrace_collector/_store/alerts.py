@@ -24,8 +24,8 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 from ragtrace_collector._drift import State
-from ragtrace_collector._store.connection import connect_readonly, insert_returning_id, table_names
-from ragtrace_collector._store.dialect import AnyConnection, dialect_of
+from ragtrace_collector._store.connection import connect_readonly, insert_returning_id
+from ragtrace_collector._store.dialect import AnyConnection, dialect_of, table_names
 from ragtrace_collector._store.schema import ALERT_ACKS, ALERT_GROUPS, ALERT_SILENCES, ALERT_TABLES, ALERTS, SCORES
 
 if TYPE_CHECKING:  # values the watcher writes; read by attribute only

@@ -41,7 +41,6 @@ __all__ = [
     "QueryBudget",
     "ReadInterrupted",
     "Target",
-    "column_names",
     "connect",
     "connect_readonly",
     "connect_sqlite",
@@ -51,7 +50,6 @@ __all__ = [
     "reading",
     "redacted_url",
     "snapshot",
-    "table_names",
     "within",
 ]
 
@@ -281,27 +279,6 @@ def file_of(database: object) -> Path | None:
         return None
     row = conn.execute("PRAGMA database_list").fetchone()
     return Path(row[2]) if row and row[2] else None
-
-
-def table_names(conn: AnyConnection) -> set[str]:
-    """The tables the store holds (a file read without migrating may lack some)."""
-    if dialect_of(conn) is SQLITE:
-        return {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    return {row[0] for row in conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")}
-
-
-def column_names(conn: AnyConnection, table: str) -> list[str]:
-    """The columns ``table`` has, in order (a file read without migrating may lack some); none for no table."""
-    if dialect_of(conn) is SQLITE:
-        return [row[1] for row in conn.execute(f'PRAGMA table_info("{table}")')]
-    return [
-        row[0]
-        for row in conn.execute(
-            "SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() "
-            "AND table_name = ? ORDER BY ordinal_position",
-            (table,),
-        )
-    ]
 
 
 def insert_returning_id(conn: AnyConnection, sql: str, args: Sequence[Any]) -> int:

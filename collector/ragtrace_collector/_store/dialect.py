@@ -12,7 +12,7 @@ import sqlite3
 from dataclasses import dataclass
 from typing import Any, Final, TypeAlias
 
-__all__ = ["POSTGRESQL", "SQLITE", "AnyConnection", "Dialect", "dialect_of"]
+__all__ = ["POSTGRESQL", "SQLITE", "AnyConnection", "Dialect", "column_names", "dialect_of", "table_names"]
 
 AnyConnection: TypeAlias = Any
 """A connection of either engine: ``sqlite3.Connection``, or ``postgres.PgConnection``, which offers the same
@@ -66,3 +66,24 @@ def dialect_of(conn: object) -> Dialect:
     if not isinstance(found, Dialect):
         raise TypeError(f"not a connection of the store: {type(conn)!r}")
     return found
+
+
+def table_names(conn: AnyConnection) -> set[str]:
+    """The tables the store holds (a file read without migrating may lack some)."""
+    if dialect_of(conn) is SQLITE:
+        return {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    return {row[0] for row in conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")}
+
+
+def column_names(conn: AnyConnection, table: str) -> list[str]:
+    """The columns ``table`` has, in order (a file read without migrating may lack some); none for no table."""
+    if dialect_of(conn) is SQLITE:
+        return [row[1] for row in conn.execute(f'PRAGMA table_info("{table}")')]
+    return [
+        row[0]
+        for row in conn.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() "
+            "AND table_name = ? ORDER BY ordinal_position",
+            (table,),
+        )
+    ]

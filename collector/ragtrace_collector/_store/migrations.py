@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Final
 
-from ragtrace_collector._store.dialect import SQLITE, AnyConnection, Dialect, dialect_of
+from ragtrace_collector._store.dialect import SQLITE, AnyConnection, Dialect, column_names, dialect_of
 from ragtrace_collector._store.schema import ALERT_ACKS, RAG_RECORDS, TABLES, quoted
 
 __all__ = ["CURRENT", "STEPS", "SchemaTooNew", "migrate", "version"]
@@ -41,20 +41,10 @@ class SchemaTooNew(RuntimeError):
     """The store was written by a newer collector (its schema version is above this one's)."""
 
 
-def _columns(conn: AnyConnection, dialect: Dialect, table: str) -> set[str]:
-    if dialect is SQLITE:
-        return {row[1] for row in conn.execute(f"PRAGMA table_info({quoted(table)})")}
-    rows = conn.execute(
-        "SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = ?",
-        (table,),
-    )
-    return {row[0] for row in rows}
-
-
 def _baseline(conn: AnyConnection, dialect: Dialect) -> None:
     for table in TABLES:
         conn.execute(table.ddl(dialect))
-        present = _columns(conn, dialect, table.name)
+        present = set(column_names(conn, table.name))
         for column in table.columns:
             if column not in present:  # a file from before the column: keep its rows, add the column
                 conn.execute(f"ALTER TABLE {quoted(table.name)} ADD COLUMN {table.column_ddl(column, dialect)}")
@@ -75,7 +65,7 @@ def _claims(conn: AnyConnection, dialect: Dialect) -> None:
     """The claims of work (``claims.py``): ``claimed_by``/``claimed_until`` on ``rag_records`` and ``join_pending``,
     and an index of the records still undecided, which the sweep for a dead replica's work reads."""
     for table in TABLES:
-        present = _columns(conn, dialect, table.name)
+        present = set(column_names(conn, table.name))
         for column in table.all_columns:
             if column not in present:
                 conn.execute(f"ALTER TABLE {quoted(table.name)} ADD COLUMN {table.column_ddl(column, dialect)}")

@@ -18,13 +18,13 @@ from typing import Any
 from ragtrace._exceptions import ConfigurationError
 from ragtrace.metrics._registry import LOWER_IS_BETTER
 from ragtrace_collector._drift import metric_direction
-from ragtrace_collector._store.connection import is_postgres, reading, table_names
-from ragtrace_collector._store.dialect import AnyConnection
+from ragtrace_collector._store.connection import is_postgres, reading
+from ragtrace_collector._store.dialect import AnyConnection, table_names
 from ragtrace_collector._store.schema import ALERTS, SCORES
 from ragtrace_collector._store.schema import RAG_RECORDS as RAG
 from ragtrace_collector._store.summaries import NO_DECISION, Issue, MetricSummary, Problem, Summary
 
-__all__ = ["alert_marks", "open_source", "problems", "recent_alerts", "series", "summary", "tables_of"]
+__all__ = ["alert_marks", "open_source", "problems", "recent_alerts", "series", "summary"]
 
 
 @contextlib.contextmanager
@@ -36,11 +36,6 @@ def open_source(source: object) -> Iterator[AnyConnection]:
         raise ConfigurationError(f"store {path} does not exist; pass the --db file the collector writes")
     with reading(source) as conn:
         yield conn
-
-
-def tables_of(conn: AnyConnection) -> set[str]:
-    """The tables the file holds: a file read without migrating may lack some, and reads as empty there."""
-    return table_names(conn)
 
 
 def _time_clause(column: str, since_ns: int | None, until_ns: int | None) -> tuple[str, list[int]]:
@@ -63,7 +58,7 @@ def summary(source: object, *, since_ns: int | None = None, until_ns: int | None
     """Count, mean of each metric, min/mean/max of the overall score, first and last time, decision
     coverage and the rule groups currently in ALERT."""
     with open_source(source) as conn:
-        tables = tables_of(conn)
+        tables = table_names(conn)
         records, first, last, decisions = 0, None, None, []
         if RAG in tables:
             where, args = _time_clause("time_ns", since_ns, until_ns)
@@ -158,7 +153,7 @@ def problems(
         raise ValueError(f"threshold must be in [0, 1], got {threshold}")
     lower = sorted(LOWER_IS_BETTER)
     with open_source(source) as conn:
-        tables = tables_of(conn)
+        tables = table_names(conn)
         if SCORES not in tables:
             return []
         where, args = _time_clause("time_ns", since_ns, until_ns)

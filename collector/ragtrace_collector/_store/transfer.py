@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ragtrace_collector._store.connection import Target, column_names, connect, connect_readonly, table_names
-from ragtrace_collector._store.dialect import SQLITE, dialect_of
+from ragtrace_collector._store.connection import Target, connect, connect_readonly
+from ragtrace_collector._store.dialect import SQLITE, column_names, dialect_of, table_names
 from ragtrace_collector._store.schema import TABLES, quoted
 
 __all__ = ["Copied", "copy_store"]

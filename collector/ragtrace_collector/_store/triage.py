@@ -17,8 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from ragtrace import _wire
 from ragtrace_collector._drift import metric_direction
-from ragtrace_collector._store.connection import column_names, table_names
-from ragtrace_collector._store.dialect import SQLITE, AnyConnection, Dialect, dialect_of
+from ragtrace_collector._store.dialect import SQLITE, AnyConnection, Dialect, column_names, dialect_of, table_names
 from ragtrace_collector._store.schema import ALERTS, RAG_RECORDS, SCORES, SPANS
 
 if TYPE_CHECKING:
