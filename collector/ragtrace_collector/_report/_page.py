@@ -127,17 +127,13 @@ def page_routes(store: object, *, refresh_seconds: int = 60) -> list[BaseRoute]:
 
 
 def _page_source(store: object) -> object:
-    """A source each request can open on its own thread: the store's file path when it has one."""
-    path = getattr(store, "path", None)
-    if isinstance(path, str | os.PathLike):
-        return Path(path)
-    url = getattr(store, "url", None)  # a PostgresStore: each request connects on its own
-    if isinstance(url, str):
-        return url
-    if is_postgres(store):
-        return store
-    if isinstance(store, str | os.PathLike):
-        return Path(store)
+    """A source each request can open on its own thread: the store's file path, or its URL (each request then
+    connects on its own)."""
+    target = getattr(store, "target", store)  # a Store or PostgresStore: what opens it again
+    if is_postgres(target):
+        return target
+    if isinstance(target, str | os.PathLike):
+        return Path(target)
     database = store if hasattr(store, "conn") else getattr(store, "db", None)
     found = file_of(database)
     if found is not None:

@@ -234,15 +234,16 @@ def _interrupted(exc: BaseException) -> bool:
 
 @contextlib.contextmanager
 def reading(source: object) -> Iterator[Connection]:
-    """A read-only connection to ``source`` for the block: a path, an object with a ``path`` (the collector's
-    ``Store``), or an open connection or ``sqlite_utils.Database`` (used as it is and left open). ``TypeError``
-    for anything else. A connection opened here reads within the budget of ``within`` around it, if any."""
+    """A read-only connection to ``source`` for the block: a path or URL, an object with a ``target`` (the
+    collector's ``Store``, ``PostgresStore``), or an open connection or ``sqlite_utils.Database`` (used as it is and
+    left open). ``TypeError`` for anything else. A connection opened here reads within the budget of ``within``
+    around it, if any."""
     # An open connection, or a sqlite_utils.Database holding one: the caller's, left open.
     conn = source if isinstance(source, sqlite3.Connection) else getattr(source, "conn", None)
     if isinstance(conn, sqlite3.Connection):
         yield conn
         return
-    path = getattr(source, "path", None) or getattr(source, "url", None) or source
+    path = getattr(source, "target", source)  # a Store or PostgresStore: what opens it again
     if not isinstance(path, str | os.PathLike):
         raise TypeError(f"a store is read from a path or a Store, not {type(source)!r}")
     budget = _BUDGET.get()

@@ -31,7 +31,7 @@ __all__ = ["alert_marks", "open_source", "problems", "recent_alerts", "series", 
 def open_source(source: object) -> Iterator[AnyConnection]:
     """A read-only connection for ``source``; one opened here is closed on exit, a given one is left open.
     ``ConfigurationError`` when a path names no file (the report never creates one)."""
-    path = getattr(source, "path", None) or getattr(source, "url", None) or source
+    path = getattr(source, "target", source)  # a Store or PostgresStore: what opens it again
     if isinstance(path, str | os.PathLike) and not is_postgres(path) and not Path(path).exists():
         raise ConfigurationError(f"store {path} does not exist; pass the --db file the collector writes")
     with reading(source) as conn:
