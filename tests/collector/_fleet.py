@@ -12,7 +12,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -21,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
+
+from tests.collector._ports import free_port
 
 __all__ = ["Fleet", "Replica", "haproxy_bin", "running_fleet"]
 
@@ -32,12 +33,6 @@ _LEADER = re.compile(r"^ragtrace_collector_leader (\d)", re.MULTILINE)
 def haproxy_bin() -> str | None:
     """Debian's haproxy, or None when it is not installed (``make system-deps`` installs it)."""
     return shutil.which("haproxy") or ("/usr/sbin/haproxy" if Path("/usr/sbin/haproxy").exists() else None)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _until(condition: object, seconds: float, what: str) -> None:
@@ -143,11 +138,11 @@ def running_fleet(store_url: str, workdir: Path, *, replicas: int = 3, extra: tu
     if binary is None:
         raise RuntimeError("Debian's haproxy is not installed: run `make system-deps`")
     started: list[Replica] = []
-    fleet = Fleet([], _free_port(), _free_port())
+    fleet = Fleet([], free_port(), free_port())
     try:
         for i in range(1, replicas + 1):
             replica = Replica(
-                f"r{i}", _free_port(), _free_port(), ["--store", store_url, "--log-level", "INFO", *extra],
+                f"r{i}", free_port(), free_port(), ["--store", store_url, "--log-level", "INFO", *extra],
                 workdir / f"r{i}.log",
             )  # fmt: skip
             replica.start()

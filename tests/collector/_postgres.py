@@ -14,12 +14,13 @@ import contextlib
 import itertools
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from tests.collector._ports import free_port
 
 __all__ = ["PostgresServer", "postgres_bin", "running_postgres"]
 
@@ -33,12 +34,6 @@ def postgres_bin() -> Path | None:
         if (found / "initdb").exists() and (found / "pg_ctl").exists():
             return found
     return None
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _as_server_user() -> list[str]:
@@ -98,7 +93,7 @@ def running_postgres(*, durable: bool = False) -> Iterator[PostgresServer]:
     user = "postgres" if os.geteuid() == 0 else (os.environ.get("USER") or "postgres")
     if os.geteuid() == 0:
         shutil.chown(root, "postgres")
-    port = _free_port()
+    port = free_port()
     prefix = _as_server_user()
     subprocess.run(
         [*prefix, str(binaries / "initdb"), "-D", str(data), "-U", user, "--auth=trust", "-E", "UTF8", "--no-sync"],

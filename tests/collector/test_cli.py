@@ -25,6 +25,7 @@ from ragtrace_collector._server import CollectorConfig
 from ragtrace_collector._store import Store
 
 from ragtrace.environment_variables import ConfigurationError
+from tests.collector._ports import free_port
 from tests.collector._spans import SpanFactory, count, start_collector
 
 
@@ -230,16 +231,8 @@ def test_the_page_url_and_the_grpc_address_bracket_ipv6_literals(host: str, url:
     assert host_port(host, 4317) == address
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def test_serve_with_an_unreachable_store_says_so_without_its_password(capsys: pytest.CaptureFixture[str]) -> None:
-    url = f"postgresql://ragtrace:s3cretpw@127.0.0.1:{_free_port()}/ragtrace"
+    url = f"postgresql://ragtrace:s3cretpw@127.0.0.1:{free_port()}/ragtrace"
     assert main(["serve", "--store", url, "--port", "0", "--grpc-port", "-1"]) == 1
     err = capsys.readouterr().err
     assert "could not connect" in err and "check the URL, that PostgreSQL runs there" in err

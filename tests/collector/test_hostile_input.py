@@ -11,7 +11,6 @@ import gzip
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -25,6 +24,7 @@ import httpx
 import pytest
 from ragtrace_collector._grpc import LOGS_SERVICE_NAME, SERVICE_NAME
 
+from tests.collector._ports import free_port
 from tests.collector._spans import SpanFactory, count, grpc_export, otlp_bytes
 
 MAX_BODY = 8 * 1024 * 1024
@@ -125,18 +125,12 @@ def _decode_processes(pid: int) -> list[int]:
     return found
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @contextmanager
 def serve(tmp_path: Path, *options: str) -> Iterator[Served]:
     """``ragtrace-collector serve`` on 127.0.0.1 with the ``MAX_BODY`` limit and the default ratio of in-flight
     budget to body limit (three); stopped (SIGTERM) on leaving."""
     db = tmp_path / "c.db"
-    grpc_port = _free_port()
+    grpc_port = free_port()
     argv = [sys.executable, "-m", "ragtrace_collector", "serve", "--db", str(db), "--port", "0",
             "--grpc-port", str(grpc_port), "--no-score", "--max-body-bytes", str(MAX_BODY),
             "--max-inflight-bytes", str(3 * MAX_BODY), "--log-level", "WARNING", *options]  # fmt: skip

@@ -16,16 +16,11 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExport
 from opentelemetry.sdk.trace.export import SpanExportResult
 from ragtrace_collector._server import Collector
 
+from tests.collector._ports import free_port
 from tests.collector._spans import SpanFactory, hex_span_id, start_collector
 
 rotel = pytest.importorskip("rotel", reason="rotel (the collector test extra) is not installed")
 AGENT = Path(rotel.__file__).parent / "rotel-agent"
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _wait_listening(port: int, process: subprocess.Popen[bytes], timeout: float) -> None:
@@ -54,7 +49,7 @@ def collector(tmp_path: Path) -> Iterator[Collector]:
 
 @pytest.mark.parametrize("protocol", ["grpc", "http"])
 def test_every_span_arrives_through_rotel(tmp_path: Path, collector: Collector, protocol: str) -> None:
-    grpc_in, http_in = _free_port(), _free_port()
+    grpc_in, http_in = free_port(), free_port()
     target = collector.grpc_port if protocol == "grpc" else collector.http_port
     process = subprocess.Popen(
         [
