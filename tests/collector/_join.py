@@ -4,9 +4,7 @@ fixture (``conftest.py``)."""
 
 from __future__ import annotations
 
-import sqlite3
-from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 from ragtrace_collector._join import JoinLimits
 from ragtrace_collector._server import Collector
@@ -17,12 +15,6 @@ HOUR: Final = 3600 * NS
 LIMITS: Final = JoinLimits(settle_seconds=3600, max_seconds=7200)
 """A trace settles an hour after its last span (two at most after its first): never on its own during a test,
 only when the test settles at a time it chose (``settle(collector, time.time_ns() + 2 * HOUR)``)."""
-
-
-def rows(db: Path, sql: str) -> list[tuple[Any, ...]]:
-    """The rows ``sql`` reads from the store at ``db``, through a connection of its own."""
-    with sqlite3.connect(db) as conn:
-        return list(conn.execute(sql))
 
 
 def settle(collector: Collector, at_ns: int) -> list[str]:

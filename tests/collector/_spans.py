@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import json
-import sqlite3
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -211,9 +210,3 @@ def grpc_export(
             f"/{service}/Export", request_serializer=lambda b: b, response_deserializer=reply_type
         )
         return export(body, timeout=timeout, metadata=metadata)
-
-
-def count(db: Path, table: str) -> int:
-    """Rows in a table of the store, read through a connection of its own."""
-    with sqlite3.connect(db) as conn:
-        return int(conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0])

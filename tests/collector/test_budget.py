@@ -29,7 +29,8 @@ from ragtrace_collector._store import Store
 from starlette.types import ASGIApp, Message
 
 from ragtrace.environment_variables import ConfigurationError
-from tests.collector._spans import SpanFactory, count, grpc_export, otlp_bytes, start_collector
+from tests.collector._spans import SpanFactory, grpc_export, otlp_bytes, start_collector
+from tests.collector._stores import count
 
 PB = {"content-type": "application/x-protobuf"}
 

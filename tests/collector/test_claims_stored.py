@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from tests.collector._spans import start_collector
+from tests.collector._stores import rows
 
 APP = """
 import ragtrace
@@ -41,19 +40,18 @@ handle.shutdown()
 
 
 @pytest.mark.parametrize("capture", [True, False])
-def test_claims_reach_the_store(tmp_path: Path, capture: bool) -> None:
-    running = start_collector(tmp_path / "c.db")
+def test_claims_reach_the_store(store_target: str, capture: bool) -> None:
+    running = start_collector(store_target)
     try:
         environment = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "RAGTRACE_"))}
         code = f"ENDPOINT = 'http://127.0.0.1:{running.http_port}'\nCAPTURE = {capture}\n{APP}"
         subprocess.run([sys.executable, "-c", code], env=environment, check=True, timeout=120)
     finally:
         running.stop()
-    with sqlite3.connect(tmp_path / "c.db") as conn:
-        rows = dict(conn.execute("SELECT metric, claims FROM scores"))
-    assert set(rows) == {"faithfulness", "hallucination"}
-    claims = json.loads(rows["faithfulness"])
-    assert claims == json.loads(rows["hallucination"])
+    stored = dict(rows(store_target, "SELECT metric, claims FROM scores"))
+    assert set(stored) == {"faithfulness", "hallucination"}
+    claims = json.loads(stored["faithfulness"])
+    assert claims == json.loads(stored["hallucination"])
     assert [(c["verdict"], c["chunk"], c["support"]) for c in claims] == [
         ("supported", 0, 0.9),
         ("unsupported", None, 0.2),
@@ -62,4 +60,4 @@ def test_claims_reach_the_store(tmp_path: Path, capture: bool) -> None:
         assert [c["claim"] for c in claims] == ["Paris is the capital of France.", "It has ten million cats."]
     else:
         assert [c["claim"] for c in claims] == [None, None]
-        assert "cats" not in rows["faithfulness"]
+        assert "cats" not in stored["faithfulness"]

@@ -26,7 +26,8 @@ from ragtrace_collector._store import Store
 
 from ragtrace.environment_variables import ConfigurationError
 from tests.collector._ports import free_port
-from tests.collector._spans import SpanFactory, count, start_collector
+from tests.collector._spans import SpanFactory, start_collector
+from tests.collector._stores import count
 
 
 def _one_line(err: str) -> str:

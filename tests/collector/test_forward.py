@@ -13,7 +13,8 @@ from ragtrace_collector._server import Collector
 from ragtrace_collector._store import StoreError
 
 from ragtrace.environment_variables import ConfigurationError
-from tests.collector._spans import SpanFactory, count, otlp_bytes, start_collector
+from tests.collector._spans import SpanFactory, otlp_bytes, start_collector
+from tests.collector._stores import count
 
 
 @pytest.fixture

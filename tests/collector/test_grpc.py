@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
-from pathlib import Path
 
 import grpc
 import pytest
@@ -21,12 +20,13 @@ from ragtrace_collector._http import METRICS_NOT_STORED
 from ragtrace_collector._server import Collector
 
 from ragtrace import semconv
-from tests.collector._spans import SpanFactory, count, grpc_export, otlp_bytes, start_collector
+from tests.collector._spans import SpanFactory, grpc_export, otlp_bytes, start_collector
+from tests.collector._stores import count
 
 
 @pytest.fixture
-def collector(tmp_path: Path) -> Iterator[Collector]:
-    running = start_collector(tmp_path / "c.db")
+def collector(store_target: str) -> Iterator[Collector]:
+    running = start_collector(store_target)
     yield running
     running.stop()
 
@@ -48,7 +48,7 @@ def test_real_grpc_exporter_lands_every_span(collector: Collector, compression: 
         assert exporter.export(factory.all()) is SpanExportResult.SUCCESS
     finally:
         exporter.shutdown()
-    db = collector.config.db
+    db = collector.config.target
     assert (count(db, "spans"), count(db, "rag_records"), count(db, "scores")) == (60, 30, 30)
 
 
@@ -60,7 +60,7 @@ def test_invalid_utf8_is_a_partial_success(collector: Collector) -> None:
     body = otlp_bytes(factory.all()).replace(b"ZZZZ", b"Z\xffZZ")
     reply = _raw_export(collector.grpc_port, body)
     assert reply.partial_success.rejected_spans == 1
-    assert count(collector.config.db, "rag_records") == 1
+    assert count(collector.config.target, "rag_records") == 1
 
 
 def test_malformed_body_is_invalid_argument(collector: Collector) -> None:
@@ -74,8 +74,8 @@ def test_malformed_body_is_invalid_argument(collector: Collector) -> None:
     assert not _raw_export(collector.grpc_port, otlp_bytes(factory.all())).HasField("partial_success")
 
 
-def test_token_is_checked(tmp_path: Path) -> None:
-    running = start_collector(tmp_path / "c.db", token="s3cret")
+def test_token_is_checked(store_target: str) -> None:
+    running = start_collector(store_target, token="s3cret")
     try:
         assert running.grpc_port is not None
         factory = SpanFactory()
@@ -91,7 +91,7 @@ def test_token_is_checked(tmp_path: Path) -> None:
             assert exporter.export(factory.all()) is SpanExportResult.SUCCESS
         finally:
             exporter.shutdown()
-        assert count(running.config.db, "rag_records") == 1
+        assert count(running.config.target, "rag_records") == 1
     finally:
         running.stop()
 
@@ -117,8 +117,8 @@ def test_a_span_the_decoder_cannot_convert_is_a_partial_success(
     reply = _raw_export(collector.grpc_port, otlp_bytes(factory.all()))
     assert reply.partial_success.rejected_spans == 1
     assert "RuntimeError: unforeseen" in reply.partial_success.error_message
-    assert count(collector.config.db, "spans") == 3
-    assert count(collector.config.db, "rag_records") == 1
+    assert count(collector.config.target, "spans") == 3
+    assert count(collector.config.target, "rag_records") == 1
 
 
 def test_a_non_ascii_digit_in_a_document_key_is_not_an_error(collector: Collector) -> None:
@@ -132,11 +132,11 @@ def test_a_non_ascii_digit_in_a_document_key_is_not_an_error(collector: Collecto
     odd.attributes.add(key="retrieval.documents.\u00b9.document.id").value.string_value = "x"
     reply = _raw_export(collector.grpc_port, request.SerializeToString())
     assert not reply.HasField("partial_success")
-    assert count(collector.config.db, "spans") == 2
+    assert count(collector.config.target, "spans") == 2
 
 
-def test_the_bearer_scheme_is_matched_in_any_case(tmp_path: Path) -> None:
-    running = start_collector(tmp_path / "c.db", token="s3cret")
+def test_the_bearer_scheme_is_matched_in_any_case(store_target: str) -> None:
+    running = start_collector(store_target, token="s3cret")
     try:
         assert running.grpc_port is not None
         factory = SpanFactory()
@@ -201,11 +201,11 @@ def test_metrics_exports_are_answered_as_not_stored(collector: Collector, caplog
     with pytest.raises(grpc.RpcError) as caught:
         _raw_metrics_export(collector.grpc_port, b"\xff\xff")
     assert caught.value.code() is grpc.StatusCode.INVALID_ARGUMENT
-    assert count(collector.config.db, "spans") == 0
+    assert count(collector.config.target, "spans") == 0
 
 
-def test_metrics_exports_need_the_token(tmp_path: Path) -> None:
-    running = start_collector(tmp_path / "c.db", token="s3cret")
+def test_metrics_exports_need_the_token(store_target: str) -> None:
+    running = start_collector(store_target, token="s3cret")
     try:
         assert running.grpc_port is not None
         data = _score_metrics()

@@ -20,7 +20,8 @@ from ragtrace_collector._grpc import SERVICE_NAME
 from ragtrace_collector._http import _body, _connections
 from ragtrace_collector._server import Collector
 
-from tests.collector._spans import SpanFactory, count, grpc_export, otlp_bytes, start_collector
+from tests.collector._spans import SpanFactory, grpc_export, otlp_bytes, start_collector
+from tests.collector._stores import count
 
 PB = {"content-type": "application/x-protobuf"}
 IDLE = 257
@@ -78,9 +79,9 @@ class _Slowloris(threading.Thread):
 
 
 @pytest.fixture
-def collector(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Collector]:
+def collector(store_target: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Collector]:
     monkeypatch.setattr(_connections, "HEAD_TIMEOUT_SECONDS", 2.0)
-    running = start_collector(tmp_path / "c.db")
+    running = start_collector(store_target)
     try:
         yield running
     finally:
@@ -92,7 +93,7 @@ def _open(port: int, number: int) -> list[socket.socket]:
 
 
 def test_idle_connections_and_a_slowloris_do_not_keep_a_well_behaved_client_out(
-    collector: Collector, tmp_path: Path
+    collector: Collector, store_target: str
 ) -> None:
     assert collector.http_port is not None
     idle = _open(collector.http_port, IDLE)
@@ -115,12 +116,12 @@ def test_idle_connections_and_a_slowloris_do_not_keep_a_well_behaved_client_out(
         slowloris.stop.set()
         for sock in [*idle, *partial, slowloris.sock]:
             sock.close()
-    assert count(tmp_path / "c.db", "rag_records") == 4
+    assert count(store_target, "rag_records") == 4
 
 
-def test_a_body_sent_a_byte_at_a_time_is_cut_off_with_a_408(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_body_sent_a_byte_at_a_time_is_cut_off_with_a_408(store_target: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_body, "BODY_GRACE_SECONDS", 2.0)
-    running = start_collector(tmp_path / "c.db")
+    running = start_collector(store_target)
     assert running.http_port is not None
     dripping = [socket.create_connection(("127.0.0.1", running.http_port)) for _ in range(20)]
     try:
@@ -139,7 +140,7 @@ def test_a_body_sent_a_byte_at_a_time_is_cut_off_with_a_408(tmp_path: Path, monk
         for sock in dripping:
             sock.close()
         running.stop()
-    assert count(tmp_path / "c.db", "rag_records") == 2
+    assert count(store_target, "rag_records") == 2
 
 
 def test_one_client_opening_too_many_connections_loses_its_idle_ones_not_its_new_one(
@@ -166,14 +167,14 @@ def test_one_client_opening_too_many_connections_loses_its_idle_ones_not_its_new
 
 
 def test_idle_connections_do_not_keep_a_client_off_the_grpc_port(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    store_target: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     shortened = tuple(
         (name, 1000 if name == "grpc.server_handshake_timeout_ms" else value)
         for name, value in _grpc.CONNECTION_OPTIONS
     )
     monkeypatch.setattr(_grpc, "CONNECTION_OPTIONS", shortened)
-    running = start_collector(tmp_path / "c.db")
+    running = start_collector(store_target)
     try:
         assert running.grpc_port is not None
         attackers = _open(running.grpc_port, IDLE + 20)
@@ -189,4 +190,4 @@ def test_idle_connections_do_not_keep_a_client_off_the_grpc_port(
                 sock.close()
     finally:
         running.stop()
-    assert count(tmp_path / "c.db", "rag_records") == 2
+    assert count(store_target, "rag_records") == 2

@@ -41,12 +41,12 @@ def _export(*services: str) -> bytes:
 
 
 def test_an_export_naming_many_services_makes_at_most_the_bound_of_groups_per_rule(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, store_target: str
 ) -> None:
     monkeypatch.setattr(_watcher, "MAX_GROUPS_PER_RULE", BOUND)
     rules = tmp_path / "rules.toml"
     rules.write_text(RULES, encoding="utf-8")
-    collector = start_collector(tmp_path / "c.db", watch=True, rules=rules)
+    collector = start_collector(store_target, watch=True, rules=rules)
     url = f"http://127.0.0.1:{collector.http_port}"
     headers = {"content-type": "application/x-protobuf"}
     try:

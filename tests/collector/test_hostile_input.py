@@ -25,7 +25,8 @@ import pytest
 from ragtrace_collector._grpc import LOGS_SERVICE_NAME, SERVICE_NAME
 
 from tests.collector._ports import free_port
-from tests.collector._spans import SpanFactory, count, grpc_export, otlp_bytes
+from tests.collector._spans import SpanFactory, grpc_export, otlp_bytes
+from tests.collector._stores import count
 
 MAX_BODY = 8 * 1024 * 1024
 """The body limit the collector is started with: every attack is at most this many bytes (after gzip)."""

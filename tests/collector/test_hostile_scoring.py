@@ -4,7 +4,6 @@ budget all the same, and the judge sees a record's texts cut as the app cuts the
 
 from __future__ import annotations
 
-import sqlite3
 from collections import Counter
 from pathlib import Path
 
@@ -12,17 +11,17 @@ import httpx
 import pytest
 from ragtrace_collector._otlp import decode_protobuf
 from ragtrace_collector._scoring import ServerScorer
-from ragtrace_collector._store import Store
+from ragtrace_collector._store import open_store
 
 from ragtrace import semconv
 from ragtrace.metrics import build_suite
 from ragtrace.testing import FakeJudge
 from tests.collector._spans import SpanFactory, otlp_bytes, start_collector
+from tests.collector._stores import rows
 
 
-def _decisions(db: Path) -> Counter[str]:
-    with sqlite3.connect(db) as conn:
-        return Counter(str(row[0]) for row in conn.execute("SELECT decision FROM rag_records"))
+def _decisions(db: Path | str) -> Counter[str]:
+    return Counter(str(decision) for (decision,) in rows(db, "SELECT decision FROM rag_records"))
 
 
 def _records(number: int, **text: object) -> bytes:
@@ -33,10 +32,10 @@ def _records(number: int, **text: object) -> bytes:
 
 
 def test_the_collectors_scoring_keeps_to_the_throttle_it_is_given(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, offline_judge: None
+    store_target: str, monkeypatch: pytest.MonkeyPatch, offline_judge: None
 ) -> None:
     monkeypatch.setenv("RAGTRACE_THROTTLE_PER_MINUTE", "5")
-    collector = start_collector(tmp_path / "c.db", score=True)
+    collector = start_collector(store_target, score=True)
     try:
         reply = httpx.post(
             f"http://127.0.0.1:{collector.http_port}/v1/traces",
@@ -48,7 +47,7 @@ def test_the_collectors_scoring_keeps_to_the_throttle_it_is_given(
         assert collector.scorer.wait_idle(120)
     finally:
         collector.stop()
-    decisions = _decisions(tmp_path / "c.db")
+    decisions = _decisions(store_target)
     assert sum(decisions.values()) == 12
     # Five a minute: ten at most should the scoring straddle a minute's turn.
     assert 5 <= decisions[semconv.DECISION_EVALUATED] <= 10
@@ -60,8 +59,8 @@ def _judge() -> FakeJudge:
     return FakeJudge(rate_chunks=lambda query, chunks: [0.5 for _ in chunks])
 
 
-def _score(tmp_path: Path, body: bytes, judge: FakeJudge) -> Counter[str]:
-    store = Store(tmp_path / "c.db")
+def _score(store_target: str, body: bytes, judge: FakeJudge) -> Counter[str]:
+    store = open_store(store_target)
     scorer = ServerScorer(store, suite=build_suite(["context_relevance"]), judge=judge, sample_rate=1.0)
     try:
         batch = decode_protobuf(body, 0)
@@ -72,25 +71,25 @@ def _score(tmp_path: Path, body: bytes, judge: FakeJudge) -> Counter[str]:
     finally:
         scorer.stop()
         store.close()
-    return _decisions(tmp_path / "c.db")
+    return _decisions(store_target)
 
 
-def test_the_collectors_scoring_stops_at_the_daily_budget(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_collectors_scoring_stops_at_the_daily_budget(store_target: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RAGTRACE_BUDGET_TOKENS_PER_DAY", "200")  # FakeJudge: 120 tokens a chat call
-    decisions = _score(tmp_path, _records(12), _judge())
+    decisions = _score(store_target, _records(12), _judge())
     assert sum(decisions.values()) == 12
     assert 1 <= decisions[semconv.DECISION_EVALUATED] <= 2
     assert decisions[semconv.DECISION_OVER_BUDGET] == 12 - decisions[semconv.DECISION_EVALUATED]
 
 
 def test_the_judge_sees_a_records_texts_cut_as_the_app_cuts_them(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    store_target: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("RAGTRACE_MAX_RECORD_CHUNK_LENGTH", "100")
     monkeypatch.setenv("RAGTRACE_MAX_RECORD_CHUNKS", "3")
     judge = _judge()
     body = _records(1, query="q" * 50_000, chunks=[f"{n}" * 50_000 for n in range(10)], answer="a" * 50_000)
-    assert _score(tmp_path, body, judge)[semconv.DECISION_EVALUATED] == 1
+    assert _score(store_target, body, judge)[semconv.DECISION_EVALUATED] == 1
     (call,) = judge.calls
     query, chunks = call.args
     assert query == "q" * 100

@@ -18,8 +18,9 @@ from ragtrace_collector.__main__ import main
 from ragtrace_collector._join import JoinLimits
 
 from ragtrace import semconv
-from tests.collector._join import HOUR, LIMITS, rows
+from tests.collector._join import HOUR, LIMITS
 from tests.collector._spans import SpanFactory, start_collector
+from tests.collector._stores import rows, store_args, tables_in
 from tests.collector._traced_app import send
 
 
@@ -39,8 +40,8 @@ def _waiting(db: Path) -> int:
     return int(waiting)
 
 
-def test_ten_thousand_traces_that_never_end_stay_within_the_bound_and_are_counted(tmp_path: Path) -> None:
-    db = tmp_path / "c.db"
+def test_ten_thousand_traces_that_never_end_stay_within_the_bound_and_are_counted(store_target: str) -> None:
+    db = store_target
     spans = _retrievals_under_remote_parents(10_000)
     limits = JoinLimits(settle_seconds=3600, max_seconds=7200, max_traces=1000)
     collector = start_collector(db, join_limits=limits)
@@ -62,8 +63,8 @@ def test_ten_thousand_traces_that_never_end_stay_within_the_bound_and_are_counte
     assert kept == set(range(9001, 10_001))
 
 
-def test_the_bytes_of_waiting_traces_are_bounded(tmp_path: Path) -> None:
-    db = tmp_path / "c.db"
+def test_the_bytes_of_waiting_traces_are_bounded(store_target: str) -> None:
+    db = store_target
     spans = _retrievals_under_remote_parents(50, text="x" * 10_000)
     limits = JoinLimits(settle_seconds=3600, max_seconds=7200, max_bytes=100_000)
     collector = start_collector(db, join_limits=limits)
@@ -75,13 +76,13 @@ def test_the_bytes_of_waiting_traces_are_bounded(tmp_path: Path) -> None:
     finally:
         collector.stop()
     assert 0 < dropped < 50 and _waiting(db) == 50 - dropped
-    ((waiting_bytes,),) = rows(db, "SELECT total(bytes) FROM join_pending")
+    ((waiting_bytes,),) = rows(db, "SELECT coalesce(sum(bytes), 0) FROM join_pending")
     assert waiting_bytes <= 100_000
 
 
 @pytest.mark.filterwarnings("ignore:Calling .text\\(\\) as a method is deprecated")
 def test_a_rag_call_whose_root_never_arrives_is_joined_after_the_longest_wait(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    store_target: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("RAGTRACE_JUDGE", "offline")
     monkeypatch.setenv("RAGTRACE_SAMPLE_RATE", "0")
@@ -98,7 +99,7 @@ def test_a_rag_call_whose_root_never_arrives_is_joined_after_the_longest_wait(
         with factory.tracer.start_as_current_span("retrieve") as retriever:
             retriever.set_attribute(semconv.OPENINFERENCE_SPAN_KIND, semconv.SPAN_KIND_RETRIEVER)
             retriever.set_attribute(semconv.retrieval_document(0, semconv.DOCUMENT_CONTENT), "a.")
-    db = tmp_path / "c.db"
+    db = store_target
     collector = start_collector(db, score=True, join_limits=LIMITS)
     try:
         send(collector, factory.all())
@@ -124,11 +125,11 @@ def test_a_rag_call_whose_root_never_arrives_is_joined_after_the_longest_wait(
     ],
 )
 def test_unusable_join_limits_stop_serve_naming_the_option(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], option: str, value: str
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], option: str, value: str, store_target: str
 ) -> None:
     # --rules names a missing file, checked after the limits: were a limit let through, the command would stop on
     # the rules (a failed assertion below) rather than serve forever.
-    argv = ["serve", "--db", str(tmp_path / "c.db"), f"{option}={value}", "--rules", str(tmp_path / "none")]
+    argv = ["serve", *store_args(store_target), f"{option}={value}", "--rules", str(tmp_path / "none")]
     assert main(argv) == 2
     assert option in capsys.readouterr().err
-    assert not (tmp_path / "c.db").exists()
+    assert tables_in(store_target) == []  # refused before the store was made

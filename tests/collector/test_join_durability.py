@@ -20,8 +20,9 @@ from ragtrace_collector._store import Store, StoreError
 
 from ragtrace import semconv
 from ragtrace.metrics import build_suite
-from tests.collector._join import HOUR, LIMITS, rows, settle
+from tests.collector._join import HOUR, LIMITS, settle
 from tests.collector._spans import otlp_bytes, start_collector
+from tests.collector._stores import rows
 from tests.collector._traced_app import langchain_app, send, shuffled_parts, span_id
 from tests.ragtrace.test_foreign_langchain import ANSWER, QUESTION, RANKED, lcel_chain
 

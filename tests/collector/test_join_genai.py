@@ -8,26 +8,26 @@ from __future__ import annotations
 
 import json
 import time
-from pathlib import Path
 
 import pytest
 from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace.export import SpanExportResult
 
 from ragtrace import semconv
-from tests.collector._join import HOUR, LIMITS, rows, settle
+from tests.collector._join import HOUR, LIMITS, settle
 from tests.collector._spans import SpanFactory, start_collector
+from tests.collector._stores import rows
 from tests.ragtrace.test_foreign_genai import ANSWER, DOCUMENTS, QUESTION, rag_call
 
 pytestmark = pytest.mark.usefixtures("offline_judge")
 
 
 @pytest.mark.parametrize("documents", [DOCUMENTS, [{"id": d["id"], "score": d["score"]} for d in DOCUMENTS]])
-def test_a_genai_workflow_sent_over_grpc_is_joined(tmp_path: Path, documents: object) -> None:
+def test_a_genai_workflow_sent_over_grpc_is_joined(store_target: str, documents: object) -> None:
     factory = SpanFactory(service="genai-app")
     rag_call(factory.tracer, documents)
     spans = factory.all()
-    db = tmp_path / "c.db"
+    db = store_target
     collector = start_collector(db, score=True, join_limits=LIMITS)
     try:
         exporter = OTLPSpanExporter(endpoint=f"127.0.0.1:{collector.grpc_port}", insecure=True)

@@ -10,7 +10,6 @@ own thread never joins during a test: each test drives the settler with ``settle
 from __future__ import annotations
 
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,8 +17,9 @@ from langchain_core.runnables import RunnableLambda, RunnablePassthrough
 
 from ragtrace import semconv
 from ragtrace.metrics import build_suite
-from tests.collector._join import HOUR, LIMITS, NS, rows, settle
+from tests.collector._join import HOUR, LIMITS, NS, settle
 from tests.collector._spans import start_collector
+from tests.collector._stores import rows
 from tests.collector._traced_app import langchain_app, send, shuffled_parts, span_id
 from tests.ragtrace.test_foreign_langchain import (
     ANSWER,
@@ -39,8 +39,8 @@ pytestmark = [
 SUITE = build_suite()
 
 
-def test_a_chain_sent_in_shuffled_exports_is_joined_once_it_settles_and_scored_once(tmp_path: Path) -> None:
-    db = tmp_path / "c.db"
+def test_a_chain_sent_in_shuffled_exports_is_joined_once_it_settles_and_scored_once(store_target: str) -> None:
+    db = store_target
     with langchain_app() as app:
         assert lcel_chain().invoke(QUESTION) == ANSWER
         spans = app.spans()
@@ -82,9 +82,11 @@ def test_a_chain_sent_in_shuffled_exports_is_joined_once_it_settles_and_scored_o
     assert {(s, src) for s, _, src in scores} == {(span_id(root), "collector")}
 
 
-def test_hidden_inputs_are_stored_not_scored_with_no_content(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_hidden_inputs_are_stored_not_scored_with_no_content(
+    store_target: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("OPENINFERENCE_HIDE_INPUTS", "true")
-    db = tmp_path / "c.db"
+    db = store_target
     with langchain_app() as app:
         lcel_chain().invoke(QUESTION)
         spans = app.spans()
@@ -101,8 +103,8 @@ def test_hidden_inputs_are_stored_not_scored_with_no_content(tmp_path: Path, mon
     assert rows(db, "SELECT count(*) FROM scores") == [(0,)]
 
 
-def test_two_chains_under_one_request_span_are_each_scored(tmp_path: Path) -> None:
-    db = tmp_path / "c.db"
+def test_two_chains_under_one_request_span_are_each_scored(store_target: str) -> None:
+    db = store_target
     chain = lcel_chain(["Refunds are paid within 14 days.", "It takes 3 days."])
     with langchain_app() as app:
         # A web framework's span above both chains, traced by the app's own tracer on the same provider.
@@ -126,13 +128,13 @@ def test_two_chains_under_one_request_span_are_each_scored(tmp_path: Path) -> No
     ]
 
 
-def test_a_chain_that_raised_is_not_scored(tmp_path: Path) -> None:
+def test_a_chain_that_raised_is_not_scored(store_target: str) -> None:
     def explode(_: object) -> str:
         raise RuntimeError("model down")
 
     retriever = KeywordRetriever(documents=DOCUMENTS)
     chain = {"context": retriever, "question": RunnablePassthrough()} | RunnableLambda(explode)
-    db = tmp_path / "c.db"
+    db = store_target
     with langchain_app() as app:
         with pytest.raises(RuntimeError):
             chain.invoke(QUESTION)
@@ -149,8 +151,8 @@ def test_a_chain_that_raised_is_not_scored(tmp_path: Path) -> None:
     assert rows(db, "SELECT count(*) FROM scores") == [(0,)]
 
 
-def test_a_root_the_apps_processor_scored_keeps_the_apps_decision_and_is_not_scored_again(tmp_path: Path) -> None:
-    db = tmp_path / "c.db"
+def test_a_root_the_apps_processor_scored_keeps_the_apps_decision_and_is_not_scored_again(store_target: str) -> None:
+    db = store_target
     with instrumented() as p:  # ragtrace's processor in the app, recognising the chain itself
         lcel_chain().invoke(QUESTION)
         spans = p.exported()

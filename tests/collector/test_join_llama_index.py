@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import time
-from pathlib import Path
 
 import pytest
 from llama_index.core import Document, VectorStoreIndex
@@ -16,8 +15,9 @@ from llama_index.core.embeddings import MockEmbedding
 from openinference.instrumentation.llama_index import LlamaIndexInstrumentor
 
 from ragtrace import semconv
-from tests.collector._join import HOUR, LIMITS, rows, settle
+from tests.collector._join import HOUR, LIMITS, settle
 from tests.collector._spans import start_collector
+from tests.collector._stores import rows
 from tests.collector._traced_app import send, shuffled_parts, span_id, traced_app
 from tests.ragtrace.test_foreign_llama_index import QUESTION, TEXTS, ReverseReranker, engine, retrieved
 
@@ -27,7 +27,7 @@ pytestmark = [
 ]
 
 
-def test_a_reranked_query_engine_call_is_scored_on_what_the_model_saw(tmp_path: Path) -> None:
+def test_a_reranked_query_engine_call_is_scored_on_what_the_model_saw(store_target: str) -> None:
     index = VectorStoreIndex.from_documents([Document(text=t) for t in TEXTS], embed_model=MockEmbedding(embed_dim=8))
     expected = list(reversed(retrieved(index, 3)))[:2]
     with traced_app(LlamaIndexInstrumentor(), "li-app") as app:
@@ -35,7 +35,7 @@ def test_a_reranked_query_engine_call_is_scored_on_what_the_model_saw(tmp_path: 
         spans = app.spans()
     (root,) = [s for s in spans if s.parent is None]
     assert root.name == "RetrieverQueryEngine.query"
-    db = tmp_path / "c.db"
+    db = store_target
     collector = start_collector(db, score=True, join_limits=LIMITS)
     try:
         for part in shuffled_parts(spans, 3, seed=2):

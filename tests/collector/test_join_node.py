@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-import sqlite3
 import subprocess
 import time
 from pathlib import Path
@@ -22,6 +21,7 @@ from ragtrace import semconv
 from ragtrace.metrics import build_suite
 from tests.collector._join import HOUR, LIMITS, settle
 from tests.collector._spans import start_collector
+from tests.collector._stores import rows
 
 ROOT = Path(__file__).resolve().parents[2]
 APP = Path(__file__).resolve().parent / "node"
@@ -55,8 +55,8 @@ def node_modules() -> Path:
     return MODULES / "node_modules"
 
 
-def test_a_node_rag_app_is_scored_by_the_collector(tmp_path: Path, node_modules: Path) -> None:
-    db = tmp_path / "c.db"
+def test_a_node_rag_app_is_scored_by_the_collector(store_target: str, node_modules: Path) -> None:
+    db = store_target
     question = "How fast are refunds paid?"
     collector = start_collector(db, score=True, join_limits=LIMITS)
     try:
@@ -72,10 +72,9 @@ def test_a_node_rag_app_is_scored_by_the_collector(tmp_path: Path, node_modules:
         (root,) = settle(collector, time.time_ns() + 2 * HOUR)
     finally:
         collector.stop()
-    with sqlite3.connect(db) as conn:
-        assert conn.execute("SELECT count(*), count(DISTINCT received_ns) FROM spans").fetchone() == (3, 3)
-        row = conn.execute("SELECT trace_id, service, query, answer, chunks, decision FROM rag_records").fetchone()
-        scores = {m for (m,) in conn.execute(f"SELECT metric FROM scores WHERE span_id = '{root}'")}
+    assert rows(db, "SELECT count(*), count(DISTINCT received_ns) FROM spans") == [(3, 3)]
+    [row] = rows(db, "SELECT trace_id, service, query, answer, chunks, decision FROM rag_records")
+    scores = {m for (m,) in rows(db, "SELECT metric FROM scores WHERE span_id = ?", (root,))}
     assert row[:4] == (trace_id, "node-rag", question, "Refunds are paid within 14 days, with a receipt.")
     chunks = json.loads(row[4])
     assert [(c["id"], c["content"], c["metadata"]) for c in chunks] == [

@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 
 from ragtrace import semconv
-from tests.collector._join import HOUR, LIMITS, rows, settle
+from tests.collector._join import HOUR, LIMITS, settle
 from tests.collector._spans import start_collector
+from tests.collector._stores import rows
 from tests.ragtrace.test_foreign_langchain import ANSWER, QUESTION, RANKED
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -53,14 +54,14 @@ def _run_app(db: Path, **env: str) -> tuple[str, str | None, str | None, list[di
     return decision, query, answer, json.loads(chunks), scores, reason
 
 
-def test_an_openllmetry_workflow_is_joined_and_scored(tmp_path: Path) -> None:
-    decision, query, answer, chunks, scores, reason = _run_app(tmp_path / "c.db")
+def test_an_openllmetry_workflow_is_joined_and_scored(store_target: str) -> None:
+    decision, query, answer, chunks, scores, reason = _run_app(store_target)
     assert (decision, query, answer, reason) == (semconv.DECISION_EVALUATED, QUESTION, ANSWER, None)
     assert [c["content"] for c in chunks] == RANKED
     assert scores > 0
 
 
-def test_content_tracing_off_is_stored_not_scored(tmp_path: Path) -> None:
-    decision, query, answer, chunks, scores, reason = _run_app(tmp_path / "c.db", TRACELOOP_TRACE_CONTENT="false")
+def test_content_tracing_off_is_stored_not_scored(store_target: str) -> None:
+    decision, query, answer, chunks, scores, reason = _run_app(store_target, TRACELOOP_TRACE_CONTENT="false")
     assert (decision, reason) == (semconv.DECISION_NOT_SCORED, semconv.NOT_SCORED_NO_CONTENT)
     assert (query, answer, chunks, scores) == (None, None, [], 0)

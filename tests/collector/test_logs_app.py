@@ -10,16 +10,15 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from ragtrace import semconv
 from ragtrace.environment_variables import RAGTRACE_EVALUATION_LOGS, RAGTRACE_EVALUATION_SPAN_EVENTS
 from tests.collector._spans import start_collector
+from tests.collector._stores import rows
 from tests.collector.test_logs_receiver import stored_scores
 
 APP = """
@@ -43,8 +42,10 @@ handle.shutdown()  # flushes the spans and the log records: each export is ackno
 
 
 @pytest.mark.parametrize("protocol", ["http/protobuf", "grpc"])
-def test_an_app_sending_evaluations_as_log_records_only_lands_them_in_the_store(tmp_path: Path, protocol: str) -> None:
-    running = start_collector(tmp_path / "c.db")
+def test_an_app_sending_evaluations_as_log_records_only_lands_them_in_the_store(
+    store_target: str, protocol: str
+) -> None:
+    running = start_collector(store_target)
     try:
         port = running.http_port if protocol == "http/protobuf" else running.grpc_port
         environment = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "RAGTRACE_"))}
@@ -55,10 +56,9 @@ def test_an_app_sending_evaluations_as_log_records_only_lands_them_in_the_store(
         logs_stored = running.stats.snapshot().logs_stored
     finally:
         running.stop()
-    db = tmp_path / "c.db"
-    with sqlite3.connect(db) as conn:
-        [(span_id, decision, route)] = conn.execute("SELECT span_id, decision, route FROM rag_records").fetchall()
-        [events] = conn.execute("SELECT events FROM spans WHERE span_id = ?", (span_id,)).fetchone()
+    db = store_target
+    [(span_id, decision, route)] = rows(db, "SELECT span_id, decision, route FROM rag_records")
+    [(events,)] = rows(db, "SELECT events FROM spans WHERE span_id = ?", (span_id,))
     assert decision == semconv.DECISION_EVALUATED
     # The span carried no evaluation event: what the store holds beyond the flat attributes came as log records.
     assert all(event["name"] != semconv.GEN_AI_EVALUATION_RESULT for event in json.loads(events))

@@ -8,7 +8,6 @@ from __future__ import annotations
 import gzip
 import json
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import grpc
@@ -34,8 +33,8 @@ JSON = {"content-type": "application/json"}
 
 
 @pytest.fixture
-def collector(tmp_path: Path) -> Iterator[Collector]:
-    running = start_collector(tmp_path / "c.db", max_body_bytes=1024 * 1024)
+def collector(store_target: str) -> Iterator[Collector]:
+    running = start_collector(store_target, max_body_bytes=1024 * 1024)
     yield running
     running.stop()
 
@@ -94,7 +93,7 @@ def _check_mixed(reply: ExportLogsServiceResponse, collector: Collector, ids: li
     assert "not decodable" in message  # the invalid UTF-8
     assert "span id" in message and semconv.GEN_AI_EVALUATION_NAME in message
     assert "'high' is not a finite number: stored without a value" in message
-    stored = stored_scores(collector.config.db)
+    stored = stored_scores(collector.config.target)
     assert set(stored) == {(ids[0], "faithfulness"), (ids[3], "faithfulness"), (ids[4], "faithfulness")}
     assert stored[(ids[0], "faithfulness")]["value"] == 0.5
     # A score that is not a finite number is no score; the rest of the evaluation is kept.
@@ -132,7 +131,7 @@ def test_a_nameless_evaluation_in_json_is_rejected_and_a_deep_record_alone(colle
     partial = reply.json()["partialSuccess"]
     assert partial["rejectedLogRecords"] == "2"
     assert RECORD_TOO_DEEP in partial["errorMessage"]
-    assert set(stored_scores(collector.config.db)) == {(span_id, "faithfulness")}
+    assert set(stored_scores(collector.config.target)) == {(span_id, "faithfulness")}
 
 
 _GZIP = {"content-type": "application/x-protobuf", "content-encoding": "gzip"}
@@ -165,7 +164,7 @@ def test_a_body_that_is_not_a_logs_export_is_refused_as_for_traces(
     # Still serving, and nothing half-stored.
     span_id, logs = _one_evaluation()
     assert post_logs(collector, logs_bytes(logs.records())).status_code == 200
-    assert set(stored_scores(collector.config.db)) == {(span_id, "faithfulness")}
+    assert set(stored_scores(collector.config.target)) == {(span_id, "faithfulness")}
 
 
 def test_a_malformed_body_over_grpc_is_invalid_argument(collector: Collector) -> None:
@@ -175,11 +174,11 @@ def test_a_malformed_body_over_grpc_is_invalid_argument(collector: Collector) ->
     assert caught.value.code() is grpc.StatusCode.INVALID_ARGUMENT
     span_id, logs = _one_evaluation()
     assert not _grpc_export(collector.grpc_port, logs_bytes(logs.records())).HasField("partial_success")
-    assert set(stored_scores(collector.config.db)) == {(span_id, "faithfulness")}
+    assert set(stored_scores(collector.config.target)) == {(span_id, "faithfulness")}
 
 
-def test_with_a_token_both_receivers_need_it_for_logs(tmp_path: Path) -> None:
-    running = start_collector(tmp_path / "c.db", token="s3cret")
+def test_with_a_token_both_receivers_need_it_for_logs(store_target: str) -> None:
+    running = start_collector(store_target, token="s3cret")
     try:
         assert running.grpc_port is not None
         span_id, logs = _one_evaluation()
@@ -189,9 +188,9 @@ def test_with_a_token_both_receivers_need_it_for_logs(tmp_path: Path) -> None:
         with pytest.raises(grpc.RpcError) as caught:
             _grpc_export(running.grpc_port, body)
         assert caught.value.code() is grpc.StatusCode.UNAUTHENTICATED
-        assert stored_scores(running.config.db) == {}
+        assert stored_scores(running.config.target) == {}
         assert post_logs(running, body, {**PB, "authorization": "bearer s3cret"}).status_code == 200
         assert _grpc_export(running.grpc_port, body, (("authorization", "Bearer s3cret"),)) is not None
-        assert set(stored_scores(running.config.db)) == {(span_id, "faithfulness")}
+        assert set(stored_scores(running.config.target)) == {(span_id, "faithfulness")}
     finally:
         running.stop()

@@ -9,7 +9,6 @@ are what the collector's own decoder makes of it.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -25,8 +24,8 @@ SCORES = {"faithfulness": 0.75, "hallucination": 0.25}
 
 
 @pytest.fixture
-def collector(tmp_path: Path) -> Iterator[Collector]:
-    running = start_collector(tmp_path / "c.db")
+def collector(store_target: str) -> Iterator[Collector]:
+    running = start_collector(store_target)
     yield running
     running.stop()
 
@@ -64,7 +63,7 @@ def test_an_app_sending_both_gets_exactly_the_rows_of_its_spans(collector: Colle
     for i in range(3):
         logs.of(spans.rag(query=f"q{i}", scores=SCORES, decision="evaluated"))
     _send(collector, order, spans.all(), logs)
-    assert stored_scores(collector.config.db) == _span_rows(spans.all())
+    assert stored_scores(collector.config.target) == _span_rows(spans.all())
 
 
 @pytest.mark.parametrize("order", ["spans", "logs"])
@@ -79,7 +78,7 @@ def test_without_span_events_the_log_record_brings_the_explanation(collector: Co
     for metric in SCORES:
         assert expected[(hex_span_id(bare), metric)]["explanation"] is None  # the span alone has none
         expected[(hex_span_id(bare), metric)]["explanation"] = f"why {metric}"
-    assert stored_scores(collector.config.db) == expected
+    assert stored_scores(collector.config.target) == expected
 
 
 @pytest.mark.parametrize("order", ["spans", "logs"])
@@ -90,7 +89,7 @@ def test_when_the_values_disagree_the_spans_evaluation_wins(collector: Collector
     logs = Evaluations()
     logs.of_events(bare, other.events)
     _send(collector, order, [bare], logs)
-    assert stored_scores(collector.config.db) == _span_rows([bare])
+    assert stored_scores(collector.config.target) == _span_rows([bare])
 
 
 def test_a_log_record_for_a_metric_its_stored_span_lacks_takes_the_spans_route(collector: Collector) -> None:
@@ -101,7 +100,7 @@ def test_a_log_record_for_a_metric_its_stored_span_lacks_takes_the_spans_route(c
     logs = Evaluations()
     logs.of_events(rag, late.events)
     _post_logs(collector, logs)
-    row = stored_scores(collector.config.db)[(hex_span_id(rag), "answer_relevancy")]
+    row = stored_scores(collector.config.target)[(hex_span_id(rag), "answer_relevancy")]
     assert (row["value"], row["route"], row["source"]) == (0.5, "/ask", "log")
 
 
@@ -112,6 +111,6 @@ def test_an_evaluation_whose_span_never_came_is_kept(collector: Collector) -> No
     logs.of(rag)
     _post_logs(collector, logs)
     _post_logs(collector, logs)  # a retry: still one row
-    [(key, row)] = stored_scores(collector.config.db).items()
+    [(key, row)] = stored_scores(collector.config.target).items()
     assert key == (hex_span_id(rag), "faithfulness")
     assert (row["value"], row["route"], row["source"]) == (0.5, None, "log")

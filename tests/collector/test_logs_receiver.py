@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import base64
 import json
-import sqlite3
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -32,10 +31,12 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import Event, ReadableSpan
 from prometheus_client.parser import text_string_to_metric_families
 from ragtrace_collector._server import Collector
+from ragtrace_collector._store.schema import SCORE_COLUMNS
 
 from ragtrace import semconv
 from ragtrace._eval_logs import EvaluationLogs
-from tests.collector._spans import SpanFactory, count, hex_span_id, start_collector
+from tests.collector._spans import SpanFactory, hex_span_id, start_collector
+from tests.collector._stores import count, dict_rows
 
 PB = {"content-type": "application/x-protobuf"}
 SCORES = {"faithfulness": 0.75, "hallucination": 0.25}
@@ -90,12 +91,11 @@ def post_logs(collector: Collector, body: bytes | str, headers: dict[str, str] |
     return httpx.post(url, content=body, headers=headers or PB, timeout=30)
 
 
-def stored_scores(db: Path) -> dict[tuple[str, str], dict[str, Any]]:
-    """The ``scores`` rows by ``(span_id, metric)``, every column but the key."""
-    with sqlite3.connect(db) as conn:
-        conn.row_factory = sqlite3.Row
-        rows = [dict(row) for row in conn.execute("SELECT * FROM scores")]
-    return {(row.pop("span_id"), row.pop("metric")): row for row in rows}
+def stored_scores(db: Path | str) -> dict[tuple[str, str], dict[str, Any]]:
+    """The ``scores`` rows by ``(span_id, metric)``, every column of the table but the key (PostgreSQL's
+    ``rowid``, the order of arrival SQLite keeps hidden, is not one of them)."""
+    columns = ", ".join(SCORE_COLUMNS)
+    return {(row.pop("span_id"), row.pop("metric")): row for row in dict_rows(db, f"SELECT {columns} FROM scores")}
 
 
 def expected_row(span: ReadableSpan, metric: str, *, source: str, route: str | None = None) -> dict[str, Any]:
@@ -123,8 +123,8 @@ def log_rows(rags: Sequence[ReadableSpan]) -> dict[tuple[str, str], dict[str, An
 
 
 @pytest.fixture
-def collector(tmp_path: Path) -> Iterator[Collector]:
-    running = start_collector(tmp_path / "c.db", max_body_bytes=1024 * 1024)
+def collector(store_target: str) -> Iterator[Collector]:
+    running = start_collector(store_target, max_body_bytes=1024 * 1024)
     yield running
     running.stop()
 
@@ -147,9 +147,9 @@ def test_the_http_log_exporter_lands_each_evaluation_as_a_score(collector: Colle
         assert exporter.export(logs.records()) is LogRecordExportResult.SUCCESS
     finally:
         exporter.shutdown()
-    assert stored_scores(collector.config.db) == log_rows(rags)
+    assert stored_scores(collector.config.target) == log_rows(rags)
     # The evaluated spans were never sent: the scores wait for them, nothing else is stored.
-    assert count(collector.config.db, "spans") == 0
+    assert count(collector.config.target, "spans") == 0
     snapshot = collector.stats.snapshot()
     assert (snapshot.logs_stored, snapshot.logs_ignored, snapshot.logs_rejected) == (10, 1, 0)
 
@@ -164,7 +164,7 @@ def test_the_grpc_log_exporter_lands_each_evaluation_as_a_score(
         assert exporter.export(logs.records()) is LogRecordExportResult.SUCCESS
     finally:
         exporter.shutdown()
-    assert stored_scores(collector.config.db) == log_rows(rags)
+    assert stored_scores(collector.config.target) == log_rows(rags)
 
 
 def test_an_otlp_json_body_is_stored_and_answered_in_json(collector: Collector) -> None:
@@ -173,7 +173,7 @@ def test_an_otlp_json_body_is_stored_and_answered_in_json(collector: Collector) 
     assert reply.status_code == 200
     assert reply.headers["content-type"].startswith("application/json")
     assert reply.json() == {}  # full success: no partial_success
-    assert stored_scores(collector.config.db) == log_rows(rags)
+    assert stored_scores(collector.config.target) == log_rows(rags)
 
 
 def test_records_that_are_not_evaluations_are_ignored_not_rejected(collector: Collector) -> None:
@@ -183,7 +183,7 @@ def test_records_that_are_not_evaluations_are_ignored_not_rejected(collector: Co
     reply = post_logs(collector, logs_bytes(logs.records()))
     assert reply.status_code == 200
     assert not ExportLogsServiceResponse.FromString(reply.content).HasField("partial_success")
-    assert set(stored_scores(collector.config.db)) == {(hex_span_id(rags[0]), m) for m in SCORES}
+    assert set(stored_scores(collector.config.target)) == {(hex_span_id(rags[0]), m) for m in SCORES}
     # An export of nothing but ordinary records is a full success that stores nothing.
     only_others = Evaluations()
     only_others.other("nothing to see")
@@ -192,8 +192,8 @@ def test_records_that_are_not_evaluations_are_ignored_not_rejected(collector: Co
     assert collector.stats.snapshot().logs_ignored == 4
 
 
-def test_the_metrics_endpoint_counts_log_records_like_spans(tmp_path: Path) -> None:
-    running = start_collector(tmp_path / "c.db")
+def test_the_metrics_endpoint_counts_log_records_like_spans(store_target: str) -> None:
+    running = start_collector(store_target)
     try:
         _, logs = _evaluated(2)
         logs.other("ignored")
@@ -231,4 +231,4 @@ def test_an_event_name_written_as_an_attribute_is_read_too(collector: Collector)
                 record.setdefault("attributes", []).append({"key": "event.name", "value": {"stringValue": name}})
     reply = post_logs(collector, json.dumps(document), {"content-type": "application/json"})
     assert reply.status_code == 200 and reply.json() == {}
-    assert stored_scores(collector.config.db) == log_rows(rags)
+    assert stored_scores(collector.config.target) == log_rows(rags)

@@ -4,7 +4,6 @@ ragtrace-collector on loopback. Apps send to rotel; rotel batches and forwards o
 from __future__ import annotations
 
 import socket
-import sqlite3
 import subprocess
 import time
 from collections.abc import Iterator
@@ -18,6 +17,7 @@ from ragtrace_collector._server import Collector
 
 from tests.collector._ports import free_port
 from tests.collector._spans import SpanFactory, hex_span_id, start_collector
+from tests.collector._stores import rows
 
 rotel = pytest.importorskip("rotel", reason="rotel (the collector test extra) is not installed")
 AGENT = Path(rotel.__file__).parent / "rotel-agent"
@@ -35,14 +35,13 @@ def _wait_listening(port: int, process: subprocess.Popen[bytes], timeout: float)
     raise AssertionError(f"rotel-agent is not listening on {port}")
 
 
-def _stored(db: Path) -> set[str]:
-    with sqlite3.connect(db) as conn:
-        return {row[0] for row in conn.execute("SELECT span_id FROM spans")}
+def _stored(db: Path | str) -> set[str]:
+    return {span_id for (span_id,) in rows(db, "SELECT span_id FROM spans")}
 
 
 @pytest.fixture
-def collector(tmp_path: Path) -> Iterator[Collector]:
-    running = start_collector(tmp_path / "c.db")
+def collector(store_target: str) -> Iterator[Collector]:
+    running = start_collector(store_target)
     yield running
     running.stop()
 
@@ -96,7 +95,7 @@ def test_every_span_arrives_through_rotel(tmp_path: Path, collector: Collector, 
                 exporter.shutdown()
         # rotel forwards asynchronously: wait (bounded) for the last batch to be flushed downstream.
         deadline = time.monotonic() + 30
-        while not sent <= _stored(collector.config.db) and time.monotonic() < deadline:
+        while not sent <= _stored(collector.config.target) and time.monotonic() < deadline:
             time.sleep(0.1)
     finally:
         process.terminate()
@@ -105,8 +104,7 @@ def test_every_span_arrives_through_rotel(tmp_path: Path, collector: Collector, 
         except subprocess.TimeoutExpired:  # a stuck agent must not outlive the test
             process.kill()
             process.wait()
-    missing = sent - _stored(collector.config.db)
+    missing = sent - _stored(collector.config.target)
     assert not missing, f"{len(missing)} of {len(sent)} spans did not arrive"
-    with sqlite3.connect(collector.config.db) as conn:
-        assert conn.execute("SELECT count(DISTINCT service) FROM rag_records").fetchone() == (3,)
-        assert conn.execute("SELECT count(*) FROM scores").fetchone() == (120,)
+    assert rows(collector, "SELECT count(DISTINCT service) FROM rag_records") == [(3,)]
+    assert rows(collector, "SELECT count(*) FROM scores") == [(120,)]

@@ -4,7 +4,6 @@ the offline judge; the scores land in the store and, with forwarding on, reach a
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 from pathlib import Path
 
 import pytest
@@ -13,12 +12,13 @@ from opentelemetry.sdk.trace.export import SpanExportResult
 from ragtrace_collector._otlp import decode_protobuf
 from ragtrace_collector._scoring import ServerScorer, record_of
 from ragtrace_collector._server import Collector
-from ragtrace_collector._store import Store
+from ragtrace_collector._store import open_store
 
 from ragtrace import RagRecord, Sampler, semconv
 from ragtrace.judges.offline import OfflineJudge
 from ragtrace.metrics import build_suite
 from tests.collector._spans import SpanFactory, hex_span_id, otlp_bytes, start_collector
+from tests.collector._stores import rows
 
 SUITE = build_suite()
 
@@ -39,14 +39,13 @@ def _export(collector: Collector, factory: SpanFactory) -> None:
         exporter.shutdown()
 
 
-def _rows(db: Path, sql: str) -> list[tuple[object, ...]]:
-    with sqlite3.connect(db) as conn:
-        return list(conn.execute(sql))
+def _rows(db: Path | str, sql: str) -> list[tuple[object, ...]]:
+    return rows(db, sql)
 
 
 @pytest.mark.parametrize("decode_processes", [0, 1])
 def test_unscored_spans_are_scored_by_the_collector(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, decode_processes: int
+    store_target: str, monkeypatch: pytest.MonkeyPatch, decode_processes: int
 ) -> None:
     monkeypatch.setenv("RAGTRACE_SAMPLE_RATE", "1.0")
     factory = SpanFactory(service="shop")
@@ -59,13 +58,13 @@ def test_unscored_spans_are_scored_by_the_collector(
         for i in range(4)
     ]
     app_scored = factory.rag(scores={"faithfulness": 0.3}, decision=semconv.DECISION_EVALUATED)
-    running = start_collector(tmp_path / "c.db", score=True, decode_processes=decode_processes)
+    running = start_collector(store_target, score=True, decode_processes=decode_processes)
     try:
         _export(running, factory)
         assert running.scorer is not None and running.scorer.wait_idle(120)
     finally:
         running.stop()
-    db = tmp_path / "c.db"
+    db = store_target
     decisions = dict(_rows(db, "SELECT span_id, decision FROM rag_records"))
     assert {decisions[hex_span_id(s)] for s in unscored} == {semconv.DECISION_EVALUATED}
     by_source = _rows(db, "SELECT source, count(*) FROM scores GROUP BY source ORDER BY source")
@@ -95,11 +94,11 @@ def test_unscored_spans_are_scored_by_the_collector(
     assert judge and isinstance(calls, int) and calls > 0 and route == "/ask"
 
 
-def test_sampling_is_the_apps_deterministic_draw(tmp_path: Path) -> None:
+def test_sampling_is_the_apps_deterministic_draw(store_target: str) -> None:
     factory = SpanFactory()
     for _ in range(40):
         factory.rag()
-    store = Store(tmp_path / "c.db")
+    store = open_store(store_target)
     scorer = ServerScorer(store, suite=SUITE, sample_rate=0.5)
     try:
         batch = decode_protobuf(otlp_bytes(factory.all()), 0)
@@ -110,7 +109,7 @@ def test_sampling_is_the_apps_deterministic_draw(tmp_path: Path) -> None:
     finally:
         scorer.stop()
         store.close()
-    decisions = dict(_rows(tmp_path / "c.db", "SELECT trace_id, decision FROM rag_records"))
+    decisions = dict(_rows(store_target, "SELECT trace_id, decision FROM rag_records"))
     expected = {
         trace: semconv.DECISION_EVALUATED if Sampler.draw(int(trace, 16)) < 0.5 else semconv.DECISION_NOT_SAMPLED
         for trace in decisions
@@ -148,7 +147,7 @@ def test_record_of_a_row_without_content_is_none() -> None:
     assert record is not None and record.texts == ["c"] and record.chunks[0].id == "a"
 
 
-def test_a_full_scoring_queue_records_overflow(tmp_path: Path) -> None:
+def test_a_full_scoring_queue_records_overflow(store_target: str) -> None:
     import threading
 
     from ragtrace.testing import FakeJudge
@@ -162,7 +161,7 @@ def test_a_full_scoring_queue_records_overflow(tmp_path: Path) -> None:
     factory = SpanFactory()
     for _ in range(5):
         factory.rag()
-    store = Store(tmp_path / "c.db")
+    store = open_store(store_target)
     suite = build_suite(["context_relevance"])
     scorer = ServerScorer(
         store, suite=suite, judge=FakeJudge(rate_chunks=slow_rating), sample_rate=1.0, queue_size=2, max_concurrency=1
@@ -177,22 +176,22 @@ def test_a_full_scoring_queue_records_overflow(tmp_path: Path) -> None:
     finally:
         scorer.stop()
         store.close()
-    decisions = sorted(d for (d,) in _rows(tmp_path / "c.db", "SELECT decision FROM rag_records"))
+    decisions = sorted(d for (d,) in _rows(store_target, "SELECT decision FROM rag_records"))
     assert decisions == ["evaluated"] * 2 + ["overflow"] * 3
-    assert _rows(tmp_path / "c.db", "SELECT DISTINCT value FROM scores") == [(0.5,)]
+    assert _rows(store_target, "SELECT DISTINCT value FROM scores") == [(0.5,)]
 
 
-def test_a_wrong_judge_setting_stops_serve(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_wrong_judge_setting_stops_serve(store_target: str, monkeypatch: pytest.MonkeyPatch) -> None:
     from ragtrace.environment_variables import ConfigurationError
 
     for variable in ("RAGTRACE_JUDGE_BASE_URL", "RAGTRACE_JUDGE_API_KEY", "OPENAI_API_KEY"):
         monkeypatch.delenv(variable, raising=False)
     monkeypatch.setenv("RAGTRACE_JUDGE", "openai")  # asked for, with no key to use
     with pytest.raises(ConfigurationError, match="OPENAI_API_KEY"):
-        start_collector(tmp_path / "c.db", score=True)
+        start_collector(store_target, score=True)
 
 
-def test_a_retried_unscored_span_is_scored_once(tmp_path: Path) -> None:
+def test_a_retried_unscored_span_is_scored_once(store_target: str) -> None:
     """An exporter retry sends the same unscored span again: after its scoring, during it, or twice in a batch."""
     import threading
 
@@ -210,7 +209,7 @@ def test_a_retried_unscored_span_is_scored_once(tmp_path: Path) -> None:
     factory = SpanFactory()
     factory.rag(query="first")
     factory.rag(query="second")
-    store = Store(tmp_path / "c.db")
+    store = open_store(store_target)
     scorer = ServerScorer(store, suite=build_suite(["context_relevance"]), judge=judge, sample_rate=1.0)
     try:
         batch = decode_protobuf(otlp_bytes(factory.all()), 0)
