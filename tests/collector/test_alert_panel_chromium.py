@@ -52,10 +52,12 @@ def _send_spike(port: int, now: int) -> None:
     assert reply.status_code == 200
 
 
-def test_acknowledge_silence_and_end_it_from_the_page(tmp_path: Path, browser: subprocess.Popen[bytes]) -> None:
+def test_acknowledge_silence_and_end_it_from_the_page(
+    tmp_path: Path, browser: subprocess.Popen[bytes], store_target: str
+) -> None:
     rules = tmp_path / "rules.toml"
     rules.write_text(RULES, encoding="utf-8")
-    collector = start_collector(tmp_path / "ragtrace.db", watch=True, page=True, rules=rules, token="s3cret")
+    collector = start_collector(store_target, watch=True, page=True, rules=rules, token="s3cret")
     try:
         port = collector.http_port or 0
         api = f"http://127.0.0.1:{port}/api/alerts"

@@ -232,8 +232,8 @@ async def test_senders_that_declare_the_largest_body_and_send_nothing_hold_none_
     assert count(tmp_path / "c.db", "rag_records") == 1
 
 
-def test_a_declared_length_that_cannot_fit_is_refused_before_its_body_is_sent(tmp_path: Path) -> None:
-    running = start_collector(tmp_path / "c.db")
+def test_a_declared_length_that_cannot_fit_is_refused_before_its_body_is_sent(store_target: str) -> None:
+    running = start_collector(store_target)
     body = _export("waits for 100 Continue")
     try:
         with running.budget.hold() as held:
@@ -255,9 +255,9 @@ def test_a_declared_length_that_cannot_fit_is_refused_before_its_body_is_sent(tm
 
 
 def test_while_the_budget_is_held_both_receivers_refuse_with_a_retry_delay_and_take_again_after(
-    tmp_path: Path,
+    store_target: str,
 ) -> None:
-    running = start_collector(tmp_path / "c.db")
+    running = start_collector(store_target)
     body = _export("held out")
     try:
         with running.budget.hold() as held:
@@ -273,17 +273,17 @@ def test_while_the_budget_is_held_both_receivers_refuse_with_a_retry_delay_and_t
             # The OTLP gRPC exporters retry RESOURCE_EXHAUSTED only with a RetryInfo, and wait as long as it says.
             retry_info = RetryInfo.FromString(dict(error.trailing_metadata() or ())[RETRY_INFO_KEY])
             assert retry_info.retry_delay.seconds == RETRY_AFTER_SECONDS
-            assert count(running.config.db, "spans") == 0
+            assert count(running, "spans") == 0
         assert running.budget.in_flight == 0
         assert _post(running, body).status_code == 200
         _grpc_export(running, body)
-        assert count(running.config.db, "rag_records") == 1
+        assert count(running, "rag_records") == 1
     finally:
         running.stop()
 
 
-def test_every_ending_gives_the_bytes_back(tmp_path: Path) -> None:
-    running = start_collector(tmp_path / "c.db", max_body_bytes=64 * 1024, max_inflight_bytes=64 * 1024)
+def test_every_ending_gives_the_bytes_back(store_target: str) -> None:
+    running = start_collector(store_target, max_body_bytes=64 * 1024, max_inflight_bytes=64 * 1024)
     try:
         good = _export("kept", answer="y" * 40000)
         zipped = gzip.compress(good, compresslevel=0)
@@ -298,7 +298,7 @@ def test_every_ending_gives_the_bytes_back(tmp_path: Path) -> None:
             assert _post(running, body, headers).status_code == status
             assert running.budget.in_flight == 0, status
         assert len(zipped) + len(good) > running.budget.limit
-        assert count(running.config.db, "rag_records") == 1
+        assert count(running, "rag_records") == 1
     finally:
         running.stop()
 

@@ -14,12 +14,12 @@ from ragtrace_collector._store import StoreError
 
 from ragtrace.environment_variables import ConfigurationError
 from tests.collector._spans import SpanFactory, otlp_bytes, start_collector
-from tests.collector._stores import count
+from tests.collector._stores import count, rows
 
 
 @pytest.fixture
-def downstream(tmp_path: Path) -> Iterator[Collector]:
-    running = start_collector(tmp_path / "down.db")
+def downstream(store_target: str) -> Iterator[Collector]:
+    running = start_collector(store_target)
     yield running
     running.stop()
 
@@ -47,7 +47,7 @@ async def test_retries_on_503_then_delivers(downstream: Collector, monkeypatch: 
     forwarder.submit(_payload("retried"))
     await forwarder.stop(timeout=30)
     assert (forwarder.sent, forwarder.dropped, failures[0]) == (1, 0, 0)
-    assert count(downstream.config.db, "rag_records") == 1
+    assert count(downstream, "rag_records") == 1
 
 
 async def test_a_refusal_is_dropped_and_counted(downstream: Collector) -> None:
@@ -57,7 +57,7 @@ async def test_a_refusal_is_dropped_and_counted(downstream: Collector) -> None:
     forwarder.submit(_payload("fine"))
     await forwarder.stop(timeout=30)
     assert (forwarder.sent, forwarder.dropped) == (1, 1)
-    assert count(downstream.config.db, "rag_records") == 1
+    assert count(downstream, "rag_records") == 1
 
 
 async def test_a_full_queue_drops_the_oldest(downstream: Collector) -> None:
@@ -68,8 +68,7 @@ async def test_a_full_queue_drops_the_oldest(downstream: Collector) -> None:
     forwarder.start()
     await forwarder.stop(timeout=30)
     assert forwarder.sent == 2
-    assert downstream.store is not None
-    queries = {row[0] for row in downstream.store.reader().execute("SELECT query FROM rag_records")}
+    queries = {query for (query,) in rows(downstream, "SELECT query FROM rag_records")}
     assert queries == {"second", "third"}
 
 

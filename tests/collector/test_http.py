@@ -6,7 +6,6 @@ import gzip
 import json
 import logging
 import socket
-import sqlite3
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -24,20 +23,20 @@ from ragtrace_collector._store import StoreError
 from ragtrace.environment_variables import ConfigurationError
 from tests.collector._spans import (
     SpanFactory,
-    count,
     deep_protobuf_export,
     nested_value_json,
     otlp_bytes,
     otlp_json,
     start_collector,
 )
+from tests.collector._stores import count, rows, store_args
 
 PB = {"content-type": "application/x-protobuf"}
 
 
 @pytest.fixture
-def collector(tmp_path: Path) -> Iterator[Collector]:
-    running = start_collector(tmp_path / "c.db", max_body_bytes=1024 * 1024)
+def collector(store_target: str) -> Iterator[Collector]:
+    running = start_collector(store_target, max_body_bytes=1024 * 1024)
     yield running
     running.stop()
 
@@ -56,7 +55,7 @@ def test_real_exporter_lands_spans_records_and_scores(collector: Collector, comp
         assert exporter.export(factory.all()) is SpanExportResult.SUCCESS
     finally:
         exporter.shutdown()
-    db = collector.config.db
+    db = collector.config.target
     assert (count(db, "spans"), count(db, "rag_records"), count(db, "scores")) == (40, 20, 20)
 
 
@@ -79,7 +78,7 @@ def test_json_body_gets_a_json_reply(collector: Collector) -> None:
     assert reply.status_code == 200
     assert reply.headers["content-type"].startswith("application/json")
     assert reply.json() == {}
-    assert count(collector.config.db, "rag_records") == 1
+    assert count(collector.config.target, "rag_records") == 1
 
 
 def test_partial_success_keeps_the_good_spans(collector: Collector) -> None:
@@ -92,7 +91,7 @@ def test_partial_success_keeps_the_good_spans(collector: Collector) -> None:
     parsed = ExportTraceServiceResponse.FromString(reply.content)
     assert parsed.partial_success.rejected_spans == 1
     assert "UTF-8" in parsed.partial_success.error_message
-    assert count(collector.config.db, "spans") == 3
+    assert count(collector.config.target, "spans") == 3
 
 
 @pytest.mark.parametrize(
@@ -148,8 +147,8 @@ def test_store_failure_is_503_and_not_acknowledged(collector: Collector, monkeyp
     assert reply.headers["retry-after"]
 
 
-def test_bearer_token_is_required_when_set(tmp_path: Path) -> None:
-    running = start_collector(tmp_path / "c.db", token="s3cret")
+def test_bearer_token_is_required_when_set(store_target: str) -> None:
+    running = start_collector(store_target, token="s3cret")
     try:
         factory = SpanFactory()
         factory.rag()
@@ -163,7 +162,7 @@ def test_bearer_token_is_required_when_set(tmp_path: Path) -> None:
             assert exporter.export(factory.all()) is SpanExportResult.SUCCESS
         finally:
             exporter.shutdown()
-        assert count(running.config.db, "rag_records") == 1
+        assert count(running.config.target, "rag_records") == 1
     finally:
         running.stop()
 
@@ -185,8 +184,8 @@ def test_cli_refuses_an_open_bind_with_a_clear_message(tmp_path: Path, capsys: p
     assert "--token" in capsys.readouterr().err
 
 
-def test_serve_wires_the_page_and_the_watcher(tmp_path: Path) -> None:
-    running = start_collector(tmp_path / "c.db", page=True, watch=True)
+def test_serve_wires_the_page_and_the_watcher(store_target: str) -> None:
+    running = start_collector(store_target, page=True, watch=True)
     try:
         factory = SpanFactory()
         factory.rag(scores={"faithfulness": 0.9}, decision="evaluated")
@@ -199,10 +198,10 @@ def test_serve_wires_the_page_and_the_watcher(tmp_path: Path) -> None:
         running.stop()
 
 
-def test_report_command_writes_the_file(tmp_path: Path) -> None:
+def test_report_command_writes_the_file(tmp_path: Path, store_target: str) -> None:
     from ragtrace_collector.__main__ import main
 
-    running = start_collector(tmp_path / "c.db")
+    running = start_collector(store_target)
     try:
         factory = SpanFactory()
         factory.rag(scores={"faithfulness": 0.4}, decision="evaluated")
@@ -211,17 +210,17 @@ def test_report_command_writes_the_file(tmp_path: Path) -> None:
     finally:
         running.stop()
     out = tmp_path / "report.md"
-    assert main(["report", "--db", str(tmp_path / "c.db"), "--out", str(out), "--format", "markdown"]) == 0
+    assert main(["report", *store_args(store_target), "--out", str(out), "--format", "markdown"]) == 0
     assert "faithfulness" in out.read_text()
     assert main(["report", "--db", str(tmp_path / "missing.db"), "--out", str(out)]) == 2
 
 
-def test_decode_processes_and_the_fallback_when_one_dies(tmp_path: Path) -> None:
+def test_decode_processes_and_the_fallback_when_one_dies(store_target: str) -> None:
     import multiprocessing
     import os
     import signal
 
-    running = start_collector(tmp_path / "c.db", decode_processes=1)
+    running = start_collector(store_target, decode_processes=1)
     try:
         factory = SpanFactory()
         factory.rag(query="decoded in a process")
@@ -232,13 +231,13 @@ def test_decode_processes_and_the_fallback_when_one_dies(tmp_path: Path) -> None
         worker.join(10)
         factory.rag(query="decoded after the process died")
         assert httpx.post(_url(running), content=otlp_bytes(factory.all()), headers=PB).status_code == 200
-        assert count(running.config.db, "rag_records") == 2
+        assert count(running.config.target, "rag_records") == 2
     finally:
         running.stop()
 
 
-def test_with_a_token_the_page_needs_it_too(tmp_path: Path) -> None:
-    running = start_collector(tmp_path / "c.db", token="s3cret", page=True)
+def test_with_a_token_the_page_needs_it_too(store_target: str) -> None:
+    running = start_collector(store_target, token="s3cret", page=True)
     try:
         base = f"http://127.0.0.1:{running.http_port}"
         assert httpx.get(f"{base}/", timeout=60).status_code == 401
@@ -256,8 +255,7 @@ def test_invalid_utf8_in_json_is_replaced_not_refused(collector: Collector) -> N
     body = doc.replace(b"NAME", b"N\xffME")
     reply = httpx.post(_url(collector), content=body, headers={"content-type": "application/json"})
     assert reply.status_code == 200
-    with sqlite3.connect(collector.config.db) as conn:
-        assert conn.execute("SELECT name FROM spans").fetchone() == ("N\ufffdME",)
+    assert rows(collector, "SELECT name FROM spans") == [("N\ufffdME",)]
 
 
 def test_a_bad_rules_file_stops_serve_with_a_clear_message(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -320,7 +318,7 @@ def test_metrics_exports_are_answered_as_not_stored(collector: Collector) -> Non
     assert partial.rejected_data_points == 2  # one histogram point per attribute set
     assert "stores spans, not metrics" in partial.error_message
     assert httpx.post(url, content=b"\xff\xff", headers={"Content-Type": "application/x-protobuf"}).status_code == 400
-    assert count(collector.config.db, "spans") == 0
+    assert count(collector.config.target, "spans") == 0
 
 
 def test_a_non_ascii_digit_in_a_document_key_is_stored_not_a_500(collector: Collector) -> None:
@@ -334,7 +332,7 @@ def test_a_non_ascii_digit_in_a_document_key_is_stored_not_a_500(collector: Coll
     reply = httpx.post(_url(collector), content=request.SerializeToString(), headers=PB)
     assert reply.status_code == 200
     assert not ExportTraceServiceResponse.FromString(reply.content).HasField("partial_success")
-    assert count(collector.config.db, "spans") == 2
+    assert count(collector.config.target, "spans") == 2
 
 
 def test_a_span_the_decoder_cannot_convert_is_a_partial_success(
@@ -367,7 +365,7 @@ def test_a_gzip_body_of_several_members_is_read_whole(collector: Collector) -> N
     )
     reply = httpx.post(_url(collector), content=body, headers={**PB, "content-encoding": "gzip"})
     assert reply.status_code == 200
-    assert count(collector.config.db, "rag_records") == 2
+    assert count(collector.config.target, "rag_records") == 2
 
 
 def _one_export_gzipped() -> bytes:
@@ -390,7 +388,7 @@ def test_gzip_trailing_garbage_truncation_and_size_count_over_all_members(
     reply = httpx.post(_url(collector), content=body, headers={**PB, "content-encoding": "gzip"})
     assert reply.status_code == status
     assert message in status_pb2.Status.FromString(reply.content).message
-    assert count(collector.config.db, "spans") == 0
+    assert count(collector.config.target, "spans") == 0
 
 
 def test_nul_padding_after_the_last_gzip_member_is_tolerated(collector: Collector) -> None:
@@ -399,7 +397,7 @@ def test_nul_padding_after_the_last_gzip_member_is_tolerated(collector: Collecto
     body = gzip.compress(otlp_bytes(factory.all())) + b"\x00" * 16
     reply = httpx.post(_url(collector), content=body, headers={**PB, "content-encoding": "gzip"})
     assert reply.status_code == 200
-    assert count(collector.config.db, "spans") == 2
+    assert count(collector.config.target, "spans") == 2
 
 
 def test_a_body_of_many_gzip_members_is_handed_to_zlib_in_pieces_not_whole(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -451,10 +449,10 @@ def test_a_gzip_body_is_inflated_whole_in_chunks_each_taken_before_the_next(body
     assert sum(taken) == len(expected) and max(taken) <= _GZIP_OUT_BYTES
 
 
-def test_with_a_token_both_receivers_answer_in_otlp_terms_and_take_any_case_of_bearer(tmp_path: Path) -> None:
+def test_with_a_token_both_receivers_answer_in_otlp_terms_and_take_any_case_of_bearer(store_target: str) -> None:
     from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import ExportMetricsServiceRequest
 
-    running = start_collector(tmp_path / "c.db", token="s3cret")
+    running = start_collector(store_target, token="s3cret")
     try:
         base = f"http://127.0.0.1:{running.http_port}"
         metrics = ExportMetricsServiceRequest().SerializeToString()
@@ -498,7 +496,7 @@ def test_a_large_gzip_body_is_inflated_off_the_event_loop(
     for body in (small, large):
         reply = httpx.post(_url(collector), content=body, headers={**PB, "content-encoding": "gzip"})
         assert reply.status_code == 200
-    assert count(collector.config.db, "rag_records") == 301
+    assert count(collector.config.target, "rag_records") == 301
     inline, off_loop = threads
     assert inline != off_loop  # the small body on the loop's thread, the large one in a worker thread
 
@@ -523,16 +521,15 @@ def test_a_span_nested_250_levels_deep_costs_that_span_not_the_request(collector
     else:
         parsed.ParseFromString(reply.content)
     assert parsed.partial_success.rejected_spans == 1
-    with sqlite3.connect(collector.config.db) as conn:
-        assert sorted(name for (name,) in conn.execute("SELECT name FROM spans")) == ["answer", "retrieve"]
-    assert count(collector.config.db, "rag_records") == 1
+    assert sorted(name for (name,) in rows(collector, "SELECT name FROM spans")) == ["answer", "retrieve"]
+    assert count(collector.config.target, "rag_records") == 1
 
 
 def test_a_sender_gone_mid_body_is_one_log_line_not_a_traceback(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture, capfd: pytest.CaptureFixture[str]
+    store_target: str, caplog: pytest.LogCaptureFixture, capfd: pytest.CaptureFixture[str]
 ) -> None:
     caplog.set_level(logging.DEBUG)
-    running = start_collector(tmp_path / "c.db")
+    running = start_collector(store_target)
     factory = SpanFactory()
     factory.rag()
     body = otlp_bytes(factory.all())
@@ -559,4 +556,4 @@ def test_a_sender_gone_mid_body_is_one_log_line_not_a_traceback(
     assert [record for record in caplog.records if record.exc_info] == []
     assert "Traceback" not in capfd.readouterr().err
     assert running.budget.in_flight == 0
-    assert count(running.config.db, "spans") == 0
+    assert count(running.config.target, "spans") == 0

@@ -48,7 +48,7 @@ def _post(port: int, body: bytes | str, content_type: str = "application/x-proto
 
 @pytest.mark.parametrize("decode_processes", [0, 1])
 def test_metrics_count_what_arrived_and_show_each_alert_groups_state_and_statistic(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, decode_processes: int
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, decode_processes: int, store_target: str
 ) -> None:
     monkeypatch.setenv("RAGTRACE_JUDGE", "offline")
     monkeypatch.setenv("RAGTRACE_SAMPLE_RATE", "0")  # the collector decides not_sampled: no judge call
@@ -68,7 +68,7 @@ def test_metrics_count_what_arrived_and_show_each_alert_groups_state_and_statist
     bad = json.loads(otlp_json([unscored.rag()]))
     bad["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["traceId"] = "abc"  # not 16 bytes: rejected alone
 
-    collector = start_collector(tmp_path / "ragtrace.db", watch=True, score=True, rules=rules,
+    collector = start_collector(store_target, watch=True, score=True, rules=rules,
                                 decode_processes=decode_processes)  # fmt: skip
     try:
         port = collector.http_port or 0
@@ -115,8 +115,8 @@ def test_metrics_count_what_arrived_and_show_each_alert_groups_state_and_statist
         assert linted.returncode == 0, linted.stdout.decode() + linted.stderr.decode()
 
 
-def test_with_a_token_metrics_need_it_as_prometheus_sends_it(tmp_path: Path) -> None:
-    collector = start_collector(tmp_path / "ragtrace.db", token="s3cret")
+def test_with_a_token_metrics_need_it_as_prometheus_sends_it(store_target: str) -> None:
+    collector = start_collector(store_target, token="s3cret")
     try:
         url = f"http://127.0.0.1:{collector.http_port}/metrics"
         refused = httpx.get(url, timeout=30)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import itertools
 import json
 import re
-from pathlib import Path
 
 import pytest
 from google.protobuf import json_format
@@ -205,8 +204,8 @@ def test_huge_attribute_and_non_finite_numbers_are_kept_safely() -> None:
     assert attrs[semconv.eval_score("faithfulness")] == "nan"
 
 
-def test_times_past_sqlite_integers_are_rejected_not_crashing_the_store(tmp_path: Path) -> None:
-    from ragtrace_collector._store import Store
+def test_times_past_sqlite_integers_are_rejected_not_crashing_the_store(store_target: str) -> None:
+    from ragtrace_collector._store import open_store
 
     spans = [
         {"traceId": "ab" * 16, "spanId": "cd" * 8, "name": "far future", "endTimeUnixNano": str(2**64 - 1)},
@@ -214,7 +213,7 @@ def test_times_past_sqlite_integers_are_rejected_not_crashing_the_store(tmp_path
     ]
     batch = decode_json(json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]}).encode(), 0)
     assert [row["name"] for row in batch.spans] == ["fine"] and batch.rejected == 1
-    store = Store(tmp_path / "c.db")
+    store = open_store(store_target)
     try:
         store.write(batch)
     finally:
