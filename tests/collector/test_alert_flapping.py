@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import json
 import math
-import sqlite3
 import urllib.request
 from pathlib import Path
 from typing import Any
 
 from tests.collector._spans import SpanFactory, otlp_bytes, start_collector
+from tests.collector._stores import rows
 from tests.collector._webhook import Receiver
 
 NS = 1_000_000_000
@@ -104,16 +104,17 @@ def _bodies(receiver: Receiver) -> list[dict[str, Any]]:
     return out
 
 
-def _transitions(db: Path) -> list[tuple[str | None, str, str]]:
-    with sqlite3.connect(db) as conn:
-        rows = conn.execute("SELECT previous_state, state, sinks FROM alerts WHERE rule = ? ORDER BY id", (RULE,))
-        return [(previous, state, ",".join(json.loads(sinks))) for previous, state, sinks in rows]
+def _transitions(db: Path | str) -> list[tuple[str | None, str, str]]:
+    transitions = rows(db, "SELECT previous_state, state, sinks FROM alerts WHERE rule = ? ORDER BY id", (RULE,))
+    return [(previous, state, ",".join(json.loads(sinks))) for previous, state, sinks in transitions]
 
 
-def test_a_sustained_spike_with_late_exports_is_one_alert_until_it_resolves(tmp_path: Path, receiver: Receiver) -> None:
+def test_a_sustained_spike_with_late_exports_is_one_alert_until_it_resolves(
+    tmp_path: Path, receiver: Receiver, store_target: str
+) -> None:
     rules = tmp_path / "rules.toml"
     rules.write_text(RULES.format(url=receiver.url), encoding="utf-8")
-    db = tmp_path / "ragtrace.db"
+    db = store_target
     collector = start_collector(db, watch=True, rules=rules)
     try:
         watcher = collector.watcher
@@ -154,10 +155,12 @@ def test_a_sustained_spike_with_late_exports_is_one_alert_until_it_resolves(tmp_
     assert _transitions(db) == [(None, "OK", ""), ("OK", "ALERT", "hook"), ("ALERT", "OK", "hook")]
 
 
-def test_a_restart_mid_spike_resumes_the_hold_and_the_frozen_baseline(tmp_path: Path, receiver: Receiver) -> None:
+def test_a_restart_mid_spike_resumes_the_hold_and_the_frozen_baseline(
+    tmp_path: Path, receiver: Receiver, store_target: str
+) -> None:
     rules = tmp_path / "rules.toml"
     rules.write_text(RULES.format(url=receiver.url), encoding="utf-8")
-    db = tmp_path / "ragtrace.db"
+    db = store_target
     collector = start_collector(db, watch=True, rules=rules)
     try:
         app = App(f"http://127.0.0.1:{collector.http_port}/v1/traces", until_s=300)
@@ -166,8 +169,7 @@ def test_a_restart_mid_spike_resumes_the_hold_and_the_frozen_baseline(tmp_path: 
             collector.watcher.evaluate_once(T0 + second * NS)
     finally:
         collector.stop()
-    with sqlite3.connect(db) as conn:
-        state, message = conn.execute("SELECT state, message FROM alert_groups WHERE rule = ?", (RULE,)).fetchone()
+    [(state, message)] = rows(db, "SELECT state, message FROM alert_groups WHERE rule = ?", (RULE,))
     # Mid-spike, the baseline is still the stable one the alert was raised against (1 in 20, about 5 %).
     assert state == "ALERT" and "vs baseline 5." in message and "baseline frozen when the alert fired" in message
 
@@ -183,9 +185,6 @@ def test_a_restart_mid_spike_resumes_the_hold_and_the_frozen_baseline(tmp_path: 
         again.stop()
     assert [(a["previous_state"], a["state"]) for a in _bodies(receiver)] == [("OK", "ALERT")]
     assert _transitions(db) == [(None, "OK", ""), ("OK", "ALERT", "hook")]
-    with sqlite3.connect(db) as conn:
-        state, detected, message = conn.execute(
-            "SELECT state, detected, message FROM alert_groups WHERE rule = ?", (RULE,)
-        ).fetchone()
+    [(state, detected, message)] = rows(db, "SELECT state, detected, message FROM alert_groups WHERE rule = ?", (RULE,))
     # The spike is over (the detector says OK) and the alert still holds, measured against the frozen baseline.
     assert (state, detected) == ("ALERT", "OK") and "baseline frozen when the alert fired" in message
