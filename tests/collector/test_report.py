@@ -4,17 +4,21 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from ragtrace_collector._otlp import Batch
 from ragtrace_collector._report import page_routes, problems, report, summary, write_report
 from ragtrace_collector._store import Store
+from ragtrace_collector._store.schema import RAG_COLUMNS, SCORE_COLUMNS
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
 from ragtrace.environment_variables import ConfigurationError
+from tests.collector._stores import whole_row
+from tests.collector._triage_seed import insert_alerts
 
 NS = 1_000_000_000
 T0 = 1_800_000_000 * NS
@@ -77,19 +81,23 @@ def seed(store: Store, *, start: int = T0) -> None:
                     "source": "app",
                 }
             )
-    store.db["rag_records"].insert_all(rag_rows)  # type: ignore[union-attr]
-    store.db["scores"].insert_all(score_rows)  # type: ignore[union-attr]
+    store.write(
+        Batch(
+            rag_records=[whole_row(r, RAG_COLUMNS) for r in rag_rows],
+            scores=[whole_row(r, SCORE_COLUMNS) for r in score_rows],
+        )
+    )
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    s = Store(tmp_path / "ragtrace.db")
+def store(open_store: Callable[[], Any]) -> Any:
+    """The four records, on either engine (``open_store``'s parameter)."""
+    s = open_store()
     seed(s)
-    yield s
-    s.close()
+    return s
 
 
-def test_summary(store: Store) -> None:
+def test_summary(store: Any) -> None:
     head = summary(store)
     assert (head.records, head.scored) == (4, 3)
     expected = {"context_relevance": 2.0 / 3, "faithfulness": 1.4 / 3, "hallucination": 1.6 / 3}
@@ -105,15 +113,16 @@ def test_summary(store: Store) -> None:
     assert head.firing == ()
 
 
-def test_summary_accepts_a_path_a_database_and_a_time_range(store: Store) -> None:
-    assert summary(store.path).records == 4
-    assert summary(store.db).records == 4
+def test_summary_accepts_a_target_a_database_and_a_time_range(store: Any) -> None:
+    assert summary(store.target).records == 4  # a SQLite file's path, or a PostgreSQL URL
+    if isinstance(store, Store):
+        assert summary(store.db).records == 4  # an open sqlite_utils.Database, as Datasette hands one
     late = summary(store, since_ns=T0 + 2 * NS)
     assert (late.records, late.scored) == (2, 1)
     assert late.means["faithfulness"] == 0.0
 
 
-def test_problems_are_direction_aware_worst_first_with_their_issues(store: Store) -> None:
+def test_problems_are_direction_aware_worst_first_with_their_issues(store: Any) -> None:
     found = problems(store, threshold=0.6)
     assert [p.span_id for p in found] == ["c" * 16, "b" * 16]
     worst = found[0]
@@ -139,14 +148,15 @@ def test_problems_are_direction_aware_worst_first_with_their_issues(store: Store
         problems(store, threshold=60)
 
 
-def test_markdown_report(store: Store) -> None:
+def test_markdown_report(store: Any) -> None:
     assert "## Recent alert transitions\n\nNone." in report(store, "markdown")
-    store.db["alerts"].insert_all(  # type: ignore[union-attr]
+    insert_alerts(
+        store,
         [
             {"time_ns": T0, "rule": "quiet", "metric": "faithfulness", "state": "OK", "message": "first sighting"},
             {"time_ns": T0 + NS, "rule": "low", "metric": "faithfulness", "service": "shop", "state": "ALERT",
              "previous_state": "OK", "message": "mean 0.467 | below 0.7"},
-        ]
+        ],
     )  # fmt: skip
     text = report(store, "markdown")
     assert (
@@ -165,20 +175,23 @@ def test_markdown_report(store: Store) -> None:
     assert "Capital of Brazil" not in text  # not a problem
 
 
-def test_html_report_is_self_contained_with_charts_and_escaped_content(store: Store) -> None:
-    store.db["alerts"].insert(  # type: ignore[union-attr]
-        {
-            "time_ns": T0 + 2 * NS,
-            "rule": "hallucination-spike",
-            "kind": "spike",
-            "metric": "hallucination",
-            "service": "shop",
-            "state": "ALERT",
-            "value": 9.1,
-            "threshold": 8.0,
-            "message": "bad rate up",
-            "sinks": "[]",
-        }
+def test_html_report_is_self_contained_with_charts_and_escaped_content(store: Any) -> None:
+    insert_alerts(
+        store,
+        [
+            {
+                "time_ns": T0 + 2 * NS,
+                "rule": "hallucination-spike",
+                "kind": "spike",
+                "metric": "hallucination",
+                "service": "shop",
+                "state": "ALERT",
+                "value": 9.1,
+                "threshold": 8.0,
+                "message": "bad rate up",
+                "sinks": "[]",
+            }
+        ],
     )
     page = report(store, "html")
     assert page.startswith("<!DOCTYPE html>")
@@ -207,16 +220,16 @@ def test_empty_and_missing_stores(tmp_path: Path) -> None:
         summary(tmp_path / "missing.db")
 
 
-def test_write_report_picks_the_format_from_the_suffix(store: Store, tmp_path: Path) -> None:
-    md = write_report(store.path, tmp_path / "out" / "report.md")
+def test_write_report_picks_the_format_from_the_suffix(store: Any, tmp_path: Path) -> None:
+    md = write_report(store.target, tmp_path / "out" / "report.md")
     assert md.read_text(encoding="utf-8").startswith("# ragtrace report")
-    page = write_report(store.path, tmp_path / "report.html")
+    page = write_report(store.target, tmp_path / "report.html")
     assert page.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
-    forced = write_report(store.path, tmp_path / "report.txt", "markdown", threshold=0.2)
+    forced = write_report(store.target, tmp_path / "report.txt", "markdown", threshold=0.2)
     assert "### 2." not in forced.read_text(encoding="utf-8")
 
 
-def test_page_routes_serve_html_markdown_and_reject_bad_input(store: Store) -> None:
+def test_page_routes_serve_html_markdown_and_reject_bad_input(store: Any) -> None:
     app = Starlette(routes=page_routes(store, refresh_seconds=30))
     with TestClient(app) as client:
         response = client.get("/")
@@ -249,26 +262,20 @@ def test_a_store_whose_name_has_uri_characters_is_read_not_another_file(tmp_path
     assert {p.name for p in tmp_path.iterdir()} <= {name, f"{name}-wal", f"{name}-shm"}
 
 
-def test_a_chunk_without_an_id_shows_no_none(tmp_path: Path) -> None:
+def test_a_chunk_without_an_id_shows_no_none(open_store: Callable[[], Any]) -> None:
     # A chunk captured from a plain string has no id: the decoder stores it as null.
     chunks = [
         {"id": None, "content": "plain text chunk", "score": None, "metadata": {}},
         {"id": "doc-9", "content": "chunk with an id", "score": 0.5, "metadata": {}},
     ]
-    store = Store(tmp_path / "c.db")
-    try:
-        store.db["rag_records"].insert(  # type: ignore[union-attr]
-            {"span_id": "e" * 16, "trace_id": "e" * 32, "service": "shop", "route": "/ask", "time_ns": T0,
-             "query": "Plain?", "answer": "No.", "chunks": json.dumps(chunks), "decision": "evaluated"}
-        )  # fmt: skip
-        store.db["scores"].insert(  # type: ignore[union-attr]
-            {"span_id": "e" * 16, "metric": "faithfulness", "value": 0.0, "trace_id": "e" * 32, "service": "shop",
-             "route": "/ask", "time_ns": T0, "source": "app"}
-        )  # fmt: skip
-        text = report(store, "markdown")
-        page = report(store, "html")
-    finally:
-        store.close()
+    store = open_store()
+    record = {"span_id": "e" * 16, "trace_id": "e" * 32, "service": "shop", "route": "/ask", "time_ns": T0,
+              "query": "Plain?", "answer": "No.", "chunks": json.dumps(chunks), "decision": "evaluated"}  # fmt: skip
+    score = {"span_id": "e" * 16, "metric": "faithfulness", "value": 0.0, "trace_id": "e" * 32, "service": "shop",
+             "route": "/ask", "time_ns": T0, "source": "app"}  # fmt: skip
+    store.write(Batch(rag_records=[whole_row(record, RAG_COLUMNS)], scores=[whole_row(score, SCORE_COLUMNS)]))
+    text = report(store, "markdown")
+    page = report(store, "html")
     assert "  - Chunk 0: plain text chunk\n" in text
     assert "  - Chunk 1 (doc-9): chunk with an id\n" in text
     assert "(None)" not in text
