@@ -10,18 +10,21 @@ from __future__ import annotations
 import io
 import shutil
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 from PIL import Image
+from ragtrace_collector._otlp import Batch
 from ragtrace_collector._report import page_routes
-from ragtrace_collector._store import Store
+from ragtrace_collector._store.schema import SCORE_COLUMNS
 from starlette.applications import Starlette
 
 from tests.collector._devtools import served
+from tests.collector._stores import whole_row
+from tests.collector._triage_seed import insert_alerts
 from tests.collector.test_report import seed
 
 NS = 1_000_000_000
@@ -32,7 +35,7 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Debian chromium is not installed: run `make system-deps`")
 
 
-def _history(store: Store) -> None:
+def _history(store: Any) -> None:
     """Two days of hourly-ish records with a hallucination spike and its alert."""
     rows: list[dict[str, Any]] = []
     for i in range(240):
@@ -54,8 +57,9 @@ def _history(store: Store) -> None:
                     "source": "app",
                 }
             )
-    store.db["scores"].insert_all(rows)  # type: ignore[union-attr]
-    store.db["alerts"].insert_all(  # type: ignore[union-attr]
+    store.write(Batch(scores=[whole_row(r, SCORE_COLUMNS) for r in rows]))
+    insert_alerts(
+        store,
         [
             {"time_ns": T0 + 155 * (HOUR // 5), "rule": "hallucination-spike", "kind": "spike",
              "metric": "hallucination", "service": "shop", "state": "ALERT", "previous_state": "OK",
@@ -63,18 +67,18 @@ def _history(store: Store) -> None:
             {"time_ns": T0 + 200 * (HOUR // 5), "rule": "hallucination-spike", "kind": "spike",
              "metric": "hallucination", "service": "shop", "state": "OK", "previous_state": "ALERT",
              "value": 0.0, "threshold": 8.0, "message": "back to baseline", "sinks": "[]"},
-        ]
+        ],
     )  # fmt: skip
 
 
 @pytest.fixture
-def page_url(tmp_path: Path) -> Iterator[str]:
-    store = Store(tmp_path / "ragtrace.db")
+def page_url(open_store: Callable[[], Any]) -> Iterator[str]:
+    """The live page over two days of history, on either engine (``open_store``'s parameter)."""
+    store = open_store()
     seed(store, start=T0 + 48 * HOUR)
     _history(store)
     with served(Starlette(routes=page_routes(store))) as url:
         yield f"{url}/"
-    store.close()
 
 
 def _chromium(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[bytes]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import base64
 import io
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +17,6 @@ import numpy as np
 import pytest
 from PIL import Image
 from ragtrace_collector._report import page_routes
-from ragtrace_collector._store import Store
 from starlette.applications import Starlette
 
 from tests.collector._devtools import CHROMIUM, DevTools, browser, devtools, served
@@ -28,12 +27,12 @@ __all__ = ["browser"]  # the fixture, imported for pytest
 
 
 @pytest.fixture
-def site(tmp_path: Path) -> Iterator[str]:
-    store = Store(tmp_path / "ragtrace.db")
+def site(open_store: Callable[[], Any]) -> Iterator[str]:
+    """The triage pages over the seeded store, on either engine (``open_store``'s parameter)."""
+    store = open_store()
     seed_triage(store)
     with served(Starlette(routes=page_routes(store))) as url:
         yield url
-    store.close()
 
 
 def _shot(tools: DevTools, path: Path) -> Any:
