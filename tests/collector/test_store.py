@@ -3,24 +3,19 @@ where the behaviour is the engine's, on SQLite where it is the file's."""
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from ragtrace_collector._otlp import decode_protobuf
 from ragtrace_collector._store import Store
 
 from ragtrace import semconv
 from tests.collector._spans import SpanFactory, hex_span_id, otlp_bytes
-from tests.collector._stores import rows
+from tests.collector._stores import count, rows
 
 OpenStore = Callable[[], Any]
-
-
-def _count(path: Path, table: str) -> int:
-    with sqlite3.connect(path) as conn:
-        return int(conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
 
 
 def test_schema_indexes_and_wal(tmp_path: Path) -> None:
@@ -38,10 +33,6 @@ def test_schema_indexes_and_wal(tmp_path: Path) -> None:
     Store(tmp_path / "c.db").close()
 
 
-def _rows_of(store: Any, table: str) -> int:
-    return int(rows(store, f"SELECT count(*) FROM {table}")[0][0])
-
-
 def test_retried_export_never_duplicates(open_store: OpenStore) -> None:
     factory = SpanFactory()
     factory.rag(scores={"faithfulness": 0.9, "hallucination": 0.1}, decision="evaluated")
@@ -49,12 +40,12 @@ def test_retried_export_never_duplicates(open_store: OpenStore) -> None:
     store = open_store()
     for _ in range(3):
         store.write(decode_protobuf(body, 1))
-    assert _rows_of(store, "spans") == 2
-    assert _rows_of(store, "rag_records") == 1
-    assert _rows_of(store, "scores") == 2
+    assert count(store, "spans") == 2
+    assert count(store, "rag_records") == 1
+    assert count(store, "scores") == 2
     store.close()
     reopened = open_store()  # a restart keeps the rows and the schema as they are
-    assert (_rows_of(reopened, "spans"), _rows_of(reopened, "scores")) == (2, 2)
+    assert (count(reopened, "spans"), count(reopened, "scores")) == (2, 2)
 
 
 def test_carrier_scores_get_the_route_of_their_target(open_store: OpenStore) -> None:
@@ -100,15 +91,47 @@ def test_prune_deletes_by_age(open_store: OpenStore) -> None:
     assert rows(store, "SELECT span_id FROM rag_records") == [(hex_span_id(new),)]
 
 
+def test_prune_deletes_in_batches_each_its_own_transaction(open_store: OpenStore) -> None:
+    from ragtrace_collector._store import retention
+
+    factory = SpanFactory()
+    for i in range(7):
+        factory.rag(query=f"old {i}", scores={"faithfulness": 1.0})
+    newest = factory.rag(query="new", scores={"faithfulness": 0.5})
+    store = open_store()
+    store.write(decode_protobuf(otlp_bytes(factory.all()), 0))
+    assert newest.end_time is not None
+    batches: list[int] = []
+
+    def transaction(batch: Any) -> int:  # the store's own transaction, the batch's size recorded
+        deleted = int(store.change(batch))
+        batches.append(deleted)
+        return deleted
+
+    cut = newest.end_time
+    old = {table: rows(store, f"SELECT count(*) FROM {table} WHERE {column} < ?", (cut,))[0][0]
+           for table, column in retention.AGED}  # fmt: skip
+    assert (old["rag_records"], old["scores"]) == (7, 7) and old["spans"] >= 7
+    deleted = retention.prune(transaction, cut, batch_rows=3)
+    assert deleted == old
+    assert max(batches) == 3  # no transaction deleted more than a batch
+    # Each table's rows go 3 at a time, until a batch comes back short (an empty one when 3 divides the count).
+    assert len(batches) == sum(n // 3 + 1 for n in old.values())
+    assert rows(store, "SELECT query FROM rag_records") == [("new",)]
+    assert store.prune(older_than_ns=newest.end_time, batch_rows=3)["spans"] == 0  # nothing left to delete
+    with pytest.raises(ValueError, match="batch_rows must be at least 1"):
+        store.prune(older_than_ns=newest.end_time, batch_rows=0)
+
+
 def test_empty_batch_is_a_no_op(open_store: OpenStore) -> None:
     from ragtrace_collector._otlp import Batch
 
     store = open_store()
     store.write(Batch())
-    assert _rows_of(store, "spans") == 0
+    assert count(store, "spans") == 0
 
 
-def test_serve_with_retention_prunes_old_rows(tmp_path: Path) -> None:
+def test_serve_with_retention_prunes_old_rows(store_target: str, open_store: OpenStore) -> None:
     import json
     import time
 
@@ -118,20 +141,16 @@ def test_serve_with_retention_prunes_old_rows(tmp_path: Path) -> None:
 
     old_ns = 1_600_000_000_000_000_000  # September 2020
     spans = [{"traceId": "ab" * 16, "spanId": "cd" * 8, "name": "old", "endTimeUnixNano": str(old_ns)}]
-    store = Store(tmp_path / "c.db")
-    try:
-        store.write(decode_json(json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]}).encode(), 0))
-    finally:
-        store.close()
-    assert _count(tmp_path / "c.db", "spans") == 1
-    running = start_collector(tmp_path / "c.db", retention_days=30)
+    open_store().write(decode_json(json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]}).encode(), 0))
+    assert count(store_target, "spans") == 1
+    running = start_collector(store_target, retention_days=30)
     try:
         deadline = time.monotonic() + 30  # the first prune runs at start-up, on a worker thread
-        while _count(tmp_path / "c.db", "spans") and time.monotonic() < deadline:
+        while count(store_target, "spans") and time.monotonic() < deadline:
             time.sleep(0.05)
     finally:
         running.stop()
-    assert _count(tmp_path / "c.db", "spans") == 0
+    assert count(store_target, "spans") == 0
 
 
 def test_a_nul_character_in_a_sent_string_is_stored_not_refused(open_store: OpenStore) -> None:

@@ -241,10 +241,10 @@ class PostgresStore:
             except (psycopg.Error, OverflowError, ValueError, TypeError) as exc:
                 raise StoreError(f"could not commit {len(batch.spans)} span(s): {type(exc).__name__}: {exc}") from exc
 
-    def prune(self, older_than_ns: int) -> dict[str, int]:
-        """Delete every row older than ``older_than_ns``; return counts by table."""
-        with self.connection() as conn, conn:
-            return retention.prune(conn, older_than_ns)
+    def prune(self, older_than_ns: int, batch_rows: int = retention.BATCH_ROWS) -> dict[str, int]:
+        """Delete every row older than ``older_than_ns`` in batches of ``batch_rows``, each its own transaction;
+        return counts by table."""
+        return retention.prune(self.change, older_than_ns, batch_rows)
 
     def read(self, query: Callable[..., T], *args: Any) -> T:
         """``query(connection, *args)`` on a pooled connection; ``StoreError`` when the database failed it."""

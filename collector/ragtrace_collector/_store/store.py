@@ -98,11 +98,10 @@ class Store:
             what = f"{len(batch.spans)} span(s)" if not batch.log_scores else f"{len(batch.log_scores)} evaluation(s)"
             raise StoreError(f"could not commit {what}: {exc}") from exc
 
-    def prune(self, older_than_ns: int) -> dict[str, int]:
-        """Delete every row older than ``older_than_ns`` (span end, record/score/alert time); return counts."""
-        with self._lock, self._shared, self._conn:
-            deleted = retention.prune(self._conn, older_than_ns)
-        return deleted
+    def prune(self, older_than_ns: int, batch_rows: int = retention.BATCH_ROWS) -> dict[str, int]:
+        """Delete every row older than ``older_than_ns`` (span end, record/score/alert time) in batches of
+        ``batch_rows``, each its own transaction under the write locks; return counts by table."""
+        return retention.prune(self.change, older_than_ns, batch_rows)
 
     def reader(self) -> sqlite_utils.Database:
         """A new connection for reading from another thread (WAL lets it read while the writer writes)."""
