@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from ragtrace_collector._join import Settler
 from ragtrace_collector._otlp import Batch, decode_protobuf
-from ragtrace_collector._store import Store, StoreError
+from ragtrace_collector._store import Store, StoreError, open_store
 
 from ragtrace import semconv
 from ragtrace.metrics import build_suite
@@ -35,8 +35,10 @@ SUITE = build_suite()
 
 
 @pytest.mark.parametrize("decode_processes", [0, 1])
-def test_a_restart_mid_trace_loses_nothing_acknowledged_and_scores_once(tmp_path: Path, decode_processes: int) -> None:
-    db = tmp_path / "c.db"
+def test_a_restart_mid_trace_loses_nothing_acknowledged_and_scores_once(
+    store_target: str, decode_processes: int
+) -> None:
+    db = store_target
     with langchain_app() as app:
         lcel_chain().invoke(QUESTION)
         spans = app.spans()
@@ -64,8 +66,8 @@ def test_a_restart_mid_trace_loses_nothing_acknowledged_and_scores_once(tmp_path
     assert rows(db, "SELECT count(*) FROM join_pending") == [(0,)]
 
 
-def test_joining_resumes_after_a_restart_with_no_new_span(tmp_path: Path) -> None:
-    db = tmp_path / "c.db"
+def test_joining_resumes_after_a_restart_with_no_new_span(store_target: str) -> None:
+    db = store_target
     with langchain_app() as app:
         lcel_chain().invoke(QUESTION)
         spans = app.spans()
@@ -117,9 +119,9 @@ def test_scores_go_downstream_on_an_evaluator_carrier_linked_to_the_root(tmp_pat
 
 
 def test_a_call_joined_but_not_yet_scored_when_the_collector_stopped_is_scored_after_the_restart(
-    tmp_path: Path,
+    store_target: str,
 ) -> None:
-    db = tmp_path / "c.db"
+    db = store_target
     with langchain_app() as app:
         lcel_chain().invoke(QUESTION)
         spans = app.spans()
@@ -159,12 +161,12 @@ def test_a_file_written_before_records_had_a_reason_gets_the_column_and_keeps_it
 
 
 def test_a_join_that_could_not_be_written_stays_waiting_and_is_tried_again(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    store_target: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     with langchain_app() as app:
         lcel_chain().invoke(QUESTION)
         spans = app.spans()
-    store = Store(tmp_path / "c.db")
+    store = open_store(store_target)
     try:
         store.write(decode_protobuf(otlp_bytes(spans), time.time_ns()))
         settler = Settler(store, LIMITS)
