@@ -10,14 +10,19 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from ragtrace_collector._alerts import Watcher
+from ragtrace_collector._otlp import Batch
 from ragtrace_collector._prometheus import Sources, Stats, render
 from ragtrace_collector._rules import parse_rules
-from ragtrace_collector._store import Store
+from ragtrace_collector._store.schema import SCORE_COLUMNS
+
+from tests.collector._stores import whole_row
 
 DEPLOY = Path(__file__).resolve().parents[2] / "collector" / "deploy" / "prometheus"
 RULES = DEPLOY / "ragtrace-collector-rules.yml"
@@ -37,18 +42,21 @@ def test_promtool_checks_the_rules_and_their_unit_tests_pass() -> None:
         assert done.returncode == 0, done.stdout.decode() + done.stderr.decode()
 
 
-def test_every_name_the_rules_read_is_served_at_metrics(tmp_path: Path) -> None:
-    store = Store(tmp_path / "ragtrace.db")
-    store.db["scores"].insert_all(  # type: ignore[union-attr]
+def test_every_name_the_rules_read_is_served_at_metrics(store_target: str, open_store: Callable[[], Any]) -> None:
+    scores = [
         {"span_id": f"{i:016x}", "metric": "faithfulness", "value": 0.9, "service": "shop", "time_ns": i * NS}
         for i in range(1, 50)
-    )
-    store.close()
+    ]
+    open_store().write(Batch(scores=[whole_row(score, SCORE_COLUMNS) for score in scores]))
     rules = parse_rules('[[rules]]\nname = "low"\nkind = "threshold"\nmetric = "faithfulness"\nthreshold = 0.7\n')
-    Watcher(tmp_path / "ragtrace.db", rules=rules, sinks=[]).evaluate_once(60 * NS)
+    watcher = Watcher(store_target, rules=rules, sinks=[])
+    try:
+        watcher.evaluate_once(60 * NS)
+    finally:
+        watcher.stop()  # ends its leadership (on PostgreSQL, a session of its own)
     sources = Sources(
         stats=Stats(),
-        db_path=tmp_path / "ragtrace.db",
+        db_path=store_target,
         inflight_bytes=lambda: 0,
         inflight_limit_bytes=1024,
         scoring_queue=lambda: 0,
