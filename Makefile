@@ -54,6 +54,12 @@ test: lint typecheck pytest
 demo: $(STAMP)
 	$(BIN)/python examples/demo.py
 
+# Not part of `make test` (which runs the fleet test's small load): the full fleet load, through haproxy alone and
+# through rotel then haproxy, with kill -9 of the leader and of another replica (tests/collector/test_fleet.py).
+.PHONY: e2e-fleet
+e2e-fleet: $(STAMP) postgres-deps haproxy-deps
+	$(BIN)/pytest -q -m e2e tests/collector/test_fleet.py
+
 # Not part of `make test`: installs Arize Phoenix in its own venv and checks ragtrace's scores in it.
 PHOENIX_VENV ?= .venv-phoenix
 $(PHOENIX_VENV)/.installed-stamp:

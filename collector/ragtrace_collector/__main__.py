@@ -28,6 +28,7 @@ from ragtrace_collector._join import JoinLimits
 from ragtrace_collector._phoenix import PHOENIX_API_KEY_VARIABLE, PHOENIX_URL_VARIABLE
 from ragtrace_collector._server import Collector, CollectorConfig
 from ragtrace_collector._store import DatabaseError, SchemaTooNew, StoreError, is_postgres, redacted_url
+from ragtrace_collector._store.claims import LEASE_SECONDS
 
 TOKEN_VARIABLE = env.RAGTRACE_COLLECTOR_TOKEN
 """Bearer token the receivers require when ``--token`` is not given."""
@@ -68,6 +69,15 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--insecure", action="store_true", help="allow a non-loopback --host without a token")
     serve.add_argument("--rules", type=Path, default=None, help="alert rules TOML file (default: built-in rules)")
     serve.add_argument("--retention-days", type=float, default=None, help="delete rows older than this many days")
+    serve.add_argument(
+        "--claim-lease-seconds",
+        type=float,
+        default=LEASE_SECONDS,
+        help=(
+            "how long a replica's claim on a record to score or a trace to join holds; a replica that dies holding "
+            f"work has it taken over by another after this (default {LEASE_SECONDS:.0f})"
+        ),
+    )
     serve.add_argument("--forward", default=None, help="forward spans and scores to this OTLP/HTTP endpoint")
     serve.add_argument(
         "--phoenix-url",
@@ -186,6 +196,7 @@ def serve_config(args: argparse.Namespace) -> CollectorConfig:
         insecure=args.insecure,
         rules=args.rules,
         retention_days=args.retention_days,
+        claim_lease_seconds=args.claim_lease_seconds,
         forward=args.forward,
         phoenix_url=args.phoenix_url or env.read_str(PHOENIX_URL_VARIABLE),
         phoenix_api_key=env.read_str(PHOENIX_API_KEY_VARIABLE),

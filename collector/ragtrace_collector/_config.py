@@ -17,6 +17,7 @@ from ragtrace_collector._http._body import DEFAULT_MAX_BODY_BYTES
 from ragtrace_collector._join import JoinLimits
 from ragtrace_collector._phoenix import annotations_url
 from ragtrace_collector._store import is_postgres, redacted_url
+from ragtrace_collector._store.claims import LEASE_SECONDS
 
 __all__ = ["STORE_VARIABLE", "CollectorConfig"]
 
@@ -24,6 +25,8 @@ STORE_VARIABLE = "RAGTRACE_COLLECTOR_STORE"
 """The variable ``serve --store`` reads its URL from when the flag is not given."""
 
 _MAX_RETENTION_DAYS = 100_000  # about 270 years: in nanoseconds, still a signed 64-bit integer
+_MIN_LEASE_SECONDS = 2.0  # a claim renewed when scoring starts must outlast the round trip that renews it
+_MAX_LEASE_SECONDS = 86_400.0  # a day: past it, a dead replica's work waits longer than anyone would
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +60,9 @@ class CollectorConfig:
     """Join and score the RAG calls other instrumentations traced (``_join``) once their traces settle."""
     join_limits: JoinLimits = field(default_factory=JoinLimits)
     """The settle window and the bounds on the traces waiting to be joined."""
+    claim_lease_seconds: float = LEASE_SECONDS
+    """How long a replica's claim on a record to score or a trace to join holds (``_store.claims``): after it, a
+    replica that died holding the work has it taken over by another. It must outlast one record's scoring."""
     phoenix_url: str | None = None
     """Arize Phoenix's base URL: post every stored score there as a span annotation (``_phoenix``); None: off."""
     phoenix_api_key: str | None = field(default=None, repr=False)
@@ -107,6 +113,12 @@ class CollectorConfig:
                 f"{_MAX_RETENTION_DAYS}, e.g. 30 (leave it out to keep everything)"
             )
         self.join_limits.validate()
+        if not _MIN_LEASE_SECONDS <= self.claim_lease_seconds <= _MAX_LEASE_SECONDS:  # refuses nan too
+            raise ConfigurationError(
+                f"--claim-lease-seconds {self.claim_lease_seconds} must be between {_MIN_LEASE_SECONDS:.0f} and "
+                f"{_MAX_LEASE_SECONDS:.0f} seconds (default {LEASE_SECONDS:.0f}): long enough for one record's "
+                "scoring, short enough that a dead replica's work is taken over"
+            )
         if self.rules is not None and not self.rules.is_file():
             raise ConfigurationError(f"--rules {self.rules}: no such file; give the path of a rules TOML file")
         if self.forward is not None:

@@ -120,8 +120,9 @@ class ServerScorer:
         stats: Stats | None = None,
         sampler: Sampler | None = None,
         limits: CaptureSettings | None = None,
-        sweep_seconds: float = 30.0,
-        unclaimed_grace_seconds: float = 60.0,
+        lease_seconds: float = claims.LEASE_SECONDS,
+        sweep_seconds: float | None = None,
+        unclaimed_grace_seconds: float | None = None,
     ) -> None:
         sample_rate = SAMPLE_RATE.resolve(sample_rate)
         self.store = store
@@ -145,9 +146,14 @@ class ServerScorer:
         self._pending = 0
         self.owner = claims.replica_name()
         """This process's name on the records it claims (several replicas may share the store)."""
-        self._sweep_seconds = sweep_seconds
-        self._grace_ns = int(unclaimed_grace_seconds * 1e9)
-        self._next_sweep = time.monotonic() + sweep_seconds
+        self._lease_seconds = lease_seconds
+        """How long this replica's claim on a record holds (``serve --claim-lease-seconds``)."""
+        # A dead replica's claims run out after a lease: sweeping four times a lease (30 s at most) takes them
+        # over within a quarter lease of that; a record never claimed is an orphan after half a lease (60 s).
+        self._sweep_seconds = sweep_seconds if sweep_seconds is not None else min(30.0, lease_seconds / 4)
+        grace = unclaimed_grace_seconds if unclaimed_grace_seconds is not None else min(60.0, lease_seconds / 2)
+        self._grace_ns = int(grace * 1e9)
+        self._next_sweep = time.monotonic() + self._sweep_seconds
         self.scored = 0
         """Records scored (decision ``evaluated`` or ``error``)."""
 
@@ -265,6 +271,7 @@ class ServerScorer:
                 unclaimed_before_ns=now - self._grace_ns,
                 unclaimed_after_ns=now - int(SWEEP_LOOKBACK_SECONDS * 1e9),
                 limit=self._queue_size,
+                lease_seconds=self._lease_seconds,
             )
             orphans = self.store.change(take, self.owner, now)
         except (DatabaseError, StoreError):
@@ -291,7 +298,12 @@ class ServerScorer:
                 fresh.append(row)
         try:
             mine = await asyncio.to_thread(
-                self.store.change, claims.claim_records, [row["span_id"] for row in fresh], self.owner, time.time_ns()
+                self.store.change,
+                claims.claim_records,
+                [row["span_id"] for row in fresh],
+                self.owner,
+                time.time_ns(),
+                self._lease_seconds,
             )
         except (DatabaseError, StoreError):
             _log.warning("could not claim records to score: the sweep takes them later", exc_info=True)
@@ -347,7 +359,9 @@ class ServerScorer:
     async def _still_mine(self, span_id: str) -> bool:
         try:
             return bool(
-                await asyncio.to_thread(self.store.change, claims.renew_record, span_id, self.owner, time.time_ns())
+                await asyncio.to_thread(
+                    self.store.change, claims.renew_record, span_id, self.owner, time.time_ns(), self._lease_seconds
+                )
             )
         except (DatabaseError, StoreError):
             _log.warning("could not renew the claim on span %s: left to the sweep", span_id, exc_info=True)

@@ -146,12 +146,20 @@ class Collector:
                     def forward_carrier(payload: bytes) -> None:
                         loop.call_soon_threadsafe(fw.submit, payload)
 
-                scorer = self.scorer = ServerScorer(store, forward=forward_carrier, stats=self.stats)
+                scorer = self.scorer = ServerScorer(
+                    store, forward=forward_carrier, stats=self.stats, lease_seconds=config.claim_lease_seconds
+                )
                 scorer.start()
                 stack.push_async_callback(asyncio.to_thread, scorer.stop)
             if config.join:
                 # Started after scoring and so stopped before it: it hands scoring what it joins.
-                settler = self.settler = Settler(store, config.join_limits, scorer=scorer, stats=self.stats)
+                settler = self.settler = Settler(
+                    store,
+                    config.join_limits,
+                    scorer=scorer,
+                    stats=self.stats,
+                    lease_seconds=config.claim_lease_seconds,
+                )
                 settler.start()
                 stack.push_async_callback(asyncio.to_thread, settler.stop)
             pipeline = self.pipeline = Pipeline(

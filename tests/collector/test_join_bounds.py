@@ -122,6 +122,8 @@ def test_a_rag_call_whose_root_never_arrives_is_joined_after_the_longest_wait(
         ("--join-max-seconds", "5"),
         ("--join-max-traces", "0"),
         ("--join-max-bytes", "-1"),
+        ("--claim-lease-seconds", "0"),
+        ("--claim-lease-seconds", "nan"),
     ],
 )
 def test_unusable_join_limits_stop_serve_naming_the_option(

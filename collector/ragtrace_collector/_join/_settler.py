@@ -77,8 +77,11 @@ class Settler:
         stats: Stats | None = None,
         clock: Callable[[], int] = time.time_ns,
         poll_seconds: float | None = None,
+        lease_seconds: float = claims.LEASE_SECONDS,
     ) -> None:
         self.store = store
+        self._lease_seconds = lease_seconds
+        """How long this replica's claim on a trace holds (``serve --claim-lease-seconds``)."""
         self.limits = limits
         self._scorer = scorer
         self._stats = stats
@@ -157,7 +160,13 @@ class Settler:
                 # Claimed: another replica looking now takes other traces, and a trace this one dies on is taken
                 # by another when the claim runs out.
                 due = self.store.change(
-                    claims.claim_due_traces, quiet_since, born_before, _TRACES_PER_LOOK, self.owner, now
+                    claims.claim_due_traces,
+                    quiet_since,
+                    born_before,
+                    _TRACES_PER_LOOK,
+                    self.owner,
+                    now,
+                    self._lease_seconds,
                 )
                 fresh = [(t, first_ns) for t, first_ns in due if t not in looked]
                 for trace_id, _ in due:
