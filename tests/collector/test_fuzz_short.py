@@ -7,12 +7,13 @@ import contextlib
 import json
 import string
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from ragtrace_collector._otlp import Batch, OtlpDecodeError, decode_json, decode_protobuf
-from ragtrace_collector._store import Store
+from ragtrace_collector._store import open_store
 
 from tests.collector._spans import SpanFactory, otlp_bytes
 
@@ -36,14 +37,18 @@ def _well_formed(batch: Batch) -> None:
     assert batch.rejected >= 0
 
 
-@pytest.fixture(scope="module")
-def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
-    opened = Store(tmp_path_factory.mktemp("fuzz") / "fuzz.db")
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def store(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """The store every example writes to, on each engine (PostgreSQL refuses what SQLite takes, such as NUL)."""
+    if request.param == "sqlite":
+        opened = open_store(tmp_path_factory.mktemp("fuzz") / "fuzz.db")
+    else:
+        opened = open_store(request.getfixturevalue("postgres_server").database())
     yield opened
     opened.close()
 
 
-def _decode(body: bytes, store: Store) -> None:
+def _decode(body: bytes, store: Any) -> None:
     with contextlib.suppress(OtlpDecodeError):
         batch = decode_protobuf(body, 0)
         _well_formed(batch)
@@ -52,7 +57,7 @@ def _decode(body: bytes, store: Store) -> None:
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.binary(max_size=2048))
-def test_random_bytes(store: Store, body: bytes) -> None:
+def test_random_bytes(store: Any, body: bytes) -> None:
     _decode(body, store)
 
 
@@ -65,7 +70,7 @@ def test_random_bytes(store: Store, body: bytes) -> None:
     ),
     st.integers(0, len(SEED)),
 )
-def test_mutated_real_exports(store: Store, mutations: list[tuple[int, int, str]], cut: int) -> None:
+def test_mutated_real_exports(store: Any, mutations: list[tuple[int, int, str]], cut: int) -> None:
     body = bytearray(SEED)
     for position, value, how in mutations:
         position %= max(len(body), 1)
@@ -109,7 +114,7 @@ _span_keys = st.sampled_from(
         max_size=8,
     )
 )
-def test_json_spans_of_any_shape(store: Store, span: dict[str, object]) -> None:
+def test_json_spans_of_any_shape(store: Any, span: dict[str, object]) -> None:
     doc = {"resourceSpans": [{"resource": {}, "scopeSpans": [{"spans": [span]}]}]}
     with contextlib.suppress(OtlpDecodeError):
         batch = decode_json(json.dumps(doc).encode(), 0)
