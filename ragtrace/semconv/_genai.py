@@ -88,6 +88,16 @@ GEN_AI_DATA_SOURCE_ID: Final = "gen_ai.data_source.id"
 GEN_AI_REQUEST_MODEL: Final = "gen_ai.request.model"
 """Model name requested by a generation span or a judge call."""
 
+GEN_AI_RESPONSE_MODEL: Final = "gen_ai.response.model"
+"""Read: the model that answered a model-client span (the collector's record page prices the app's LLM calls
+by it, else by ``gen_ai.request.model``)."""
+
+GEN_AI_USAGE_INPUT_TOKENS: Final = "gen_ai.usage.input_tokens"
+"""Read: prompt tokens of a model-client span (the app's own LLM calls, on the collector's record page)."""
+
+GEN_AI_USAGE_OUTPUT_TOKENS: Final = "gen_ai.usage.output_tokens"
+"""Read: completion tokens of a model-client span."""
+
 EVENT_NAME: Final = "event.name"
 """Read: the event name of a log record as an attribute, where SDKs older than the ``event_name`` field put
 it (the collector reads ``gen_ai.evaluation.result`` records either way)."""

@@ -73,6 +73,15 @@ RERANKER_OUTPUT_DOCUMENTS: Final = "reranker.output_documents"
 LLM_OUTPUT_MESSAGE_CONTENT: Final = "llm.output_messages.0.message.content"
 """Read: the text of an OpenInference LLM span's first output message (the generated answer)."""
 
+LLM_MODEL_NAME: Final = "llm.model_name"
+"""Read: the model of an OpenInference LLM span (the collector's record page prices the app's LLM calls by it)."""
+
+LLM_TOKEN_COUNT_PROMPT: Final = "llm.token_count.prompt"
+"""Read: prompt tokens of an OpenInference LLM span."""
+
+LLM_TOKEN_COUNT_COMPLETION: Final = "llm.token_count.completion"
+"""Read: completion tokens of an OpenInference LLM span."""
+
 LLM_PROVIDER: Final = "llm.provider"
 """Read: the hosting provider an OpenInference LLM span's model client called (``openai``, ``azure``, ...);
 copied to an enclosing ``@generate``/``@retrieve`` span as ``gen_ai.provider.name`` when it has none."""

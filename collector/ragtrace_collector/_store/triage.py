@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from ragtrace import _wire
@@ -41,6 +41,7 @@ __all__ = [
     "read_costs",
     "record_detail",
     "services",
+    "trace_spans",
     "where_clause",
 ]
 
@@ -61,11 +62,37 @@ class Page:
 
 @dataclass(frozen=True, slots=True)
 class RecordDetail:
-    """A record, its chunks, its scores (with claims where stored) and the tier that produced each score."""
+    """A record, its chunks, its scores (with claims where stored) and the tier that produced each score, and the
+    stored spans of its trace (``trace_spans``; empty when none is stored, such as a record written alone)."""
 
     record: dict[str, Any]
     chunks: list[dict[str, Any]]
     scores: list[dict[str, Any]]
+    trace: list[dict[str, Any]] = field(default_factory=list)
+    trace_cut: bool = False
+    """More spans of the trace are stored than ``TRACE_SPANS`` (the page shows the first by start time)."""
+
+
+TRACE_SPANS = 500
+"""The most spans of one trace the record page reads (a runaway trace costs one page that much, no more)."""
+
+_TRACE_COLUMNS = ("span_id", "parent_span_id", "name", "kind", "service", "start_ns", "end_ns", "status_code",
+                  "status_message", "attributes")  # fmt: skip
+
+
+def trace_spans(conn: AnyConnection, trace_id: str, limit: int = TRACE_SPANS) -> list[dict[str, Any]]:
+    """The stored spans of ``trace_id``, first started first, at most ``limit`` (ask one more to know whether the
+    trace has more); each with its ``attributes`` parsed (an object, empty when not JSON)."""
+    spans = [
+        dict(zip(_TRACE_COLUMNS, row, strict=True))
+        for row in conn.execute(
+            f"SELECT {', '.join(_TRACE_COLUMNS)} FROM {SPANS} WHERE trace_id = ? ORDER BY start_ns, span_id LIMIT ?",
+            (trace_id, limit),
+        )
+    ]
+    for span in spans:
+        span["attributes"] = _json_object(span["attributes"])
+    return spans
 
 
 def _metadata_clause(dialect: Dialect, key: str, value: str) -> tuple[str, list[Any]]:
@@ -214,7 +241,14 @@ def record_detail(conn: AnyConnection, span_id: str) -> RecordDetail | None:
     for score in scores:
         score["claims"] = _json_list(score.get(_wire.CLAIMS))
         score["judge"] = attrs.get(f"ragtrace.eval.{score['metric']}.judge") or record.get("judge")
-    return RecordDetail(record, [c if isinstance(c, dict) else {"content": str(c)} for c in chunks], scores)
+    trace = trace_spans(conn, str(record["trace_id"]), TRACE_SPANS + 1) if record.get("trace_id") else []
+    return RecordDetail(
+        record,
+        [c if isinstance(c, dict) else {"content": str(c)} for c in chunks],
+        scores,
+        trace[:TRACE_SPANS],
+        len(trace) > TRACE_SPANS,
+    )
 
 
 def _json_list(raw: object) -> list[Any]:

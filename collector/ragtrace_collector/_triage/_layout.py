@@ -44,6 +44,18 @@ ol.chunks li:target { border: 3px solid #f0a30a; background: #fffaf0; }
 svg.chart { background: #fafbfc; border: 1px solid #ddd; }
 .sr-only { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; }
 kbd { border: 1px solid #bbb; border-radius: 3px; padding: 0 .25rem; font-size: .8rem; }
+.waterfall details.span { border-bottom: 1px solid #eee; }
+.waterfall summary { display: grid; grid-template-columns: minmax(12rem, 30%) 8rem 1fr 5.5rem; gap: .5rem;
+                     align-items: center; cursor: pointer; padding: .15rem 0; }
+.waterfall .sname { overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
+.waterfall .skind { font-size: .8rem; color: #555; }
+.waterfall .sbar { position: relative; height: .8rem; background: #f3f4f7; }
+.waterfall .bar { display: block; height: 100%; background: #3b6fb6; min-width: 2px; }
+.waterfall .bar.err { background: #a11212; }
+.waterfall b.err { color: #a11212; }
+.waterfall .sdur { text-align: right; font-variant-numeric: tabular-nums; }
+.waterfall details.focus > summary { background: #fff6dc; }
+table.attrs th { width: 30%; font-weight: normal; color: #555; background: none; }
 """
 
 

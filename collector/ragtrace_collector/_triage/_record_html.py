@@ -1,6 +1,7 @@
 """One record: the query, the answer with each claim highlighted by its verdict and linked to the chunk
 that decided it, the chunks (ids, retrieval scores), every score with its explanation and the judge tier
-that produced it, what judging cost, and the trace id as a link to the user's tracing backend."""
+that produced it, what judging cost, the record's trace as a waterfall with what the app's model calls cost
+(``_trace_html``), and the trace id as a link to the user's tracing backend."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any
 
 from ragtrace_collector._store.triage import RecordDetail
 from ragtrace_collector._triage._layout import e, fmt_time, page, verdict_class
+from ragtrace_collector._triage._trace_html import trace_section
 
 __all__ = ["locate_claims", "record_page"]
 
@@ -146,6 +148,7 @@ def record_page(detail: RecordDetail, *, back: str = "", trace_url: str | None =
         f'<h2>Answer</h2>{legend}<div class="answer" id="answer">{answer}</div>'
         + (f"<h2>Claims</h2>{_claims_table(claims, len(detail.chunks))}" if claims else "")
         + f'<h2>Scores</h2>{_scores_table(detail.scores)}<p class="muted">{cost}</p>'
-        f'<h2>Chunks</h2><ol class="chunks">{chunks}</ol>'
+        + trace_section(detail.trace, r, cut=detail.trace_cut)
+        + f'<h2>Chunks</h2><ol class="chunks">{chunks}</ol>'
     )
     return page(f"record {r['span_id']}", body)

@@ -1,0 +1,225 @@
+"""The record's trace beside its scores: every stored span of the trace as a waterfall (name, kind, when it ran
+and for how long, its status; its attributes on opening it), and the app's own LLM calls with their model, tokens
+and cost, next to what the judge spent on the record.
+
+Drawn in HTML and CSS alone (``<details>`` opens a span; bars are positioned boxes): no script, so it works
+under the pages' Content-Security-Policy and without the network. Costs use ragtrace's price table
+(``DEFAULT_PRICES``), extended or overridden by ``RAGTRACE_JUDGE_PRICES`` (``MODEL=IN/OUT`` dollars per million
+tokens), the same table the judges' budget reads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ragtrace import semconv
+from ragtrace._sampling import DEFAULT_PRICES, Price
+from ragtrace._sampling._prices import env_prices
+from ragtrace_collector._triage._layout import e
+
+__all__ = ["LlmCall", "llm_calls", "price_of", "trace_section"]
+
+_KINDS = {0: "unspecified", 1: "internal", 2: "server", 3: "client", 4: "producer", 5: "consumer"}
+"""OTLP ``Span.SpanKind`` by its number."""
+_STATUS_ERROR = 2
+_ATTRIBUTES_SHOWN = 40
+_VALUE_CHARS = 300
+
+
+@dataclass(frozen=True, slots=True)
+class LlmCall:
+    """One span of the app that called a model: its model, tokens and what they cost (None: no price known)."""
+
+    span_id: str
+    name: str
+    model: str | None
+    prompt_tokens: int
+    completion_tokens: int
+    usd: float | None
+
+
+def price_of(model: str | None, prices: Mapping[str, Price]) -> Price | None:
+    """The price of ``model``: its own entry, else the longest entry it starts with (``gpt-4o-mini-2024-07-18``
+    is priced as ``gpt-4o-mini``); a provider prefix (``openai:``) is read past. None when no entry fits."""
+    if not model:
+        return None
+    name = model.split(":", 1)[1] if ":" in model else model
+    if name in prices:
+        return prices[name]
+    fitting = [key for key in prices if name.startswith(key)]
+    return prices[max(fitting, key=len)] if fitting else None
+
+
+def _tokens(attributes: Mapping[str, Any], *keys: str) -> int | None:
+    for key in keys:
+        value = attributes.get(key)
+        if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
+            return int(value)
+    return None
+
+
+def llm_calls(spans: Sequence[Mapping[str, Any]], prices: Mapping[str, Price]) -> list[LlmCall]:
+    """The spans that say how many tokens a model call took (the GenAI conventions' ``gen_ai.usage.*`` or
+    OpenInference's ``llm.token_count.*``), first started first."""
+    calls = []
+    for span in spans:
+        attributes = span["attributes"]
+        prompt = _tokens(attributes, semconv.GEN_AI_USAGE_INPUT_TOKENS, semconv.LLM_TOKEN_COUNT_PROMPT)
+        completion = _tokens(attributes, semconv.GEN_AI_USAGE_OUTPUT_TOKENS, semconv.LLM_TOKEN_COUNT_COMPLETION)
+        if prompt is None and completion is None:
+            continue
+        model = next(
+            (
+                str(attributes[key])
+                for key in (semconv.GEN_AI_RESPONSE_MODEL, semconv.GEN_AI_REQUEST_MODEL, semconv.LLM_MODEL_NAME)
+                if attributes.get(key)
+            ),
+            None,
+        )
+        price = price_of(model, prices)
+        usd = price.cost(prompt or 0, completion or 0) if price is not None else None
+        calls.append(LlmCall(str(span["span_id"]), str(span["name"]), model, prompt or 0, completion or 0, usd))
+    return calls
+
+
+def _ordered(spans: Sequence[Mapping[str, Any]]) -> list[tuple[Mapping[str, Any], int]]:
+    """The spans as a tree, parents before their children, siblings by start: ``(span, depth)``. A span whose
+    parent is not stored (not arrived, or cut) starts a tree of its own, and so does the first of spans that are
+    each other's ancestors (hostile input): every span is shown once."""
+    ids = {span["span_id"] for span in spans}
+    children: dict[str | None, list[Mapping[str, Any]]] = {}
+    for span in spans:
+        parent = span["parent_span_id"] if span["parent_span_id"] in ids else None
+        children.setdefault(parent, []).append(span)
+    ordered: list[tuple[Mapping[str, Any], int]] = []
+    seen: set[str] = set()
+    for top in [*children.get(None, []), *spans]:  # the roots, then whatever no root reaches (a cycle)
+        stack = [(top, 0)]
+        while stack:
+            span, depth = stack.pop()
+            if span["span_id"] in seen:
+                continue
+            seen.add(span["span_id"])
+            ordered.append((span, depth))
+            stack.extend((child, depth + 1) for child in reversed(children.get(span["span_id"], [])))
+    return ordered
+
+
+def _duration(ns: int) -> str:
+    if ns >= 1_000_000_000:
+        return f"{ns / 1e9:.2f} s"
+    if ns >= 1_000_000:
+        return f"{ns / 1e6:.1f} ms"
+    return f"{ns / 1e3:.0f} µs"
+
+
+def _attributes_table(attributes: Mapping[str, Any]) -> str:
+    items = sorted(attributes.items())
+    rows = "".join(f"<tr><th>{e(key)}</th><td>{e(_short(value))}</td></tr>" for key, value in items[:_ATTRIBUTES_SHOWN])
+    more = len(items) - _ATTRIBUTES_SHOWN
+    tail = f'<p class="muted">and {more} more attribute(s)</p>' if more > 0 else ""
+    return f'<table class="attrs">{rows}</table>{tail}' if rows else '<p class="muted">No attributes.</p>'
+
+
+def _short(value: object) -> str:
+    text = value if isinstance(value, str) else repr(value)
+    return text if len(text) <= _VALUE_CHARS else text[:_VALUE_CHARS] + "…"
+
+
+def _waterfall(spans: Sequence[Mapping[str, Any]], focus: str) -> str:
+    starts = [int(s["start_ns"] or 0) for s in spans]
+    ends = [int(s["end_ns"] or s["start_ns"] or 0) for s in spans]
+    first, last = min(starts), max(ends)
+    width = max(last - first, 1)
+    rows = []
+    for span, depth in _ordered(spans):
+        start = int(span["start_ns"] or first)
+        end = max(int(span["end_ns"] or start), start)
+        left = 100 * (start - first) / width
+        share = max(100 * (end - start) / width, 0.4)  # a zero-length span still shows as a tick
+        kind = span["attributes"].get(semconv.OPENINFERENCE_SPAN_KIND) or _KINDS.get(span["kind"], "")
+        error = span["status_code"] == _STATUS_ERROR
+        # The grid's cells stay the same on every row: the error's word in the kind cell, its message inside.
+        status = f'<p><span class="chip bad">error</span> {e(span["status_message"] or "")}</p>' if error else ""
+        kind_cell = f'{e(kind)} <b class="err">error</b>' if error else e(kind)
+        mark = " this record" if span["span_id"] == focus else ""
+        rows.append(
+            f'<details class="span{" focus" if mark else ""}" id="span-{e(span["span_id"])}">'
+            f'<summary><span class="sname" style="padding-left:{depth * 1.1:.1f}rem">{e(span["name"])}'
+            f"{'<b> ← this record</b>' if mark else ''}</span>"
+            f'<span class="skind">{kind_cell}</span>'
+            f'<span class="sbar"><span class="bar{" err" if error else ""}" '
+            f'style="margin-left:{left:.2f}%;width:{min(share, 100 - left):.2f}%"></span></span>'
+            f'<span class="sdur">{_duration(end - start)}</span></summary>{status}'
+            f'<p class="muted">service {e(span["service"])} · span {e(span["span_id"])} · starts '
+            f"{_duration(start - first)} into the trace</p>{_attributes_table(span['attributes'])}</details>"
+        )
+    return f'<div class="waterfall">{"".join(rows)}</div>'
+
+
+def _money(usd: float | None) -> str:
+    return "no price" if usd is None else f"${usd:.6f}"
+
+
+def _calls_table(calls: Sequence[LlmCall], judge: Mapping[str, Any], prices: Mapping[str, Price]) -> str:
+    rows = "".join(
+        f'<tr><td><a href="#span-{e(c.span_id)}">{e(c.name)}</a></td><td>{e(c.model or "-")}</td>'
+        f"<td>{c.prompt_tokens}</td><td>{c.completion_tokens}</td><td>{_money(c.usd)}</td></tr>"
+        for c in calls
+    )
+    priced = [c.usd for c in calls if c.usd is not None]
+    total = (
+        f"<tr><th>the app, all calls</th><th></th><th>{sum(c.prompt_tokens for c in calls)}</th>"
+        f"<th>{sum(c.completion_tokens for c in calls)}</th><th>{_money(sum(priced) if priced else None)}"
+        f"{'' if len(priced) == len(calls) else ' (priced calls only)'}</th></tr>"
+    )
+    judge_name = str(judge.get("judge") or "")
+    judge_prompt, judge_completion = int(judge.get("prompt_tokens") or 0), int(judge.get("completion_tokens") or 0)
+    if judge_name.startswith("offline"):
+        judge_usd: float | None = 0.0  # a model in the process: no tokens billed
+    else:
+        price = price_of(judge_name, prices)
+        judge_usd = price.cost(judge_prompt, judge_completion) if price is not None else None
+    judge_row = (
+        f"<tr><td>the judge ({e(judge_name or '-')}, {int(judge.get('calls') or 0)} call(s))</td><td></td>"
+        f"<td>{judge_prompt}</td><td>{judge_completion}</td><td>{_money(judge_usd)}</td></tr>"
+    )
+    return (
+        "<table><thead><tr><th>call</th><th>model</th><th>prompt tokens</th><th>completion tokens</th>"
+        f"<th>cost (USD)</th></tr></thead><tbody>{rows}{total}{judge_row}</tbody></table>"
+    )
+
+
+def trace_section(
+    spans: Sequence[Mapping[str, Any]],
+    record: Mapping[str, Any],
+    *,
+    cut: bool,
+    prices: Mapping[str, Price] | None = None,
+) -> str:
+    """The trace and cost sections of the record page, or a line saying the trace's spans are not stored."""
+    if not spans:
+        return (
+            '<h2>Trace</h2><p class="muted">No span of this trace is stored here (the record came alone, or its spans '
+            "were pruned).</p>"
+        )
+    table = {**DEFAULT_PRICES, **env_prices()} if prices is None else prices
+    total = max(int(s["end_ns"] or 0) for s in spans) - min(int(s["start_ns"] or 0) for s in spans)
+    note = f"; the first {len(spans)} by start are shown" if cut else ""
+    calls = llm_calls(spans, table)
+    costs = (
+        "<h2>What the model calls cost</h2>"
+        + (
+            _calls_table(calls, record, table)
+            if calls or record.get("prompt_tokens")
+            else '<p class="muted">No span of this trace says what its model calls took in tokens '
+            "(gen_ai.usage.* or llm.token_count.*), and the judge took none.</p>"
+        )
+        + '<p class="muted">Prices: ragtrace\'s list prices in US dollars, extended by RAGTRACE_JUDGE_PRICES.</p>'
+    )
+    return (
+        f'<h2>Trace</h2><p class="muted">{len(spans)} span(s) over {_duration(max(total, 0))}{note}; open a span '
+        f"for its attributes.</p>{_waterfall(spans, str(record['span_id']))}{costs}"
+    )

@@ -1,0 +1,126 @@
+"""The record page shows the record's trace beside its scores: every stored span as a waterfall, the app's own
+model calls with their tokens and cost, and the judge's spend; on both engines, fed by the SDK's own exporter."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import httpx
+import pytest
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.trace.export import SpanExportResult
+from opentelemetry.trace import SpanKind, Status, StatusCode
+from ragtrace_collector._triage._trace_html import llm_calls, price_of, trace_section
+
+from ragtrace import semconv
+from ragtrace._sampling import DEFAULT_PRICES, Price
+from tests.collector._spans import SpanFactory, hex_span_id, start_collector
+
+HOSTILE = '<script>alert("span")</script>'
+
+
+def _traced_request(factory: SpanFactory) -> tuple[Any, Any]:
+    """A web request whose handler retrieved, answered (the RAG span), called a model, and failed a side step.
+    Returns the RAG span and the model-client span."""
+    tracer = factory.tracer
+    with tracer.start_as_current_span("POST /ask", kind=SpanKind.SERVER):
+        rag = factory.rag(query="What is the capital of Brazil?", decision="evaluated", scores={"faithfulness": 0.9})
+        with tracer.start_as_current_span("chat gpt-4o-mini", kind=SpanKind.CLIENT) as llm:
+            llm.set_attributes({
+                semconv.GEN_AI_REQUEST_MODEL: "gpt-4o-mini",
+                semconv.GEN_AI_RESPONSE_MODEL: "gpt-4o-mini-2024-07-18",
+                semconv.GEN_AI_USAGE_INPUT_TOKENS: 1200,
+                semconv.GEN_AI_USAGE_OUTPUT_TOKENS: 300,
+                "note": HOSTILE,
+            })  # fmt: skip
+        with tracer.start_as_current_span(HOSTILE) as failed:
+            failed.set_status(Status(StatusCode.ERROR, "cache <b>down</b>"))
+    spans = factory.all()
+    return rag, next(s for s in spans if s.name == "chat gpt-4o-mini")
+
+
+def test_the_record_page_draws_the_trace_and_what_its_model_calls_cost(store_target: str) -> None:
+    factory = SpanFactory()
+    rag, llm = _traced_request(factory)
+    collector = start_collector(store_target, page=True)
+    try:
+        exporter = OTLPSpanExporter(endpoint=f"http://127.0.0.1:{collector.http_port}/v1/traces")
+        assert exporter.export(factory.all()) is SpanExportResult.SUCCESS
+        exporter.shutdown()
+        page = httpx.get(f"http://127.0.0.1:{collector.http_port}/records/{hex_span_id(rag)}", timeout=30).text
+    finally:
+        collector.stop()
+    waterfall = page[page.index('<div class="waterfall">') :]
+    names = re.findall(r'<span class="sname" style="padding-left:([\d.]+)rem">([^<]*)', waterfall)
+    # Parents before children, siblings by start; depth by indentation.
+    assert names == [
+        ("0.0", "POST /ask"),
+        ("1.1", "answer"),
+        ("2.2", "retrieve"),
+        ("1.1", "chat gpt-4o-mini"),
+        ("1.1", "&lt;script&gt;alert(&quot;span&quot;)&lt;/script&gt;"),
+    ]
+    assert waterfall.count("← this record") == 1 and f'class="span focus" id="span-{hex_span_id(rag)}"' in waterfall
+    assert '<span class="chip bad">error</span> cache &lt;b&gt;down&lt;/b&gt;' in waterfall
+    assert HOSTILE not in page  # span text is text: never markup
+    # The model call priced by its response model (a dated name of a listed model), the judge beside it.
+    expected = DEFAULT_PRICES["gpt-4o-mini"].cost(1200, 300)
+    row = re.search(rf'href="#span-{hex_span_id(llm)}">chat gpt-4o-mini</a></td><td>([^<]*)</td>'
+                    r"<td>(\d+)</td><td>(\d+)</td><td>([^<]*)</td>", page)  # fmt: skip
+    assert row is not None and row.groups() == ("gpt-4o-mini-2024-07-18", "1200", "300", f"${expected:.6f}")
+    judge = re.search(
+        r"<td>the judge \(([^,]*), (\d+) call\(s\)\)</td><td></td><td>(\d+)</td><td>(\d+)</td><td>([^<]*)</td>", page
+    )
+    assert judge is not None and judge.groups() == ("fake:judge", "2", "0", "0", "no price")  # as the span says
+
+
+def test_a_record_without_stored_spans_says_so() -> None:
+    section = trace_section([], {"span_id": "a" * 16}, cut=False)
+    assert "No span of this trace is stored here" in section
+
+
+@pytest.mark.parametrize(
+    ("model", "priced_as"),
+    [
+        ("gpt-4o-mini", "gpt-4o-mini"),
+        ("gpt-4o-mini-2024-07-18", "gpt-4o-mini"),  # the longest listed name it starts with, not gpt-4o
+        ("openai:gpt-4.1-nano", "gpt-4.1-nano"),
+        ("claude-opus", None),
+        (None, None),
+    ],
+)
+def test_a_model_is_priced_by_its_own_entry_or_the_longest_it_starts_with(
+    model: str | None, priced_as: str | None
+) -> None:
+    assert price_of(model, DEFAULT_PRICES) == (DEFAULT_PRICES[priced_as] if priced_as else None)
+
+
+def test_calls_read_either_conventions_tokens_and_unpriced_models_say_so() -> None:
+    spans: list[dict[str, Any]] = [
+        {"span_id": "1", "name": "llm", "attributes": {semconv.LLM_MODEL_NAME: "local-7b",
+                                                        semconv.LLM_TOKEN_COUNT_PROMPT: 10,
+                                                        semconv.LLM_TOKEN_COUNT_COMPLETION: 5}},
+        {"span_id": "2", "name": "retrieve", "attributes": {}},
+        {"span_id": "3", "name": "chat", "attributes": {semconv.GEN_AI_REQUEST_MODEL: "mine",
+                                                         semconv.GEN_AI_USAGE_INPUT_TOKENS: True}},
+    ]  # fmt: skip
+    calls = llm_calls(spans, {"local-7b": Price(1.0, 2.0)})
+    assert [(c.span_id, c.model, c.prompt_tokens, c.completion_tokens) for c in calls] == [("1", "local-7b", 10, 5)]
+    assert calls[0].usd == pytest.approx((10 * 1.0 + 5 * 2.0) / 1e6)
+    assert llm_calls(spans, {})[0].usd is None
+
+
+def test_a_cycle_of_parents_in_a_hostile_trace_shows_each_span_once() -> None:
+    spans = [
+        {"span_id": "a", "parent_span_id": "b", "name": "a", "kind": 1, "service": "s", "start_ns": 1, "end_ns": 5,
+         "status_code": 0, "status_message": None, "attributes": {}},
+        {"span_id": "b", "parent_span_id": "a", "name": "b", "kind": 1, "service": "s", "start_ns": 2, "end_ns": 4,
+         "status_code": 0, "status_message": None, "attributes": {}},
+        {"span_id": "c", "parent_span_id": None, "name": "c", "kind": 1, "service": "s", "start_ns": 0, "end_ns": 9,
+         "status_code": 0, "status_message": None, "attributes": {}},
+    ]  # fmt: skip
+    section = trace_section(spans, {"span_id": "c"}, cut=False, prices={})
+    # a and b are each other's parent, so no root reaches them: each is still drawn once.
+    drawn = re.findall(r'<span class="sname" style="padding-left:([\d.]+)rem">([^<]*)', section)
+    assert drawn == [("0.0", "c"), ("0.0", "a"), ("1.1", "b")]
