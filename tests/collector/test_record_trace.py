@@ -11,7 +11,8 @@ import pytest
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace.export import SpanExportResult
 from opentelemetry.trace import SpanKind, Status, StatusCode
-from ragtrace_collector._triage._trace_html import llm_calls, price_of, trace_section
+from ragtrace_collector._triage._prices import price_of
+from ragtrace_collector._triage._trace_html import llm_calls, trace_section
 
 from ragtrace import semconv
 from ragtrace._sampling import DEFAULT_PRICES, Price
@@ -124,3 +125,28 @@ def test_a_cycle_of_parents_in_a_hostile_trace_shows_each_span_once() -> None:
     # a and b are each other's parent, so no root reaches them: each is still drawn once.
     drawn = re.findall(r'<span class="sname" style="padding-left:([\d.]+)rem">([^<]*)', section)
     assert drawn == [("0.0", "c"), ("0.0", "a"), ("1.1", "b")]
+
+
+def test_the_costs_page_says_what_the_app_and_the_judge_spent_a_day_in_dollars(store_target: str) -> None:
+    factory = SpanFactory()
+    _traced_request(factory)
+    _traced_request(factory)  # two requests: two model calls of 1200 + 300 tokens
+    collector = start_collector(store_target, page=True)
+    try:
+        exporter = OTLPSpanExporter(endpoint=f"http://127.0.0.1:{collector.http_port}/v1/traces")
+        assert exporter.export(factory.all()) is SpanExportResult.SUCCESS
+        exporter.shutdown()
+        page = httpx.get(f"http://127.0.0.1:{collector.http_port}/costs", timeout=30).text
+    finally:
+        collector.stop()
+    expected = DEFAULT_PRICES["gpt-4o-mini"].cost(2 * 1200, 2 * 300)
+    rows = re.findall(r"<tr><td>([^<]*)</td><td>(app|judge)</td><td>([^<]*)</td><td>(\d+)</td><td>(\d+)</td>"
+                      r"<td>(\d+)</td><td>([^<]*)</td></tr>", page)  # fmt: skip
+    assert rows == [
+        ("shop", "app", "gpt-4o-mini-2024-07-18", "2", "2400", "600", f"${expected:.6f}"),
+        ("shop", "judge", "fake:judge", "4", "0", "0", "no price"),
+    ]
+    assert re.search(
+        rf"<tr><th>all days</th><th>\${expected:.6f}</th><th>\$0\.000000</th><th>\${expected:.6f}</th>", page
+    )
+    assert "No price for fake:judge" in page

@@ -136,6 +136,12 @@ def test_an_alert_shows_its_statistic_and_the_records_that_made_it_fire(client: 
     assert "Alert: hallucination-spike (hallucination, service=shop)" in page
     assert '<svg class="chart" role="img" aria-label="mean hallucination of service=shop over time"' in page
     assert "(the group was last OK)" in page
+    # The chart marks when the alert fired (minute 110), has a value axis, and says each point's value on hover.
+    chart = page[page.index('<svg class="chart"') : page.index("</svg>")]
+    assert re.search(r'<line x1="[\d.]+" x2="[\d.]+" y1="10" y2="154" stroke="#8a5a00" stroke-dasharray="3 3">'
+                     r"<title>fired 2027-01-15 09:50:00Z</title></line>", chart)  # fmt: skip
+    assert len(re.findall(r'text-anchor="end" font-size="11" fill="#444">[\d.]+</text>', chart)) >= 3
+    assert re.search(r"<circle [^>]*><title>2027-01-15 \d\d:\d\d:\d\dZ: 0\.\d+</title></circle>", chart)
     fired = [i for i in range(SPIKE_FROM, 111) if i % 5 != 4 and i % 3 != 0]
     # Since the group was last OK (minute 90) up to the alert (minute 110), the bad shop records.
     assert sorted(_rows(page)) == sorted(span_id(i) for i in fired)
@@ -146,7 +152,17 @@ def test_an_alert_shows_its_statistic_and_the_records_that_made_it_fire(client: 
 
 def test_cost_and_coverage(client: TestClient) -> None:
     page = client.get("/costs").text
-    assert "Judge calls per scored record, by hour" in page and page.count('<svg class="chart"') == 3
+    # Spend a day, then judge calls, tokens and seconds by hour: four charts.
+    assert "Judge calls per scored record, by hour" in page and page.count('<svg class="chart"') == 4
+    # The offline judge bills nothing: its records are counted, at $0.
+    assert (
+        "<tr><td>docs</td><td>judge</td><td>offline:minilm-int8</td><td>28</td><td>0</td><td>0</td><td>$0.000000</td></tr>"
+        in page
+    )
+    assert (
+        "<tr><td>shop</td><td>judge</td><td>offline:minilm-int8</td><td>112</td><td>0</td><td>0</td><td>$0.000000</td></tr>"
+        in page
+    )
     assert "<tr><td>docs</td><td>28</td><td>28</td></tr>" in page
     assert "<tr><td>shop</td><td>112</td><td>112</td></tr>" in page
 

@@ -30,9 +30,19 @@ def alert_page(detail: AlertDetail) -> str:
     a, lower = scope.alert, scope.lower
     group = ", ".join(f"{k}={a[k]}" for k in ("service", "route") if a.get(k)) or "all services"
     level = float(a["threshold"]) if a.get("kind") == "threshold" and a.get("threshold") is not None else None
+    # When the group's alert fired and when it resolved, on the chart itself.
+    marks: list[tuple[int, str]] = []
+    before = None
+    for h in detail.history:
+        if h["state"] == "ALERT" and before != "ALERT":
+            marks.append((int(h["time_ns"]), "fired"))
+        elif h["state"] == "OK" and before == "ALERT":
+            marks.append((int(h["time_ns"]), "resolved"))
+        before = h["state"]
     chart = sparkline(
         detail.series,
         level=level,
+        marks=marks,
         label=f"mean {a['metric']} of {group} over time"
         + (", the rule's threshold dashed" if level is not None else ""),
     )

@@ -89,32 +89,76 @@ def page(title: str, body: str, *, script: str = "") -> str:
 
 
 def sparkline(
-    points: Sequence[tuple[int, float]], *, width: int = 720, height: int = 160, level: float | None = None, label: str
+    points: Sequence[tuple[int, float]],
+    *,
+    width: int = 720,
+    height: int = 180,
+    level: float | None = None,
+    label: str,
+    unit: str = "",
+    marks: Sequence[tuple[int, str]] = (),
 ) -> str:
-    """An inline SVG line chart of ``(time_ns, value)`` points, with a dashed line at ``level`` when given;
-    ``label`` names it for screen readers."""
+    """An inline SVG line chart of ``(time_ns, value)`` points with its axes: values at the bottom, middle and top
+    of the value axis (``unit`` after each, or a ``$`` before), the first, middle and last times under the time
+    axis, each point's time and value on hover, a dashed line at ``level`` when given, and a labelled vertical line
+    at each ``(time_ns, text)`` of ``marks`` (when an alert fired and resolved). ``label`` names it for screen
+    readers."""
     if not points:
         return f'<p class="muted">{e(label)}: no data</p>'
-    times = [t for t, _ in points]
+    left, right, top, bottom = 64, 12, 10, 26  # room for the value labels and the time labels
+    times = [t for t, _ in points] + [t for t, _ in marks]
     values = [v for _, v in points] + ([level] if level is not None else [])
     t0, t1 = min(times), max(times)
-    v0, v1 = min(0.0, min(values)), max(values) or 1.0
-    span_t, span_v = (t1 - t0) or 1, (v1 - v0) or 1.0
+    v0, v1 = min(0.0, min(values)), max(max(values), 0.0)
+    if v1 == v0:
+        v1 = v0 + 1.0
+    span_t, span_v = (t1 - t0) or 1, v1 - v0
+    plot_w, plot_h = width - left - right, height - top - bottom
 
-    def xy(t: int, v: float) -> str:
-        return f"{8 + (width - 16) * (t - t0) / span_t:.1f},{height - 8 - (height - 16) * (v - v0) / span_v:.1f}"
+    def x(t: int) -> float:
+        return left + plot_w * ((t - t0) / span_t if t1 > t0 else 0.5)
 
-    line = " ".join(xy(t, v) for t, v in points)
+    def y(v: float) -> float:
+        return top + plot_h - plot_h * (v - v0) / span_v
+
+    def shown(v: float) -> str:
+        return f"${v:.4g}" if unit == "$" else f"{v:.3g}{unit}"
+
     parts = [
         f'<svg class="chart" role="img" aria-label="{e(label)}" width="{width}" height="{height}" '
         f'viewBox="0 0 {width} {height}"><title>{e(label)}</title>',
-        f'<polyline fill="none" stroke="#1f5fbf" stroke-width="2" points="{line}"/>',
+        f'<line x1="{left}" x2="{left}" y1="{top}" y2="{top + plot_h}" stroke="#888"/>',
+        f'<line x1="{left}" x2="{width - right}" y1="{top + plot_h}" y2="{top + plot_h}" stroke="#888"/>',
     ]
+    for v in (v0, (v0 + v1) / 2, v1):
+        parts.append(
+            f'<text x="{left - 6}" y="{y(v) + 4:.1f}" text-anchor="end" font-size="11" fill="#444">{e(shown(v))}</text>'
+            f'<line x1="{left}" x2="{width - right}" y1="{y(v):.1f}" y2="{y(v):.1f}" stroke="#e3e5ea"/>'
+        )
+    ticks = [t0] if t1 == t0 else [t0, (t0 + t1) // 2, t1]
+    for i, t in enumerate(ticks):
+        anchor = "start" if i == 0 and len(ticks) > 1 else "end" if i == len(ticks) - 1 and len(ticks) > 1 else "middle"
+        parts.append(
+            f'<text x="{x(t):.1f}" y="{height - 8}" text-anchor="{anchor}" font-size="11" fill="#444">'
+            f"{e(fmt_time(t)[:16])}</text>"
+        )
     if level is not None:
-        y = xy(t0, level).split(",")[1]
-        parts.append(f'<line x1="8" x2="{width - 8}" y1="{y}" y2="{y}" stroke="#a11212" stroke-dasharray="6 4"/>')
+        parts.append(
+            f'<line x1="{left}" x2="{width - right}" y1="{y(level):.1f}" y2="{y(level):.1f}" stroke="#a11212" '
+            'stroke-dasharray="6 4"/>'
+        )
+    for t, text in marks:
+        parts.append(
+            f'<line x1="{x(t):.1f}" x2="{x(t):.1f}" y1="{top}" y2="{top + plot_h}" stroke="#8a5a00" '
+            f'stroke-dasharray="3 3"><title>{e(text)} {e(fmt_time(t))}</title></line>'
+            f'<text x="{x(t) + 3:.1f}" y="{top + 11}" font-size="11" fill="#8a5a00">{e(text)}</text>'
+        )
+    if len(points) > 1:
+        line = " ".join(f"{x(t):.1f},{y(v):.1f}" for t, v in points)
+        parts.append(f'<polyline fill="none" stroke="#1f5fbf" stroke-width="2" points="{line}"/>')
     parts += [
-        f'<circle cx="{xy(t, v).split(",")[0]}" cy="{xy(t, v).split(",")[1]}" r="2.5" fill="#1f5fbf"/>'
+        f'<circle cx="{x(t):.1f}" cy="{y(v):.1f}" r="3" fill="#1f5fbf"><title>{e(fmt_time(t))}: {e(shown(v))}'
+        "</title></circle>"
         for t, v in points
     ]
     parts.append("</svg>")

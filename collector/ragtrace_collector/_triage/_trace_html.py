@@ -3,9 +3,7 @@ and for how long, its status; its attributes on opening it), and the app's own L
 and cost, next to what the judge spent on the record.
 
 Drawn in HTML and CSS alone (``<details>`` opens a span; bars are positioned boxes): no script, so it works
-under the pages' Content-Security-Policy and without the network. Costs use ragtrace's price table
-(``DEFAULT_PRICES``), extended or overridden by ``RAGTRACE_JUDGE_PRICES`` (``MODEL=IN/OUT`` dollars per million
-tokens), the same table the judges' budget reads.
+under the pages' Content-Security-Policy and without the network. Costs are priced by ``_prices``.
 """
 
 from __future__ import annotations
@@ -15,11 +13,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ragtrace import semconv
-from ragtrace._sampling import DEFAULT_PRICES, Price
-from ragtrace._sampling._prices import env_prices
 from ragtrace_collector._triage._layout import e
+from ragtrace_collector._triage._prices import Price, cost, money, price_of, price_table
 
-__all__ = ["LlmCall", "llm_calls", "price_of", "trace_section"]
+__all__ = ["LlmCall", "llm_calls", "trace_section"]
 
 _KINDS = {0: "unspecified", 1: "internal", 2: "server", 3: "client", 4: "producer", 5: "consumer"}
 """OTLP ``Span.SpanKind`` by its number."""
@@ -38,18 +35,6 @@ class LlmCall:
     prompt_tokens: int
     completion_tokens: int
     usd: float | None
-
-
-def price_of(model: str | None, prices: Mapping[str, Price]) -> Price | None:
-    """The price of ``model``: its own entry, else the longest entry it starts with (``gpt-4o-mini-2024-07-18``
-    is priced as ``gpt-4o-mini``); a provider prefix (``openai:``) is read past. None when no entry fits."""
-    if not model:
-        return None
-    name = model.split(":", 1)[1] if ":" in model else model
-    if name in prices:
-        return prices[name]
-    fitting = [key for key in prices if name.startswith(key)]
-    return prices[max(fitting, key=len)] if fitting else None
 
 
 def _tokens(attributes: Mapping[str, Any], *keys: str) -> int | None:
@@ -159,32 +144,24 @@ def _waterfall(spans: Sequence[Mapping[str, Any]], focus: str) -> str:
     return f'<div class="waterfall">{"".join(rows)}</div>'
 
 
-def _money(usd: float | None) -> str:
-    return "no price" if usd is None else f"${usd:.6f}"
-
-
 def _calls_table(calls: Sequence[LlmCall], judge: Mapping[str, Any], prices: Mapping[str, Price]) -> str:
     rows = "".join(
         f'<tr><td><a href="#span-{e(c.span_id)}">{e(c.name)}</a></td><td>{e(c.model or "-")}</td>'
-        f"<td>{c.prompt_tokens}</td><td>{c.completion_tokens}</td><td>{_money(c.usd)}</td></tr>"
+        f"<td>{c.prompt_tokens}</td><td>{c.completion_tokens}</td><td>{money(c.usd)}</td></tr>"
         for c in calls
     )
     priced = [c.usd for c in calls if c.usd is not None]
     total = (
         f"<tr><th>the app, all calls</th><th></th><th>{sum(c.prompt_tokens for c in calls)}</th>"
-        f"<th>{sum(c.completion_tokens for c in calls)}</th><th>{_money(sum(priced) if priced else None)}"
+        f"<th>{sum(c.completion_tokens for c in calls)}</th><th>{money(sum(priced) if priced else None)}"
         f"{'' if len(priced) == len(calls) else ' (priced calls only)'}</th></tr>"
     )
     judge_name = str(judge.get("judge") or "")
     judge_prompt, judge_completion = int(judge.get("prompt_tokens") or 0), int(judge.get("completion_tokens") or 0)
-    if judge_name.startswith("offline"):
-        judge_usd: float | None = 0.0  # a model in the process: no tokens billed
-    else:
-        price = price_of(judge_name, prices)
-        judge_usd = price.cost(judge_prompt, judge_completion) if price is not None else None
+    judge_usd = cost(judge_name, judge_prompt, judge_completion, prices)
     judge_row = (
         f"<tr><td>the judge ({e(judge_name or '-')}, {int(judge.get('calls') or 0)} call(s))</td><td></td>"
-        f"<td>{judge_prompt}</td><td>{judge_completion}</td><td>{_money(judge_usd)}</td></tr>"
+        f"<td>{judge_prompt}</td><td>{judge_completion}</td><td>{money(judge_usd)}</td></tr>"
     )
     return (
         "<table><thead><tr><th>call</th><th>model</th><th>prompt tokens</th><th>completion tokens</th>"
@@ -205,7 +182,7 @@ def trace_section(
             '<h2>Trace</h2><p class="muted">No span of this trace is stored here (the record came alone, or its spans '
             "were pruned).</p>"
         )
-    table = {**DEFAULT_PRICES, **env_prices()} if prices is None else prices
+    table = price_table() if prices is None else prices
     total = max(int(s["end_ns"] or 0) for s in spans) - min(int(s["start_ns"] or 0) for s in spans)
     note = f"; the first {len(spans)} by start are shown" if cut else ""
     calls = llm_calls(spans, table)
