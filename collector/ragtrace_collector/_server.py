@@ -26,7 +26,7 @@ from ragtrace_collector._config import CollectorConfig
 from ragtrace_collector._decoded import DECODED_COST_FACTOR
 from ragtrace_collector._forward import Forwarder
 from ragtrace_collector._grpc import create_grpc_server
-from ragtrace_collector._http import alert_api_routes, create_app
+from ragtrace_collector._http import alert_api_routes, create_app, review_api_routes
 from ragtrace_collector._http._connections import ConcurrencyLimit, guarded_protocol
 from ragtrace_collector._join import Settler
 from ragtrace_collector._memory import tune_allocator
@@ -185,6 +185,8 @@ class Collector:
                 page_routes = _optional("_report", "page_routes")
                 if page_routes is not None:
                     routes.extend(page_routes(store))
+                    # People's reviews of records: the record page's buttons, the labels export, the agreement.
+                    routes.extend(review_api_routes(config.target))
                     page_served = True
             app = create_app(
                 pipeline,

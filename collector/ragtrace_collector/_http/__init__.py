@@ -21,7 +21,8 @@ evaluations stored, and its reply; the gRPC receiver's too), ``_body.py`` (readi
 encoding, the body within the size limit and the in-flight budget), ``_gzip.py`` (inflating a gzip body in bounded
 chunks), ``_replies.py`` (``Reject`` and every reply, in the request's encoding; the trace and metrics replies
 both receivers give), ``_token.py`` (the bearer token and the page's guard), ``_alert_api.py`` (the alert API:
-list, acknowledge, silence; the page and the CLI use it).
+list, acknowledge, silence; the page and the CLI use it), ``_review_api.py`` (people's reviews of records, their
+export as labels, the judge's agreement with them).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from ragtrace_collector._http._app import METRICS_PATH, TRACES_PATH, create_app
 from ragtrace_collector._http._body import DEFAULT_MAX_BODY_BYTES
 from ragtrace_collector._http._logs import LOGS_PATH, accept_logs, logs_reply
 from ragtrace_collector._http._replies import METRICS_NOT_STORED, metrics_not_stored, traces_reply
+from ragtrace_collector._http._review_api import REVIEWS_API_PATH, review_api_routes
 from ragtrace_collector._http._token import bearer_matches
 
 __all__ = [
@@ -39,6 +41,7 @@ __all__ = [
     "LOGS_PATH",
     "METRICS_NOT_STORED",
     "METRICS_PATH",
+    "REVIEWS_API_PATH",
     "SILENCES_API_PATH",
     "TRACES_PATH",
     "accept_logs",
@@ -47,5 +50,6 @@ __all__ = [
     "create_app",
     "logs_reply",
     "metrics_not_stored",
+    "review_api_routes",
     "traces_reply",
 ]

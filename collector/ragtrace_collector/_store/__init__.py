@@ -10,6 +10,7 @@ collector it serves:
   ``dialect.py``: where the engines' SQL differs; ``postgres.py``: the PostgreSQL engine (``PostgresStore``).
 * ``ingest.py``: the upserts of a received batch; ``retention.py``: ``prune``.
 * ``alerts.py``: the watcher's scores and state, silences, acknowledgements and group views.
+* ``reviews.py``: people's reviews of records, their export and the judge's agreement with them.
 * ``join.py``: the joiner's reads of foreign-instrumentation traces.
 * ``triage.py`` and ``report.py``: the pages' and the report's reads; ``phoenix.py``: the Phoenix annotator's
   tail of ``scores`` and its durable cursor.
@@ -47,6 +48,7 @@ from ragtrace_collector._store.schema import (
     JOIN_PENDING,
     PHOENIX_CURSOR,
     RAG_RECORDS,
+    REVIEWS,
     SCORES,
     SPANS,
 )
@@ -65,6 +67,7 @@ __all__ = [
     "JOIN_PENDING",
     "PHOENIX_CURSOR",
     "RAG_RECORDS",
+    "REVIEWS",
     "SCORES",
     "SPANS",
     "Connection",

@@ -12,7 +12,8 @@ the work done.
 * PostgreSQL: the version is the one row of ``ragtrace_schema``; the lock is a transaction-scoped advisory
   lock (``pg_advisory_xact_lock``). DDL is transactional there too.
 
-Step 2 adds the claims of work that several replicas share (the join, server-side scoring). Step 1 is the
+Step 3 adds people's reviews of records. Step 2 adds the claims of work that several replicas share (the join,
+server-side scoring). Step 1 is the
 baseline: every table and index of ``schema.py``, made where missing, and the columns an earlier
 collector's SQLite file lacks (``rag_records.reason``, ``scores.claims``, ``alerts.silenced``), added with their
 rows kept. A later change of schema is a new step appended to ``STEPS`` (never an edit of an old one), and
@@ -28,7 +29,7 @@ from collections.abc import Callable
 from typing import Final
 
 from ragtrace_collector._store.dialect import SQLITE, AnyConnection, Dialect, column_names, dialect_of
-from ragtrace_collector._store.schema import ALERT_ACKS, RAG_RECORDS, TABLES, quoted
+from ragtrace_collector._store.schema import ALERT_ACKS, RAG_RECORDS, REVIEWS, TABLES, quoted
 
 __all__ = ["CURRENT", "STEPS", "SchemaTooNew", "migrate", "version"]
 
@@ -75,7 +76,15 @@ def _claims(conn: AnyConnection, dialect: Dialect) -> None:
     )
 
 
-STEPS: Final[tuple[Callable[[AnyConnection, Dialect], None], ...]] = (_baseline, _claims)
+def _reviews(conn: AnyConnection, dialect: Dialect) -> None:
+    """People's reviews of records (``reviews.py``): the ``reviews`` table and its index."""
+    (table,) = [t for t in TABLES if t.name == REVIEWS]
+    conn.execute(table.ddl(dialect))
+    for ddl in table.index_ddl():
+        conn.execute(ddl)
+
+
+STEPS: Final[tuple[Callable[[AnyConnection, Dialect], None], ...]] = (_baseline, _claims, _reviews)
 """Step ``i`` takes a store from version ``i`` to ``i + 1``."""
 CURRENT: Final = len(STEPS)
 

@@ -35,6 +35,8 @@ __all__ = [
     "PHOENIX_CURSOR",
     "RAG_COLUMNS",
     "RAG_RECORDS",
+    "REVIEWS",
+    "REVIEW_COLUMNS",
     "SCORES",
     "SCORE_COLUMNS",
     "SILENCE_COLUMNS",
@@ -57,6 +59,8 @@ ALERT_GROUPS: Final = "alert_groups"
 ALERT_SILENCES: Final = "alert_silences"
 ALERT_ACKS: Final = "alert_acks"
 ALERT_TABLES: Final = (ALERTS, ALERT_GROUPS, ALERT_SILENCES, ALERT_ACKS)
+REVIEWS: Final = "reviews"
+"""People's verdicts on records: the whole answer (``claim`` -1) or one claim (its index) right or wrong."""
 PHOENIX_CURSOR: Final = "phoenix_cursor"
 """How far the Phoenix annotator delivered: one row per annotation URL (``after_row``: a ``scores`` rowid)."""
 
@@ -208,6 +212,18 @@ ACK_COLUMNS: dict[str, type] = {
     "comment": str,
 }  # fmt: skip
 
+REVIEW_COLUMNS: dict[str, type] = {
+    "span_id": str,
+    "claim": int,
+    "grounded": int,
+    "note": str,
+    "author": str,
+    "time_ns": int,
+    "service": str,
+}
+"""A review: ``grounded`` 1 when the person says the answer (or the claim) is supported by its chunks, 0 when
+not; the latest review of a (record, claim) replaces the one before."""
+
 TABLES: Final = (
     Table(SPANS, SPAN_COLUMNS, ("span_id",), indexes=(("trace_id",),)),
     Table(
@@ -253,6 +269,7 @@ TABLES: Final = (
         indexes=(("rule", "episode_ns"),),
         rowid_pk=True,
     ),
+    Table(REVIEWS, REVIEW_COLUMNS, ("span_id", "claim"), indexes=(("time_ns",),), not_null=("grounded", "time_ns")),
     Table(
         PHOENIX_CURSOR,
         {"url": str, "after_row": int, "updated_ns": int},

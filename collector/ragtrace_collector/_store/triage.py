@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any
 from ragtrace import _wire, semconv
 from ragtrace_collector._drift import metric_direction
 from ragtrace_collector._store.dialect import SQLITE, AnyConnection, Dialect, column_names, dialect_of, table_names
-from ragtrace_collector._store.schema import ALERTS, RAG_RECORDS, SCORES, SPANS
+from ragtrace_collector._store.reviews import reviews_of
+from ragtrace_collector._store.schema import ALERTS, RAG_RECORDS, REVIEWS, SCORES, SPANS
 
 if TYPE_CHECKING:
     from ragtrace_collector._triage._filters import RecordFilter
@@ -72,6 +73,8 @@ class RecordDetail:
     trace: list[dict[str, Any]] = field(default_factory=list)
     trace_cut: bool = False
     """More spans of the trace are stored than ``TRACE_SPANS`` (the page shows the first by start time)."""
+    reviews: list[dict[str, Any]] = field(default_factory=list)
+    """People's reviews of the record (``reviews.reviews_of``): ``claim`` -1 for the whole answer."""
 
 
 TRACE_SPANS = 500
@@ -243,12 +246,14 @@ def record_detail(conn: AnyConnection, span_id: str) -> RecordDetail | None:
         score["claims"] = _json_list(score.get(_wire.CLAIMS))
         score["judge"] = attrs.get(f"ragtrace.eval.{score['metric']}.judge") or record.get("judge")
     trace = trace_spans(conn, str(record["trace_id"]), TRACE_SPANS + 1) if record.get("trace_id") else []
+    reviewed = reviews_of(conn, span_id) if REVIEWS in table_names(conn) else []  # a store not migrated yet
     return RecordDetail(
         record,
         [c if isinstance(c, dict) else {"content": str(c)} for c in chunks],
         scores,
         trace[:TRACE_SPANS],
         len(trace) > TRACE_SPANS,
+        reviewed,
     )
 
 

@@ -83,7 +83,8 @@ def page(title: str, body: str, *, script: str = "") -> str:
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{e(title)} - ragtrace</title><style>{_CSS}</style></head><body>"
         '<header class="top"><b>ragtrace</b><nav aria-label="pages"><a href="/">overview</a> · '
-        '<a href="/records">records</a> · <a href="/costs">cost and coverage</a></nav></header>'
+        '<a href="/records">records</a> · <a href="/review">review</a> · <a href="/agreement">agreement</a> · '
+        '<a href="/costs">cost and coverage</a></nav></header>'
         f'<main id="main">{body}</main>' + (f"<script>{script}</script>" if script else "") + "</body></html>"
     )
 

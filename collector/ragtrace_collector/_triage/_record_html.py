@@ -9,6 +9,7 @@ from typing import Any
 
 from ragtrace_collector._store.triage import RecordDetail
 from ragtrace_collector._triage._layout import e, fmt_time, page, verdict_class
+from ragtrace_collector._triage._review_html import REVIEW_SCRIPT, claim_buttons, review_section
 from ragtrace_collector._triage._trace_html import trace_section
 
 __all__ = ["locate_claims", "record_page"]
@@ -76,7 +77,7 @@ def _answer_html(answer: str, claims: list[dict[str, Any]], n_chunks: int) -> st
     return "".join(parts)
 
 
-def _claims_table(claims: list[dict[str, Any]], n_chunks: int) -> str:
+def _claims_table(claims: list[dict[str, Any]], n_chunks: int, reviews: list[dict[str, Any]]) -> str:
     rows = []
     for index, claim in enumerate(claims):
         chunk = claim.get("chunk")
@@ -88,10 +89,11 @@ def _claims_table(claims: list[dict[str, Any]], n_chunks: int) -> str:
         rows.append(
             f'<tr id="claim-{index}"><td>{index + 1}</td><td>{e(claim.get("claim") or "(text not captured)")}</td>'
             f'<td><span class="verdict claim {verdict_class(verdict)}">{e(verdict)}</span></td><td>{chunk_cell}</td>'
-            f"<td>{'' if support is None else f'{support:.2f}'}</td></tr>"
+            f"<td>{'' if support is None else f'{support:.2f}'}</td><td>{claim_buttons(index, reviews)}</td></tr>"
         )
     return (
-        "<table><thead><tr><th>#</th><th>claim</th><th>verdict</th><th>decided by</th><th>support</th></tr></thead>"
+        "<table><thead><tr><th>#</th><th>claim</th><th>verdict</th><th>decided by</th><th>support</th>"
+        "<th>a person says</th></tr></thead>"
         f"<tbody>{''.join(rows)}</tbody></table>"
     )
 
@@ -146,9 +148,10 @@ def record_page(detail: RecordDetail, *, back: str = "", trace_url: str | None =
         f"decision {e(r['decision'])} · trace {trace}</p>"
         f"<h2>Query</h2><p>{e(r['query'])}</p>"
         f'<h2>Answer</h2>{legend}<div class="answer" id="answer">{answer}</div>'
-        + (f"<h2>Claims</h2>{_claims_table(claims, len(detail.chunks))}" if claims else "")
+        + (f"<h2>Claims</h2>{_claims_table(claims, len(detail.chunks), detail.reviews)}" if claims else "")
         + f'<h2>Scores</h2>{_scores_table(detail.scores)}<p class="muted">{cost}</p>'
+        + review_section(str(r["span_id"]), detail.reviews)
         + trace_section(detail.trace, r, cut=detail.trace_cut)
         + f'<h2>Chunks</h2><ol class="chunks">{chunks}</ol>'
     )
-    return page(f"record {r['span_id']}", body)
+    return page(f"record {r['span_id']}", body, script=REVIEW_SCRIPT)

@@ -14,8 +14,10 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
 from ragtrace import environment_variables as env
+from ragtrace_collector._agreement import agreement, weekly
 from ragtrace_collector._http._bounded import DEFAULT_QUERY_SECONDS, bounded_call, interrupted_reply
 from ragtrace_collector._store import ReadInterrupted, snapshot
+from ragtrace_collector._store.reviews import agreement_rows, review_queue
 from ragtrace_collector._store.triage import (
     alert_detail,
     alert_scope,
@@ -32,6 +34,7 @@ from ragtrace_collector._triage._costs import costs_page
 from ragtrace_collector._triage._filters import FilterError, RecordFilter, parse_filter
 from ragtrace_collector._triage._list_html import list_page, row_html
 from ragtrace_collector._triage._record_html import record_page
+from ragtrace_collector._triage._review_html import agreement_page, queue_page
 
 if TYPE_CHECKING:
     from starlette.requests import Request
@@ -152,6 +155,14 @@ def triage_routes(
             return PlainTextResponse(f"no alert of rule {rule} for that group in this store\n", status_code=404)
         return RedirectResponse(f"/alerts/{found}", status_code=303)
 
+    async def review(request: Request) -> Response:
+        rows, since = await read(request, review_queue)
+        return HTMLResponse(queue_page(rows, since))
+
+    async def agreement_view(request: Request) -> Response:
+        rows = await read(request, lambda c: agreement_rows(c))
+        return HTMLResponse(agreement_page(agreement(rows), weekly(rows)))
+
     async def costs(request: Request) -> Response:
         f = filtered(request)
         if not isinstance(f, RecordFilter):
@@ -165,6 +176,8 @@ def triage_routes(
         Route("/alerts/{alert_id:int}", bounded(alert), methods=["GET"], name="alert"),
         Route("/alert", bounded(group_alert), methods=["GET"], name="group_alert"),
         Route("/costs", bounded(costs), methods=["GET"], name="costs"),
+        Route("/review", bounded(review), methods=["GET"], name="review"),
+        Route("/agreement", bounded(agreement_view), methods=["GET"], name="agreement"),
         Route("/api/records", bounded(api_records), methods=["GET"], name="api_records"),
     ]
 

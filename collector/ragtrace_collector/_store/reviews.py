@@ -1,0 +1,159 @@
+"""People's reviews of records: a person says a record's answer, or one of its claims, is right (grounded in its
+chunks) or wrong, with a note; the review API writes them (``_http/_review_api.py``), the record page shows them,
+they are exported as the JSONL ``ragtrace calibrate`` reads, and the judge's agreement with them is measured
+(``_agreement.py``). The latest review of a (record, claim) replaces the one before: a person correcting
+themselves leaves one verdict.
+
+The review queue lists the records most worth a look: scored and not yet reviewed, their faithfulness nearest the
+judge's cut (the judge was least sure), or their record in an alert's spike.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from ragtrace_collector._store.dialect import AnyConnection
+from ragtrace_collector._store.schema import RAG_RECORDS, REVIEW_COLUMNS, REVIEWS, SCORES
+
+__all__ = [
+    "ANSWER",
+    "QUEUE_DAYS",
+    "Agreeing",
+    "agreement_rows",
+    "labelled_records",
+    "review_queue",
+    "reviews_of",
+    "save_review",
+]
+
+ANSWER: Final = -1
+"""The ``claim`` of a review of the whole answer."""
+
+_CUT: Final = 0.5
+"""The judge's cut on faithfulness (the metrics' labels and the alert levels sit at it)."""
+QUEUE_DAYS: Final = 7
+"""How far back the review queue looks, from the newest record."""
+_DAY_NS: Final = 86_400 * 1_000_000_000
+
+
+def save_review(
+    conn: AnyConnection,
+    span_id: str,
+    *,
+    claim: int,
+    grounded: bool,
+    note: str | None,
+    author: str | None,
+    now_ns: int,
+) -> bool:
+    """Store a person's review of the record ``span_id`` (its answer: ``claim`` = ``ANSWER``; else the claim at
+    that index), replacing their earlier one of the same; False when the store has no such record."""
+    found = conn.execute(f"SELECT service FROM {RAG_RECORDS} WHERE span_id = ?", (span_id,)).fetchone()
+    if found is None:
+        return False
+    values = {
+        "span_id": span_id,
+        "claim": claim,
+        "grounded": 1 if grounded else 0,
+        "note": note,
+        "author": author,
+        "time_ns": now_ns,
+        "service": found[0],
+    }
+    columns = list(REVIEW_COLUMNS)
+    updates = ", ".join(f"{c} = excluded.{c}" for c in columns if c not in ("span_id", "claim"))
+    conn.execute(
+        f"INSERT INTO {REVIEWS} ({', '.join(columns)}) VALUES ({', '.join('?' for _ in columns)}) "
+        f"ON CONFLICT (span_id, claim) DO UPDATE SET {updates}",
+        [values[c] for c in columns],
+    )
+    return True
+
+
+def reviews_of(conn: AnyConnection, span_id: str) -> list[dict[str, Any]]:
+    """The reviews of one record: the answer's first, then each claim's by index."""
+    columns = list(REVIEW_COLUMNS)
+    rows = conn.execute(
+        f"SELECT {', '.join(columns)} FROM {REVIEWS} WHERE span_id = ? ORDER BY claim", (span_id,)
+    ).fetchall()
+    return [dict(zip(columns, row, strict=True)) for row in rows]
+
+
+def labelled_records(conn: AnyConnection, since_ns: int | None = None, limit: int = 100_000) -> list[dict[str, Any]]:
+    """The records a person reviewed as a whole, as ``ragtrace calibrate`` reads them: ``query``, ``chunks``,
+    ``answer``, ``grounded`` (the person's verdict) and ``metadata`` (span id, service, author, note, when);
+    oldest review first, at most ``limit``."""
+    rows = conn.execute(
+        f"SELECT r.span_id, r.service, r.query, r.answer, r.chunks, v.grounded, v.author, v.note, v.time_ns "
+        f"FROM {REVIEWS} v JOIN {RAG_RECORDS} r ON r.span_id = v.span_id "
+        f"WHERE v.claim = ? AND v.time_ns >= ? ORDER BY v.time_ns, v.span_id LIMIT ?",
+        (ANSWER, since_ns or 0, limit),
+    ).fetchall()
+    labelled = []
+    for span_id, service, query, answer, chunks, grounded, author, note, time_ns in rows:
+        try:
+            parsed = json.loads(chunks) if chunks else []
+        except ValueError:
+            parsed = []
+        labelled.append({
+            "query": query or "",
+            "chunks": [c for c in parsed if isinstance(c, dict | str)] if isinstance(parsed, list) else [],
+            "answer": answer or "",
+            "grounded": bool(grounded),
+            "metadata": {"span_id": span_id, "service": service, "author": author, "note": note,
+                         "reviewed_ns": time_ns},
+        })  # fmt: skip
+    return labelled
+
+
+@dataclass(frozen=True, slots=True)
+class Agreeing:
+    """One reviewed record beside what the judge said of it: its ``score`` (faithfulness, else 1 - hallucination;
+    higher is more grounded), the person's ``grounded``, and which judge, service and day."""
+
+    span_id: str
+    judge: str
+    service: str
+    time_ns: int
+    score: float
+    grounded: bool
+
+
+def agreement_rows(conn: AnyConnection, since_ns: int | None = None) -> list[Agreeing]:
+    """Every record reviewed as a whole that the judge scored, since ``since_ns``."""
+    rows = conn.execute(
+        f"SELECT v.span_id, r.judge, r.service, v.time_ns, f.value, h.value, v.grounded "
+        f"FROM {REVIEWS} v JOIN {RAG_RECORDS} r ON r.span_id = v.span_id "
+        f"LEFT JOIN {SCORES} f ON f.span_id = v.span_id AND f.metric = 'faithfulness' "
+        f"LEFT JOIN {SCORES} h ON h.span_id = v.span_id AND h.metric = 'hallucination' "
+        f"WHERE v.claim = ? AND v.time_ns >= ? ORDER BY v.time_ns",
+        (ANSWER, since_ns or 0),
+    ).fetchall()
+    found = []
+    for span_id, judge, service, time_ns, faithfulness, hallucination, grounded in rows:
+        score = faithfulness if faithfulness is not None else (1 - hallucination if hallucination is not None else None)
+        if score is None:
+            continue
+        found.append(Agreeing(span_id, judge or "-", service or "-", int(time_ns), float(score), bool(grounded)))
+    return found
+
+
+def review_queue(conn: AnyConnection, *, days: int = QUEUE_DAYS, limit: int = 50) -> tuple[list[dict[str, Any]], int]:
+    """Up to ``limit`` records scored in the ``days`` before the newest record that nobody reviewed, the judge's
+    least sure first (faithfulness nearest its cut); each with its span id, time, service, query, faithfulness and
+    label. Returns them and the time they start from (ns)."""
+    newest = conn.execute(f"SELECT MAX(time_ns) FROM {RAG_RECORDS}").fetchone()[0]
+    since_ns = int(newest or 0) - days * _DAY_NS
+    columns: Sequence[str] = ("span_id", "time_ns", "service", "query", "faithfulness", "label")
+    rows = conn.execute(
+        f"SELECT r.span_id, r.time_ns, r.service, r.query, f.value, f.label FROM {SCORES} f "
+        f"JOIN {RAG_RECORDS} r ON r.span_id = f.span_id "
+        f"WHERE f.metric = 'faithfulness' AND f.time_ns >= ? AND f.value IS NOT NULL "
+        f"AND NOT EXISTS (SELECT 1 FROM {REVIEWS} v WHERE v.span_id = f.span_id) "
+        f"ORDER BY abs(f.value - ?), r.time_ns DESC LIMIT ?",
+        (since_ns, _CUT, limit),
+    ).fetchall()
+    return [dict(zip(columns, row, strict=True)) for row in rows], since_ns
