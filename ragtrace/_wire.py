@@ -200,6 +200,7 @@ _RESERVED_EVAL_KEYS: Final = frozenset(
         semconv.EVAL_TARGET_SPAN_ID,
         semconv.EVAL_TARGET_TRACE_ID,
         semconv.EVAL_CLAIMS,  # an event attribute, never a metric named "claims"
+        semconv.EVAL_NOT_SCORED_REASON,  # why a record was not scored, never a metric named "not_scored"
     )
 )
 _LABEL_SUFFIX: Final = semconv.eval_label("x")[len(semconv.eval_score("x")) :]

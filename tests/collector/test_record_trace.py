@@ -11,12 +11,13 @@ import pytest
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace.export import SpanExportResult
 from opentelemetry.trace import SpanKind, Status, StatusCode
+from ragtrace_collector._otlp import decode_protobuf
 from ragtrace_collector._triage._prices import price_of
 from ragtrace_collector._triage._trace_html import llm_calls, trace_section
 
 from ragtrace import semconv
 from ragtrace._sampling import DEFAULT_PRICES, Price
-from tests.collector._spans import SpanFactory, hex_span_id, start_collector
+from tests.collector._spans import SpanFactory, hex_span_id, otlp_bytes, rag_attributes, start_collector
 
 HOSTILE = '<script>alert("span")</script>'
 
@@ -150,3 +151,27 @@ def test_the_costs_page_says_what_the_app_and_the_judge_spent_a_day_in_dollars(s
         rf"<tr><th>all days</th><th>\${expected:.6f}</th><th>\$0\.000000</th><th>\${expected:.6f}</th>", page
     )
     assert "No price for fake:judge" in page
+
+
+def test_a_record_not_scored_says_why_and_shows_no_metric_legend_or_empty_answer(store_target: str) -> None:
+    factory = SpanFactory()
+    attributes = rag_attributes("What is my balance?", [], "", decision=semconv.DECISION_NOT_SCORED)
+    attributes[semconv.EVAL_NOT_SCORED_REASON] = semconv.NOT_SCORED_NO_CONTENT
+    with factory.tracer.start_as_current_span("answer", attributes=attributes) as span:
+        pass
+    batch = decode_protobuf(otlp_bytes(factory.all()), 0)
+    assert batch.scores == []  # the reason is not a metric named "not_scored"
+    assert [r["reason"] for r in batch.rag_records] == [semconv.NOT_SCORED_NO_CONTENT]
+    collector = start_collector(store_target, page=True)
+    try:
+        exporter = OTLPSpanExporter(endpoint=f"http://127.0.0.1:{collector.http_port}/v1/traces")
+        assert exporter.export(factory.all()) is SpanExportResult.SUCCESS
+        exporter.shutdown()
+        page = httpx.get(f"http://127.0.0.1:{collector.http_port}/records/{hex_span_id(span)}", timeout=30).text
+    finally:
+        collector.stop()
+    assert '<p class="notice">Not scored: its text was not captured (content capture off, or redacted).</p>' in page
+    assert "No answer was captured" in page and 'class="answer"' not in page
+    assert "Claims:" not in page
+    assert "<tr><td>not_scored</td>" not in page  # no score row (the span's own attributes still say its decision)
+    assert "No scores stored for this record." in page

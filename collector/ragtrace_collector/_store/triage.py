@@ -49,7 +49,7 @@ __all__ = [
 
 RAG_FIELDS = (
     "span_id", "trace_id", "service", "route", "time_ns", "query", "answer", "decision", "judge",
-    "calls", "prompt_tokens", "completion_tokens", "seconds",
+    "calls", "prompt_tokens", "completion_tokens", "seconds", "reason",
 )  # fmt: skip
 _SCORE_FIELDS = ("metric", "value", "label", "explanation", "reason", "error_type", "source")
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ragtrace import semconv
 from ragtrace_collector._store.triage import RecordDetail
 from ragtrace_collector._triage._layout import e, fmt_time, page, verdict_class
 from ragtrace_collector._triage._review_html import REVIEW_SCRIPT, claim_buttons, review_section
@@ -15,6 +16,21 @@ from ragtrace_collector._triage._trace_html import trace_section
 __all__ = ["locate_claims", "record_page"]
 
 _CLAIM_METRICS = ("faithfulness", "hallucination")
+
+_UNSCORED = {
+    semconv.DECISION_NOT_SAMPLED: "the sampler did not pick it (RAGTRACE_SAMPLE_RATE, or a sampling rule)",
+    semconv.DECISION_THROTTLED: "the per-minute throttle was reached (RAGTRACE_THROTTLE_PER_MINUTE)",
+    semconv.DECISION_OVER_BUDGET: "the judge's daily budget was spent (RAGTRACE_BUDGET_*)",
+    semconv.DECISION_OVERFLOW: "the scoring queue was full",
+    semconv.DECISION_TIMEOUT: "the judge did not answer in time",
+    semconv.DECISION_ERROR: "the judge failed (the scores table says how)",
+    semconv.DECISION_NOT_SCORED: "there was nothing to score",
+}
+"""Why a record has no scores, by its decision, in words."""
+_NOT_SCORED_REASONS = {
+    semconv.NOT_SCORED_NO_CONTENT: "its text was not captured (content capture off, or redacted)",
+    semconv.NOT_SCORED_APP_ERROR: "the app's call raised before it answered",
+}
 """The metrics whose claims the answer is highlighted with (they share one reading of the claims)."""
 
 
@@ -99,6 +115,8 @@ def _claims_table(claims: list[dict[str, Any]], n_chunks: int, reviews: list[dic
 
 
 def _scores_table(scores: list[dict[str, Any]]) -> str:
+    if not scores:
+        return '<p class="muted">No scores stored for this record.</p>'
     rows = []
     for s in scores:
         value = s.get("value")
@@ -139,15 +157,29 @@ def record_page(detail: RecordDetail, *, back: str = "", trace_url: str | None =
         '<p class="muted">Claims: <span class="claim v-supported">supported</span> '
         '<span class="claim v-contradicted">contradicted</span> <span class="claim v-unsupported">unsupported</span>; '
         "each links to the chunk that decided it.</p>"
+        if claims
+        else ""
     )
-    answer = _answer_html(str(r["answer"] or ""), claims, len(detail.chunks))
+    answer = (
+        f'<div class="answer" id="answer">{_answer_html(str(r["answer"]), claims, len(detail.chunks))}</div>'
+        if r["answer"]
+        else '<p class="muted" id="answer">No answer was captured (content capture off, redacted, or the call '
+        "failed first).</p>"
+    )
+    unscored = ""
+    if r["decision"] != semconv.DECISION_EVALUATED:
+        why = _UNSCORED.get(str(r["decision"]), "it has no decision yet: the collector scores it when it picks it")
+        if r["decision"] == semconv.DECISION_NOT_SCORED and r.get("reason"):
+            why = _NOT_SCORED_REASONS.get(str(r["reason"]), f"{why} ({r['reason']})")
+        unscored = f'<p class="notice">Not scored: {e(why)}.</p>'
     body = (
         f'<p><a href="/records{"?" + e(back) if back else ""}">← records</a></p>'
         f"<h1>Record {e(r['span_id'])}</h1>"
         f'<p class="muted">{e(fmt_time(r["time_ns"]))} · service {e(r["service"])} · {e(r["route"])} · '
         f"decision {e(r['decision'])} · trace {trace}</p>"
         f"<h2>Query</h2><p>{e(r['query'])}</p>"
-        f'<h2>Answer</h2>{legend}<div class="answer" id="answer">{answer}</div>'
+        + unscored
+        + f"<h2>Answer</h2>{legend}{answer}"
         + (f"<h2>Claims</h2>{_claims_table(claims, len(detail.chunks), detail.reviews)}" if claims else "")
         + f'<h2>Scores</h2>{_scores_table(detail.scores)}<p class="muted">{cost}</p>'
         + review_section(str(r["span_id"]), detail.reviews)
