@@ -175,3 +175,28 @@ def test_a_record_not_scored_says_why_and_shows_no_metric_legend_or_empty_answer
     assert "Claims:" not in page
     assert "<tr><td>not_scored</td>" not in page  # no score row (the span's own attributes still say its decision)
     assert "No scores stored for this record." in page
+
+
+def test_the_cost_query_reads_the_model_calls_index_not_every_span(tmp_path: Any) -> None:
+    from ragtrace_collector._store import open_store
+    from ragtrace_collector._store.migrations import MODEL_CALLS_INDEX
+    from ragtrace_collector._store.triage import read_costs
+    from ragtrace_collector._triage._filters import RecordFilter
+
+    store = open_store(tmp_path / "c.db")
+    plans: list[str] = []
+
+    def costs(conn: Any) -> dict[str, Any]:
+        conn.set_trace_callback(lambda sql: plans.append(sql) if "input_tokens" in sql else None)
+        try:
+            return read_costs(conn, RecordFilter(since_ns=0))
+        finally:
+            conn.set_trace_callback(None)
+
+    store.read(costs)
+    store.close()
+    (sql,) = plans  # as run, its values written in
+    store = open_store(tmp_path / "c.db")
+    plan = store.read(lambda conn: " ".join(str(r[-1]) for r in conn.execute("EXPLAIN QUERY PLAN " + sql)))
+    store.close()
+    assert MODEL_CALLS_INDEX in plan, plan

@@ -4,9 +4,11 @@ file at once, a file from a newer collector; and the rule that SQL and the drive
 from __future__ import annotations
 
 import ast
+import json
 import multiprocessing
 import re
 import sqlite3
+from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
 from typing import Any
@@ -232,3 +234,45 @@ def test_copy_moves_a_sqlite_store_into_postgresql_whole_and_again_harmlessly(
     finally:
         source.close()
         target.close()
+
+
+def test_spans_stored_before_the_model_call_columns_get_them_on_upgrade(
+    store_target: str, open_store: Callable[[], Any]
+) -> None:
+    """A store at version 3 (before step 4) whose spans carry token counts in their attributes: opening it fills
+    ``model``/``input_tokens``/``output_tokens`` from them, and a count that is not a whole number >= 0 is none."""
+    from ragtrace_collector._store.migrations import MODEL_CALLS_INDEX
+
+    from tests.collector._stores import rows
+
+    store = open_store()
+    calls = {
+        "a" * 16: {"gen_ai.usage.input_tokens": 120, "gen_ai.usage.output_tokens": 30, "gen_ai.request.model": "m1"},
+        "b" * 16: {"llm.token_count.prompt": 7, "llm.model_name": "m2"},
+        "c" * 16: {"gen_ai.usage.input_tokens": -5, "gen_ai.usage.output_tokens": "many"},
+        "d" * 16: {"http.route": "/ask"},
+    }
+
+    def back_to_version_3(conn: Any) -> None:
+        conn.execute(f"DROP INDEX {MODEL_CALLS_INDEX}")
+        for column in ("model", "input_tokens", "output_tokens"):
+            conn.execute(f"ALTER TABLE spans DROP COLUMN {column}")
+        for span_id, attributes in calls.items():
+            conn.execute(
+                "INSERT INTO spans (span_id, trace_id, name, end_ns, attributes) VALUES (?, ?, 'call', 1, ?)",
+                (span_id, "e" * 32, json.dumps(attributes)),
+            )
+        if store_target.startswith("postgresql://"):
+            conn.execute("UPDATE ragtrace_schema SET version = 3")
+        else:
+            conn.execute("PRAGMA user_version = 3")
+
+    store.change(back_to_version_3)
+    store.close()
+    upgraded = open_store()
+    assert rows(upgraded, "SELECT span_id, model, input_tokens, output_tokens FROM spans ORDER BY span_id") == [
+        ("a" * 16, "m1", 120, 30),
+        ("b" * 16, "m2", 7, None),
+        ("c" * 16, None, None, None),
+        ("d" * 16, None, None, None),
+    ]

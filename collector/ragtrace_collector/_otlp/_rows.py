@@ -126,9 +126,34 @@ def _span_rows(
             "links": dumps(links),
             "resource": resource_json,
             "received_ns": received_ns,
+            **model_call(attrs),
         }
     )
     _rag_and_scores(batch, attrs, evals, chunks, events, span, span_id, trace_id, service)
+
+
+_INPUT_TOKENS = (semconv.GEN_AI_USAGE_INPUT_TOKENS, semconv.LLM_TOKEN_COUNT_PROMPT)
+_OUTPUT_TOKENS = (semconv.GEN_AI_USAGE_OUTPUT_TOKENS, semconv.LLM_TOKEN_COUNT_COMPLETION)
+_MODELS = (semconv.GEN_AI_RESPONSE_MODEL, semconv.GEN_AI_REQUEST_MODEL, semconv.LLM_MODEL_NAME)
+_NO_CALL: dict[str, Any] = {"model": None, "input_tokens": None, "output_tokens": None}
+
+
+def _tokens(attrs: Mapping[str, Any], keys: tuple[str, str]) -> int | None:
+    for key in keys:
+        value = int_or_none(attrs.get(key))
+        if value is not None and 0 <= value <= _MAX_SQLITE_INTEGER:
+            return value
+    return None
+
+
+def model_call(attrs: Mapping[str, Any]) -> dict[str, Any]:
+    """The span's ``model``, ``input_tokens`` and ``output_tokens`` columns: what a model call says it took (a count
+    that is not a whole number >= 0 is not one), all None on a span that says no tokens."""
+    prompt, completion = _tokens(attrs, _INPUT_TOKENS), _tokens(attrs, _OUTPUT_TOKENS)
+    if prompt is None and completion is None:
+        return _NO_CALL
+    model = next((attrs[key] for key in _MODELS if isinstance(attrs.get(key), str) and attrs[key]), None)
+    return {"model": model, "input_tokens": prompt, "output_tokens": completion}
 
 
 _MAX_SQLITE_INTEGER = 2**63 - 1

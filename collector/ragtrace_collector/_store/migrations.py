@@ -12,9 +12,10 @@ the work done.
 * PostgreSQL: the version is the one row of ``ragtrace_schema``; the lock is a transaction-scoped advisory
   lock (``pg_advisory_xact_lock``). DDL is transactional there too.
 
-Step 3 adds people's reviews of records. Step 2 adds the claims of work that several replicas share (the join,
-server-side scoring). Step 1 is the
-baseline: every table and index of ``schema.py``, made where missing, and the columns an earlier
+Step 4 adds what each model call took to ``spans`` (filled for the spans already stored) and the index of model
+calls by time. Step 3 adds people's reviews of records. Step 2 adds the claims of work that several replicas
+share (the join, server-side scoring). Step 1 is the baseline: every table and index of ``schema.py``, made where
+missing, and the columns an earlier
 collector's SQLite file lacks (``rag_records.reason``, ``scores.claims``, ``alerts.silenced``), added with their
 rows kept. A later change of schema is a new step appended to ``STEPS`` (never an edit of an old one), and
 ``schema.py`` shows the result.
@@ -29,9 +30,9 @@ from collections.abc import Callable
 from typing import Final
 
 from ragtrace_collector._store.dialect import SQLITE, AnyConnection, Dialect, column_names, dialect_of
-from ragtrace_collector._store.schema import ALERT_ACKS, RAG_RECORDS, REVIEWS, TABLES, quoted
+from ragtrace_collector._store.schema import ALERT_ACKS, RAG_RECORDS, REVIEWS, SPANS, TABLES, quoted
 
-__all__ = ["CURRENT", "STEPS", "SchemaTooNew", "migrate", "version"]
+__all__ = ["CURRENT", "MODEL_CALLS", "MODEL_CALLS_INDEX", "STEPS", "SchemaTooNew", "migrate", "version"]
 
 _VERSION_TABLE: Final = "ragtrace_schema"
 """PostgreSQL: the table holding the schema version (SQLite keeps it in the file's header)."""
@@ -84,7 +85,63 @@ def _reviews(conn: AnyConnection, dialect: Dialect) -> None:
         conn.execute(ddl)
 
 
-STEPS: Final[tuple[Callable[[AnyConnection, Dialect], None], ...]] = (_baseline, _claims, _reviews)
+MODEL_CALLS_INDEX: Final = "idx_spans_model_calls"
+MODEL_CALLS: Final = "(input_tokens IS NOT NULL OR output_tokens IS NOT NULL)"
+"""The spans that are model calls, as the cost page's query writes it (a partial index is used only for a query
+that repeats its condition)."""
+
+
+def _json_count(dialect: Dialect, key: str) -> str:
+    """SQL: the span attribute ``key`` (a constant wire name) when it is a whole number >= 0, else NULL."""
+    if dialect is SQLITE:
+        path = f"'$.\"{key}\"'"
+        return (
+            f"CASE WHEN json_type(attributes, {path}) = 'integer' AND json_extract(attributes, {path}) >= 0 "
+            f"THEN json_extract(attributes, {path}) END"
+        )
+    value = f"(ragtrace_jsonb(attributes) -> '{key}')"
+    return (
+        f"CASE WHEN jsonb_typeof({value}) = 'number' AND ({value})::numeric >= 0 "
+        f"AND ({value})::numeric = trunc(({value})::numeric) THEN ({value})::numeric::bigint END"
+    )
+
+
+def _json_text(dialect: Dialect, key: str) -> str:
+    if dialect is SQLITE:
+        return (
+            f"CASE WHEN json_type(attributes, '$.\"{key}\"') = 'text' THEN json_extract(attributes, '$.\"{key}\"') END"
+        )
+    return f"NULLIF(ragtrace_jsonb(attributes) ->> '{key}', '')"
+
+
+def _model_calls(conn: AnyConnection, dialect: Dialect) -> None:
+    """What each model call took, in columns of ``spans`` (``model``, ``input_tokens``, ``output_tokens``; the
+    receivers fill them as spans arrive), filled for the spans already stored, and a partial index of the spans
+    that are model calls by time, which the cost page reads."""
+    (table,) = [t for t in TABLES if t.name == SPANS]
+    present = set(column_names(conn, SPANS))
+    for column in ("model", "input_tokens", "output_tokens"):
+        if column not in present:
+            conn.execute(f"ALTER TABLE {quoted(SPANS)} ADD COLUMN {table.column_ddl(column, dialect)}")
+    inputs = ", ".join(_json_count(dialect, k) for k in ("gen_ai.usage.input_tokens", "llm.token_count.prompt"))
+    outputs = ", ".join(_json_count(dialect, k) for k in ("gen_ai.usage.output_tokens", "llm.token_count.completion"))
+    models = ", ".join(
+        _json_text(dialect, k) for k in ("gen_ai.response.model", "gen_ai.request.model", "llm.model_name")
+    )
+    # Only spans whose text names a token count are parsed: the others keep NULL without costing a JSON parse.
+    maybe = "(attributes LIKE '%gen_ai.usage.%' OR attributes LIKE '%llm.token_count.%')"
+    valid = "json_valid(attributes)" if dialect is SQLITE else "ragtrace_jsonb(attributes) IS NOT NULL"
+    conn.execute(
+        f"UPDATE {quoted(SPANS)} SET input_tokens = COALESCE({inputs}), output_tokens = COALESCE({outputs}) "
+        f"WHERE {maybe} AND {valid}"
+    )
+    conn.execute(f"UPDATE {quoted(SPANS)} SET model = COALESCE({models}) WHERE {MODEL_CALLS}")
+    conn.execute(
+        f"CREATE INDEX IF NOT EXISTS {quoted(MODEL_CALLS_INDEX)} ON {quoted(SPANS)} (end_ns) WHERE {MODEL_CALLS}"
+    )
+
+
+STEPS: Final[tuple[Callable[[AnyConnection, Dialect], None], ...]] = (_baseline, _claims, _reviews, _model_calls)
 """Step ``i`` takes a store from version ``i`` to ``i + 1``."""
 CURRENT: Final = len(STEPS)
 

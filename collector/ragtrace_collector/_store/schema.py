@@ -145,7 +145,14 @@ SPAN_COLUMNS: dict[str, type] = {
     "links": str,
     "resource": str,
     "received_ns": int,
+    "model": str,
+    "input_tokens": int,
+    "output_tokens": int,
 }
+"""``model``, ``input_tokens``, ``output_tokens``: what a model call said it took, read from its attributes when it
+arrives (``gen_ai.usage.*`` or ``llm.token_count.*``; the model from ``gen_ai.response.model``,
+``gen_ai.request.model`` or ``llm.model_name``), NULL on other spans: the cost page sums them without reading
+every span's attributes."""
 RAG_COLUMNS: dict[str, type] = {
     "span_id": str,
     "trace_id": str,
@@ -225,7 +232,7 @@ REVIEW_COLUMNS: dict[str, type] = {
 not; the latest review of a (record, claim) replaces the one before."""
 
 TABLES: Final = (
-    Table(SPANS, SPAN_COLUMNS, ("span_id",), indexes=(("trace_id",),)),
+    Table(SPANS, SPAN_COLUMNS, ("span_id",), indexes=(("trace_id",),)),  # + idx_spans_model_calls, a step-4 index
     Table(
         RAG_RECORDS,
         RAG_COLUMNS,

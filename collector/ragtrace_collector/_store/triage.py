@@ -15,9 +15,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from ragtrace import _wire, semconv
+from ragtrace import _wire
 from ragtrace_collector._drift import metric_direction
 from ragtrace_collector._store.dialect import SQLITE, AnyConnection, Dialect, column_names, dialect_of, table_names
+from ragtrace_collector._store.migrations import MODEL_CALLS
 from ragtrace_collector._store.reviews import reviews_of
 from ragtrace_collector._store.schema import ALERTS, RAG_RECORDS, REVIEWS, SCORES, SPANS
 
@@ -449,53 +450,27 @@ def read_costs(conn: AnyConnection, f: RecordFilter) -> dict[str, Any]:
         "coverage": coverage,
         "since_ns": f.since_ns,
         "judge_days": judge_days,
-        "app_days": _app_model_days(conn, where, args),
+        "app_days": _app_model_days(conn, f),
     }
 
 
 DAY_NS = 24 * HOUR_NS
 
-_INPUT_TOKENS = (semconv.GEN_AI_USAGE_INPUT_TOKENS, semconv.LLM_TOKEN_COUNT_PROMPT)
-_OUTPUT_TOKENS = (semconv.GEN_AI_USAGE_OUTPUT_TOKENS, semconv.LLM_TOKEN_COUNT_COMPLETION)
-_MODELS = (semconv.GEN_AI_RESPONSE_MODEL, semconv.GEN_AI_REQUEST_MODEL, semconv.LLM_MODEL_NAME)
 
-
-def _number(dialect: Dialect, key: str) -> str:
-    """SQL for the span attribute ``key`` (one of the constant wire names above, never user input) when it is a
-    JSON number, else NULL: a sender's string or object there is not counted, and fails no query."""
-    if dialect is SQLITE:
-        path = "'$." + json.dumps(key) + "'"
-        return (
-            f"CASE WHEN json_type(s.attributes, {path}) IN ('integer', 'real') "
-            f"THEN json_extract(s.attributes, {path}) END"
-        )
-    return (
-        f"CASE WHEN jsonb_typeof(ragtrace_jsonb(s.attributes) -> '{key}') = 'number' "
-        f"THEN (ragtrace_jsonb(s.attributes) ->> '{key}')::numeric END"
-    )
-
-
-def _text(dialect: Dialect, key: str) -> str:
-    """SQL for the span attribute ``key`` as text (NULL when absent)."""
-    if dialect is SQLITE:
-        return f"CAST(json_extract(s.attributes, '$.{json.dumps(key)}') AS TEXT)"
-    return f"(ragtrace_jsonb(s.attributes) ->> '{key}')"
-
-
-def _app_model_days(conn: AnyConnection, where: str, args: Sequence[Any]) -> list[tuple[Any, ...]]:
-    """Per day, service and model: the prompt and completion tokens of the app's own model calls (spans that say
-    their tokens, ``gen_ai.usage.*`` or ``llm.token_count.*``) in the traces of the records ``where`` keeps, and
-    how many calls. Read through the spans' trace index, one trace at a time: not a scan of every span."""
-    dialect = dialect_of(conn)
-    prompt = f"COALESCE({', '.join(_number(dialect, k) for k in _INPUT_TOKENS)})"
-    completion = f"COALESCE({', '.join(_number(dialect, k) for k in _OUTPUT_TOKENS)})"
-    model = f"COALESCE({', '.join(_text(dialect, k) for k in _MODELS)})"
+def _app_model_days(conn: AnyConnection, f: RecordFilter) -> list[tuple[Any, ...]]:
+    """Per day, service and model: the input and output tokens of the app's own model calls (spans that said their
+    tokens, ``spans.input_tokens``/``output_tokens``) in ``f``'s time range and service, and how many calls. Read
+    through the partial index of model calls by time: not a scan of every span."""
+    where, args = [MODEL_CALLS], []
+    for column, op, value in (("end_ns", ">=", f.since_ns), ("end_ns", "<", f.until_ns), ("service", "=", f.service)):
+        if value is not None:
+            where.append(f"s.{column} {op} ?")
+            args.append(value)
     return [
         tuple(row)
         for row in conn.execute(
-            f"SELECT s.end_ns / {DAY_NS} AS day, s.service, {model} AS model, SUM({prompt}), SUM({completion}), "
-            f"COUNT(*) FROM {SPANS} s WHERE s.trace_id IN (SELECT r.trace_id FROM {RAG_RECORDS} r{where}) "
-            f"AND ({prompt} IS NOT NULL OR {completion} IS NOT NULL) GROUP BY day, s.service, model ORDER BY day",
+            f"SELECT s.end_ns / {DAY_NS} AS day, s.service, s.model, SUM(s.input_tokens), SUM(s.output_tokens), "
+            f"COUNT(*) FROM {SPANS} s WHERE {' AND '.join(where)} GROUP BY day, s.service, s.model ORDER BY day",
             args,
         ).fetchall()
     ]
