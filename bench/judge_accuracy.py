@@ -42,7 +42,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from judge_sets import CONSTRUCTIONS, RelevanceCase, build_pairs, neighbour_relevance, paraphrase_relevance
+from judge_sets import (
+    CONSTRUCTIONS,
+    MULTI_SENTENCE_SETS,
+    RelevanceCase,
+    build_pairs,
+    neighbour_relevance,
+    paraphrase_relevance,
+)
 
 from ragtrace.judges._offline_text import STOPWORDS
 
@@ -58,7 +65,6 @@ LENGTH_CONTROLLED = "qa_length_controlled"
 the right answer (``length_controlled_span``): word overlap is at chance there."""
 RELEVANCE_SETS = ("relevance_neighbour", "relevance_paraphrase")
 """Context-relevance sets (``judge_sets``), rated by ``rate_chunks``."""
-MULTI_SENTENCE = "multi_sentence"
 TRAIN_FRACTION = 0.8
 _WORD = re.compile(r"\w+")
 _EDGE_PUNCTUATION = "\"'()[]{},;:.!?"
@@ -338,6 +344,7 @@ async def run(args: argparse.Namespace) -> int:
     print(header)
     intervals: list[tuple[str, str]] = []
     flag_lines: list[str] = []
+    pooled: tuple[list[Judged], list[bool]] = ([], [])
     for name in [n for n in args.sets if n not in RELEVANCE_SETS]:
         examples = load(name, args.split)
         if args.limit:
@@ -375,10 +382,14 @@ async def run(args: argparse.Namespace) -> int:
         ba = bootstrap_balanced(rows, labels, {"judge BA": judge_said, "baseline BA": base_said})
         text = "; ".join(f"{k} [{lo:.3f}, {hi:.3f}]" for k, (lo, hi) in {**ci, **ba}.items())
         intervals.append((name, text))
-        if name == MULTI_SENTENCE:
-            flag_lines.append(flag_rates(judged, labels))
+        if name in MULTI_SENTENCE_SETS:
+            flag_lines.append(flag_rates(name, judged, labels))
+            pooled[0].extend(judged)
+            pooled[1].extend(labels)
     for name, text in intervals:
         print(f"{name}: 95 % paired-bootstrap intervals over rows (1,000 resamples): {text}")
+    if len(flag_lines) > 1:
+        flag_lines.append(flag_rates("multi_* pooled", *pooled))
     for line in flag_lines:
         print(line)
     relevance = [n for n in args.sets if n in RELEVANCE_SETS]
@@ -390,7 +401,7 @@ async def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def flag_rates(judged: Sequence[Judged], labels: Sequence[bool]) -> str:
+def flag_rates(name: str, judged: Sequence[Judged], labels: Sequence[bool]) -> str:
     """On one-wrong-claim answers and right ones: the share the record-level signal flags (least-supported
     claim below the cut, 0.5) beside the share the old alert rule flags (hallucination > 0.5)."""
     wrong = [j for j, y in zip(judged, labels, strict=True) if not y]
@@ -406,7 +417,7 @@ def flag_rates(judged: Sequence[Judged], labels: Sequence[bool]) -> str:
         return 1.0 - j.faithfulness > 0.5
 
     return (
-        f"{MULTI_SENTENCE}: flagged by the least-supported claim < 0.5: {share(wrong, least)} of {len(wrong)} answers "
+        f"{name}: flagged by the least-supported claim < 0.5: {share(wrong, least)} of {len(wrong)} answers "
         f"with one wrong claim, {share(right, least)} of {len(right)} right ones; by hallucination > 0.5 (mean over "
         f"claims): {share(wrong, mean)} and {share(right, mean)}"
     )

@@ -12,9 +12,10 @@ Hard negatives (each measured separately by ``bench/judge_accuracy.py``):
 - ``hn_negated``: a sentence of the passage against it negated ("was" -> "was not", "not" dropped).
 - ``hn_neighbour``: the right answer against the right answer of the question that shares the most words
   with this one (a right answer to a neighbouring question).
-- ``multi_sentence``: 2-5 sentences of the passage against the same answer with one sentence replaced by a
-  wrong one (same-kind swap or negation, as above): one wrong claim among supported ones, the usual shape
-  of a real hallucination. It is also the "one wrong sentence in a long answer" construction.
+- ``multi_swapped``, ``multi_negated``, ``multi_halueval``: 2-5 sentences of the passage against the same
+  answer with one sentence replaced by a wrong one (a same-kind swap, a negation, or the row's HaluEval
+  hallucinated answer): one wrong claim among supported ones, the usual shape of a real hallucination. They
+  are also the "one wrong sentence in a long answer" construction.
 
 Context relevance (rated by the judge's ``rate_chunks``):
 - ``relevance_neighbour``: each question's own passage (relevant) against the passage of the question
@@ -174,9 +175,11 @@ def negated_sentence(row: dict[str, Any], rng: random.Random) -> Pair | None:
     return _sentence_pair(row, rng, negated)
 
 
-def multi_sentence(row: dict[str, Any], rng: random.Random) -> Pair | None:
+def multi_sentence(row: dict[str, Any], rng: random.Random, wrong_kind: str = "swapped") -> Pair | None:
     """2-5 consecutive sentences of the passage (as many as it has, up to a drawn 2-5) against the same
-    answer with one of them, drawn, replaced by a wrong one (a same-kind swap, else its negation)."""
+    answer with one of them, drawn, replaced by a wrong one of ``wrong_kind``: ``swapped`` (same-kind spans
+    swapped, every word in the passage), ``negated``, or ``halueval`` (the row's HaluEval hallucinated
+    answer, a natural hallucination on the same topic)."""
     found = sentences(row["knowledge"])
     if len(found) < 2:
         return None
@@ -186,16 +189,22 @@ def multi_sentence(row: dict[str, Any], rng: random.Random) -> Pair | None:
     order = list(range(k))
     rng.shuffle(order)
     for i in order:
-        wrong = swapped(chosen[i], row["knowledge"], rng) or negated(chosen[i])
+        if wrong_kind == "halueval":
+            wrong: str | None = row["hallucinated_answer"].strip()
+        elif wrong_kind == "negated":
+            wrong = negated(chosen[i])
+        else:
+            wrong = swapped(chosen[i], row["knowledge"], rng)
         if wrong is not None and wrong != chosen[i]:
             return " ".join(chosen), " ".join([*chosen[:i], wrong, *chosen[i + 1 :]])
     return None
 
 
-def nearest_question(i: int, questions: Sequence[str]) -> int:
-    """The index of the other question sharing the most content words with question ``i`` (first on ties)."""
-    mine = content_words(questions[i])
-    return max((j for j in range(len(questions)) if j != i), key=lambda j: len(mine & content_words(questions[j])))
+def nearest_question(i: int, words: Sequence[set[str]]) -> int:
+    """The index of the other question sharing the most content words with question ``i`` (first on ties);
+    ``words``: each question's ``content_words``."""
+    mine = words[i]
+    return max((j for j in range(len(words)) if j != i), key=lambda j: len(mine & words[j]))
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,8 +215,8 @@ class Neighbours:
 
     @classmethod
     def of(cls, rows: Sequence[dict[str, Any]]) -> Neighbours:
-        questions = [r["question"] for r in rows]
-        return cls(tuple(nearest_question(i, questions) for i in range(len(questions))))
+        words = [content_words(r["question"]) for r in rows]
+        return cls(tuple(nearest_question(i, words) for i in range(len(words))))
 
 
 def neighbour_answer(rows: Sequence[dict[str, Any]], i: int, nearest: int) -> Pair | None:
@@ -223,8 +232,12 @@ ROW_CONSTRUCTIONS: dict[str, Callable[[dict[str, Any], random.Random], Pair | No
     "hn_same_kind": same_kind_span,
     "hn_swapped": swapped_sentence,
     "hn_negated": negated_sentence,
-    "multi_sentence": multi_sentence,
+    "multi_swapped": lambda row, rng: multi_sentence(row, rng, "swapped"),
+    "multi_negated": lambda row, rng: multi_sentence(row, rng, "negated"),
+    "multi_halueval": lambda row, rng: multi_sentence(row, rng, "halueval"),
 }
+MULTI_SENTENCE_SETS: tuple[str, ...] = ("multi_swapped", "multi_negated", "multi_halueval")
+"""One wrong sentence among 2-5 supported ones, by the kind of the wrong one."""
 NEIGHBOUR_CONSTRUCTION = "hn_neighbour"
 CONSTRUCTIONS: tuple[str, ...] = (*ROW_CONSTRUCTIONS, NEIGHBOUR_CONSTRUCTION)
 
