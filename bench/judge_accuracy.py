@@ -22,6 +22,12 @@ For each set it prints, side by side from the same run:
 - 95 % paired-bootstrap intervals (over rows) of those AUROCs and of their gains over the baseline,
 - for QA, how ``rate_chunks`` separates a question's own knowledge from another row's.
 
+Beside HaluEval's own pairs, the sets of ``bench/judge_sets.py`` built from the same QA dev rows (hard
+negatives by construction, one wrong sentence among 2-5 supported ones, context relevance), each with the
+same columns and intervals, plus "least AUROC" (the least-supported claim's support, the record-level
+signal ``hallucinated_claim`` reads) and, for the multi-sentence sets, the share of answers that signal
+flags at the shipped cut beside the share ``hallucination > 0.5`` flags.
+
     python bench/judge_accuracy.py                       # offline judge, test split
     python bench/judge_accuracy.py --judge openai --base-url http://127.0.0.1:8000/v1 --model M
 """
