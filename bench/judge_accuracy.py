@@ -22,6 +22,12 @@ For each set it prints, side by side from the same run:
 - 95 % paired-bootstrap intervals (over rows) of those AUROCs and of their gains over the baseline,
 - for QA, how ``rate_chunks`` separates a question's own knowledge from another row's.
 
+Beside HaluEval's own pairs, the sets of ``bench/judge_sets.py`` built from the same QA dev rows (hard
+negatives by construction, one wrong sentence among 2-5 supported ones, context relevance), each with the
+same columns and intervals, plus "least AUROC" (the least-supported claim's support, the record-level
+signal ``hallucinated_claim`` reads) and, for the multi-sentence sets, the share of answers that signal
+flags at the shipped cut beside the share ``hallucination > 0.5`` flags.
+
     python bench/judge_accuracy.py                       # offline judge, test split
     python bench/judge_accuracy.py --judge openai --base-url http://127.0.0.1:8000/v1 --model M
 """
@@ -42,6 +48,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from judge_sets import (
+    CONSTRUCTIONS,
+    MULTI_SENTENCE_SETS,
+    RelevanceCase,
+    build_pairs,
+    neighbour_relevance,
+    paraphrase_relevance,
+)
+
 from ragtrace.judges._offline_text import STOPWORDS
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
@@ -54,6 +69,8 @@ SETS = {
 LENGTH_CONTROLLED = "qa_length_controlled"
 """The QA rows again, the hallucinated answer replaced by a span of the row's own knowledge as long as
 the right answer (``length_controlled_span``): word overlap is at chance there."""
+RELEVANCE_SETS = ("relevance_neighbour", "relevance_paraphrase")
+"""Context-relevance sets (``judge_sets``), rated by ``rate_chunks``."""
 TRAIN_FRACTION = 0.8
 _WORD = re.compile(r"\w+")
 _EDGE_PUNCTUATION = "\"'()[]{},;:.!?"
@@ -76,12 +93,16 @@ def load(name: str, split: str, data_dir: Path = DATA) -> list[Example]:
 
     ``LENGTH_CONTROLLED`` is built from the QA rows: a row whose knowledge has no suitable span is left
     out (both of its records, so the classes stay paired)."""
-    filename, chunk_key, right_key, wrong_key, question_key = SETS["qa" if name == LENGTH_CONTROLLED else name]
-    with open(data_dir / filename, encoding="utf-8") as handle:
-        rows = [json.loads(line) for line in handle if line.strip()]
-    cut = int(len(rows) * TRAIN_FRACTION)
-    selected = {"train": range(cut), "test": range(cut, len(rows)), "all": range(len(rows))}[split]
+    qa_built = name == LENGTH_CONTROLLED or name in CONSTRUCTIONS
+    filename, chunk_key, right_key, wrong_key, question_key = SETS["qa" if qa_built else name]
+    rows = read_rows(filename, data_dir)
+    selected = split_rows(len(rows), split)
     out: list[Example] = []
+    if name in CONSTRUCTIONS:
+        for i, (right, wrong) in build_pairs(name, rows, selected, seed=filename):
+            out.append(Example(i, rows[i][chunk_key], right, rows[i][question_key], True))
+            out.append(Example(i, rows[i][chunk_key], wrong, rows[i][question_key], False))
+        return out
     for i in selected:
         row: dict[str, Any] = rows[i]
         question = row[question_key] if question_key else None
@@ -94,6 +115,18 @@ def load(name: str, split: str, data_dir: Path = DATA) -> list[Example]:
         out.append(Example(i, row[chunk_key], row[right_key], question, True))
         out.append(Example(i, row[chunk_key], wrong, question, False))
     return out
+
+
+def read_rows(filename: str, data_dir: Path = DATA) -> list[dict[str, Any]]:
+    """The rows of one data file, in order."""
+    with open(data_dir / filename, encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle if line.strip()]
+
+
+def split_rows(n: int, split: str) -> range:
+    """The row indices of ``split``: ``train`` (first 80 %), ``test`` (last 20 %) or ``all``."""
+    cut = int(n * TRAIN_FRACTION)
+    return {"train": range(cut), "test": range(cut, n), "all": range(n)}[split]
 
 
 def length_controlled_span(knowledge: str, right_answer: str, *, seed: str) -> str | None:
@@ -195,6 +228,36 @@ def bootstrap_intervals(
     return out
 
 
+def bootstrap_balanced(
+    rows: Sequence[int],
+    labels: Sequence[bool],
+    predictions: dict[str, Sequence[bool]],
+    *,
+    rounds: int = 1000,
+    seed: int = 5,
+) -> dict[str, tuple[float, float]]:
+    """95 % intervals of each prediction's balanced accuracy, by the paired bootstrap over rows of
+    ``bootstrap_intervals`` (same resampling)."""
+    by_row: dict[int, list[int]] = {}
+    for i, row in enumerate(rows):
+        by_row.setdefault(row, []).append(i)
+    groups = list(by_row.values())
+    draws: dict[str, list[float]] = {n: [] for n in predictions}
+    rng = random.Random(seed)
+    for _ in range(rounds):
+        picked = [i for _ in groups for i in groups[rng.randrange(len(groups))]]
+        sample_labels = [labels[i] for i in picked]
+        if all(sample_labels) or not any(sample_labels):
+            continue
+        for name, said in predictions.items():
+            draws[name].append(balanced_accuracy([said[i] for i in picked], sample_labels))
+    out: dict[str, tuple[float, float]] = {}
+    for name, values in draws.items():
+        values.sort()
+        out[name] = (values[int(0.025 * (len(values) - 1))], values[int(0.975 * (len(values) - 1))])
+    return out
+
+
 def best_threshold(scores: Sequence[float], labels: Sequence[bool]) -> float:
     """The threshold t (predict grounded when score >= t) with the best balanced accuracy."""
     candidates = sorted(set(scores))
@@ -219,6 +282,8 @@ class Judged:
     seconds: float
     failed: str | None = None
     """The error type when the judge failed on this record (its faithfulness then counts as 0)."""
+    least_support: float = 0.0
+    """The least-supported claim's support (the record-level signal: hallucinated below 0.5, the cut)."""
 
 
 SUMMARY_QUERY = "Summarize the document."
@@ -230,6 +295,7 @@ async def judge_one(judge: Any, example: Example) -> Judged:
     extract_claims as context). A failed score, or an answer without claims, counts as 0."""
     from ragtrace import RagRecord
     from ragtrace.metrics import Faithfulness
+    from ragtrace.metrics._base import DETAIL_CLAIMS
 
     record = RagRecord.of(example.question or SUMMARY_QUERY, [example.chunk], example.text)
     start = time.perf_counter()
@@ -239,7 +305,11 @@ async def judge_one(judge: Any, example: Example) -> Judged:
         return Judged(0.0, 0.0, seconds, score.error_type or "error")
     claims = score.details.get("claims", 0) if score.value is not None else 0
     share = score.details["supported_claims"] / claims if claims else 0.0
-    return Judged(score.value if score.value is not None else 0.0, share, seconds)
+    verdicts = score.details.get(DETAIL_CLAIMS, ()) if claims else ()
+    least = min(
+        (v.support if v.support is not None else float(v.verdict == "supported") for v in verdicts), default=0.0
+    )
+    return Judged(score.value if score.value is not None else 0.0, share, seconds, least_support=least)
 
 
 def make_judge(args: argparse.Namespace) -> Any:
@@ -275,11 +345,13 @@ async def run(args: argparse.Namespace) -> int:
         (judge.offline if args.judge == "tiered" else judge).load()
         load_seconds = time.perf_counter() - start
     print(f"judge {judge.name}; split {args.split}; {cores}; model load {load_seconds:.2f} s (excluded below)")
-    header = f"{'set':<22}{'n':>6}{'judge AUROC':>13}{'judge BA':>10}{'verdicts AUROC':>16}"
+    header = f"{'set':<22}{'n':>6}{'judge AUROC':>13}{'judge BA':>10}{'least AUROC':>13}{'verdicts AUROC':>16}"
     header += f"{'base AUROC':>12}{'base BA':>9}{'AUROC ratio':>13}{'AUROC gain':>12}{'s/record':>10}"
     print(header)
     intervals: list[tuple[str, str]] = []
-    for name in args.sets:
+    flag_lines: list[str] = []
+    pooled: tuple[list[Judged], list[bool]] = ([], [])
+    for name in [n for n in args.sets if n not in RELEVANCE_SETS]:
         examples = load(name, args.split)
         if args.limit:
             examples = examples[: args.limit * 2]
@@ -291,13 +363,17 @@ async def run(args: argparse.Namespace) -> int:
         faith = [j.faithfulness for j in judged]
         judge_auc = auroc(faith, labels)
         shares = [j.verdict_share for j in judged]
-        judge_ba = balanced_accuracy([s >= 1.0 for s in shares], labels)
+        least = [j.least_support for j in judged]
+        judge_said = [s >= 1.0 for s in shares]
+        judge_ba = balanced_accuracy(judge_said, labels)
         verdicts_auc = auroc(shares, labels)
+        least_auc = auroc(least, labels)
         base_auc = auroc(base, labels)
-        base_ba = balanced_accuracy([b >= base_threshold for b in base], labels)
+        base_said = [b >= base_threshold for b in base]
+        base_ba = balanced_accuracy(base_said, labels)
         per_record = sum(j.seconds for j in judged) / len(judged)
         print(
-            f"{name:<22}{len(examples):>6}{judge_auc:>13.3f}{judge_ba:>10.3f}{verdicts_auc:>16.3f}"
+            f"{name:<22}{len(examples):>6}{judge_auc:>13.3f}{judge_ba:>10.3f}{least_auc:>13.3f}{verdicts_auc:>16.3f}"
             f"{base_auc:>12.3f}{base_ba:>9.3f}{judge_auc / base_auc:>13.3f}{judge_auc - base_auc:>+12.3f}"
             f"{per_record:>10.4f}"
         )
@@ -306,15 +382,99 @@ async def run(args: argparse.Namespace) -> int:
             kinds = ", ".join(f"{kind} {count}" for kind, count in failures.most_common())
             failed = sum(failures.values())
             print(f"{name}: the judge failed on {failed} of {len(judged)} records ({kinds}); counted as 0")
-        named: dict[str, Sequence[float]] = {"judge": faith, "verdicts": shares, "baseline": base}
-        ci = bootstrap_intervals([e.row for e in examples], labels, named)
-        intervals.append((name, "; ".join(f"{k} [{lo:.3f}, {hi:.3f}]" for k, (lo, hi) in ci.items())))
+        rows = [e.row for e in examples]
+        named: dict[str, Sequence[float]] = {"judge": faith, "least": least, "verdicts": shares, "baseline": base}
+        ci = bootstrap_intervals(rows, labels, named)
+        ba = bootstrap_balanced(rows, labels, {"judge BA": judge_said, "baseline BA": base_said})
+        text = "; ".join(f"{k} [{lo:.3f}, {hi:.3f}]" for k, (lo, hi) in {**ci, **ba}.items())
+        intervals.append((name, text))
+        if name in MULTI_SENTENCE_SETS:
+            flag_lines.append(flag_rates(name, judged, labels))
+            pooled[0].extend(judged)
+            pooled[1].extend(labels)
     for name, text in intervals:
         print(f"{name}: 95 % paired-bootstrap intervals over rows (1,000 resamples): {text}")
+    if len(flag_lines) > 1:
+        flag_lines.append(flag_rates("multi_* pooled", *pooled))
+    for line in flag_lines:
+        print(line)
+    relevance = [n for n in args.sets if n in RELEVANCE_SETS]
+    if relevance:
+        await relevance_sets(judge, relevance, args)
     if "qa" in args.sets:
         await chunk_relevance(judge, args)
     await judge.aclose()
     return 0
+
+
+def flag_rates(name: str, judged: Sequence[Judged], labels: Sequence[bool]) -> str:
+    """On one-wrong-claim answers and right ones: the share the record-level signal flags (least-supported
+    claim below the cut, 0.5) beside the share the old alert rule flags (hallucination > 0.5)."""
+    wrong = [j for j, y in zip(judged, labels, strict=True) if not y]
+    right = [j for j, y in zip(judged, labels, strict=True) if y]
+
+    def share(items: Sequence[Judged], flagged: Any) -> str:
+        return f"{sum(1 for j in items if flagged(j)) / len(items):.1%}"
+
+    def least(j: Judged) -> bool:
+        return j.least_support < 0.5
+
+    def mean(j: Judged) -> bool:
+        return 1.0 - j.faithfulness > 0.5
+
+    return (
+        f"{name}: flagged by the least-supported claim < 0.5: {share(wrong, least)} of {len(wrong)} answers "
+        f"with one wrong claim, {share(right, least)} of {len(right)} right ones; by hallucination > 0.5 (mean over "
+        f"claims): {share(wrong, mean)} and {share(right, mean)}"
+    )
+
+
+def relevance_cases(name: str, split: str) -> list[RelevanceCase]:
+    """The cases of a relevance set on ``split`` (the paraphrase set is hand-written: every split)."""
+    if name == "relevance_paraphrase":
+        return paraphrase_relevance()
+    filename = SETS["qa"][0]
+    rows = read_rows(filename)
+    return neighbour_relevance(rows, split_rows(len(rows), split))
+
+
+async def relevance_sets(judge: Any, names: Sequence[str], args: argparse.Namespace) -> None:
+    """rate_chunks on each relevance set: a case's two chunks rated in one call; AUROC and balanced accuracy
+    at 0.5 (the judge's cut) against word overlap of the question with the chunk (its threshold the best on
+    the calibration split), with paired-bootstrap intervals."""
+    print(f"{'relevance set':<22}{'n':>6}{'judge AUROC':>13}{'judge BA':>10}{'base AUROC':>12}{'base BA':>9}")
+    lines: list[str] = []
+    for name in names:
+        cases = relevance_cases(name, args.split)
+        if args.limit:
+            cases = cases[: args.limit]
+        train = relevance_cases(name, "train")
+        train_base = [bag_of_words(c.question, chunk) for c in train for chunk in (c.relevant, c.irrelevant)]
+        threshold = best_threshold(train_base, [True, False] * len(train))
+        scores: list[float] = []
+        base: list[float] = []
+        for case in cases:
+            ratings = (await judge.rate_chunks(case.question, [case.relevant, case.irrelevant])).value
+            scores += [ratings[0], ratings[1]]
+            base += [bag_of_words(case.question, case.relevant), bag_of_words(case.question, case.irrelevant)]
+        labels = [True, False] * len(cases)
+        rows = [c.row for c in cases for _ in range(2)]
+        judge_said = [s >= 0.5 for s in scores]
+        base_said = [b >= threshold for b in base]
+        print(
+            f"{name:<22}{len(labels):>6}{auroc(scores, labels):>13.3f}{balanced_accuracy(judge_said, labels):>10.3f}"
+            f"{auroc(base, labels):>12.3f}{balanced_accuracy(base_said, labels):>9.3f}"
+        )
+        ci = bootstrap_intervals(rows, labels, {"judge": scores, "baseline": base})
+        ba = bootstrap_balanced(rows, labels, {"judge BA": judge_said, "baseline BA": base_said})
+        relevant = [s for s, y in zip(scores, labels, strict=True) if y]
+        text = "; ".join(f"{k} [{lo:.3f}, {hi:.3f}]" for k, (lo, hi) in {**ci, **ba}.items())
+        lines.append(
+            f"{name}: intervals {text}; relevant chunks rated >= 0.5: {sum(1 for s in relevant if s >= 0.5)} "
+            f"of {len(relevant)}"
+        )
+    for line in lines:
+        print(line)
 
 
 async def chunk_relevance(judge: Any, args: argparse.Namespace) -> None:
@@ -348,7 +508,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--model", default="gpt-4o-mini", help="chat model for --judge openai")
     parser.add_argument("--api-key", default=None, help="key for --judge openai (else OPENAI_API_KEY)")
     parser.add_argument("--split", choices=("test", "train", "all"), default="test")
-    parser.add_argument("--sets", nargs="+", choices=(*SETS, LENGTH_CONTROLLED), default=[*SETS, LENGTH_CONTROLLED])
+    every = (*SETS, LENGTH_CONTROLLED, *CONSTRUCTIONS, *RELEVANCE_SETS)
+    parser.add_argument("--sets", nargs="+", choices=every, default=list(every))
     parser.add_argument("--limit", type=int, default=0, help="at most this many rows per set (0: all)")
     parser.add_argument("--all-cores", action="store_true", help="do not pin the process to one core")
     args = parser.parse_args(argv)

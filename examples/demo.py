@@ -57,7 +57,7 @@ type = "log"
 [[rules]]
 name = "hallucination-spike"
 kind = "spike"
-metric = "hallucination"
+metric = "hallucinated_claim"
 cutoff = 0.5
 shift = 4.0
 h = 8.0

@@ -49,7 +49,7 @@ gets every metric of a higher rate too (dense selection)."""
 
 RAGTRACE_METRICS: Final = "RAGTRACE_METRICS"
 """Comma-separated metric names to score (default: the production suite: faithfulness,
-hallucination, answer_relevancy_embedding, context_relevance)."""
+hallucination, hallucinated_claim, answer_relevancy_embedding, context_relevance)."""
 
 RAGTRACE_THROTTLE_PER_MINUTE: Final = "RAGTRACE_THROTTLE_PER_MINUTE"
 """Integer >= 0: at most this many records scored per minute (unset: no throttle)."""

@@ -11,10 +11,12 @@ from collections.abc import Sequence
 from ragtrace.judges._base import Verdict
 
 __all__ = [
+    "SUPPORT_CUT",
     "claim_support",
     "contradicted_chunks",
     "faithfulness_label",
     "fraction",
+    "least_support",
     "noisy_claims",
     "picked",
     "supported_by_any",
@@ -39,6 +41,17 @@ def claim_support(matrix: Sequence[Sequence[Verdict]], support: Sequence[Sequenc
     if support is None:
         return [1.0 if s else 0.0 for s in supported_by_any(matrix)]
     return [max(row, default=0.0) for row in support]
+
+
+SUPPORT_CUT = 0.5
+"""Every judge's cut on the shared support scale (``JudgeReply.support``): a claim below it is not supported."""
+
+
+def least_support(matrix: Sequence[Sequence[Verdict]], support: Sequence[Sequence[float]] | None) -> float:
+    """The least-supported claim's support (``claim_support``'s minimum; the caller guarantees a claim): the
+    score ``ragtrace calibrate`` fits a cut to. Below ``SUPPORT_CUT`` the record holds a claim the judge does
+    not find in any chunk, and is hallucinated whatever its other claims (one wrong claim is enough)."""
+    return min(claim_support(matrix, support))
 
 
 def supporting_chunks(matrix: Sequence[Sequence[Verdict]], n_chunks: int) -> list[bool]:

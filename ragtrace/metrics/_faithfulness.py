@@ -9,19 +9,28 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from ragtrace import semconv
 from ragtrace._exceptions import ConfigurationError
 from ragtrace.judges._base import EXTRACT_CLAIMS, VERIFY, Verdict
 from ragtrace.metrics._answer_claims import AnswerClaimsMetric
 from ragtrace.metrics._base import DETAIL_CLAIMS, Direction, Score
 from ragtrace.metrics._claim_verdicts import ClaimVerdict, claim_verdicts
-from ragtrace.metrics._claims_arithmetic import claim_support, faithfulness_label, fraction, picked, supported_by_any
+from ragtrace.metrics._claims_arithmetic import (
+    SUPPORT_CUT,
+    claim_support,
+    faithfulness_label,
+    fraction,
+    least_support,
+    picked,
+    supported_by_any,
+)
 from ragtrace.metrics._metric import NEEDS_CHUNKS
 from ragtrace.metrics._steps import Steps, verification
 
 if TYPE_CHECKING:
     from ragtrace._record import RagRecord
 
-__all__ = ["SCORINGS", "Faithfulness", "Hallucination", "Scoring"]
+__all__ = ["SCORINGS", "Faithfulness", "HallucinatedClaim", "Hallucination", "Scoring"]
 
 Scoring = Literal["support", "verdicts"]
 SCORINGS: tuple[Scoring, ...] = ("support", "verdicts")
@@ -52,7 +61,8 @@ class _SupportShare(AnswerClaimsMetric):
         weighed = support if self.scoring == "support" else None
         share = sum(claim_support(matrix, weighed)) / len(claims)
         verdicts = claim_verdicts(claims, matrix, support)
-        return _Reading(matrix, supported_by_any(matrix), share, weighed is not None, verdicts)
+        least = least_support(matrix, weighed)
+        return _Reading(matrix, supported_by_any(matrix), share, weighed is not None, verdicts, least)
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +76,13 @@ class _Reading:
     """Share of supported claims, weighed by support probabilities when ``weighed``."""
     weighed: bool
     verdicts: tuple[ClaimVerdict, ...]
+    least: float
+    """The least-supported claim's support, weighed as ``share`` is (0 or 1 by the verdicts otherwise)."""
+
+    @property
+    def hallucinated(self) -> bool:
+        """The record-level signal: some claim is below the judge's cut, whatever the others."""
+        return self.least < SUPPORT_CUT
 
 
 def _weighed(weighed: bool, share: float, what: str) -> str:
@@ -101,7 +118,9 @@ class Hallucination(_SupportShare):
     1 - faithfulness, under the same ``scoring``.
 
     Label ``hallucinated`` when the share of claims the verdicts leave unsupported exceeds
-    ``threshold`` (default 0: any unsupported claim).
+    ``threshold``. At the default threshold 0 the label is the record-level signal (``HallucinatedClaim``):
+    ``hallucinated`` exactly when the least-supported claim is below the judge's cut, so one wrong claim
+    among many raises it while the value (a share) stays low.
     """
 
     name = "hallucination"
@@ -122,7 +141,7 @@ class Hallucination(_SupportShare):
         return self.measured(
             value,
             steps,
-            label="hallucinated" if fraction(unsupported) > self.threshold else "grounded",
+            label="hallucinated" if self._flags(reading, unsupported) else "grounded",
             explanation=explanation + _weighed(reading.weighed, value, "expected unsupported share"),
             details={
                 "claims": len(claims),
@@ -131,4 +150,36 @@ class Hallucination(_SupportShare):
                 "unsupported": picked(claims, unsupported, True),
                 DETAIL_CLAIMS: reading.verdicts,
             },
+        )
+
+    def _flags(self, reading: _Reading, unsupported: list[bool]) -> bool:
+        # At the default the label is the record-level signal itself, so the two can never disagree (a
+        # judge whose support and verdicts differ is read by its support, as ``ragtrace calibrate`` reads it).
+        return reading.hallucinated if self.threshold == 0.0 else fraction(unsupported) > self.threshold
+
+
+class HallucinatedClaim(_SupportShare):
+    """The record-level hallucination signal: 1 - the least-supported claim's support.
+
+    The judge's probability that the answer's worst claim is unsupported, on the scale where 0.5 is its cut:
+    above 0.5 (label ``hallucinated``) exactly when some claim is below the cut, so one wrong claim among many
+    raises it, where ``hallucination`` (the contract's share of unsupported claims) dilutes it by the count of
+    right ones. With a judge that gives verdicts only, or ``scoring="verdicts"``, it is 1 when some claim is
+    unsupported, else 0. It shares the extraction and the verification with faithfulness and hallucination:
+    no judge call of its own. ``details``: the claims, how many are below the cut, and the least support.
+    """
+
+    name = semconv.HALLUCINATED_CLAIM
+    direction: Direction = "lower"
+
+    async def _measure_claims(self, record: RagRecord, steps: Steps, claims: list[str]) -> Score:
+        reading = await self._support(steps, claims, record.texts)
+        below = sum(1 for s in reading.supported if not s)
+        return self.measured(
+            1.0 - reading.least,
+            steps,
+            label="hallucinated" if reading.hallucinated else "grounded",
+            explanation=f"least-supported claim at {reading.least:.2f} (cut {SUPPORT_CUT}); "
+            f"{below} of {len(claims)} claims unsupported",
+            details={"claims": len(claims), "unsupported_claims": below, "least_support": reading.least},
         )

@@ -18,6 +18,7 @@ from ragtrace.metrics.claims import (
     ContextContradiction,
     ContextRecall,
     Faithfulness,
+    HallucinatedClaim,
     Hallucination,
     IrrelevantNoiseSensitivity,
     NoiseSensitivity,
@@ -31,14 +32,17 @@ from ragtrace.metrics.relevancy_embedding import AnswerRelevancyEmbedding
 PRODUCTION_METRICS: tuple[str, ...] = (
     "faithfulness",
     "hallucination",
+    HallucinatedClaim.name,
     "answer_relevancy_embedding",
     "context_relevance",
 )
-"""The default production suite: at most 4 chat calls and 1 embeddings call per record, no reference needed."""
+"""The default production suite: at most 4 chat calls and 1 embeddings call per record, no reference needed
+(``hallucinated_claim``, the record-level signal, reads the same verification: no call of its own)."""
 
 _FACTORIES: dict[str, Callable[..., Metric]] = {
     "faithfulness": Faithfulness,
     "hallucination": Hallucination,
+    HallucinatedClaim.name: HallucinatedClaim,
     "context_contradiction": ContextContradiction,
     "answer_relevancy": AnswerRelevancy,
     "noise_sensitivity": NoiseSensitivity,

@@ -8,6 +8,7 @@ one ``classify_claims`` of the answer claims against it and one ``verify`` of re
 |---|---|---|
 | faithfulness | claims supported by some chunk / claims (weighed by support, ``_faithfulness``) | higher |
 | hallucination | claims supported by no chunk / claims (= 1 - faithfulness) | lower |
+| hallucinated_claim | 1 - the least-supported claim's support: > 0.5 when one claim is below the cut | lower |
 | context_contradiction | chunks contradicting at least one claim / chunks | lower |
 | answer_relevancy | claims relevant to the query / claims | higher |
 | noise_sensitivity | claims the reference does not support / claims | lower |
@@ -32,16 +33,18 @@ from ragtrace.metrics._answer_claims import AnswerClaimsMetric
 from ragtrace.metrics._base import REASON_NO_CLAIMS, Direction, Score
 from ragtrace.metrics._claim_verdicts import ClaimVerdict
 from ragtrace.metrics._claims_arithmetic import (
+    SUPPORT_CUT,
     claim_support,
     contradicted_chunks,
     faithfulness_label,
     fraction,
+    least_support,
     noisy_claims,
     picked,
     supported_by_any,
     supporting_chunks,
 )
-from ragtrace.metrics._faithfulness import SCORINGS, Faithfulness, Hallucination, Scoring
+from ragtrace.metrics._faithfulness import SCORINGS, Faithfulness, HallucinatedClaim, Hallucination, Scoring
 from ragtrace.metrics._metric import NEEDS_CHUNKS, NEEDS_REFERENCE, JudgeMetric
 from ragtrace.metrics._steps import (
     Steps,
@@ -57,11 +60,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "SCORINGS",
+    "SUPPORT_CUT",
     "AnswerRelevancy",
     "ClaimVerdict",
     "ContextContradiction",
     "ContextRecall",
     "Faithfulness",
+    "HallucinatedClaim",
     "Hallucination",
     "IrrelevantNoiseSensitivity",
     "NoiseSensitivity",
@@ -71,6 +76,7 @@ __all__ = [
     "contradicted_chunks",
     "faithfulness_label",
     "fraction",
+    "least_support",
     "noisy_claims",
     "picked",
     "supported_by_any",

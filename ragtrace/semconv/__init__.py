@@ -138,6 +138,7 @@ from ragtrace.semconv._ragtrace import (
     eval_reason as eval_reason,
     eval_method as eval_method,
     eval_judge as eval_judge,
+    HALLUCINATED_CLAIM as HALLUCINATED_CLAIM,
     EVAL_DECISION as EVAL_DECISION,
     DECISION_EVALUATED as DECISION_EVALUATED,
     DECISION_NOT_SAMPLED as DECISION_NOT_SAMPLED,

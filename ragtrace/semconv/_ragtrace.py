@@ -69,6 +69,13 @@ def eval_judge(metric: str) -> str:
     return f"{EVAL_PREFIX}.{metric}.judge"
 
 
+HALLUCINATED_CLAIM: Final = "hallucinated_claim"
+"""The record-level hallucination signal, a metric of its own beside the contract's claim ratio
+(``hallucination``): ``ragtrace.eval.hallucinated_claim`` = 1 - the least-supported claim's support (the
+judge's probability that its worst claim is unsupported), on the scale where 0.5 is the judge's cut. Above
+0.5 exactly when one claim is below the cut, whatever the other claims: label ``hallucinated``. The default
+spike rule and the Prometheus hallucination share count it (``hallucinated_claim > 0.5``)."""
+
 EVAL_DECISION: Final = "ragtrace.eval.decision"
 """What happened to this RAG span's scoring: one of the ``DECISION_*`` values. On every RAG span."""
 

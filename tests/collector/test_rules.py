@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from ragtrace_collector._drift import bad_events, metric_direction
 from ragtrace_collector._rule_table import parse_duration
 from ragtrace_collector._rule_types import (
     DEFAULT_KEEP_FIRING_FOR_NS,
@@ -16,6 +17,7 @@ from ragtrace_collector._rule_types import (
 )
 from ragtrace_collector._rules import load_rules, parse_rules
 
+from ragtrace import semconv
 from ragtrace.environment_variables import ConfigurationError
 
 NS = 1_000_000_000
@@ -29,7 +31,7 @@ def test_default_rules_are_the_documented_ones() -> None:
     assert low.kind == "threshold" and low.metric == "faithfulness"
     assert low.params == ThresholdParams(threshold=0.5, warning=0.55, window_ns=15 * 60 * NS, min_records=20)
     spike = by_name["hallucination-spike"]
-    assert spike.metric == "hallucination"
+    assert spike.metric == semconv.HALLUCINATED_CLAIM  # the record-level signal, not the claim share
     # The benchmark measures DEFAULT_SPIKE: the packaged file must not drift away from it.
     assert spike.params == DEFAULT_SPIKE
     assert isinstance(by_name["faithfulness-drift"].params, DriftParams)
@@ -39,6 +41,15 @@ def test_default_rules_are_the_documented_ones() -> None:
     assert all(rule.no_data_after_ns == DEFAULT_NO_DATA_AFTER_NS == 15 * 60 * NS for rule in rules.rules)
     assert rules.interval_ns == 60 * NS
     assert [sink.type for sink in rules.sinks] == ["log"]
+
+
+def test_the_default_spike_counts_a_record_with_one_claim_below_the_cut() -> None:
+    spike = {rule.name: rule for rule in load_rules().rules}["hallucination-spike"]
+    assert isinstance(spike.params, SpikeParams)
+    direction = metric_direction(spike.metric)
+    # hallucinated_claim is 1 - the least-supported claim's support: 0.8 when one claim sits at 0.2
+    # (however many right claims beside it), 0.3 when every claim is at 0.7 or more.
+    assert bad_events([0.8, 0.3, 0.5], direction=direction, cutoff=spike.params.cutoff) == [True, False, False]
 
 
 def test_a_full_rules_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

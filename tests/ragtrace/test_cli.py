@@ -21,6 +21,7 @@ import ragtrace
 from ragtrace import cli
 from ragtrace.cli import main
 from ragtrace.judges import Verdict
+from ragtrace.metrics import PRODUCTION_METRICS
 from ragtrace.testing import FakeJudge, StubOpenAIServer, StubReply
 
 HALUEVAL = Path(__file__).resolve().parents[1] / "data" / "halueval_qa_dev20.jsonl"
@@ -639,7 +640,8 @@ def test_a_dead_endpoint_exits_1_naming_the_error_type(
     captured = capsys.readouterr()
     assert status == 1
     assert "| faithfulness | higher | 0/3 | - | - | - | judge_error: 3 (connection) |" in captured.out
-    assert "no record could be scored (judge errors: connection: 12)" in captured.err
+    errors = 3 * len(PRODUCTION_METRICS)  # every metric of the suite on every record
+    assert f"no record could be scored (judge errors: connection: {errors})" in captured.err
 
 
 @pytest.mark.parametrize("concurrency", ["1", "8"])
