@@ -11,7 +11,11 @@ it and the watcher reads it at its next evaluation.
   ``route`` null or absent match any; ``duration`` is ``"2h"``, ``"30m"``... or seconds (201 ``{"silence"}``).
 * ``DELETE /api/silences/{id}``: ends the silence now (200 ``{"silence"}``; 404 when there is none).
 
-A mistake is a 400 ``{"error": "..."}`` that names it. A body must be ``application/json``: a page on another
+A mistake is a 400 ``{"error": "..."}`` that names it. Every request's store work runs as the pages' does
+(``bounded_call``): within ``query_seconds`` (2 s), stopped when its client leaves, a 503 ``{"error"}`` naming
+what happened when it was stopped (nothing written: its transaction is rolled back).
+
+A body must be ``application/json``: a page on another
 site can make a browser send a form to this collector, but not JSON without a CORS preflight this collector
 never answers, so no other site can silence its alerts from a browser. With a token set, the API needs it as
 the page does (``Authorization: Bearer`` or ``?token=``).
@@ -20,22 +24,31 @@ the page does (``Authorization: Bearer`` or ``?token=``).
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Callable, Collection
-from contextlib import closing
 from pathlib import Path
 from typing import Any
 
-from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from ragtrace._exceptions import ConfigurationError
+from ragtrace_collector._http._bounded import DEFAULT_QUERY_SECONDS, bounded_call
 from ragtrace_collector._rule_table import parse_duration
-from ragtrace_collector._store import Connection
-from ragtrace_collector._store import connect as connect_store
-from ragtrace_collector._store.alerts import add_ack, add_silence, expire_silence, group_state, group_views, silences
+from ragtrace_collector._store import ReadInterrupted, snapshot
+from ragtrace_collector._store.alerts import (
+    add_ack,
+    add_silence,
+    controls_connection,
+    expire_silence,
+    group_state,
+    group_views,
+    silences,
+)
+
+_log = logging.getLogger("ragtrace_collector")
 
 __all__ = ["ALERTS_API_PATH", "SILENCES_API_PATH", "alert_api_routes"]
 
@@ -81,14 +94,21 @@ async def _json_body(request: Request) -> dict[str, Any]:
 
 
 def alert_api_routes(
-    db_path: str | Path, *, rule_names: Collection[str] | None = None, clock: Callable[[], int] = time.time_ns
+    db_path: str | Path,
+    *,
+    rule_names: Collection[str] | None = None,
+    clock: Callable[[], int] = time.time_ns,
+    query_seconds: float = DEFAULT_QUERY_SECONDS,
 ) -> list[BaseRoute]:
     """The API's routes over the store at ``db_path``. ``rule_names``: the rules the watcher runs, when known (a
-    silence or an acknowledgement naming another rule is refused as a typo)."""
+    silence or an acknowledgement naming another rule is refused as a typo). ``query_seconds``: how long one
+    request's store work may run (then 503); it stops as soon as its client leaves."""
     db = str(db_path)
 
-    def connect() -> Connection:
-        return connect_store(db, create=True)
+    def connect() -> Any:
+        # Within the request's budget (bounded_call's): the writes are small, but a store locked or slow must not
+        # hold a worker thread past it.
+        return controls_connection(db)
 
     def check_rule(rule: str | None) -> None:
         if rule is not None and rule_names is not None and rule not in rule_names:
@@ -97,7 +117,7 @@ def alert_api_routes(
 
     def listing() -> dict[str, Any]:
         now = clock()
-        with closing(connect()) as conn:
+        with snapshot(db) as conn:
             views = group_views(conn, now)
             pending = [s for s in silences(conn) if s.ends_ns > now]
         return {
@@ -112,7 +132,7 @@ def alert_api_routes(
             raise _Refused(400, "`rule` is required: name the rule of the alert to acknowledge")
         check_rule(rule)
         service, route = _text(body, "service"), _text(body, "route")
-        with closing(connect()) as conn:
+        with connect() as conn:
             row = group_state(conn, rule, service, route)
             if row is None:
                 raise _Refused(404, f"no alert group {rule} [service={service}, route={route}]")
@@ -144,7 +164,7 @@ def alert_api_routes(
         if duration > _MAX_SILENCE_NS:
             raise _Refused(400, f"`duration` is at most {_MAX_SILENCE_NS // _NS_PER_DAY} days")
         now = clock()
-        with closing(connect()) as conn:
+        with connect() as conn:
             made = add_silence(
                 conn,
                 rule=rule,
@@ -158,29 +178,34 @@ def alert_api_routes(
         return {"silence": made.as_json()}
 
     def unsilence(silence_id: int) -> dict[str, Any]:
-        with closing(connect()) as conn:
+        with connect() as conn:
             ended = expire_silence(conn, silence_id, clock())
         if ended is None:
             raise _Refused(404, f"no silence {silence_id}")
         return {"silence": ended.as_json()}
 
     async def get_alerts(request: Request) -> Response:
-        return JSONResponse(await run_in_threadpool(listing))
+        try:
+            return JSONResponse(await bounded_call(request, query_seconds, listing))
+        except ReadInterrupted as why:
+            return _interrupted(request, why)
 
     async def post_ack(request: Request) -> Response:
-        return await _answer(request, acknowledge, 201)
+        return await _answer(request, acknowledge, 201, query_seconds)
 
     async def post_silence(request: Request) -> Response:
-        return await _answer(request, silence, 201)
+        return await _answer(request, silence, 201, query_seconds)
 
     async def delete_silence(request: Request) -> Response:
         try:
             silence_id = int(request.path_params["silence_id"])
             if silence_id > _MAX_ID:  # the route takes any digits; SQLite's integers stop here
                 raise _Refused(400, f"the silence id is at most {_MAX_ID}")
-            return JSONResponse(await run_in_threadpool(unsilence, silence_id))
+            return JSONResponse(await bounded_call(request, query_seconds, unsilence, silence_id))
         except _Refused as refused:
             return JSONResponse({"error": refused.error}, status_code=refused.status)
+        except ReadInterrupted as why:
+            return _interrupted(request, why)
 
     return [
         Route(ALERTS_API_PATH, get_alerts, methods=["GET"]),
@@ -190,9 +215,19 @@ def alert_api_routes(
     ]
 
 
-async def _answer(request: Request, handle: Callable[[dict[str, Any]], dict[str, Any]], status: int) -> Response:
+async def _answer(
+    request: Request, handle: Callable[[dict[str, Any]], dict[str, Any]], status: int, seconds: float
+) -> Response:
     try:
         body = await _json_body(request)
-        return JSONResponse(await run_in_threadpool(handle, body), status_code=status)
+        return JSONResponse(await bounded_call(request, seconds, handle, body), status_code=status)
     except _Refused as refused:
         return JSONResponse({"error": refused.error}, status_code=refused.status)
+    except ReadInterrupted as why:
+        return _interrupted(request, why)
+
+
+def _interrupted(request: Request, why: ReadInterrupted) -> Response:
+    """The 503 of a request whose store work was stopped (nothing of it was written)."""
+    _log.warning("an alert API request stopped (%s): %s", why, request.url.path)
+    return JSONResponse({"error": f"the store work took {why}; ask again"}, status_code=503)
