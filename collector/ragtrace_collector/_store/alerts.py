@@ -416,11 +416,16 @@ _UPSERT_GROUP = (
 
 
 def save_evaluation(
-    conn: AnyConnection, rows: Iterable[tuple[Alert, Sequence[str]]], groups: Iterable[GroupState]
+    conn: AnyConnection,
+    rows: Iterable[tuple[Alert, Sequence[str]]],
+    groups: Iterable[GroupState],
+    dropped: Iterable[tuple[str, str | None, str | None]] = (),
 ) -> None:
     """Write an evaluation's ``alerts`` rows (each with the names of the sinks it goes to) and every group's
-    state, in one transaction."""
+    state, and delete the ``alert_groups`` rows of the ``dropped`` groups ((rule, service, route): those a rule
+    no longer tracks, past its bound), in one transaction. Their ``alerts`` rows stay, as history."""
     with conn:
+        conn.executemany(f"DELETE FROM {ALERT_GROUPS} WHERE group_key = ?", [(group_key(*key),) for key in dropped])
         conn.executemany(
             _INSERT_ALERT,
             [
