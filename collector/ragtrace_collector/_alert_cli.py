@@ -50,6 +50,9 @@ def add_alert_commands(commands: Any) -> None:
         "silence", help="send nothing for matching alerts for a while (still recorded)", parents=shared
     )
     silence.add_argument("rule", nargs="?", default=None, help="the rule's name (default: every rule)")
+    silence.add_argument(
+        "--all", dest="every", action="store_true", help="mute every alert (needed when no rule, service or route)"
+    )
     silence.add_argument("--for", dest="duration", required=True, help='how long, e.g. "30m", "2h", "1d"')
     for parser in (ack, silence):
         parser.add_argument("--service", default=None, help="the alert's service (default: none / any)")
@@ -134,7 +137,7 @@ def run_alert_command(args: argparse.Namespace) -> int:
         request = ("POST", "/api/alerts/ack", body)
     elif args.action == "silence":
         body = {"rule": args.rule, "service": args.service, "route": args.route, "duration": args.duration,
-                "author": args.author, "comment": args.comment}  # fmt: skip
+                "author": args.author, "comment": args.comment, "all": args.every}  # fmt: skip
         request = ("POST", "/api/silences", body)
     else:
         request = ("DELETE", f"/api/silences/{args.id}", None)

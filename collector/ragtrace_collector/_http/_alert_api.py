@@ -7,8 +7,10 @@ it and the watcher reads it at its next evaluation.
   muting it) and every silence not over yet.
 * ``POST /api/alerts/ack`` ``{"rule", "service", "route", "author", "comment"}``: acknowledges the group's current
   ALERT (201 ``{"ack"}``); 404 for a group the watcher does not know, 409 when it is not in ALERT.
-* ``POST /api/silences`` ``{"rule", "service", "route", "duration", "author", "comment"}``: ``rule``/``service``/
-  ``route`` null or absent match any; ``duration`` is ``"2h"``, ``"30m"``... or seconds (201 ``{"silence"}``).
+* ``POST /api/silences`` ``{"rule", "service", "route", "all", "duration", "author", "comment"}``: ``rule``/
+  ``service``/``route`` null or absent match any, and at least one must be given unless ``"all": true`` says the
+  silence is meant for every alert; ``duration`` is ``"2h"``, ``"30m"``... or seconds, at most ``max_silence_ns``
+  (30 days by default, ``serve --max-silence-days``) (201 ``{"silence"}``).
 * ``DELETE /api/silences/{id}``: ends the silence now (200 ``{"silence"}``; 404 when there is none).
 
 A mistake is a 400 ``{"error": "..."}`` that names it. Every request's store work runs as the pages' does
@@ -18,7 +20,9 @@ what happened when it was stopped (nothing written: its transaction is rolled ba
 A body must be ``application/json``: a page on another
 site can make a browser send a form to this collector, but not JSON without a CORS preflight this collector
 never answers, so no other site can silence its alerts from a browser. With a token set, the API needs it as
-the page does (``Authorization: Bearer`` or ``?token=``).
+the page does (``Authorization: Bearer`` with the admin token, or a signed-in page's cookie and its CSRF token;
+``_auth``). Behind a trusted proxy that names the person (``serve --trusted-user-header``), ``author`` is that
+name, whatever the body says.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from ragtrace._exceptions import ConfigurationError
+from ragtrace_collector._http._auth import USER_SCOPE_KEY
 from ragtrace_collector._http._bounded import DEFAULT_QUERY_SECONDS, bounded_call
 from ragtrace_collector._rule_table import parse_duration
 from ragtrace_collector._store import ReadInterrupted, snapshot
@@ -58,8 +63,8 @@ _MAX_BODY = 64 * 1024
 _MAX_TEXT = 1000
 _MAX_ID = 2**63 - 1
 _NS_PER_DAY = 86_400 * 1_000_000_000
-_MAX_SILENCE_NS = 366 * _NS_PER_DAY
-"""Longest silence: a year and a day (a longer one is a typo, or a number past SQLite's integers)."""
+DEFAULT_MAX_SILENCE_NS = 30 * _NS_PER_DAY
+"""Longest silence by default: 30 days (a longer one is a typo, or forgotten until the alert it hides matters)."""
 
 
 class _Refused(Exception):
@@ -99,10 +104,12 @@ def alert_api_routes(
     rule_names: Collection[str] | None = None,
     clock: Callable[[], int] = time.time_ns,
     query_seconds: float = DEFAULT_QUERY_SECONDS,
+    max_silence_ns: int = DEFAULT_MAX_SILENCE_NS,
 ) -> list[BaseRoute]:
     """The API's routes over the store at ``db_path``. ``rule_names``: the rules the watcher runs, when known (a
     silence or an acknowledgement naming another rule is refused as a typo). ``query_seconds``: how long one
-    request's store work may run (then 503); it stops as soon as its client leaves."""
+    request's store work may run (then 503); it stops as soon as its client leaves. ``max_silence_ns``: the longest
+    silence accepted."""
     db = str(db_path)
 
     def connect() -> Any:
@@ -161,8 +168,15 @@ def alert_api_routes(
             # OverflowError: a number of seconds past what a float makes an integer of (1e308).
             reason = str(exc) if isinstance(exc, ConfigurationError) else f"{body['duration']!r} is not a duration"
             raise _Refused(400, reason if reason.startswith("`duration`") else f"`duration`: {reason}") from None
-        if duration > _MAX_SILENCE_NS:
-            raise _Refused(400, f"`duration` is at most {_MAX_SILENCE_NS // _NS_PER_DAY} days")
+        if duration > max_silence_ns:
+            raise _Refused(400, f"`duration` is at most {max_silence_ns / _NS_PER_DAY:g} days")
+        every = body.get("all")
+        if every not in (None, False, True):
+            raise _Refused(400, "`all` must be true or false")
+        if rule is None and body.get("service") is None and body.get("route") is None and every is not True:
+            raise _Refused(
+                400, 'a silence needs a `rule`, `service` or `route` to match, or `"all": true` to mute every alert'
+            )
         now = clock()
         with connect() as conn:
             made = add_silence(
@@ -220,6 +234,9 @@ async def _answer(
 ) -> Response:
     try:
         body = await _json_body(request)
+        user = request.scope.get("state", {}).get(USER_SCOPE_KEY)
+        if user:  # named by the trusted proxy (_auth): that is who did it
+            body["author"] = user
         return JSONResponse(await bounded_call(request, seconds, handle, body), status_code=status)
     except _Refused as refused:
         return JSONResponse({"error": refused.error}, status_code=refused.status)
