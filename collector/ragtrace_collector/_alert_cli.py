@@ -74,7 +74,8 @@ def _shared_options(*, defaults: bool) -> argparse.ArgumentParser:
 
     url_help = f"the collector's HTTP address (default {DEFAULT_URL})"
     parser.add_argument("--url", default=default(DEFAULT_URL), help=url_help)
-    token_help = f"its bearer token, when it has one (or {env.RAGTRACE_COLLECTOR_TOKEN})"
+    variables = f"{env.RAGTRACE_COLLECTOR_ADMIN_TOKEN}, else {env.RAGTRACE_COLLECTOR_TOKEN}"
+    token_help = f"its admin token, when it has one (or {variables})"
     parser.add_argument("--token", default=default(None), help=token_help)
     parser.add_argument(
         "--json", action="store_true", default=default(False), help="print the API's JSON answer as it is"
@@ -125,7 +126,7 @@ def _print_listing(answer: dict[str, Any]) -> None:
 
 def run_alert_command(args: argparse.Namespace) -> int:
     """Run ``alerts <action>``; return the exit status."""
-    token = args.token or env.read_str(env.RAGTRACE_COLLECTOR_TOKEN)
+    token = args.token or env.read_str(env.RAGTRACE_COLLECTOR_ADMIN_TOKEN) or env.read_str(env.RAGTRACE_COLLECTOR_TOKEN)
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     base = args.url.rstrip("/")
     request: tuple[str, str, dict[str, Any] | None]

@@ -174,6 +174,10 @@ def test_the_api_refuses_what_it_cannot_do_and_names_why(tmp_path: Path, capsys:
         assert '<section id="alerts">' in page and "every rule (all) until " in page
         assert "&lt;b&gt;ana&lt;/b&gt;" in page and "<b>ana</b>" not in page
         assert 'data-method="DELETE" data-api="/api/silences/1"' in page
+        status, _, err = _cli(capsys, collector.http_port or 0, "silence", "--for", "30m")
+        assert status == 1 and '"all": true' in err
+        status, out, _ = _cli(capsys, collector.http_port or 0, "silence", "--all", "--for", "30m")
+        assert status == 0
         status, _, err = _cli(capsys, collector.http_port or 0, "ack", "hallucination-spike", "--service", "x")
         assert status == 1 and "no alert group" in err and "(404)" in err
     finally:
