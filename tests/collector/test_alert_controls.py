@@ -177,7 +177,7 @@ def test_the_api_refuses_what_it_cannot_do_and_names_why(tmp_path: Path, capsys:
         status, _, err = _cli(capsys, collector.http_port or 0, "silence", "--for", "30m")
         assert status == 1 and '"all": true' in err
         status, out, _ = _cli(capsys, collector.http_port or 0, "silence", "--all", "--for", "30m")
-        assert status == 0
+        assert status == 0 and out.startswith("silenced")
         status, _, err = _cli(capsys, collector.http_port or 0, "ack", "hallucination-spike", "--service", "x")
         assert status == 1 and "no alert group" in err and "(404)" in err
     finally:

@@ -278,8 +278,10 @@ def _cross_site(request: Request) -> str | None:
     """Why a state change is refused as coming from another site, or None."""
     origin = request.headers.get("origin")
     if origin is not None:
-        own = f"{request.url.scheme}://{request.headers.get('host', '')}".lower()
-        if origin.lower() != own:
+        # Host and port, not the scheme: behind a proxy that ends TLS the page is https and the request http.
+        scheme, _, netloc = origin.lower().partition("://")
+        own = request.headers.get("host", "").lower()
+        if scheme not in ("http", "https") or netloc != own:
             return f"Origin {origin[:100]!r} is not this collector ({own})"
     fetch_site = request.headers.get("sec-fetch-site")
     if fetch_site is not None and fetch_site not in ("same-origin", "none"):
