@@ -160,6 +160,8 @@ def test_a_person_signs_in_once_and_links_live_updates_and_buttons_work(collecto
         away = browser.get("/records?service=shop")
         assert away.status_code == 303 and away.headers["location"] == "/signin?next=%2Frecords%3Fservice%3Dshop"
         assert browser.get("/api/records").status_code == 401
+        mistyped = browser.get("/records?token=s3cre&service=shop")  # a wrong token is not carried along
+        assert mistyped.headers["location"] == "/signin?next=%2Frecords%3Fservice%3Dshop"
         form = browser.get("/signin?next=/records")
         assert form.status_code == 200 and 'type="password" name="token"' in form.text
         wrong = browser.post("/signin", data={"token": "nope", "next": "/records"})

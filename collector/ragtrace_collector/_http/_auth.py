@@ -184,7 +184,9 @@ class PageGuard:
             return RedirectResponse(request.url.path + (f"?{urlencode(rest)}" if rest else ""), status_code=303)
         if via is None and request.url.path != SIGNIN_PATH:
             if request.method in ("GET", "HEAD") and not _is_api(request.url.path):
-                target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+                # Back here once signed in, without a wrong ?token= (it would sit in the address bar and history).
+                rest = [(k, v) for k, v in request.query_params.multi_items() if k != "token"]
+                target = request.url.path + (f"?{urlencode(rest)}" if rest else "")
                 return RedirectResponse(f"{SIGNIN_PATH}?{urlencode({'next': target})}", status_code=303)
             return PlainTextResponse(
                 "this collector needs its admin token: Authorization: Bearer <token>, or sign in at /signin\n",
