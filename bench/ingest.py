@@ -291,11 +291,33 @@ def _wait_until(condition: Callable[[], bool], timeout: float) -> bool:
     return condition()
 
 
+def _estimate_cpu(body: bytes, repeat: int = 10) -> None:
+    """CPU time (process time: less sensitive to a shared machine's load than throughput) of the exact walk,
+    the quick bound and decoding itself, on one batch, in this process."""
+    from ragtrace_collector._otlp import decode_protobuf
+    from ragtrace_collector._otlp._cost import protobuf_bound, protobuf_cost
+
+    def cpu(work: Callable[[], object]) -> float:
+        started = time.process_time()
+        for _ in range(repeat):
+            work()
+        return (time.process_time() - started) / repeat * 1000
+
+    walk, bound = cpu(lambda: protobuf_cost(body)), cpu(lambda: protobuf_bound(body))
+    decode = cpu(lambda: decode_protobuf(body, 0))
+    print(
+        f"  CPU per batch: decode {decode:.1f} ms, exact walk {walk:.1f} ms ({walk / decode:.0%} of decode), "
+        f"quick bound {bound:.1f} ms ({bound / decode:.0%}); estimates {protobuf_cost(body) / len(body):.2f} and "
+        f"{protobuf_bound(body) / len(body):.2f} bytes per wire byte"
+    )
+
+
 def _compare_estimates(
     workdir: Path, modes: list[str], warmup: list[bytes], bodies: list[bytes], senders: int, rounds: int
 ) -> int:
     """Each mode ``rounds`` times, interleaved (the load of a shared machine drifts); the mean of each and its ratio
     to the first mode."""
+    _estimate_cpu(bodies[0])
     figures: dict[str, list[float]] = {mode: [] for mode in modes}
     for number in range(rounds):
         for mode in modes:
