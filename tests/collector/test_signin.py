@@ -179,6 +179,9 @@ def test_a_person_signs_in_once_and_links_live_updates_and_buttons_work(collecto
         csrf = {**own, "x-csrf-token": browser.cookies["ragtrace_csrf"]}
         assert browser.post("/api/silences", json=SILENCE, headers=csrf).status_code == 201
         assert browser.delete("/api/silences/1", headers=csrf).status_code == 200
+        copy = browser.cookies["ragtrace_csrf"]
+        browser.cookies.delete("ragtrace_csrf")  # the page's copy lost: the next page gives it again
+        assert browser.get("/records").status_code == 200 and browser.cookies["ragtrace_csrf"] == copy
         assert browser.post("/signout", headers=csrf).status_code == 303
         assert browser.get("/api/records").status_code == 401
     with httpx.Client(base_url=base, timeout=60) as browser:

@@ -195,6 +195,10 @@ class PageGuard:
             )
         if via in ("open", "proxy") and not csrf_cookie:
             new_cookies.append(_cookie(CSRF_COOKIE, secrets.token_urlsafe(24), None, request, http_only=False))
+        elif via == "cookie" and session is not None and csrf_cookie != session["csrf"]:
+            # The page's copy lost (cleared alone): given again, or its buttons would fail until a new sign-in.
+            seconds = self.access.session_seconds
+            new_cookies.append(_cookie(CSRF_COOKIE, str(session["csrf"]), seconds, request, http_only=False))
         if changing and request.url.path != SIGNIN_PATH:
             expected = self._csrf_expected(request, via, session, csrf_cookie)
             if expected is not None:
