@@ -12,7 +12,12 @@ sent by 4 concurrent senders. Every batch has fresh trace and span ids.
 Prints both figures and the ratio. If Phoenix does not install or start, says why and prints ragtrace's
 figure alone.
 
-    .venv/bin/python bench/ingest.py [--batches 48] [--senders 4] [--skip-phoenix]
+``--estimates off,shipped,walk`` measures what the decoded-size estimate (issue 26) costs instead, each
+ragtrace run in the same invocation, rounds interleaved, ratios against ``off``: ``off`` holds no estimate (the
+collector before the bound), ``walk`` always walks the protobuf exactly (the first version of the bound),
+``shipped`` is the collector as it is (the quick bound, the walk only when that does not fit).
+
+    .venv/bin/python bench/ingest.py [--batches 48] [--senders 4] [--skip-phoenix] [--estimates off,shipped]
 """
 
 from __future__ import annotations
@@ -150,14 +155,30 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
 # --------------------------------------------------------------------------------------------------
 
 
-def run_ragtrace(workdir: Path, warmup: list[bytes], bodies: list[bytes], senders: int) -> float:
+# How each --estimates mode starts the collector: the module, with the estimate replaced before it serves.
+_ESTIMATES = {
+    "shipped": "",
+    "walk": (
+        "import ragtrace_collector._decoded as d; exact = d.decoded_cost; "
+        "d.decoded_cost = lambda body, **kw: exact(body, **{**kw, 'quick': False})"
+    ),
+    "off": (
+        "import ragtrace_collector._http._app as a\nasync def none(hold, body, **kw): return 0\na.hold_decoded = none"
+    ),
+}
+
+
+def run_ragtrace(
+    workdir: Path, warmup: list[bytes], bodies: list[bytes], senders: int, estimate: str = "shipped"
+) -> float:
     workdir.mkdir(parents=True, exist_ok=True)
     db = workdir / "ragtrace.db"
+    launch = f"{_ESTIMATES[estimate]}\nimport runpy; runpy.run_module('ragtrace_collector', run_name='__main__')"
     process = subprocess.Popen(
         [
             sys.executable,
-            "-m",
-            "ragtrace_collector",
+            "-c",
+            launch,
             "serve",
             "--db",
             str(db),
@@ -270,11 +291,53 @@ def _wait_until(condition: Callable[[], bool], timeout: float) -> bool:
     return condition()
 
 
+def _estimate_cpu(body: bytes, repeat: int = 10) -> None:
+    """CPU time (process time: less sensitive to a shared machine's load than throughput) of the exact walk,
+    the quick bound and decoding itself, on one batch, in this process."""
+    from ragtrace_collector._otlp import decode_protobuf
+    from ragtrace_collector._otlp._cost import protobuf_bound, protobuf_cost
+
+    def cpu(work: Callable[[], object]) -> float:
+        started = time.process_time()
+        for _ in range(repeat):
+            work()
+        return (time.process_time() - started) / repeat * 1000
+
+    walk, bound = cpu(lambda: protobuf_cost(body)), cpu(lambda: protobuf_bound(body))
+    decode = cpu(lambda: decode_protobuf(body, 0))
+    print(
+        f"  CPU per batch: decode {decode:.1f} ms, exact walk {walk:.1f} ms ({walk / decode:.0%} of decode), "
+        f"quick bound {bound:.1f} ms ({bound / decode:.0%}); estimates {protobuf_cost(body) / len(body):.2f} and "
+        f"{protobuf_bound(body) / len(body):.2f} bytes per wire byte"
+    )
+
+
+def _compare_estimates(
+    workdir: Path, modes: list[str], warmup: list[bytes], bodies: list[bytes], senders: int, rounds: int
+) -> int:
+    """Each mode ``rounds`` times, interleaved (the load of a shared machine drifts); the mean of each and its ratio
+    to the first mode."""
+    _estimate_cpu(bodies[0])
+    figures: dict[str, list[float]] = {mode: [] for mode in modes}
+    for number in range(rounds):
+        for mode in modes:
+            rate = run_ragtrace(workdir / f"{mode}-{number}", warmup, bodies, senders, estimate=mode)
+            figures[mode].append(rate)
+            print(f"  round {number + 1} {mode:8} {rate:,.0f} spans/s stored")
+    base = sum(figures[modes[0]]) / rounds
+    for mode in modes:
+        mean = sum(figures[mode]) / rounds
+        print(f"estimate {mode:8} mean {mean:,.0f} spans/s, {mean / base:.2f}x of {modes[0]}")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--batches", type=int, default=48, help="batches of 512 spans per server (default 48)")
     parser.add_argument("--senders", type=int, default=4)
     parser.add_argument("--skip-phoenix", action="store_true")
+    parser.add_argument("--estimates", help="compare decoded-size estimates, e.g. off,shipped,walk (no Phoenix)")
+    parser.add_argument("--rounds", type=int, default=2, help="rounds of --estimates (default 2)")
     args = parser.parse_args()
 
     print(
@@ -285,6 +348,11 @@ def main() -> int:
     bodies = otlp_bodies(args.batches)
     print(f"  batch size {len(bodies[0]) / 1e6:.2f} MB")
     workdir = Path(tempfile.mkdtemp(prefix="ragtrace-ingest-"))
+    if args.estimates:
+        try:
+            return _compare_estimates(workdir, args.estimates.split(","), warmup, bodies, args.senders, args.rounds)
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
     try:
         first = run_ragtrace(workdir / "1", warmup, bodies, args.senders)
         print(f"ragtrace-collector: {first:,.0f} spans/s stored")

@@ -160,6 +160,12 @@ RAGTRACE_JOIN_MAX_SECONDS: Final = "RAGTRACE_JOIN_MAX_SECONDS"
 RAGTRACE_COLLECTOR_TOKEN: Final = "RAGTRACE_COLLECTOR_TOKEN"
 """Bearer token ``ragtrace-collector serve`` requires from senders (same as ``--token``); unset: none,
 which is only allowed on a loopback address unless ``--insecure`` is given."""
+RAGTRACE_COLLECTOR_INGEST_TOKEN: Final = "RAGTRACE_COLLECTOR_INGEST_TOKEN"
+"""The senders' token alone (OTLP HTTP and gRPC; same as ``--ingest-token-file``'s content); unset: the one
+token of ``--token``/``RAGTRACE_COLLECTOR_TOKEN``."""
+RAGTRACE_COLLECTOR_ADMIN_TOKEN: Final = "RAGTRACE_COLLECTOR_ADMIN_TOKEN"
+"""The token of people and the API alone (the pages' sign-in, ``/api/...``, ``/metrics``; same as
+``--admin-token-file``'s content); unset: the one token of ``--token``/``RAGTRACE_COLLECTOR_TOKEN``."""
 RAGTRACE_COLLECTOR_TRACE_URL: Final = "RAGTRACE_COLLECTOR_TRACE_URL"
 """URL template with ``{trace_id}`` (and ``{span_id}``) the record view links a trace to; unset: no link."""
 RAGTRACE_PHOENIX_URL: Final = "RAGTRACE_PHOENIX_URL"

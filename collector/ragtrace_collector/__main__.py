@@ -32,6 +32,8 @@ from ragtrace_collector._store.claims import LEASE_SECONDS
 
 TOKEN_VARIABLE = env.RAGTRACE_COLLECTOR_TOKEN
 """Bearer token the receivers require when ``--token`` is not given."""
+INGEST_TOKEN_VARIABLE = env.RAGTRACE_COLLECTOR_INGEST_TOKEN
+ADMIN_TOKEN_VARIABLE = env.RAGTRACE_COLLECTOR_ADMIN_TOKEN
 
 
 DESCRIPTION = (
@@ -65,7 +67,49 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=4318, help="OTLP/HTTP port (default 4318)")
     serve.add_argument("--grpc-port", type=int, default=4317, help="OTLP/gRPC port (default 4317; -1 turns it off)")
-    serve.add_argument("--token", default=None, help=f"bearer token the senders must present (or {TOKEN_VARIABLE})")
+    serve.add_argument(
+        "--token",
+        default=None,
+        help=(
+            f"one bearer token for everything: senders, the pages and the API (or {TOKEN_VARIABLE}); it shows in "
+            "ps: prefer --token-file"
+        ),
+    )
+    serve.add_argument("--token-file", type=Path, default=None, help="--token, read from this file")
+    serve.add_argument(
+        "--ingest-token-file",
+        type=Path,
+        default=None,
+        help=f"the senders' token alone (OTLP HTTP and gRPC), read from this file (or {INGEST_TOKEN_VARIABLE})",
+    )
+    serve.add_argument(
+        "--admin-token-file",
+        type=Path,
+        default=None,
+        help=(
+            "the token of people and the API alone (sign-in, /api/..., /metrics), read from this file "
+            f"(or {ADMIN_TOKEN_VARIABLE})"
+        ),
+    )
+    serve.add_argument(
+        "--allowed-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a Host name the pages answer besides localhost and the bind address (repeatable; '*': any)",
+    )
+    serve.add_argument(
+        "--trusted-user-header",
+        default=None,
+        metavar="HEADER",
+        help=(
+            "a header a trusted proxy sets to the signed-in person (e.g. X-Forwarded-User behind oauth2-proxy): it "
+            "authenticates, and acks and silences record the name; only when the port is reachable through it alone"
+        ),
+    )
+    serve.add_argument(
+        "--max-silence-days", type=float, default=30.0, help="longest silence the alert API accepts (default 30)"
+    )
     serve.add_argument("--insecure", action="store_true", help="allow a non-loopback --host without a token")
     serve.add_argument("--rules", type=Path, default=None, help="alert rules TOML file (default: built-in rules)")
     serve.add_argument("--retention-days", type=float, default=None, help="delete rows older than this many days")
@@ -192,7 +236,12 @@ def serve_config(args: argparse.Namespace) -> CollectorConfig:
         host=args.host,
         port=args.port,
         grpc_port=None if args.grpc_port < 0 else args.grpc_port,
-        token=args.token or env.read_str(TOKEN_VARIABLE),
+        token=args.token or _token_file(args.token_file, "--token-file") or env.read_str(TOKEN_VARIABLE),
+        ingest_token=_token_file(args.ingest_token_file, "--ingest-token-file") or env.read_str(INGEST_TOKEN_VARIABLE),
+        admin_token=_token_file(args.admin_token_file, "--admin-token-file") or env.read_str(ADMIN_TOKEN_VARIABLE),
+        allowed_hosts=tuple(args.allowed_host),
+        trusted_user_header=args.trusted_user_header,
+        max_silence_days=args.max_silence_days,
         insecure=args.insecure,
         rules=args.rules,
         retention_days=args.retention_days,
@@ -214,6 +263,19 @@ def serve_config(args: argparse.Namespace) -> CollectorConfig:
     )
 
 
+def _token_file(path: Path | None, flag: str) -> str | None:
+    """The token in the file at ``path`` (its first line, stripped); None without a path."""
+    if path is None:
+        return None
+    try:
+        token = path.read_text(encoding="utf-8").strip().splitlines()[0:1]
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigurationError(f"{flag} {path}: cannot read it ({type(exc).__name__})") from None
+    if not token or not token[0].strip():
+        raise ConfigurationError(f"{flag} {path}: the file is empty; put the token on its first line")
+    return token[0].strip()
+
+
 def _serve(args: argparse.Namespace) -> int:
     config = serve_config(args)
     collector = Collector(config)
@@ -221,7 +283,7 @@ def _serve(args: argparse.Namespace) -> int:
     def announce() -> None:
         # On stdout whatever the --log-level: where to look is the first thing a new user needs.
         if collector.page_url is not None:
-            hint = " (add ?token=<your token>)" if config.token else ""
+            hint = " (sign in with the admin token, or add ?token=<admin token> once)" if config.people_token else ""
             print(f"ragtrace collector: page at {collector.page_url}{hint}", flush=True)
 
     async def main() -> None:

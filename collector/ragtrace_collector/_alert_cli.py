@@ -50,6 +50,9 @@ def add_alert_commands(commands: Any) -> None:
         "silence", help="send nothing for matching alerts for a while (still recorded)", parents=shared
     )
     silence.add_argument("rule", nargs="?", default=None, help="the rule's name (default: every rule)")
+    silence.add_argument(
+        "--all", dest="every", action="store_true", help="mute every alert (needed when no rule, service or route)"
+    )
     silence.add_argument("--for", dest="duration", required=True, help='how long, e.g. "30m", "2h", "1d"')
     for parser in (ack, silence):
         parser.add_argument("--service", default=None, help="the alert's service (default: none / any)")
@@ -71,7 +74,8 @@ def _shared_options(*, defaults: bool) -> argparse.ArgumentParser:
 
     url_help = f"the collector's HTTP address (default {DEFAULT_URL})"
     parser.add_argument("--url", default=default(DEFAULT_URL), help=url_help)
-    token_help = f"its bearer token, when it has one (or {env.RAGTRACE_COLLECTOR_TOKEN})"
+    variables = f"{env.RAGTRACE_COLLECTOR_ADMIN_TOKEN}, else {env.RAGTRACE_COLLECTOR_TOKEN}"
+    token_help = f"its admin token, when it has one (or {variables})"
     parser.add_argument("--token", default=default(None), help=token_help)
     parser.add_argument(
         "--json", action="store_true", default=default(False), help="print the API's JSON answer as it is"
@@ -122,7 +126,7 @@ def _print_listing(answer: dict[str, Any]) -> None:
 
 def run_alert_command(args: argparse.Namespace) -> int:
     """Run ``alerts <action>``; return the exit status."""
-    token = args.token or env.read_str(env.RAGTRACE_COLLECTOR_TOKEN)
+    token = args.token or env.read_str(env.RAGTRACE_COLLECTOR_ADMIN_TOKEN) or env.read_str(env.RAGTRACE_COLLECTOR_TOKEN)
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     base = args.url.rstrip("/")
     request: tuple[str, str, dict[str, Any] | None]
@@ -134,7 +138,7 @@ def run_alert_command(args: argparse.Namespace) -> int:
         request = ("POST", "/api/alerts/ack", body)
     elif args.action == "silence":
         body = {"rule": args.rule, "service": args.service, "route": args.route, "duration": args.duration,
-                "author": args.author, "comment": args.comment}  # fmt: skip
+                "author": args.author, "comment": args.comment, "all": args.every}  # fmt: skip
         request = ("POST", "/api/silences", body)
     else:
         request = ("DELETE", f"/api/silences/{args.id}", None)

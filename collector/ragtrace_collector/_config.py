@@ -40,7 +40,9 @@ class CollectorConfig:
     host: str = "127.0.0.1"
     port: int = 4318
     grpc_port: int | None = 4317
-    token: str | None = None
+    token: str | None = field(default=None, repr=False)
+    """One token doing everything (``--token``): sending, and the pages and the API, unless the two below say
+    otherwise."""
     insecure: bool = False
     rules: Path | None = None
     retention_days: float | None = None
@@ -69,6 +71,26 @@ class CollectorConfig:
     """Phoenix's API key (``Authorization: Bearer``), when its authentication is on."""
     store: str | None = field(default=None, repr=False)
     """A ``postgresql://USER@HOST:PORT/DB`` URL: the store is that database instead of a SQLite file."""
+    ingest_token: str | None = field(default=None, repr=False)
+    """The senders' token (OTLP HTTP and gRPC); None: ``token``."""
+    admin_token: str | None = field(default=None, repr=False)
+    """People's and the API's token (the pages, ``/api/...``, ``/metrics``); None: ``token``."""
+    allowed_hosts: tuple[str, ...] = ()
+    """Host names the pages answer besides loopback's and the bind address (``--allowed-host``; ``*``: any)."""
+    trusted_user_header: str | None = None
+    """A header a trusted proxy sets to the signed-in person's name (``X-Forwarded-User``); None: ignored."""
+    max_silence_days: float = 30.0
+    """The longest silence the alert API accepts."""
+
+    @property
+    def sender_token(self) -> str | None:
+        """The token the receivers require."""
+        return self.ingest_token if self.ingest_token is not None else self.token
+
+    @property
+    def people_token(self) -> str | None:
+        """The token the pages, the API and ``/metrics`` require."""
+        return self.admin_token if self.admin_token is not None else self.token
 
     @property
     def target(self) -> str | Path:
@@ -88,11 +110,21 @@ class CollectorConfig:
     def validate(self) -> None:
         """Raise ``ConfigurationError`` naming the fix when the configuration is unsafe or wrong."""
         _check_store(self)
-        if not is_loopback(self.host) and not self.token and not self.insecure:
-            raise ConfigurationError(
-                f"--host {self.host} is not a loopback address and no token is set: anyone who can reach it could "
-                "write to the store. Set --token (or RAGTRACE_COLLECTOR_TOKEN), or pass --insecure to accept that."
-            )
+        if not is_loopback(self.host) and not self.insecure:
+            missing = [
+                what
+                for what, token in (("senders", self.sender_token), ("the pages and the API", self.people_token))
+                if not token
+            ]
+            if missing:
+                raise ConfigurationError(
+                    f"--host {self.host} is not a loopback address and no token is set for {' and '.join(missing)}: "
+                    "anyone who can reach it could write to the store or read it. Set --token-file (or "
+                    "--ingest-token-file and --admin-token-file, or RAGTRACE_COLLECTOR_TOKEN), or pass --insecure "
+                    "to accept that."
+                )
+        if not 0 < self.max_silence_days <= 366:
+            raise ConfigurationError(f"--max-silence-days {self.max_silence_days} must be more than 0, at most 366")
         for name, port in (("--port", self.port), ("--grpc-port", self.grpc_port)):
             if port is not None and not 0 <= port <= 65535:
                 raise ConfigurationError(f"{name} {port} is not a TCP port: give a number from 1 to 65535")

@@ -27,6 +27,7 @@ from ragtrace_collector._decoded import DECODED_COST_FACTOR
 from ragtrace_collector._forward import Forwarder
 from ragtrace_collector._grpc import create_grpc_server
 from ragtrace_collector._http import alert_api_routes, create_app, review_api_routes
+from ragtrace_collector._http._auth import Access, default_hosts
 from ragtrace_collector._http._connections import ConcurrencyLimit, guarded_protocol
 from ragtrace_collector._join import Settler
 from ragtrace_collector._memory import tune_allocator
@@ -179,7 +180,11 @@ class Collector:
                 # Acknowledge and silence from the page and the CLI; a silence naming no rule the watcher runs is
                 # refused as a typo.
                 names = [rule.name for rule in watcher.rules.rules] if watcher is not None else None
-                routes.extend(alert_api_routes(config.target, rule_names=names))
+                routes.extend(
+                    alert_api_routes(
+                        config.target, rule_names=names, max_silence_ns=int(config.max_silence_days * 86_400e9)
+                    )
+                )
             page_served = False
             if config.page:
                 page_routes = _optional("_report", "page_routes")
@@ -190,7 +195,12 @@ class Collector:
                     page_served = True
             app = create_app(
                 pipeline,
-                token=config.token,
+                ingest_token=config.sender_token,
+                access=Access(
+                    admin_token=config.people_token,
+                    allowed_hosts=default_hosts(config.host, config.allowed_hosts),
+                    user_header=config.trusted_user_header,
+                ),
                 max_body_bytes=config.max_body_bytes,
                 budget=self.budget,
                 extra_routes=routes,
@@ -206,7 +216,7 @@ class Collector:
                 grpc_server, self.grpc_port = create_grpc_server(
                     pipeline,
                     host_port(config.host, config.grpc_port),
-                    token=config.token,
+                    token=config.sender_token,
                     max_message_bytes=config.max_body_bytes,
                     budget=self.budget,
                     stats=self.stats,

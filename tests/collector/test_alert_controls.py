@@ -161,13 +161,23 @@ def test_the_api_refuses_what_it_cannot_do_and_names_why(tmp_path: Path, capsys:
         form = httpx.post(f"{base}/api/silences", data={"duration": "1h"})
         assert form.status_code == 415
         assert httpx.delete(f"{base}/api/silences/7").status_code == 404
+        # No matcher and no "all": refused (a silence of everything is said so, not left to a missing field).
+        unscoped = httpx.post(f"{base}/api/silences", json={"duration": 3600})
+        assert unscoped.status_code == 400 and '"all": true' in unscoped.json()["error"]
+        # Longer than the maximum (30 days by default): refused.
+        endless = httpx.post(f"{base}/api/silences", json={"rule": "hallucination-spike", "duration": "31d"})
+        assert endless.status_code == 400 and "at most 30 days" in endless.json()["error"]
         # Silence everything for an hour: the page lists it with a button to end it.
-        made = httpx.post(f"{base}/api/silences", json={"duration": 3600, "author": "<b>ana</b>"})
+        made = httpx.post(f"{base}/api/silences", json={"duration": 3600, "author": "<b>ana</b>", "all": True})
         assert made.status_code == 201 and made.json()["silence"]["rule"] is None
         page = httpx.get(base + "/", timeout=60).text
         assert '<section id="alerts">' in page and "every rule (all) until " in page
         assert "&lt;b&gt;ana&lt;/b&gt;" in page and "<b>ana</b>" not in page
         assert 'data-method="DELETE" data-api="/api/silences/1"' in page
+        status, _, err = _cli(capsys, collector.http_port or 0, "silence", "--for", "30m")
+        assert status == 1 and '"all": true' in err
+        status, out, _ = _cli(capsys, collector.http_port or 0, "silence", "--all", "--for", "30m")
+        assert status == 0 and out.startswith("silenced")
         status, _, err = _cli(capsys, collector.http_port or 0, "ack", "hallucination-spike", "--service", "x")
         assert status == 1 and "no alert group" in err and "(404)" in err
     finally:

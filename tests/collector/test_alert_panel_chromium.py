@@ -66,6 +66,9 @@ def test_acknowledge_silence_and_end_it_from_the_page(
         _send_spike(port, now)
         collector.watcher.evaluate_once(now)
         with devtools(browser, f"http://127.0.0.1:{port}/?token=s3cret") as tools:
+            # Signed in by the link, and the token gone from the address bar (and so from history and Referer).
+            assert tools.run("location.href") == f"http://127.0.0.1:{port}/"
+            assert "ragtrace_session" not in tools.run("document.cookie")  # HttpOnly: no script reads it
             panel = tools.run("document.getElementById('alerts').innerText")
             assert "ALERT hallucination-spike (hallucination, service=shop) since " in panel
 

@@ -73,3 +73,52 @@ def test_an_export_naming_many_services_makes_at_most_the_bound_of_groups_per_ru
     assert untracked == ("hallucination-high", 3 * BOUND + 1 - BOUND)
     warnings = [r.getMessage() for r in caplog.records if "not tracked" in r.getMessage()]
     assert len(warnings) == 1 and "hallucination-high" in warnings[0]
+
+
+def _export_at(end_ns: int, *services: str) -> bytes:
+    spans = []
+    for service in services:
+        factory = SpanFactory(service=service)
+        factory.rag(scores={"hallucination": 0.9}, decision="evaluated", end_ns=end_ns)
+        spans += factory.all()
+    return otlp_bytes(spans)
+
+
+def test_groups_that_fall_out_of_the_bound_are_pruned_from_the_store_and_stay_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, store_target: str
+) -> None:
+    """Tracked groups without data, pushed past the bound by new groups with data, lose their ``alert_groups``
+    row (the table holds at most the bound per rule) and are not brought back from ``alerts`` when a watcher
+    loads the tracks again; their history in ``alerts`` stays."""
+    from ragtrace_collector._alerts._persist import load_tracks
+    from ragtrace_collector._store import connect
+
+    from tests.collector._stores import rows
+
+    monkeypatch.setattr(_watcher, "MAX_GROUPS_PER_RULE", BOUND)
+    rules = tmp_path / "rules.toml"
+    rules.write_text(RULES, encoding="utf-8")
+    collector = start_collector(store_target, watch=True, rules=rules)
+    url = f"http://127.0.0.1:{collector.http_port}"
+    headers = {"content-type": "application/x-protobuf"}
+    old = [f"old-{number:02d}" for number in range(BOUND)]
+    new = [f"new-{number:02d}" for number in range(BOUND + 5)]
+    later = NOW + 3 * 3600 * NS  # the old groups' records are out of the rule's 1 h window by then
+    try:
+        body = _export_at(NOW - 60 * NS, *old)
+        assert httpx.post(f"{url}/v1/traces", content=body, headers=headers, timeout=30).status_code == 200
+        collector.watcher.evaluate_once(NOW)
+        body = _export_at(later - 60 * NS, *new)
+        assert httpx.post(f"{url}/v1/traces", content=body, headers=headers, timeout=30).status_code == 200
+        collector.watcher.evaluate_once(later)
+        collector.watcher.evaluate_once(later + NS)
+    finally:
+        collector.stop()
+    grouped = {service for (service,) in rows(store_target, "SELECT service FROM alert_groups")}
+    assert grouped == set(new[:BOUND])
+    assert {service for (service,) in rows(store_target, "SELECT service FROM alerts")} >= set(old)
+    conn = connect(store_target)
+    try:
+        assert {service for (_, service, _) in load_tracks(conn)} == set(new[:BOUND])
+    finally:
+        conn.close()

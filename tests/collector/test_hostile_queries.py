@@ -79,5 +79,5 @@ def test_a_silence_id_past_sqlite_integers_is_a_400(collector: Collector) -> Non
 def test_well_formed_parameters_still_answer(collector: Collector) -> None:
     assert httpx.get(_url(collector, "/records?since=2026-01-01T00:00Z&q=Brazil"), timeout=30).status_code == 200
     assert httpx.get(_url(collector, "/records?" + "&".join(["meta=k:v"] * 20)), timeout=30).status_code == 200
-    made = httpx.post(_url(collector, "/api/silences"), json={"duration": "2h"}, timeout=30)
+    made = httpx.post(_url(collector, "/api/silences"), json={"duration": "2h", "all": True}, timeout=30)
     assert made.status_code == 201

@@ -240,9 +240,13 @@ def test_with_a_token_the_page_needs_it_too(store_target: str) -> None:
     running = start_collector(store_target, token="s3cret", page=True)
     try:
         base = f"http://127.0.0.1:{running.http_port}"
-        assert httpx.get(f"{base}/", timeout=60).status_code == 401
-        assert httpx.get(f"{base}/?token=nope", timeout=60).status_code == 401
-        assert httpx.get(f"{base}/?token=s3cret", timeout=60).status_code == 200
+        # A page without it sends a person to the sign-in form; the API answers 401.
+        for path in ("/", "/?token=nope"):
+            away = httpx.get(base + path, timeout=60)
+            assert away.status_code == 303 and away.headers["location"].startswith("/signin?next=")
+        assert httpx.get(f"{base}/api/records?token=nope", timeout=60).status_code == 401
+        signed_in = httpx.get(f"{base}/?token=s3cret", timeout=60)
+        assert signed_in.status_code == 303 and signed_in.headers["location"] == "/"
         assert httpx.get(f"{base}/", headers={"authorization": "Bearer s3cret"}, timeout=60).status_code == 200
         assert httpx.get(f"{base}/healthz").status_code == 200
     finally:

@@ -97,3 +97,66 @@ def test_the_overview_whose_client_disconnects_stops_reading(
 
     monkeypatch.setattr("ragtrace_collector._report._page.summary", slow_summary)
     _hang_up_while_reading(store, "/", started, caplog)
+
+
+def test_the_alert_api_whose_client_disconnects_stops_reading(
+    open_store: Callable[[], Any], store_target: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``GET /api/alerts`` reads within the same budget as the pages, and stops when its client leaves."""
+    from ragtrace_collector._http import alert_api_routes
+
+    open_store().close()
+    started = threading.Event()
+    endless = _ENDLESS[_engine(store_target)]
+
+    def slow_views(conn: Any, now_ns: int) -> Any:
+        started.set()
+        return conn.execute(endless).fetchall()
+
+    monkeypatch.setattr("ragtrace_collector._http._alert_api.group_views", slow_views)
+    caplog.set_level(logging.WARNING, logger="ragtrace_collector")
+    with served(Starlette(routes=alert_api_routes(store_target, query_seconds=3600))) as base:
+        address = urlsplit(base)
+        client = socket.create_connection((address.hostname, address.port))
+        client.sendall(b"GET /api/alerts HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        assert started.wait(30)
+        client.close()
+        deadline = time.monotonic() + 30
+        while not any("the client went away" in r.getMessage() for r in caplog.records):
+            assert time.monotonic() < deadline, "the alert API's read went on after its client left"
+            time.sleep(0.05)
+
+
+@pytest.mark.parametrize("call", ["list", "silence", "ack", "unsilence"])
+def test_alert_api_store_work_past_its_budget_is_a_503_and_writes_nothing(
+    open_store: Callable[[], Any], store_target: str, monkeypatch: pytest.MonkeyPatch, call: str
+) -> None:
+    """Every alert API request's store work (the listing, and the reads and writes of an ack or a silence) stops at
+    its budget: a 503 naming it, and nothing written."""
+    import httpx
+    from ragtrace_collector._http import alert_api_routes
+    from ragtrace_collector._store.alerts import silences
+
+    open_store().close()
+    endless = _ENDLESS[_engine(store_target)]
+
+    def stuck(conn: Any, *args: Any, **kwargs: Any) -> Any:
+        return conn.execute(endless).fetchall()
+
+    target = {"list": "group_views", "silence": "add_silence", "ack": "group_state", "unsilence": "expire_silence"}
+    monkeypatch.setattr(f"ragtrace_collector._http._alert_api.{target[call]}", stuck)
+    with served(Starlette(routes=alert_api_routes(store_target, query_seconds=0.3))) as base:
+        if call == "list":
+            reply = httpx.get(f"{base}/api/alerts", timeout=30)
+        elif call == "silence":
+            reply = httpx.post(f"{base}/api/silences", json={"rule": "r", "duration": "1h"}, timeout=30)
+        elif call == "ack":
+            reply = httpx.post(f"{base}/api/alerts/ack", json={"rule": "r"}, timeout=30)
+        else:
+            reply = httpx.delete(f"{base}/api/silences/1", timeout=30)
+    assert reply.status_code == 503, reply.text
+    assert "longer than 0.3 s" in reply.json()["error"]
+    from ragtrace_collector._store import reading
+
+    with reading(store_target) as conn:
+        assert silences(conn) == []

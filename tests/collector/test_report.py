@@ -282,3 +282,34 @@ def test_a_chunk_without_an_id_shows_no_none(open_store: Callable[[], Any]) -> N
     assert "<li><pre>plain text chunk</pre></li>" in page
     assert "<li><b>doc-9 (score 0.5)</b><pre>chunk with an id</pre></li>" in page
     assert "<b>None" not in page  # (plotly.js, inlined, has "None" of its own)
+
+
+PHISH = '<a href="https://evil.example/phish">click</a>'
+
+
+def _plotly_strings(page: str) -> list[str]:
+    """Every string in the page's Plotly figures (the JSON of its ``Plotly.newPlot`` calls), decoded."""
+    found = []
+    for call in re.findall(r"Plotly\.newPlot\((.*?)\)\s*};?\s*</script>", page, flags=re.S) or [page]:
+        found += [json.loads(s) for s in re.findall(r'"(?:[^"\\]|\\.)*"', call)]
+    return found
+
+
+def test_span_values_never_become_markup_in_a_chart(store: Store, tmp_path: Path) -> None:
+    """Plotly renders a subset of HTML in labels and hover text: a decision (or an alert's text) holding an ``<a
+    href>`` must show as text, on the page and in ``ragtrace-collector report``, never as a live link."""
+    from ragtrace_collector.__main__ import main
+
+    store.db["rag_records"].insert(  # type: ignore[union-attr]
+        {"span_id": "ph" * 8, "trace_id": "ph" * 16, "service": "shop", "time_ns": T0 + NS, "decision": PHISH}
+    )
+    store.db["alerts"].insert(  # type: ignore[union-attr]
+        {"time_ns": T0 + 2 * NS, "rule": PHISH, "kind": "spike", "metric": "hallucination", "service": PHISH,
+         "state": "ALERT", "value": 9.1, "threshold": 8.0, "message": PHISH, "sinks": "[]"}
+    )  # fmt: skip
+    out = tmp_path / "report.html"
+    assert main(["report", "--db", str(store.path), "--out", str(out)]) == 0
+    for page in (report(store, "html"), out.read_text(encoding="utf-8")):
+        texts = [s for s in _plotly_strings(page) if "evil.example" in s]
+        assert texts, "the decision and the alert are in the charts"
+        assert all("<a" not in s and "&lt;a href" in s for s in texts), texts

@@ -135,11 +135,23 @@ def test_empty_review_pages_say_what_to_do(collector: Collector) -> None:
 
 
 def test_a_person_reviews_a_claim_and_the_answer_from_the_record_page(
-    collector: Collector, open_store: Callable[[], Any], browser: subprocess.Popen[bytes]
+    store_target: str, open_store: Callable[[], Any], browser: subprocess.Popen[bytes]
 ) -> None:
     seed_triage(open_store())  # records with claims, as the judge stored them
     span = span_id(SPIKE_FROM + 1)  # a bad one: its second claim is contradicted
-    with devtools(browser, f"http://127.0.0.1:{collector.http_port}/records/{span}") as tools:
+    collector = start_collector(store_target, page=True, token="s3cret")  # signed in by the link, CSRF checked
+    try:
+        _review_in_the_browser(collector, browser, span)
+    finally:
+        collector.stop()
+    assert rows(store_target, "SELECT claim, grounded, author, note FROM reviews ORDER BY claim") == [
+        (-1, 0, "carol", None),  # the note went with the claim's review; the page came back with an empty one
+        (1, 0, "carol", "the claim is wrong"),
+    ]
+
+
+def _review_in_the_browser(collector: Collector, browser: subprocess.Popen[bytes], span: str) -> None:
+    with devtools(browser, f"http://127.0.0.1:{collector.http_port}/records/{span}?token=s3cret") as tools:
         assert "Not reviewed yet." in tools.run("document.body.innerText")
         tools.run("document.querySelector('#review input[name=author]').value = 'carol'")
         tools.run("document.querySelector('#review input[name=note]').value = 'the claim is wrong'")
@@ -149,7 +161,3 @@ def test_a_person_reviews_a_claim_and_the_answer_from_the_record_page(
         assert tools.run("document.querySelector('#review input[name=author]').value") == "carol"
         tools.click_and_reload('#review button[data-grounded="false"]')
         assert "Reviewed: wrong by carol" in tools.run("document.body.innerText")
-    assert rows(collector, "SELECT claim, grounded, author, note FROM reviews ORDER BY claim") == [
-        (-1, 0, "carol", None),  # the note went with the claim's review; the page came back with an empty one
-        (1, 0, "carol", "the claim is wrong"),
-    ]

@@ -57,7 +57,9 @@ class Mutes:
 
 
 def load_tracks(conn: Connection) -> dict[TrackKey, Track]:
-    """Every group's track: from ``alert_groups``, else (an older file) from its last row in ``alerts``."""
+    """Every group's track: from ``alert_groups``; when it has no rows (a file from before the table), from each
+    group's last row in ``alerts``. Only then: a group a rule dropped past its bound has rows in ``alerts`` and
+    none in ``alert_groups``, and stays dropped."""
     tracks: dict[TrackKey, Track] = {
         (row.rule, row.service, row.route): Track(
             row.state,
@@ -71,9 +73,7 @@ def load_tracks(conn: Connection) -> dict[TrackKey, Track]:
         )
         for row in alerts.track_rows(conn)
     }
-    for rule, service, route, state, at, silenced in alerts.last_alert_rows(conn):
-        if (rule, service, route) in tracks:
-            continue
+    for rule, service, route, state, at, silenced in [] if tracks else alerts.last_alert_rows(conn):
         tracks[(rule, service, route)] = Track(
             state=state,
             since_ns=at,
@@ -86,7 +86,12 @@ def load_tracks(conn: Connection) -> dict[TrackKey, Track]:
     return tracks
 
 
-def save(conn: Connection, rows: Sequence[tuple[Alert, Sequence[str]]], groups: Sequence[GroupState]) -> None:
+def save(
+    conn: Connection,
+    rows: Sequence[tuple[Alert, Sequence[str]]],
+    groups: Sequence[GroupState],
+    dropped: Sequence[TrackKey] = (),
+) -> None:
     """Write the evaluation's ``alerts`` rows (each with the names of the sinks it goes to) and every group's
-    state, in one transaction."""
-    alerts.save_evaluation(conn, rows, groups)
+    state, and forget the ``dropped`` groups' state (past their rule's bound), in one transaction."""
+    alerts.save_evaluation(conn, rows, groups, dropped)

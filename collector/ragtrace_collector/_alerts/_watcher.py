@@ -16,7 +16,11 @@ Groups are bounded per rule: a rule tracks at most ``MAX_GROUPS_PER_RULE`` (serv
 name the services (one export of 20,000 service names made 20,000 groups, a 23 MB ``/metrics``). Past the
 bound, the groups the rule already tracks that have data now come first, then new groups with data, then tracked
 groups without data (which would go to NO_DATA), each in name order; the rest are not tracked: not evaluated,
-not stored, not notified. How many a rule leaves out is ``untracked_groups`` (``/metrics``:
+not stored, not notified. A tracked group that falls out of the bound (it has no data while others have) is
+forgotten: its ``alert_groups`` row is deleted in the same transaction as the evaluation and its state dropped
+from memory, so the table holds at most the bound per rule (its ``alerts`` rows stay, as history). It sends no
+NO_DATA or resolved message; should it come back within the bound, it starts again as a new group.
+How many a rule leaves out is ``untracked_groups`` (``/metrics``:
 ``ragtrace_collector_alert_groups_untracked``), logged once when a rule first passes its bound.
 """
 
@@ -126,10 +130,11 @@ class Watcher:
             try:
                 mutes = Mutes.read(conn, now)
                 groups: list[GroupState] = []
+                dropped: list[TrackKey] = []
                 for rule in self.rules.rules:
-                    alerts.extend(self._evaluate_rule(conn, rule, now, mutes, groups))
+                    alerts.extend(self._evaluate_rule(conn, rule, now, mutes, groups, dropped))
                 # Through the leader's own session: a replica that lost the lead cannot commit.
-                save(conn, [(alert, [s.name for s in sinks]) for alert, sinks in alerts], groups)
+                save(conn, [(alert, [s.name for s in sinks]) for alert, sinks in alerts], groups, dropped)
             except BaseException:
                 # The tracks moved on in memory, the store did not: the next round reads the store again, so the
                 # changes this round did not commit are found (and recorded and sent) again, not taken as done.
@@ -151,12 +156,16 @@ class Watcher:
         now: int,
         mutes: Mutes,
         states: list[GroupState],
+        dropped: list[TrackKey],
     ) -> list[tuple[Alert, list[Sink]]]:
         assert self._tracks is not None
         with_data = groups_of(conn, rule, now)
         # Groups seen before that have no data now must go to NO_DATA, not stay silently OK.
         tracked = {(service, route) for (name, service, route) in self._tracks if name == rule.name}
         groups = self._bounded(rule, with_data, tracked)
+        for key in tracked - groups:  # past the bound: forgotten here and (in this transaction) in the store
+            del self._tracks[(rule.name, *key)]
+            dropped.append((rule.name, *key))
         if not groups and rule.group_by == "all":
             groups.add((rule.service, rule.route))
         policy = _lifecycle.Policy(rule.renotify_ns, rule.keep_firing_for_ns, rule.no_data_after_ns)

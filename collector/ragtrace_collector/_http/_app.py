@@ -21,6 +21,7 @@ from starlette.routing import BaseRoute, Route
 
 from ragtrace_collector._budget import RETRY_AFTER_SECONDS, ByteBudget, OverBudget
 from ragtrace_collector._decoded import DecodedTooLarge, hold_decoded
+from ragtrace_collector._http._auth import Access, PageGuard
 from ragtrace_collector._http._body import DEFAULT_MAX_BODY_BYTES, read_otlp
 from ragtrace_collector._http._logs import LOGS_PATH, accept_logs, logs_reply
 from ragtrace_collector._http._replies import (
@@ -33,7 +34,6 @@ from ragtrace_collector._http._replies import (
     status_response,
     traces_reply,
 )
-from ragtrace_collector._http._token import PageTokenMiddleware
 from ragtrace_collector._otlp import OtlpDecodeError
 from ragtrace_collector._pipeline import Pipeline
 from ragtrace_collector._prometheus import Stats, http_refusal_reason
@@ -60,6 +60,8 @@ def create_app(
     pipeline: Pipeline,
     *,
     token: str | None = None,
+    ingest_token: str | None = None,
+    access: Access | None = None,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     budget: ByteBudget | None = None,
     extra_routes: Sequence[BaseRoute] = (),
@@ -67,13 +69,18 @@ def create_app(
 ) -> Starlette:
     """The collector's HTTP app: the OTLP receivers, ``GET /healthz`` and ``extra_routes`` (the page).
 
-    ``token``: when set, ``/v1/traces``, ``/v1/logs`` and ``/v1/metrics`` require ``Authorization: Bearer <token>``
-    (the scheme in any case) and answer without it in OTLP terms; every other path but ``/healthz`` requires it
-    too. ``budget``: the in-flight byte budget the request bodies are held against (shared with the gRPC
+    ``ingest_token``: when set, ``/v1/traces``, ``/v1/logs`` and ``/v1/metrics`` require ``Authorization: Bearer
+    <ingest_token>`` (the scheme in any case) and answer without it in OTLP terms. ``access``: who may use every
+    other path but ``/healthz`` (the pages, the API, ``/metrics``), guarded by ``_auth.PageGuard``: its admin token,
+    the Host names answered, the trusted user header. ``token``: one token doing both (``--token``), for what
+    ``ingest_token`` or ``access`` does not set; the guard runs whatever they are (Host, Origin, CSRF, framing).
+    ``budget``: the in-flight byte budget the request bodies are held against (shared with the gRPC
     receiver); a budget of its own with the default limit when not given. ``stats``: counts the exports refused
     whole.
     """
     budget = budget if budget is not None else ByteBudget()
+    sender_token = ingest_token if ingest_token is not None else token
+    access = access if access is not None else Access(admin_token=token)
 
     async def receive(request: Request, handle: _Handle, export: str) -> Response:
         """Read the request within the limits and answer ``handle``'s reply, or the refusal, in its encoding.
@@ -83,7 +90,7 @@ def create_app(
         # Held until the rows are committed: the body, and the rows decoded from it, live until then.
         with budget.hold() as hold:
             try:
-                media, body = await read_otlp(request, hold, token=token, max_body_bytes=max_body_bytes)
+                media, body = await read_otlp(request, hold, token=sender_token, max_body_bytes=max_body_bytes)
                 try:
                     # What the body decodes to, held before it is decoded: wire bytes alone bound nothing.
                     await hold_decoded(hold, body, export=export, as_json=media == JSON, max_body_bytes=max_body_bytes)
@@ -149,10 +156,8 @@ def create_app(
         *extra_routes,
     ]
     app = Starlette(routes=routes)
-    if token:
-        # The page shows stored queries and answers: with a token set it is as private as the receiver.
-        # The receivers answer without the token in OTLP terms, and a health check needs none.
-        app.add_middleware(
-            PageTokenMiddleware, token=token, open_paths=(TRACES_PATH, LOGS_PATH, METRICS_PATH, _HEALTHZ_PATH)
-        )
+    # The page shows stored queries and answers and changes alerts: guarded whatever the tokens (Host, Origin,
+    # CSRF, framing), and with an admin token as private as the receivers. The receivers answer in OTLP terms and
+    # need no browser defences (their content types need a CORS preflight), and a health check needs nothing.
+    app.add_middleware(PageGuard, access=access, open_paths=(TRACES_PATH, LOGS_PATH, METRICS_PATH, _HEALTHZ_PATH))
     return app

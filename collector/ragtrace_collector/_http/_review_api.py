@@ -12,8 +12,9 @@ back as labels and as the judge's agreement with them. The record page's buttons
 * ``GET /api/agreement[?since=NS]``: the judge's agreement with the reviews (``_agreement.py``), overall, per judge
   and service, and week by week.
 
-Bodies are ``application/json`` only, as the alert API's: another site can make a browser post a form here, but
-not JSON without a CORS preflight this collector never answers. A mistake is a 400 ``{"error"}`` naming it.
+Bodies are ``application/json`` only, as the alert API's, and a browser's post carries the CSRF token the guard
+(``_auth.py``) set beside its session. Behind a trusted proxy (``--trusted-user-header``) the review's ``author``
+is the signed-in person, whatever the body says. A mistake is a 400 ``{"error"}`` naming it.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from starlette.routing import BaseRoute, Route
 
 from ragtrace_collector._agreement import agreement, weekly
 from ragtrace_collector._http._alert_api import _MAX_TEXT, _answer, _Refused, _text
+from ragtrace_collector._http._bounded import DEFAULT_QUERY_SECONDS
 from ragtrace_collector._store import connect as connect_store
 from ragtrace_collector._store.reviews import ANSWER, agreement_rows, labelled_records, reviews_of, save_review
 
@@ -104,7 +106,7 @@ def review_api_routes(target: str | Path, *, clock: Callable[[], int] = time.tim
         }
 
     async def post_review(request: Request) -> Response:
-        return await _answer(request, review, 201)
+        return await _answer(request, review, 201, DEFAULT_QUERY_SECONDS)
 
     async def get_reviews(request: Request) -> Response:
         span_id = request.query_params.get("span_id")

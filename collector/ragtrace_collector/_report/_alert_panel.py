@@ -2,7 +2,8 @@
 acknowledge, silence and end a silence through the alert API (``_http/_alert_api.py``).
 
 Only the live page has it (a report written to a file has no collector behind it). The buttons send JSON with
-``fetch`` and then reload the page; with a token, the one in the page's URL (``?token=``) goes along.
+``fetch`` and then reload the page; the browser's session cookie goes along, and the CSRF token from the
+``ragtrace_csrf`` cookie in ``X-CSRF-Token`` (``_http/_auth.py``).
 Every value shown is HTML-escaped, and the group a button acts on travels in ``data-*`` attributes, never in
 script text.
 """
@@ -42,13 +43,15 @@ _SCRIPT = """
 document.addEventListener("click", async (event) => {
   const button = event.target.closest("button[data-api]");
   if (!button) return;
-  const token = new URLSearchParams(location.search).get("token");
-  const url = button.dataset.api + (token ? "?token=" + encodeURIComponent(token) : "");
+  const url = button.dataset.api;
+  // The CSRF token the guard (_http/_auth.py) set beside the session: only this collector's pages can read it.
+  const csrf = (document.cookie.split("; ").find((c) => c.startsWith("ragtrace_csrf=")) || "").slice(14);
   const body = button.dataset.body ? JSON.parse(button.dataset.body) : null;
   const form = button.closest("form");
   if (body && form && form.elements.duration) body.duration = form.elements.duration.value;
   button.disabled = true;
-  const reply = await fetch(url, {method: button.dataset.method, headers: {"Content-Type": "application/json"},
+  const headers = {"Content-Type": "application/json", "X-CSRF-Token": csrf};
+  const reply = await fetch(url, {method: button.dataset.method, headers: headers,
                                   body: body ? JSON.stringify(body) : undefined});
   if (!reply.ok) {
     const said = await reply.json().catch(() => ({}));

@@ -19,6 +19,13 @@ def _plotly_js() -> str:
     return str(get_plotlyjs())
 
 
+def _text(value: object) -> str:
+    """``value`` as Plotly text: Plotly renders a subset of HTML in titles, labels, legends and hover text (an
+    ``<a href>`` from a span became a live link in a chart), and decodes entities, so escaped text shows as it
+    was sent and nothing of it becomes markup."""
+    return html.escape(str(value), quote=False)
+
+
 def _figures(series: dict[str, list[tuple[int, float, int]]], marks: list[dict[str, Any]], head: Summary) -> list[str]:
     import plotly.graph_objects as go
 
@@ -35,7 +42,7 @@ def _figures(series: dict[str, list[tuple[int, float, int]]], marks: list[dict[s
                 y=[mean for _, mean, _ in points],
                 customdata=[count for _, _, count in points],
                 mode="lines+markers",
-                name=f"mean {metric}",
+                name=_text(f"mean {metric}"),
                 hovertemplate="%{x}<br>mean %{y:.3f} over %{customdata} records<extra></extra>",
             )
         )
@@ -50,13 +57,13 @@ def _figures(series: dict[str, list[tuple[int, float, int]]], marks: list[dict[s
                         mode="markers",
                         marker={"symbol": symbol, "size": 13, "color": color},
                         name="alert" if state == "ALERT" else "resolved",
-                        text=[f"{m['rule']} [{m['service'] or '*'}]: {m['message']}" for m in these],
+                        text=[_text(f"{m['rule']} [{m['service'] or '*'}]: {m['message']}") for m in these],
                         hovertemplate="%{x}<br>%{text}<extra></extra>",
                     )
                 )
         better = "lower" if metric_direction(metric) == "lower" else "higher"
         fig.update_layout(
-            title=f"{metric} over time ({better} is better)",
+            title=_text(f"{metric} over time ({better} is better)"),
             height=320,
             margin={"l": 50, "r": 20, "t": 50, "b": 40},
             yaxis={"range": [-0.05, 1.12]},
@@ -64,7 +71,7 @@ def _figures(series: dict[str, list[tuple[int, float, int]]], marks: list[dict[s
         )
         divs.append(fig.to_html(full_html=False, include_plotlyjs=False, config=config, default_height="320px"))
     if head.decisions:
-        names = [d for d, _ in head.decisions]
+        names = [_text(d) for d, _ in head.decisions]
         counts = [c for _, c in head.decisions]
         total = sum(counts) or 1
         fig = go.Figure(

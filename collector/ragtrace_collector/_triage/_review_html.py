@@ -2,8 +2,8 @@
 with a note), the review queue (``/review``: the records most worth a person's look) and the agreement page
 (``/agreement``: how well the judge agrees with the reviews, per judge and service and week by week).
 
-The controls post JSON to the review API (``_http/_review_api.py``) with ``fetch`` and reload the page; with a
-token, the one in the page's URL goes along, as the alert panel's buttons do.
+The controls post JSON to the review API (``_http/_review_api.py``) with ``fetch`` and reload the page; the
+session cookie goes along, with the CSRF token from the ``ragtrace_csrf`` cookie, as the alert panel's buttons do.
 """
 
 from __future__ import annotations
@@ -28,7 +28,9 @@ document.addEventListener("click", async (event) => {
                 note: form.elements.note.value || null, author: form.elements.author.value || null};
   button.disabled = true;
   const url = "/api/reviews" + (token ? "?token=" + encodeURIComponent(token) : "");
-  const reply = await fetch(url, {method: "POST", headers: {"Content-Type": "application/json"},
+  // The CSRF token the guard (_http/_auth.py) set beside the session: only this collector's pages can read it.
+  const csrf = (document.cookie.split("; ").find((c) => c.startsWith("ragtrace_csrf=")) || "").slice(14);
+  const reply = await fetch(url, {method: "POST", headers: {"Content-Type": "application/json", "X-CSRF-Token": csrf},
                                   body: JSON.stringify(body)});
   if (!reply.ok) {
     const said = await reply.json().catch(() => ({}));
