@@ -271,3 +271,28 @@ def test_a_postgresql_user_that_may_not_create_pg_trgm_is_told_what_to_run(postg
         postgres_server.psql(url, "DROP OWNED BY searcher")
         postgres_server.psql(postgres_server.url(), f'DROP DATABASE "{database}" WITH (FORCE)')
         postgres_server.psql(postgres_server.url(), "DROP ROLE searcher")
+
+
+def test_a_sqlite_store_without_the_fts_table_searches_by_reading_and_keeps_writing(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The documented trade of search for ingest: the FTS5 table and its triggers dropped, writes go on, searches
+    read the records and find the same, and opening the store again does not build the index back."""
+    monkeypatch.setattr(triage, "_PROBE_ROWS", 0)
+    path = str(tmp_path / "c.db")
+    store = open_target(path)
+    try:
+
+        def drop(conn: sqlite3.Connection) -> None:
+            for trigger in ("_ai", "_ad", "_au"):
+                conn.execute(f"DROP TRIGGER {TEXT_SEARCH.fts}{trigger}")
+            conn.execute(f"DROP TABLE {TEXT_SEARCH.fts}")
+
+        store.change(drop)
+        store.write(Batch(rag_records=[_record(i, q, a) for i, (q, a) in enumerate(TEXTS)]))
+        for text in ("paris", "needle", "ok"):
+            assert _listed(store, RecordFilter(text=text)) == _found(text), text
+    finally:
+        store.close()
+    open_target(path).close()
+    assert _index_objects(path) == set()
