@@ -72,7 +72,7 @@ def _listed(store: Any, f: RecordFilter) -> list[str]:
     return [r["span_id"] for r in store.read(triage.list_records, f).records]
 
 
-@pytest.mark.parametrize("probe_rows", [triage._PROBE_ROWS, 0], ids=["probe-first", "index-only"])
+@pytest.mark.parametrize("probe_rows", [triage._PROBE_ROWS, 3, 0], ids=["probe-only", "probe-then-index", "index-only"])
 def test_search_finds_what_reading_every_record_found(
     open_store: Callable[[], Any], monkeypatch: pytest.MonkeyPatch, probe_rows: int
 ) -> None:
@@ -121,7 +121,10 @@ def _statements(store: Any, f: RecordFilter) -> list[str]:
     return seen
 
 
-def test_sqlite_searches_through_the_fts_table_when_the_newest_records_lack_the_text(tmp_path: Any) -> None:
+def test_sqlite_searches_through_the_fts_table_when_the_newest_records_lack_the_text(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(triage, "_PROBE_ROWS", 50)  # of the 200 records
     store = open_target(str(tmp_path / "c.db"))
     try:
         store.write(Batch(rag_records=[_record(i, f"Question {i}", "It is in Paris.") for i in range(200)]))
@@ -133,7 +136,7 @@ def test_sqlite_searches_through_the_fts_table_when_the_newest_records_lack_the_
         assert "SEARCH r USING INTEGER PRIMARY KEY (rowid=?)" in plan and not re.search(r"SCAN r\b", plan), plan
         assert _listed(store, rare) == [f"{i:016x}" for i in (129, 128, 127, 126, 125, 124, 123, 122, 121, 120, 12)]
         # A text of most records fills the page from the newest ones: the index is not asked.
-        assert not [s for s in _statements(store, RecordFilter(text="Paris")) if "MATCH" in s]
+        assert not [s for s in _statements(store, RecordFilter(text="Paris", limit=20)) if "MATCH" in s]
         # Under 3 characters the trigram index finds nothing: the records are read, as before.
         assert not [s for s in _statements(store, RecordFilter(text="12")) if "MATCH" in s]
         assert len(_listed(store, RecordFilter(text="12", limit=100))) == len([i for i in range(200) if "12" in str(i)])

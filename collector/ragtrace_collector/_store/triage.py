@@ -245,19 +245,25 @@ def _select(conn: AnyConnection, f: RecordFilter, where: str, args: list[Any]) -
 
 
 def _probe(conn: AnyConnection, f: RecordFilter) -> list[dict[str, Any]] | None:
-    """``f``'s first ``f.limit + 1`` records when the newest ``_PROBE_ROWS`` of the other filters hold them
-    (then they are the answer: every record past those is older), else None."""
+    """``f``'s first ``f.limit + 1`` records, read newest first among the newest ``_PROBE_ROWS`` the other filters
+    keep (the oldest of those bounds the read; a common text stops it after a few rows), when that is the answer:
+    they fill the page (every record past the bound is older), or the other filters keep no more records than
+    those. Else None."""
     assert f.text is not None
+    if _PROBE_ROWS < 1:
+        return None
     where, args = where_clause(replace(f, text=None), SQLITE)
+    bound = conn.execute(
+        f"SELECT r.time_ns, r.span_id FROM {RAG_RECORDS} r{where} {_ORDER} LIMIT 1 OFFSET ?",
+        [*args, _PROBE_ROWS - 1],
+    ).fetchone()
     text, text_args = _text_clause(f.text, SQLITE)
-    cursor = conn.execute(
-        f"SELECT {', '.join('r.' + c for c in RAG_FIELDS)} FROM "
-        f"(SELECT {', '.join('r.' + c for c in RAG_FIELDS)} FROM {RAG_RECORDS} r{where} {_ORDER} LIMIT ?) r"
-        f" WHERE {text} {_ORDER} LIMIT ?",
-        [*args, _PROBE_ROWS, *text_args, f.limit + 1],
-    )
-    rows = [dict(zip(RAG_FIELDS, row, strict=True)) for row in cursor]
-    return rows if len(rows) > f.limit else None
+    if bound is not None:
+        # Within the newest _PROBE_ROWS, in the list's order (time_ns, then span_id, both descending).
+        text += " AND r.time_ns >= ? AND (r.time_ns > ? OR r.span_id >= ?)"
+        text_args += [bound[0], bound[0], bound[1]]
+    rows = _select(conn, f, f"{where} AND {text}" if where else f" WHERE {text}", [*args, *text_args])
+    return rows if bound is None or len(rows) > f.limit else None
 
 
 def newer_records(conn: AnyConnection, f: RecordFilter, after_row: int) -> tuple[list[dict[str, Any]], int, bool]:
