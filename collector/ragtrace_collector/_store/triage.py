@@ -207,23 +207,27 @@ def where_clause(f: RecordFilter, dialect: Dialect = SQLITE, *, fts: bool = Fals
 
 
 _PROBE_ROWS = 10_000
-"""SQLite, a text search: how many of the newest records (of the other filters) are read for the text before the
+"""A text search: how many of the newest records (of the other filters) are read for the text before the
 FTS5 index is asked (about 5 ms)."""
 
 
 def list_records(conn: AnyConnection, f: RecordFilter) -> Page:
     """The records ``f`` selects, newest first, at most ``f.limit``, with their scores.
 
-    On SQLite a text search of 3 characters or more goes in two steps, as neither alone is bounded: the newest
-    ``_PROBE_ROWS`` records the other filters keep are read for the text (a common text fills the page there,
-    where the index would hand over every record that has it, to be sorted); only when they do not fill the page
-    is the FTS5 index asked (a rare text: the index hands over few records)."""
+    A text search of 3 characters or more goes in two steps, as neither alone is bounded: the newest
+    ``_PROBE_ROWS`` records the other filters keep are read for the text, newest first (a common text fills the
+    page there, where the index would hand over every record that has it, to be sorted); only when they do not
+    fill the page is the trigram index asked (a rare text: the index hands over few records). SQLite asks its
+    FTS5 table; PostgreSQL is kept off the walk of ``time_ns``'s index, which its planner would take for a text
+    it reckons common, reading every record when those that have it are old."""
     dialect = dialect_of(conn)
     rows: list[dict[str, Any]] | None = None
-    if text_index(conn, f):
-        rows = _probe(conn, f)
+    indexed = text_index(conn, f) if dialect is SQLITE else _indexed_text(f)
+    if indexed:
+        rows = _probe(conn, f, dialect)
         if rows is None:
-            rows = _select(conn, f, *where_clause(f, dialect, fts=True))  # text_index: 3 characters or more
+            # _indexed_text: 3 characters or more
+            rows = _select(conn, f, *where_clause(f, dialect, fts=dialect is SQLITE), by_index=dialect is not SQLITE)
     if rows is None:
         rows = _select(conn, f, *where_clause(f, dialect))
     more = len(rows) > f.limit
@@ -234,17 +238,23 @@ def list_records(conn: AnyConnection, f: RecordFilter) -> Page:
 
 
 _ORDER = "ORDER BY r.time_ns DESC, r.span_id DESC"
+_ORDER_UNINDEXED = "ORDER BY r.time_ns + 0 DESC, r.span_id DESC"
+"""The same order, which no index gives: the planner finds the rows by the other conditions' indexes, then sorts."""
 
 
-def _select(conn: AnyConnection, f: RecordFilter, where: str, args: list[Any]) -> list[dict[str, Any]]:
+def _select(
+    conn: AnyConnection, f: RecordFilter, where: str, args: list[Any], *, by_index: bool = False
+) -> list[dict[str, Any]]:
+    """``f.limit + 1`` records of ``where``, newest first; ``by_index``: not by walking ``time_ns``'s index."""
     cursor = conn.execute(
-        f"SELECT {', '.join('r.' + c for c in RAG_FIELDS)} FROM {RAG_RECORDS} r{where} {_ORDER} LIMIT ?",
+        f"SELECT {', '.join('r.' + c for c in RAG_FIELDS)} FROM {RAG_RECORDS} r{where} "
+        f"{_ORDER_UNINDEXED if by_index else _ORDER} LIMIT ?",
         [*args, f.limit + 1],
     )
     return [dict(zip(RAG_FIELDS, row, strict=True)) for row in cursor]
 
 
-def _probe(conn: AnyConnection, f: RecordFilter) -> list[dict[str, Any]] | None:
+def _probe(conn: AnyConnection, f: RecordFilter, dialect: Dialect) -> list[dict[str, Any]] | None:
     """``f``'s first ``f.limit + 1`` records, read newest first among the newest ``_PROBE_ROWS`` the other filters
     keep (the oldest of those bounds the read; a common text stops it after a few rows), when that is the answer:
     they fill the page (every record past the bound is older), or the other filters keep no more records than
@@ -252,12 +262,12 @@ def _probe(conn: AnyConnection, f: RecordFilter) -> list[dict[str, Any]] | None:
     assert f.text is not None
     if _PROBE_ROWS < 1:
         return None
-    where, args = where_clause(replace(f, text=None), SQLITE)
+    where, args = where_clause(replace(f, text=None), dialect)
     bound = conn.execute(
         f"SELECT r.time_ns, r.span_id FROM {RAG_RECORDS} r{where} {_ORDER} LIMIT 1 OFFSET ?",
         [*args, _PROBE_ROWS - 1],
     ).fetchone()
-    text, text_args = _text_clause(f.text, SQLITE)
+    text, text_args = _text_clause(f.text, dialect)
     if bound is not None:
         # Within the newest _PROBE_ROWS, in the list's order (time_ns, then span_id, both descending).
         text += " AND r.time_ns >= ? AND (r.time_ns > ? OR r.span_id >= ?)"
