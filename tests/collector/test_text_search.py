@@ -150,14 +150,21 @@ def test_postgresql_plans_the_search_on_its_trigram_indexes(postgres_server: Pos
     try:
         store.write(Batch(rag_records=[_record(i, f"Question {i}", "It is in Paris.") for i in range(2000)]))
         where, args = triage.where_clause(RecordFilter(text="Question 12"), POSTGRESQL)
-        with store.connection() as conn:
+        with store.connection() as conn, conn:  # one transaction: SET LOCAL leaves the pooled connection as it was
             conn.execute("ANALYZE rag_records")
             # The table is small: without these the planner reads it whole, as it should at this size.
-            conn.execute("SET enable_seqscan = off")
-            conn.execute("SET enable_indexscan = off")
+            conn.execute("SET LOCAL enable_seqscan = off")
+            conn.execute("SET LOCAL enable_indexscan = off")
             plan = "\n".join(r[0] for r in conn.execute(f"EXPLAIN SELECT span_id FROM rag_records r{where}", args))
         assert "idx_rag_records_query_trgm" in plan and "idx_rag_records_answer_trgm" in plan, plan
         assert "Seq Scan" not in plan, plan
+        # The list's second step (after the newest records): ordered so that no walk of time_ns's index, which the
+        # planner takes for a text it reckons common, can serve it; with index scans allowed it takes the trigrams.
+        with store.connection() as conn, conn:
+            conn.execute("SET LOCAL enable_seqscan = off")
+            listed = f"SELECT span_id FROM rag_records r{where} {triage._ORDER_UNINDEXED} LIMIT 51"
+            plan = "\n".join(r[0] for r in conn.execute(f"EXPLAIN {listed}", args))
+        assert "idx_rag_records_query_trgm" in plan and "idx_rag_records_time_ns" not in plan, plan
     finally:
         store.close()
 
