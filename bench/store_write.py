@@ -14,7 +14,7 @@ as a receiver does before it acknowledges. Every batch has fresh ids.
 
 Prints spans/s of each and the ratio PostgreSQL / SQLite (the goal: >= 0.5x), best of ``--rounds``.
 
-``--index-cost``: instead, what the text search index (``schema.TEXT_SEARCH``, migration 4) costs each engine's
+``--index-cost``: instead, what the text search index (``schema.TEXT_SEARCH``, migration 5) costs each engine's
 writes: the same batches into stores with it as shipped (query and answer), with the query's only, and without
 it (dropped after the store opened), interleaved in each round; spans/s of each and its ratio to none.
 

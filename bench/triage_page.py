@@ -9,7 +9,7 @@ and for a 10,000-record store built the same way in the same run: the ratio says
 (1.0: it does not grow with the store; a query riding its index reads a page's worth of rows whatever
 the store holds).
 
-The text search's index (``schema.TEXT_SEARCH``, migration 4) is dropped while the big store is filled and
+The text search's index (``schema.TEXT_SEARCH``, migration 5) is dropped while the big store is filled and
 the text searches are measured without it first ("before": the scan of the previous collector), then it is built
 over the records (timed: what the upgrade of such a store costs) and every page is measured with it.
 

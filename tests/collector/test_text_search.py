@@ -170,7 +170,7 @@ def test_postgresql_plans_the_search_on_its_trigram_indexes(postgres_server: Pos
 
 
 BEFORE_INDEX = migrations.STEPS.index(migrations._text_search)
-"""The schema version of the collector before the text search index (3)."""
+"""The schema version of the collector before the text search index (4)."""
 
 
 def _before_index(target: str) -> None:
