@@ -14,7 +14,12 @@ as a receiver does before it acknowledges. Every batch has fresh ids.
 
 Prints spans/s of each and the ratio PostgreSQL / SQLite (the goal: >= 0.5x), best of ``--rounds``.
 
+``--index-cost``: instead, what the text search index (``schema.TEXT_SEARCH``, migration 5) costs each engine's
+writes: the same batches into stores with it as shipped (query and answer), with the query's only, and without
+it (dropped after the store opened), interleaved in each round; spans/s of each and its ratio to none.
+
     .venv/bin/python bench/store_write.py [--batches 24] [--writers 1 4] [--rounds 3]
+    .venv/bin/python bench/store_write.py --index-cost [--writers 1]
 """
 
 from __future__ import annotations
@@ -34,6 +39,8 @@ sys.path.insert(0, str(ROOT))
 from ingest import SPANS_PER_BATCH, otlp_bodies  # noqa: E402  (bench/ingest.py: the same workload)
 from ragtrace_collector._otlp import Batch, decode_protobuf  # noqa: E402
 from ragtrace_collector._store import open_store  # noqa: E402
+from ragtrace_collector._store.dialect import dialect_of  # noqa: E402
+from ragtrace_collector._store.schema import RAG_RECORDS, TEXT_SEARCH, TextSearch  # noqa: E402
 
 from tests.collector._postgres import running_postgres  # noqa: E402
 
@@ -43,9 +50,14 @@ def batches(count: int) -> list[Batch]:
     return [decode_protobuf(body, time.time_ns()) for body in otlp_bodies(count)]
 
 
-def spans_per_second(open_target: Callable[[], Any], work: Sequence[Batch], writers: int) -> float:
-    """Write every batch from ``writers`` threads into a freshly opened store; spans committed per second."""
+def spans_per_second(
+    open_target: Callable[[], Any], work: Sequence[Batch], writers: int, prepare: Callable[[Any], None] | None = None
+) -> float:
+    """Write every batch from ``writers`` threads into a freshly opened store (``prepare``d first); spans committed
+    per second."""
     store = open_target()
+    if prepare is not None:
+        store.change(prepare)
     queue = list(work)
     lock = threading.Lock()
 
@@ -70,13 +82,66 @@ def spans_per_second(open_target: Callable[[], Any], work: Sequence[Batch], writ
     return sum(len(b.spans) for b in work) / elapsed
 
 
+def text_index(columns: tuple[str, ...]) -> Callable[[Any], None]:
+    """A ``prepare`` that leaves the store with the text index of ``columns`` only (none for ``()``)."""
+
+    def prepare(conn: Any) -> None:
+        if dialect_of(conn).name == "sqlite":
+            for suffix in ("_ai", "_ad", "_au", ""):
+                kind = "TABLE" if not suffix else "TRIGGER"
+                conn.execute(f'DROP {kind} IF EXISTS "{TEXT_SEARCH.fts}{suffix}"')
+        else:
+            for column in TEXT_SEARCH.columns:
+                conn.execute(f'DROP INDEX IF EXISTS "idx_{RAG_RECORDS}_{column}_trgm"')
+        if columns:
+            for ddl in TextSearch(RAG_RECORDS, columns).ddl(dialect_of(conn)):
+                conn.execute(ddl)
+
+    return prepare
+
+
+INDEXES = {"none": (), "query": ("query",), "query+answer (shipped)": TEXT_SEARCH.columns}
+
+
+def index_cost(work: Sequence[Batch], writers: Sequence[int], rounds: int) -> None:
+    """Spans/s of each engine with each of ``INDEXES``, best of ``rounds``, and the ratio to none."""
+    with tempfile.TemporaryDirectory() as tmp, running_postgres(durable=True) as server:
+        for n in writers:
+            best: dict[tuple[str, str], float] = {}
+            for round_ in range(rounds):
+                variants = list(INDEXES) if round_ % 2 == 0 else list(reversed(INDEXES))
+                for engine in ("sqlite", "postgresql"):
+                    for name in variants:
+                        if engine == "sqlite":
+                            path = Path(tmp) / f"i{n}-{round_}-{len(INDEXES[name])}.db"
+                            target: Callable[[], Any] = lambda p=path: open_store(p)  # noqa: E731
+                        else:
+                            url = server.database()
+                            target = lambda u=url: open_store(u)  # noqa: E731
+                        rate = spans_per_second(target, work, n, text_index(INDEXES[name]))
+                        best[engine, name] = max(best.get((engine, name), 0.0), rate)
+            for engine in ("sqlite", "postgresql"):
+                for name in INDEXES:
+                    rate, none = best[engine, name], best[engine, "none"]
+                    print(
+                        f"writers={n} {engine:<10} text index {name:<24} {rate:>9,.0f} spans/s "
+                        f"{rate / none:>6.2f}x of none",
+                        flush=True,
+                    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--batches", type=int, default=24)
     parser.add_argument("--writers", type=int, nargs="+", default=[1, 4])
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--index-cost", action="store_true", help="what the text search index costs the writes")
     args = parser.parse_args(argv)
     work = batches(args.batches)
+    if args.index_cost:
+        print(f"{args.batches} batches of {SPANS_PER_BATCH} RAG spans; best of {args.rounds} rounds")
+        index_cost(work, args.writers, args.rounds)
+        return 0
     print(f"{args.batches} batches of {SPANS_PER_BATCH} RAG spans; best of {args.rounds} rounds")
     with tempfile.TemporaryDirectory() as tmp, running_postgres(durable=True) as server:
         for writers in args.writers:

@@ -3,31 +3,49 @@
 Builds a store with the collector's own schema and indexes (``ragtrace_collector._store.Store``): N RAG
 records a second apart over two services, each with a faithfulness and a hallucination score (one in five
 hallucinated, with claims) and its span's attributes (``metadata`` with a user), plus an alert. Then
-loads each page through the real Starlette app (``page_routes``, in process: routing, the SQL on a
+loads each page through the real Starlette app (``triage_routes``, in process: routing, the SQL on a
 read-only connection, rendering) ``--runs`` times and prints the p50 and p95 of each, for the big store
 and for a 10,000-record store built the same way in the same run: the ratio says how the page scales
 (1.0: it does not grow with the store; a query riding its index reads a page's worth of rows whatever
 the store holds).
 
+The text search's index (``schema.TEXT_SEARCH``, migration 5) is dropped while the big store is filled and
+the text searches are measured without it first ("before": the scan of the previous collector), then it is built
+over the records (timed: what the upgrade of such a store costs) and every page is measured with it.
+
+``--store postgresql``: the same on a throwaway local PostgreSQL (Debian's, ``tests/collector/_postgres.py``, with
+its durable defaults), filled with ``COPY`` and ``ANALYZE``d, through the same pages.
+
     python bench/triage_page.py                  # 1,000,000 records (about 2 minutes to build)
     python bench/triage_page.py --records 200000 --runs 20
+    python bench/triage_page.py --store postgresql
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import functools
 import json
 import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
-from ragtrace_collector._report import page_routes
-from ragtrace_collector._store import Store
-from starlette.applications import Starlette
-from starlette.testclient import TestClient
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # tests/collector/_postgres.py: the throwaway server
+
+from ragtrace_collector._store import Store, open_store  # noqa: E402
+from ragtrace_collector._store.dialect import dialect_of  # noqa: E402
+from ragtrace_collector._store.schema import RAG_RECORDS, TEXT_SEARCH  # noqa: E402
+from ragtrace_collector._triage import triage_routes  # noqa: E402
+from starlette.applications import Starlette  # noqa: E402
+from starlette.testclient import TestClient  # noqa: E402
+
+from tests.collector._postgres import running_postgres  # noqa: E402
 
 NS = 1_000_000_000
 T0 = 1_800_000_000 * NS
@@ -62,10 +80,32 @@ def _rows(n: int) -> Iterator[tuple[tuple[object, ...], list[tuple[object, ...]]
         yield rag, scores, span
 
 
+def drop_text_index(conn: Any) -> None:
+    """The store as the previous collector had it: no index of the text search."""
+    if dialect_of(conn).name == "sqlite":
+        for suffix in ("_ai", "_ad", "_au"):
+            conn.execute(f'DROP TRIGGER IF EXISTS "{TEXT_SEARCH.fts}{suffix}"')
+        conn.execute(f'DROP TABLE IF EXISTS "{TEXT_SEARCH.fts}"')
+    else:
+        for column in TEXT_SEARCH.columns:
+            conn.execute(f'DROP INDEX IF EXISTS "idx_{RAG_RECORDS}_{column}_trgm"')
+
+
+def build_text_index(conn: Any) -> None:
+    """Migration 3's index, built over the records the store holds."""
+    for ddl in TEXT_SEARCH.ddl(dialect_of(conn)):
+        conn.execute(ddl)
+    if dialect_of(conn).name != "sqlite":
+        conn.execute(f"ANALYZE {RAG_RECORDS}")
+
+
 def build(path: Path, n: int) -> None:
-    """A store of ``n`` records at ``path``, written in batches in one transaction per batch."""
+    """A store of ``n`` records at ``path``, written in batches in one transaction per batch, without the text
+    search index."""
     store = Store(path)
     conn = store.db.conn
+    with conn:
+        drop_text_index(conn)
     rag_sql = (
         "INSERT INTO rag_records (span_id, trace_id, service, route, time_ns, query, answer, chunks, decision, judge, "
         "calls, prompt_tokens, completion_tokens, seconds) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
@@ -102,6 +142,40 @@ def _write(conn: object, batch: list, rag_sql: str, score_sql: str, span_sql: st
         conn.executemany(span_sql, [b[2] for b in batch])  # type: ignore[attr-defined]
 
 
+_RAG = ("span_id", "trace_id", "service", "route", "time_ns", "query", "answer", "chunks", "decision", "judge",
+        "calls", "prompt_tokens", "completion_tokens", "seconds")  # fmt: skip
+_SCORE = ("span_id", "metric", "value", "label", "trace_id", "service", "route", "time_ns", "source", "claims")
+_SPAN = ("span_id", "trace_id", "name", "service", "start_ns", "end_ns", "attributes")
+
+
+def build_postgres(url: str, n: int) -> None:
+    """A PostgreSQL store of ``n`` records at ``url`` (the collector's schema, migrated by opening it), filled by
+    ``COPY`` in one transaction, without the text search index, then ``ANALYZE``d."""
+    store: Any = open_store(url)
+    with store.connection() as conn:
+        drop_text_index(conn)
+        raw = conn.raw
+        with raw.transaction(), raw.cursor() as cursor:
+            with cursor.copy(f"COPY rag_records ({', '.join(_RAG)}) FROM STDIN") as copy:
+                for rag, _, _ in _rows(n):
+                    copy.write_row(rag)
+            with cursor.copy(f"COPY scores ({', '.join(_SCORE)}) FROM STDIN") as copy:
+                for _, scores, _ in _rows(n):
+                    for score in scores:
+                        copy.write_row(score)
+            with cursor.copy(f"COPY spans ({', '.join(_SPAN)}) FROM STDIN") as copy:
+                for _, _, span in _rows(n):
+                    copy.write_row(span)
+            cursor.execute(
+                "INSERT INTO alerts (time_ns, rule, kind, metric, service, state, previous_state, value, threshold, "
+                "message, sinks) VALUES (%s, 'hallucination-spike', 'spike', 'hallucination', 'shop', 'ALERT', 'OK', "
+                "9.0, 8.0, 'x', '[]')",
+                (T0 + (n - 100) * NS,),
+            )
+        raw.execute("ANALYZE")
+    store.close()
+
+
 def pages(n: int) -> dict[str, str]:
     """The page loads measured: every filter of the list, deep paging, a record, an alert, a live poll."""
     middle = T0 + (n // 2) * NS
@@ -116,16 +190,28 @@ def pages(n: int) -> dict[str, str]:
         "record view": f"/records/{n - 5:016x}",
         "alert view": "/alerts/1",
         "live poll": f"/api/records?after={T0 + (n - 3) * NS}:{n - 3:016x}",
-        "list, text search (scan)": "/records?q=Question%2012",
+        **TEXT_PAGES,
     }
 
 
-def measure(path: Path, n: int, runs: int) -> dict[str, tuple[float, float]]:
-    """p50 and p95 seconds of each page of ``pages(n)``."""
-    store = Store(path)
+TEXT_PAGES = {
+    "list, text search (rare, old)": "/records?q=Question%2012",
+    "list, text search (common)": "/records?q=Paris",
+    "list, text search (absent)": "/records?q=Lisbon",
+}
+"""The pages measured before the text index is built too."""
+
+
+BUDGET_SECONDS = 120.0
+"""A page's reads may take this long here (the collector stops them at 2 s): the scans measured before the index
+would be stopped on a busy machine."""
+
+
+def measure(target: Any, wanted: dict[str, str], runs: int) -> dict[str, tuple[float, float]]:
+    """p50 and p95 seconds of each page of ``wanted`` (name: URL), served by the triage routes over ``target``."""
     out: dict[str, tuple[float, float]] = {}
-    with TestClient(Starlette(routes=page_routes(store))) as client:
-        for name, url in pages(n).items():
+    with TestClient(Starlette(routes=triage_routes(target, query_seconds=BUDGET_SECONDS))) as client:
+        for name, url in wanted.items():
             assert client.get(url).status_code == 200, url  # warm: the page cache and the connection path
             times = []
             for _ in range(runs):
@@ -135,8 +221,28 @@ def measure(path: Path, n: int, runs: int) -> dict[str, tuple[float, float]]:
                 assert reply.status_code == 200
             times.sort()
             out[name] = (statistics.median(times), times[min(len(times) - 1, int(0.95 * len(times)))])
-    store.close()
     return out
+
+
+def run(target: Any, n: int, runs: int, fill: Callable[[], None], *, before: bool) -> dict[str, Any]:
+    """Fill the store ``target`` with ``n`` records; measure the text pages without the text index when
+    ``before``, build it (timed), measure every page. Returns the figures by name."""
+    start = time.perf_counter()
+    fill()
+    print(f"built {n:,} records in {time.perf_counter() - start:.0f} s", flush=True)
+    store: Any = open_store(target)
+    figures: dict[str, Any] = {}
+    try:
+        if before:
+            figures["before"] = measure(target, TEXT_PAGES, runs)
+        start = time.perf_counter()
+        store.change(build_text_index)
+        figures["index_seconds"] = time.perf_counter() - start
+        print(f"text index built over {n:,} records in {figures['index_seconds']:.0f} s", flush=True)
+        figures["after"] = measure(target, pages(n), runs)
+    finally:
+        store.close()
+    return figures
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -144,23 +250,32 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--baseline", type=int, default=10_000)
     parser.add_argument("--runs", type=int, default=40)
+    parser.add_argument("--store", choices=("sqlite", "postgresql"), default="sqlite")
     args = parser.parse_args(argv)
-    with tempfile.TemporaryDirectory() as tmp:
-        results = {}
+    results = {}
+    with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as stack:
+        server = None
+        if args.store == "postgresql":
+            server = stack.enter_context(running_postgres(durable=True))
         for n in (args.baseline, args.records):
-            path = Path(tmp) / f"store-{n}.db"
-            start = time.perf_counter()
-            build(path, n)
-            size = path.stat().st_size / 2**20
-            print(f"built {n:,} records in {time.perf_counter() - start:.0f} s ({size:,.0f} MiB)", flush=True)
-            results[n] = measure(path, n, args.runs)
+            if server is not None:
+                target: Any = server.database()
+                fill = functools.partial(build_postgres, target, n)
+            else:
+                target = Path(tmp) / f"store-{n}.db"
+                fill = functools.partial(build, target, n)
+            results[n] = run(target, n, args.runs, fill, before=n == args.records)
     big, small = results[args.records], results[args.baseline]
-    print(f"\n{'page':<38}{'p50 ms':>9}{'p95 ms':>9}   {f'p95 at {args.baseline:,}':>14}{'ratio':>8}")
-    for name in big:
-        p50, p95 = big[name]
-        print(
-            f"{name:<38}{p50 * 1e3:>9.1f}{p95 * 1e3:>9.1f}   {small[name][1] * 1e3:>14.1f}{p95 / small[name][1]:>8.2f}"
-        )
+    print(f"\n{args.store}: {args.records:,} records vs {args.baseline:,}, {args.runs} loads a page")
+    print(f"{'page':<38}{'p50 ms':>9}{'p95 ms':>9}   {f'p95 at {args.baseline:,}':>14}{'ratio':>8}")
+    for name, (p50, p95) in big["after"].items():
+        base = small["after"][name][1]
+        print(f"{name:<38}{p50 * 1e3:>9.1f}{p95 * 1e3:>9.1f}   {base * 1e3:>14.1f}{p95 / base:>8.2f}")
+    print(f"\ntext search at {args.records:,}: p95 without the index (before) and with it (after), same run")
+    for name, (_, p95_before) in big["before"].items():
+        p95_after = big["after"][name][1]
+        print(f"{name:<38}{p95_before * 1e3:>9.1f} ms -> {p95_after * 1e3:>7.1f} ms   {p95_before / p95_after:>7.1f}x")
+    print(f"building the index over {args.records:,} records: {big['index_seconds']:.0f} s")
     return 0
 
 

@@ -12,13 +12,14 @@ the work done.
 * PostgreSQL: the version is the one row of ``ragtrace_schema``; the lock is a transaction-scoped advisory
   lock (``pg_advisory_xact_lock``). DDL is transactional there too.
 
-Step 4 adds what each model call took to ``spans`` (filled for the spans already stored) and the index of model
-calls by time. Step 3 adds people's reviews of records. Step 2 adds the claims of work that several replicas
-share (the join, server-side scoring). Step 1 is the baseline: every table and index of ``schema.py``, made where
-missing, and the columns an earlier
-collector's SQLite file lacks (``rag_records.reason``, ``scores.claims``, ``alerts.silenced``), added with their
-rows kept. A later change of schema is a new step appended to ``STEPS`` (never an edit of an old one), and
-``schema.py`` shows the result.
+Step 5 adds the index of text search (``schema.TEXT_SEARCH``: FTS5 trigram on SQLite, ``pg_trgm`` GIN on
+PostgreSQL) and builds it over the rows the store holds. Step 4 adds what each model call took to ``spans``
+(filled for the spans already stored) and the index of model calls by time. Step 3 adds people's reviews of
+records. Step 2 adds the claims of work that several replicas share (the join, server-side scoring). Step 1 is
+the baseline: every table and index of ``schema.py``, made where missing, and the columns an earlier collector's
+SQLite file lacks (``rag_records.reason``, ``scores.claims``, ``alerts.silenced``), added with their rows kept. A
+later change of schema is a new step appended to ``STEPS`` (never an edit of an old one), and ``schema.py``
+shows the result.
 
 A store whose version is above ``CURRENT`` was written by a newer collector: ``SchemaTooNew``, since this one
 would misread it.
@@ -30,9 +31,18 @@ from collections.abc import Callable
 from typing import Final
 
 from ragtrace_collector._store.dialect import SQLITE, AnyConnection, Dialect, column_names, dialect_of
-from ragtrace_collector._store.schema import ALERT_ACKS, RAG_RECORDS, REVIEWS, SPANS, TABLES, quoted
+from ragtrace_collector._store.schema import ALERT_ACKS, RAG_RECORDS, REVIEWS, SPANS, TABLES, TEXT_SEARCH, quoted
 
-__all__ = ["CURRENT", "MODEL_CALLS", "MODEL_CALLS_INDEX", "STEPS", "SchemaTooNew", "migrate", "version"]
+__all__ = [
+    "CURRENT",
+    "MODEL_CALLS",
+    "MODEL_CALLS_INDEX",
+    "STEPS",
+    "MissingExtension",
+    "SchemaTooNew",
+    "migrate",
+    "version",
+]
 
 _VERSION_TABLE: Final = "ragtrace_schema"
 """PostgreSQL: the table holding the schema version (SQLite keeps it in the file's header)."""
@@ -41,6 +51,10 @@ _LOCK_KEY: Final = 0x72616774  # "ragt": the advisory lock of migrations, one nu
 
 class SchemaTooNew(RuntimeError):
     """The store was written by a newer collector (its schema version is above this one's)."""
+
+
+class MissingExtension(RuntimeError):
+    """PostgreSQL: the store needs an extension the database lacks and its user may not create."""
 
 
 def _baseline(conn: AnyConnection, dialect: Dialect) -> None:
@@ -141,7 +155,41 @@ def _model_calls(conn: AnyConnection, dialect: Dialect) -> None:
     )
 
 
-STEPS: Final[tuple[Callable[[AnyConnection, Dialect], None], ...]] = (_baseline, _claims, _reviews, _model_calls)
+def _text_search(conn: AnyConnection, dialect: Dialect) -> None:
+    """The index of the pages' text search (``schema.TEXT_SEARCH``), built over the rows already stored: one
+    pass over ``rag_records`` inside the migration's transaction (168 s for a million records on SQLite on two
+    busy cores, ``bench/triage_page.py``).
+
+    PostgreSQL: ``pg_trgm`` ships with PostgreSQL (``postgresql-contrib`` on older packagings) and is a trusted
+    extension, which a user with ``CREATE`` on the database may create. Without that right the migration stops
+    with ``MissingExtension`` saying what to run as a superuser, rather than serve searches that scan: a scan
+    of a million records is a third of a second a page, and it would go unnoticed."""
+    if dialect is not SQLITE:
+        present = conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'pg_trgm'").fetchone()
+        if present is None:
+            allowed = conn.execute("SELECT has_database_privilege(current_database(), 'CREATE')").fetchone()[0]
+            available = conn.execute("SELECT 1 FROM pg_available_extensions WHERE name = 'pg_trgm'").fetchone()
+            if not (allowed and available):
+                database = conn.execute("SELECT current_database()").fetchone()[0]
+                raise MissingExtension(
+                    f"the collector's text search needs the pg_trgm extension in database {database!r}, "
+                    + ("and this user may not create it: " if available else "and the server lacks it: ")
+                    + f"as a superuser, run CREATE EXTENSION pg_trgm; in {database!r}"
+                    + ("" if available else " after installing PostgreSQL's contrib modules")
+                    + ", then start the collector again"
+                )
+            conn.execute("CREATE EXTENSION IF NOT EXISTS pg_trgm")
+    for ddl in TEXT_SEARCH.ddl(dialect):
+        conn.execute(ddl)
+
+
+STEPS: Final[tuple[Callable[[AnyConnection, Dialect], None], ...]] = (
+    _baseline,
+    _claims,
+    _reviews,
+    _model_calls,
+    _text_search,
+)
 """Step ``i`` takes a store from version ``i`` to ``i + 1``."""
 CURRENT: Final = len(STEPS)
 

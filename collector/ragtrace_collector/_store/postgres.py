@@ -31,7 +31,7 @@ from ragtrace_collector._otlp import Batch
 from ragtrace_collector._store import ingest, retention
 from ragtrace_collector._store.connection import redacted_url
 from ragtrace_collector._store.dialect import POSTGRESQL, Dialect
-from ragtrace_collector._store.migrations import migrate
+from ragtrace_collector._store.migrations import MissingExtension, migrate
 from ragtrace_collector._store.store import StoreError
 
 __all__ = ["PgConnection", "PostgresStore", "connect_postgres"]
@@ -209,6 +209,9 @@ class PostgresStore:
                 f"{self.display}: the user may not create the collector's tables ({_first_line(exc)}); grant it "
                 "CREATE on the schema (GRANT CREATE ON SCHEMA public TO the_user) or connect as the database's owner"
             ) from None
+        except MissingExtension as exc:
+            self.close()
+            raise StoreError(f"{self.display}: {exc}") from None
         except BaseException:
             self.close()  # a store that did not open leaves no connection or pool thread behind
             raise

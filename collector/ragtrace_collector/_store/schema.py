@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-from ragtrace_collector._store.dialect import SQLITE, Dialect
+from ragtrace_collector._store.dialect import POSTGRESQL, SQLITE, Dialect
 
 __all__ = [
     "ACK_COLUMNS",
@@ -43,7 +43,9 @@ __all__ = [
     "SPANS",
     "SPAN_COLUMNS",
     "TABLES",
+    "TEXT_SEARCH",
     "Table",
+    "TextSearch",
     "quoted",
 ]
 
@@ -285,3 +287,58 @@ TABLES: Final = (
     ),
 )
 """Every table the store holds, in creation order."""
+
+
+@dataclass(frozen=True, slots=True)
+class TextSearch:
+    """The index of a table's text columns that makes a substring search (``LIKE '%text%'``) an index lookup.
+
+    * SQLite: ``<table>_fts``, an FTS5 table with the ``trigram`` tokenizer over ``columns``, external content
+      (it stores the index only, the text stays in ``table``; Datasette finds it by its name and offers its
+      search box), kept in step by triggers on insert, delete and an update that changes a searched column.
+      A phrase ``MATCH`` of text of 3 characters or more finds every row with it as a substring, ignoring case
+      (Unicode case folding, so a superset of ``LIKE``'s ASCII-only folding): the pages' reads take its rowids
+      and keep ``LIKE`` on them, so what matches is what matched before the index.
+    * PostgreSQL: a ``pg_trgm`` GIN index per column (``idx_<table>_<column>_trgm``), which ``ILIKE`` uses by
+      itself; the extension is created by the migration (``CREATE EXTENSION``, which needs the right to create in
+      the database when it is not there yet)."""
+
+    table: str
+    columns: tuple[str, ...]
+
+    @property
+    def fts(self) -> str:
+        """SQLite: the FTS5 table's name."""
+        return f"{self.table}_fts"
+
+    def ddl(self, dialect: Dialect) -> list[str]:
+        """The statements that create the index (and its triggers) where missing, and fill it from the rows
+        already in ``table``."""
+        cols = ", ".join(map(quoted, self.columns))
+        if dialect is POSTGRESQL:
+            return [
+                f"CREATE INDEX IF NOT EXISTS {quoted(f'idx_{self.table}_{column}_trgm')} "
+                f"ON {quoted(self.table)} USING gin ({quoted(column)} gin_trgm_ops)"
+                for column in self.columns
+            ]
+        fts, table = quoted(self.fts), quoted(self.table)
+        new = ", ".join(f"new.{quoted(c)}" for c in self.columns)
+        old = ", ".join(f"old.{quoted(c)}" for c in self.columns)
+        insert = f"INSERT INTO {fts} (rowid, {cols}) VALUES (new.rowid, {new});"
+        delete = f"INSERT INTO {fts} ({fts}, rowid, {cols}) VALUES ('delete', old.rowid, {old});"
+        changed = " OR ".join(f"old.{quoted(c)} IS NOT new.{quoted(c)}" for c in self.columns)
+        return [
+            f"CREATE VIRTUAL TABLE IF NOT EXISTS {fts} USING fts5({cols}, content={table}, "
+            "content_rowid='rowid', tokenize='trigram')",
+            f"CREATE TRIGGER IF NOT EXISTS {quoted(self.fts + '_ai')} AFTER INSERT ON {table} BEGIN {insert} END",
+            f"CREATE TRIGGER IF NOT EXISTS {quoted(self.fts + '_ad')} AFTER DELETE ON {table} BEGIN {delete} END",
+            # Only when a searched column changed: the receivers' upserts set every column, and the claims and
+            # server-side scoring update others; re-indexing those rows would cost every such write.
+            f"CREATE TRIGGER IF NOT EXISTS {quoted(self.fts + '_au')} AFTER UPDATE OF {cols} ON {table} "
+            f"WHEN {changed} BEGIN {delete} {insert} END",
+            f"INSERT INTO {fts} ({fts}) VALUES ('rebuild')",
+        ]
+
+
+TEXT_SEARCH: Final = TextSearch(RAG_RECORDS, ("query", "answer"))
+"""What the pages' ``q=`` searches: the records' query and answer."""

@@ -20,7 +20,7 @@ from ragtrace_collector._drift import metric_direction
 from ragtrace_collector._store.dialect import SQLITE, AnyConnection, Dialect, column_names, dialect_of, table_names
 from ragtrace_collector._store.migrations import MODEL_CALLS
 from ragtrace_collector._store.reviews import reviews_of
-from ragtrace_collector._store.schema import ALERTS, RAG_RECORDS, REVIEWS, SCORES, SPANS
+from ragtrace_collector._store.schema import ALERTS, RAG_RECORDS, REVIEWS, SCORES, SPANS, TEXT_SEARCH, quoted
 
 if TYPE_CHECKING:
     from ragtrace_collector._triage._filters import RecordFilter
@@ -44,6 +44,7 @@ __all__ = [
     "read_costs",
     "record_detail",
     "services",
+    "text_index",
     "trace_spans",
     "where_clause",
 ]
@@ -124,9 +125,49 @@ def _metadata_clause(dialect: Dialect, key: str, value: str) -> tuple[str, list[
     )
 
 
-def where_clause(f: RecordFilter, dialect: Dialect = SQLITE) -> tuple[str, list[Any]]:
+_TRIGRAM = 3
+"""The shortest text a trigram index finds (shorter text is in no trigram; its search reads the records)."""
+
+
+def _indexed_text(f: RecordFilter) -> bool:
+    """Whether ``f``'s text can be looked up in the trigram index: 3 characters or more, and no NUL (FTS5 would
+    read the phrase only up to it)."""
+    return f.text is not None and len(f.text) >= _TRIGRAM and "\x00" not in f.text
+
+
+def text_index(conn: AnyConnection, f: RecordFilter) -> bool:
+    """Whether the SQLite store's text search index (``schema.TEXT_SEARCH``) is there to serve ``f``'s text: a
+    store that was read without migrating (an earlier collector's file) has none. PostgreSQL's index needs no
+    other SQL, so there this is False."""
+    if dialect_of(conn) is not SQLITE or not _indexed_text(f):
+        return False
+    found = conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (TEXT_SEARCH.fts,)).fetchone()
+    return found is not None
+
+
+def _text_clause(text: str, dialect: Dialect, *, fts: bool = False) -> tuple[str, list[Any]]:
+    """The clause keeping a record whose query or answer holds ``text`` (any ASCII case), and its arguments."""
+    pattern = "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+    # SQLite's LIKE ignores ASCII case; PostgreSQL's ILIKE does the same there.
+    like = "LIKE" if dialect is SQLITE else "ILIKE"
+    clause = f"(r.query {like} ? ESCAPE '\\' OR r.answer {like} ? ESCAPE '\\')"
+    if not fts:
+        return clause, [pattern, pattern]
+    # The index's rowids are the candidates (a phrase of trigrams: the text as a substring, any case); LIKE on
+    # them keeps what LIKE alone kept (the index folds all of Unicode's case, LIKE only ASCII's).
+    fts_table = quoted(TEXT_SEARCH.fts)
+    return (
+        f"r.rowid IN (SELECT rowid FROM {fts_table} WHERE {fts_table} MATCH ?) AND {clause}",
+        ['"' + text.replace('"', '""') + '"', pattern, pattern],
+    )
+
+
+def where_clause(f: RecordFilter, dialect: Dialect = SQLITE, *, fts: bool = False) -> tuple[str, list[Any]]:
     """The ``WHERE`` clause (with its leading space; empty when nothing is filtered) of the records ``f`` keeps,
-    over ``rag_records r``, and its arguments."""
+    over ``rag_records r``, and its arguments. ``fts`` (SQLite, where ``text_index``): find ``f``'s text through
+    the FTS5 table rather than by reading every record; the records kept are the same. The live poll and the
+    costs page do without it: they read a bounded range (rows after the reader's, a week) that the index would
+    not narrow, while it hands over every record with the text."""
     clauses: list[str] = []
     args: list[Any] = []
     if f.since_ns is not None:
@@ -155,11 +196,9 @@ def where_clause(f: RecordFilter, dialect: Dialect = SQLITE) -> tuple[str, list[
         )
         args += [bound.metric, bound.value]
     if f.text:
-        pattern = "%" + f.text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-        # SQLite's LIKE ignores ASCII case; PostgreSQL's ILIKE does the same there.
-        like = "LIKE" if dialect is SQLITE else "ILIKE"
-        clauses.append(f"(r.query {like} ? ESCAPE '\\' OR r.answer {like} ? ESCAPE '\\')")
-        args += [pattern, pattern]
+        text, text_args = _text_clause(f.text, dialect, fts=fts and _indexed_text(f))
+        clauses.append(text)
+        args += text_args
     for key, value in f.meta:
         clause, meta_args = _metadata_clause(dialect, key, value)
         clauses.append(clause)
@@ -167,20 +206,74 @@ def where_clause(f: RecordFilter, dialect: Dialect = SQLITE) -> tuple[str, list[
     return (" WHERE " + " AND ".join(clauses)) if clauses else "", args
 
 
+_PROBE_ROWS = 10_000
+"""A text search: how many of the newest records (of the other filters) are read for the text before the
+FTS5 index is asked (about 5 ms)."""
+
+
 def list_records(conn: AnyConnection, f: RecordFilter) -> Page:
-    """The records ``f`` selects, newest first, at most ``f.limit``, with their scores."""
-    where, args = where_clause(f, dialect_of(conn))
-    cursor = conn.execute(
-        f"SELECT {', '.join('r.' + c for c in RAG_FIELDS)} FROM {RAG_RECORDS} r{where} "
-        "ORDER BY r.time_ns DESC, r.span_id DESC LIMIT ?",
-        [*args, f.limit + 1],
-    )
-    rows = [dict(zip(RAG_FIELDS, row, strict=True)) for row in cursor]
+    """The records ``f`` selects, newest first, at most ``f.limit``, with their scores.
+
+    A text search of 3 characters or more goes in two steps, as neither alone is bounded: the newest
+    ``_PROBE_ROWS`` records the other filters keep are read for the text, newest first (a common text fills the
+    page there, where the index would hand over every record that has it, to be sorted); only when they do not
+    fill the page is the trigram index asked (a rare text: the index hands over few records). SQLite asks its
+    FTS5 table; PostgreSQL is kept off the walk of ``time_ns``'s index, which its planner would take for a text
+    it reckons common, reading every record when those that have it are old."""
+    dialect = dialect_of(conn)
+    rows: list[dict[str, Any]] | None = None
+    indexed = text_index(conn, f) if dialect is SQLITE else _indexed_text(f)
+    if indexed:
+        rows = _probe(conn, f, dialect)
+        if rows is None:
+            # _indexed_text: 3 characters or more
+            rows = _select(conn, f, *where_clause(f, dialect, fts=dialect is SQLITE), by_index=dialect is not SQLITE)
+    if rows is None:
+        rows = _select(conn, f, *where_clause(f, dialect))
     more = len(rows) > f.limit
     rows = rows[: f.limit]
     attach_scores(conn, rows)
     last = rows[-1] if rows else None
     return Page(rows, f.page_after(last["time_ns"], last["span_id"]) if more and last else None)
+
+
+_ORDER = "ORDER BY r.time_ns DESC, r.span_id DESC"
+_ORDER_UNINDEXED = "ORDER BY r.time_ns + 0 DESC, r.span_id DESC"
+"""The same order, which no index gives: the planner finds the rows by the other conditions' indexes, then sorts."""
+
+
+def _select(
+    conn: AnyConnection, f: RecordFilter, where: str, args: list[Any], *, by_index: bool = False
+) -> list[dict[str, Any]]:
+    """``f.limit + 1`` records of ``where``, newest first; ``by_index``: not by walking ``time_ns``'s index."""
+    cursor = conn.execute(
+        f"SELECT {', '.join('r.' + c for c in RAG_FIELDS)} FROM {RAG_RECORDS} r{where} "
+        f"{_ORDER_UNINDEXED if by_index else _ORDER} LIMIT ?",
+        [*args, f.limit + 1],
+    )
+    return [dict(zip(RAG_FIELDS, row, strict=True)) for row in cursor]
+
+
+def _probe(conn: AnyConnection, f: RecordFilter, dialect: Dialect) -> list[dict[str, Any]] | None:
+    """``f``'s first ``f.limit + 1`` records, read newest first among the newest ``_PROBE_ROWS`` the other filters
+    keep (the oldest of those bounds the read; a common text stops it after a few rows), when that is the answer:
+    they fill the page (every record past the bound is older), or the other filters keep no more records than
+    those. Else None."""
+    assert f.text is not None
+    if _PROBE_ROWS < 1:
+        return None
+    where, args = where_clause(replace(f, text=None), dialect)
+    bound = conn.execute(
+        f"SELECT r.time_ns, r.span_id FROM {RAG_RECORDS} r{where} {_ORDER} LIMIT 1 OFFSET ?",
+        [*args, _PROBE_ROWS - 1],
+    ).fetchone()
+    text, text_args = _text_clause(f.text, dialect)
+    if bound is not None:
+        # Within the newest _PROBE_ROWS, in the list's order (time_ns, then span_id, both descending).
+        text += " AND r.time_ns >= ? AND (r.time_ns > ? OR r.span_id >= ?)"
+        text_args += [bound[0], bound[0], bound[1]]
+    rows = _select(conn, f, f"{where} AND {text}" if where else f" WHERE {text}", [*args, *text_args])
+    return rows if bound is None or len(rows) > f.limit else None
 
 
 def newer_records(conn: AnyConnection, f: RecordFilter, after_row: int) -> tuple[list[dict[str, Any]], int, bool]:

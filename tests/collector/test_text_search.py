@@ -1,0 +1,308 @@
+"""The pages' text search (``q=``) rides an index on both engines (issue 24): FTS5 trigram on SQLite, ``pg_trgm``
+GIN on PostgreSQL. It finds what reading every record found, the engines' plans use the index, an older store gets
+the index on upgrade with its rows in it, and every write (insert, update, retention's delete) keeps it in step."""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from ragtrace_collector._otlp import Batch
+from ragtrace_collector._store import StoreError, is_postgres, migrations, triage
+from ragtrace_collector._store import open_store as open_target
+from ragtrace_collector._store.dialect import POSTGRESQL
+from ragtrace_collector._store.postgres import connect_postgres
+from ragtrace_collector._store.schema import RAG_COLUMNS, TEXT_SEARCH
+from ragtrace_collector._triage._filters import RecordFilter
+
+from tests.collector._postgres import PostgresServer
+from tests.collector._stores import rows, whole_row
+
+NS = 1_000_000_000
+T0 = 1_800_000_000 * NS
+
+# (query, answer): case, LIKE's wildcards and escape, FTS5's quote, non-ASCII text, a long answer.
+TEXTS = [
+    ("Where is the Eiffel Tower?", "It is in Paris."),
+    ("WHERE IS THE LOUVRE?", "in paris, on the right bank"),
+    ("100% sure?", "a_b and a-b"),
+    ('He said "hello"', "back\\slash"),
+    ("Ünïcödé straße", "façade café"),
+    ("Short", "ok"),
+    (None, "an answer without a query"),
+    ("the query", None),
+    ("Question 12: the tower", "x" * 3000 + " needle " + "y" * 3000),
+]
+SEARCHES = [
+    "paris", "PARIS", "Paris.", "eiffel tower", "100%", "%", "0% s", "a_b", "_", "\\", "back\\slash", '"hello"',
+    '"', "straße", "façade café", "ok", "o", "zz", "needle", "x needle y", "Question 12:", "nothing like it",
+    "the", "answer without",
+]  # fmt: skip
+"""Texts of 3 characters or more go through the index; "o", "%", "_", "\\", '"', "ok", "zz" do not."""
+
+
+def _record(i: int, query: str | None, answer: str | None) -> dict[str, Any]:
+    return whole_row(
+        {"span_id": f"{i:016x}", "trace_id": f"{i:032x}", "service": "shop", "route": "/ask",
+         "time_ns": T0 + i * NS, "query": query, "answer": answer, "decision": "evaluated"},
+        RAG_COLUMNS,
+    )  # fmt: skip
+
+
+def _found(text: str) -> list[str]:
+    """What a read of every record finds: ``text`` in the query or the answer, ASCII letters in any case
+    (SQLite's LIKE; PostgreSQL's ILIKE agrees on these texts), newest first."""
+    needle = text.lower()
+    hits = [
+        i
+        for i, (query, answer) in enumerate(TEXTS)
+        if any(needle in _ascii_lower(t) for t in (query, answer) if t is not None)
+    ]
+    return [f"{i:016x}" for i in sorted(hits, reverse=True)]
+
+
+def _ascii_lower(text: str) -> str:
+    return text.translate({c: c + 32 for c in range(ord("A"), ord("Z") + 1)})
+
+
+def _listed(store: Any, f: RecordFilter) -> list[str]:
+    return [r["span_id"] for r in store.read(triage.list_records, f).records]
+
+
+@pytest.mark.parametrize("probe_rows", [triage._PROBE_ROWS, 3, 0], ids=["probe-only", "probe-then-index", "index-only"])
+def test_search_finds_what_reading_every_record_found(
+    open_store: Callable[[], Any], monkeypatch: pytest.MonkeyPatch, probe_rows: int
+) -> None:
+    """Both of SQLite's steps (the newest records read first; the index when they do not fill the page) and
+    PostgreSQL's one statement find the same records, page by page."""
+    monkeypatch.setattr(triage, "_PROBE_ROWS", probe_rows)
+    store = open_store()
+    store.write(Batch(rag_records=[_record(i, q, a) for i, (q, a) in enumerate(TEXTS)]))
+    for text in SEARCHES:
+        assert _listed(store, RecordFilter(text=text, limit=100)) == _found(text), text
+        # Paged two at a time: the keyset pages join to the same list.
+        paged: list[str] = []
+        f: RecordFilter | None = RecordFilter(text=text, limit=2)
+        while f is not None:
+            page = store.read(triage.list_records, f)
+            paged += [r["span_id"] for r in page.records]
+            f = page.next
+        assert paged == _found(text), text
+
+
+def test_unicode_case_stays_as_like_has_it_on_sqlite(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The trigram index folds all of Unicode's case; the search keeps LIKE's, which folds ASCII's only."""
+    monkeypatch.setattr(triage, "_PROBE_ROWS", 0)
+    store = open_target(str(tmp_path / "c.db"))
+    try:
+        store.write(Batch(rag_records=[_record(0, "ÉCOLE normale", None), _record(1, "école normale", None)]))
+        assert _listed(store, RecordFilter(text="école")) == [f"{1:016x}"]
+        assert _listed(store, RecordFilter(text="ÉCOLE")) == [f"{0:016x}"]
+        assert _listed(store, RecordFilter(text="NORMALE")) == [f"{1:016x}", f"{0:016x}"]
+    finally:
+        store.close()
+
+
+def _statements(store: Any, f: RecordFilter) -> list[str]:
+    """The SQL ``list_records`` ran on SQLite for ``f``."""
+    seen: list[str] = []
+
+    def read(conn: sqlite3.Connection) -> None:
+        conn.set_trace_callback(seen.append)
+        try:
+            triage.list_records(conn, f)
+        finally:
+            conn.set_trace_callback(None)
+
+    store.read(read)
+    return seen
+
+
+def test_sqlite_searches_through_the_fts_table_when_the_newest_records_lack_the_text(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(triage, "_PROBE_ROWS", 50)  # of the 200 records
+    store = open_target(str(tmp_path / "c.db"))
+    try:
+        store.write(Batch(rag_records=[_record(i, f"Question {i}", "It is in Paris.") for i in range(200)]))
+        rare = RecordFilter(text="Question 12")  # not among the newest: the probe comes back short
+        (indexed,) = [s for s in _statements(store, rare) if "MATCH" in s]
+        plan = " | ".join(r[-1] for r in rows(store, "EXPLAIN QUERY PLAN " + indexed))
+        assert f"{TEXT_SEARCH.fts} VIRTUAL TABLE" in plan, plan
+        # Records are fetched by rowid, none read for the text.
+        assert "SEARCH r USING INTEGER PRIMARY KEY (rowid=?)" in plan and not re.search(r"SCAN r\b", plan), plan
+        assert _listed(store, rare) == [f"{i:016x}" for i in (129, 128, 127, 126, 125, 124, 123, 122, 121, 120, 12)]
+        # A text of most records fills the page from the newest ones: the index is not asked.
+        assert not [s for s in _statements(store, RecordFilter(text="Paris", limit=20)) if "MATCH" in s]
+        # Under 3 characters the trigram index finds nothing: the records are read, as before.
+        assert not [s for s in _statements(store, RecordFilter(text="12")) if "MATCH" in s]
+        assert len(_listed(store, RecordFilter(text="12", limit=100))) == len([i for i in range(200) if "12" in str(i)])
+    finally:
+        store.close()
+
+
+def test_postgresql_plans_the_search_on_its_trigram_indexes(postgres_server: PostgresServer) -> None:
+    url = postgres_server.database()
+    store = open_target(url)
+    try:
+        store.write(Batch(rag_records=[_record(i, f"Question {i}", "It is in Paris.") for i in range(2000)]))
+        where, args = triage.where_clause(RecordFilter(text="Question 12"), POSTGRESQL)
+        with store.connection() as conn, conn:  # one transaction: SET LOCAL leaves the pooled connection as it was
+            conn.execute("ANALYZE rag_records")
+            # The table is small: without these the planner reads it whole, as it should at this size.
+            conn.execute("SET LOCAL enable_seqscan = off")
+            conn.execute("SET LOCAL enable_indexscan = off")
+            plan = "\n".join(r[0] for r in conn.execute(f"EXPLAIN SELECT span_id FROM rag_records r{where}", args))
+        assert "idx_rag_records_query_trgm" in plan and "idx_rag_records_answer_trgm" in plan, plan
+        assert "Seq Scan" not in plan, plan
+        # The list's second step (after the newest records): ordered so that no walk of time_ns's index, which the
+        # planner takes for a text it reckons common, can serve it; with index scans allowed it takes the trigrams.
+        with store.connection() as conn, conn:
+            conn.execute("SET LOCAL enable_seqscan = off")
+            listed = f"SELECT span_id FROM rag_records r{where} {triage._ORDER_UNINDEXED} LIMIT 51"
+            plan = "\n".join(r[0] for r in conn.execute(f"EXPLAIN {listed}", args))
+        assert "idx_rag_records_query_trgm" in plan and "idx_rag_records_time_ns" not in plan, plan
+    finally:
+        store.close()
+
+
+BEFORE_INDEX = migrations.STEPS.index(migrations._text_search)
+"""The schema version of the collector before the text search index (4)."""
+
+
+def _before_index(target: str) -> None:
+    """A store as the collector before the text search index wrote it (schema version ``BEFORE_INDEX``), with
+    rows."""
+    values = [tuple(_record(i, q, a).values()) for i, (q, a) in enumerate(TEXTS)]
+    insert = f"INSERT INTO rag_records ({', '.join(RAG_COLUMNS)}) VALUES ({', '.join('?' for _ in RAG_COLUMNS)})"
+    if is_postgres(target):
+        conn: Any = connect_postgres(target)
+        with conn:
+            for step in migrations.STEPS[:BEFORE_INDEX]:
+                step(conn, POSTGRESQL)
+            conn.execute("CREATE TABLE ragtrace_schema (version INTEGER NOT NULL)")
+            conn.execute("INSERT INTO ragtrace_schema (version) VALUES (?)", (BEFORE_INDEX,))
+            conn.executemany(insert, values)
+        conn.close()
+        return
+    conn = sqlite3.connect(target)
+    with conn:
+        for step in migrations.STEPS[:BEFORE_INDEX]:
+            step(conn, triage.SQLITE)
+        conn.execute(f"PRAGMA user_version = {BEFORE_INDEX}")
+        conn.executemany(insert, values)
+    conn.close()
+
+
+def _index_objects(target: str) -> set[str]:
+    if is_postgres(target):
+        found = rows(target, "SELECT indexname FROM pg_indexes WHERE tablename = 'rag_records'")
+    else:
+        found = rows(target, "SELECT name FROM sqlite_master WHERE name LIKE 'rag_records_fts%'")
+    return {name for (name,) in found}
+
+
+def test_a_store_from_before_the_index_gets_it_with_its_rows_on_upgrade(
+    store_target: str, open_store: Callable[[], Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _before_index(store_target)
+    assert not {"rag_records_fts", "idx_rag_records_query_trgm"} & _index_objects(store_target)
+
+    monkeypatch.setattr(triage, "_PROBE_ROWS", 0)  # SQLite: through the index alone
+    store = open_store()
+
+    assert store.read(migrations.version) == migrations.CURRENT == BEFORE_INDEX + 1
+    expected = (
+        {"idx_rag_records_query_trgm", "idx_rag_records_answer_trgm"}
+        if is_postgres(store_target)
+        else {"rag_records_fts", "rag_records_fts_ai", "rag_records_fts_ad", "rag_records_fts_au"}
+    )
+    assert expected <= _index_objects(store_target)
+    for text in ("paris", "straße", "needle", "Question 12:"):
+        assert _listed(store, RecordFilter(text=text)) == _found(text), text
+
+
+def test_writes_keep_the_index_in_step(open_store: Callable[[], Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    """An insert is found, an upsert that changes the answer is found by its new text and not its old, an upsert
+    that changes other columns only leaves it found, and retention's delete takes it out."""
+    monkeypatch.setattr(triage, "_PROBE_ROWS", 0)
+    store = open_store()
+    store.write(Batch(rag_records=[_record(1, "old question", "old answer"), _record(2, "kept", "kept answer")]))
+    assert _listed(store, RecordFilter(text="old answer")) == [f"{1:016x}"]
+
+    store.write(Batch(rag_records=[_record(1, "old question", "new answer")]))
+    assert _listed(store, RecordFilter(text="old answer")) == []
+    assert _listed(store, RecordFilter(text="new answer")) == [f"{1:016x}"]
+    assert _listed(store, RecordFilter(text="old question")) == [f"{1:016x}"]
+
+    unchanged_text = {**_record(2, "kept", "kept answer"), "decision": "not_sampled", "route": "/other"}
+    store.write(Batch(rag_records=[unchanged_text]))
+    assert _listed(store, RecordFilter(text="kept answer")) == [f"{2:016x}"]
+
+    store.prune(T0 + 2 * NS)  # record 1 is older
+    assert _listed(store, RecordFilter(text="question")) == []
+    assert _listed(store, RecordFilter(text="kept")) == [f"{2:016x}"]
+
+
+def test_sqlite_fts_table_holds_exactly_the_stored_rows_after_writes(tmp_path: Any) -> None:
+    """FTS5's own check of an external-content index against its table, after inserts, updates and deletes."""
+    store = open_target(str(tmp_path / "c.db"))
+    try:
+        store.write(Batch(rag_records=[_record(i, f"q{i}", f"a{i}") for i in range(50)]))
+        store.write(Batch(rag_records=[_record(i, f"q{i}", f"changed {i}") for i in range(0, 50, 3)]))
+        store.prune(T0 + 20 * NS)
+
+        def check(conn: sqlite3.Connection) -> None:
+            conn.execute(f"INSERT INTO {TEXT_SEARCH.fts} ({TEXT_SEARCH.fts}, rank) VALUES ('integrity-check', 1)")
+
+        store.change(check)  # raises (SQLITE_CORRUPT_VTAB) when the index and the table disagree
+        assert rows(store, f"SELECT count(*) FROM {TEXT_SEARCH.fts}") == [(30,)]
+    finally:
+        store.close()
+
+
+def test_a_postgresql_user_that_may_not_create_pg_trgm_is_told_what_to_run(postgres_server: PostgresServer) -> None:
+    url = postgres_server.database()
+    database = url.rsplit("/", 1)[1]
+    postgres_server.psql(url, "CREATE ROLE searcher LOGIN")
+    try:
+        postgres_server.psql(url, "GRANT CREATE ON SCHEMA public TO searcher")
+        postgres_server.psql(url, f'REVOKE CREATE ON DATABASE "{database}" FROM PUBLIC')
+        as_searcher = url.replace(f"{postgres_server.user}@", "searcher@")
+        with pytest.raises(StoreError, match=r"pg_trgm.*CREATE EXTENSION pg_trgm"):
+            open_target(as_searcher)
+        # Created once by a superuser, the extension is there for every user after.
+        postgres_server.psql(url, "CREATE EXTENSION pg_trgm")
+        open_target(as_searcher).close()
+    finally:
+        postgres_server.psql(url, "DROP OWNED BY searcher")
+        postgres_server.psql(postgres_server.url(), f'DROP DATABASE "{database}" WITH (FORCE)')
+        postgres_server.psql(postgres_server.url(), "DROP ROLE searcher")
+
+
+def test_a_sqlite_store_without_the_fts_table_searches_by_reading_and_keeps_writing(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The documented trade of search for ingest: the FTS5 table and its triggers dropped, writes go on, searches
+    read the records and find the same, and opening the store again does not build the index back."""
+    monkeypatch.setattr(triage, "_PROBE_ROWS", 0)
+    path = str(tmp_path / "c.db")
+    store = open_target(path)
+    try:
+
+        def drop(conn: sqlite3.Connection) -> None:
+            for trigger in ("_ai", "_ad", "_au"):
+                conn.execute(f"DROP TRIGGER {TEXT_SEARCH.fts}{trigger}")
+            conn.execute(f"DROP TABLE {TEXT_SEARCH.fts}")
+
+        store.change(drop)
+        store.write(Batch(rag_records=[_record(i, q, a) for i, (q, a) in enumerate(TEXTS)]))
+        for text in ("paris", "needle", "ok"):
+            assert _listed(store, RecordFilter(text=text)) == _found(text), text
+    finally:
+        store.close()
+    open_target(path).close()
+    assert _index_objects(path) == set()
