@@ -47,7 +47,9 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
 ]
 # The worker carries jobs and knows nothing of what they are: neither the wire nor scoring's decisions.
 WORKER = r"^ragtrace\.(scoring\.worker|_worker)"
-WORKER_MUST_NOT = r"^ragtrace\.(semconv|wire|_wire|metrics|judges|scoring\.(processor|scored|decisions)|_processor|_scorer)"
+WORKER_MUST_NOT = (
+    r"^ragtrace\.(semconv|wire|_wire|metrics|judges|_processor|_scorer|scoring\.(processor|handoff|scorer|spans))"
+)
 RECIPES = {"a metric": "## A metric", "a judge": "## A judge\n", "an alert sink": "## An alert sink"}
 
 

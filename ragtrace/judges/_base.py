@@ -106,6 +106,11 @@ def agreeing(probability: float, verdict: Verdict | str, cut: float) -> float:
     return min(0.5 * p / cut, math.nextafter(0.5, 0.0))
 
 
+UNPARSEABLE_REPLY = "unparseable_reply"
+"""``JudgeError.error_type`` of a reply that could not be parsed after the retries (metrics keep it as the
+score's reason)."""
+
+
 class JudgeError(Exception):
     """A judge step failed: transport, timeout, or a reply that could not be parsed after retries.
 

@@ -31,12 +31,10 @@ from typing import Any, Literal, TypeVar
 import openai
 from opentelemetry import context as otel_context
 
+from ragtrace._cost import Cost
 from ragtrace._secrets import scrub, strip_url, url_secrets
 from ragtrace._suppress import suppressed
-from ragtrace.judges._base import (
-    JudgeError,
-    JudgeReply,
-)
+from ragtrace.judges._base import UNPARSEABLE_REPLY, JudgeError, JudgeReply
 from ragtrace.judges._openai_http import ReplyRefused
 from ragtrace.judges._openai_replies import _is_int
 from ragtrace.judges._parsing import (
@@ -44,7 +42,6 @@ from ragtrace.judges._parsing import (
     ReplyDeadline,
     ReplyParseError,
 )
-from ragtrace.metrics._base import REASON_UNPARSEABLE, Cost
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -283,5 +280,5 @@ class _Retrying:
                 continue
             return JudgeReply(value=value, cost=tally.cost())
         raise self._error(
-            f"{step}: unparseable reply after {self._parse_retries + 1} attempts: {reason}", REASON_UNPARSEABLE, tally
+            f"{step}: unparseable reply after {self._parse_retries + 1} attempts: {reason}", UNPARSEABLE_REPLY, tally
         )

@@ -14,6 +14,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
+from ragtrace._cost import Cost
 from ragtrace.judges import _prompts
 from ragtrace.judges._base import JudgeError, JudgeReply, Verdict, agreeing
 from ragtrace.judges._openai_replies import (
@@ -32,7 +33,6 @@ from ragtrace.judges._parsing import (
     pick,
     pick_list,
 )
-from ragtrace.metrics._base import Cost
 
 
 class _ClaimVerification(_Transport):

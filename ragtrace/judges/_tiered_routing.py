@@ -17,6 +17,7 @@ __all__ = [
     "offline_threshold",
     "record_key",
     "rescore",
+    "supported_claims",
 ]
 
 DEFAULT_MARGIN = 0.04
@@ -101,3 +102,8 @@ def banded(
         ]
     except (TypeError, ValueError) as err:
         raise invalid(f"a verdict or support value that is not one ({err})") from None
+
+
+def supported_claims(verdicts: Sequence[Sequence[object]]) -> list[bool]:
+    """For every claim (a row of verdicts, ``Verdict`` or its string): does some chunk support it?"""
+    return [any(str(getattr(v, "value", v)).lower() == Verdict.SUPPORTED.value for v in row) for row in verdicts]

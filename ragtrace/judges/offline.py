@@ -36,6 +36,7 @@ from typing import NoReturn, TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from ragtrace._cost import Cost
 from ragtrace.environment_variables import ConfigurationError
 from ragtrace.judges import _offline_calibration as cal
 from ragtrace.judges import _offline_grounding as grounding
@@ -63,7 +64,6 @@ from ragtrace.judges._offline_embedder import Embedder, check_stop, default_embe
 from ragtrace.judges._offline_readings import Readings
 from ragtrace.judges._offline_support import SupportModel, default_support_model
 from ragtrace.judges._steps import serves_every_step
-from ragtrace.metrics._base import Cost
 
 __all__ = ["Embedder", "OfflineJudge", "embed_texts"]
 

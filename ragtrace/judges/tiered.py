@@ -55,9 +55,8 @@ from ragtrace.judges._tiered_routing import (
     offline_threshold,
     record_key,
     rescore,
+    supported_claims,
 )
-from ragtrace.metrics._claims_arithmetic import supported_by_any
-from ragtrace.metrics._steps import check_verdicts
 
 __all__ = ["TieredJudge", "audit_draw", "needs_llm", "rescore"]
 
@@ -188,9 +187,7 @@ class TieredJudge:
         if audit is not None:
             audited, audited_support = audit
             cost = cost + audited.cost
-            llm_says, offline_says = (
-                supported_by_any(check_verdicts(r.value, len(claims), len(chunks))) for r in (audited, offline)
-            )
+            llm_says, offline_says = (supported_claims(r.value) for r in (audited, offline))
             if llm_says != offline_says:
                 # The audit found the offline tier wrong on a record it was sure of: the LLM's reading stands.
                 return JudgeReply(audited.value, cost + offline.cost, judge=self.llm.name, support=audited_support)
