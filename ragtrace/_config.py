@@ -33,8 +33,8 @@ from ragtrace._export_failure import WatchedSession, fix_for, watchable
 from ragtrace._exporters import meter_provider_for, metrics_enabled, otlp_span_exporter
 from ragtrace._handles import RagtraceHandle, activate, has_open_handle, set_globals
 from ragtrace._options import CaptureOptions, JoinOptions, ScoringOptions
-from ragtrace._processor import ScoringSpanProcessor
 from ragtrace._shorthands import SETUP, SetupKeywords, merge
+from ragtrace.scoring.processor import ScoringSpanProcessor
 
 if TYPE_CHECKING:
     from typing import Unpack

@@ -17,10 +17,10 @@ from ragtrace_collector._carrier import carrier_export, encode, score_rows
 from ragtrace_collector._otlp import attributes
 
 from ragtrace import _wire, semconv
-from ragtrace._jobs import outcome_of
-from ragtrace._spans import carrier_span
 from ragtrace.metrics import Cost, Score, SuiteResult
 from ragtrace.metrics._base import DETAIL_METHOD, REASON_JUDGE_ERROR, REASON_NEEDS_REFERENCE
+from ragtrace.scoring.jobs import outcome_of
+from ragtrace.scoring.spans import carrier_span
 
 TRACE_ID = 0x0AF7651916CD43DD8448EB211C80319C
 SPAN_ID = 0x00F067AA0BA902B7

@@ -23,10 +23,10 @@ from opentelemetry.sdk.trace import ReadableSpan
 
 import ragtrace
 from ragtrace import _eval_logs, semconv
-from ragtrace._jobs import outcome_of
-from ragtrace._spans import carrier_span
 from ragtrace.environment_variables import RAGTRACE_EVALUATION_LOGS
 from ragtrace.metrics import Cost, Score
+from ragtrace.scoring.jobs import outcome_of
+from ragtrace.scoring.spans import carrier_span
 from ragtrace.testing import FakeJudge, capture
 
 ROOT = Path(__file__).resolve().parents[2]

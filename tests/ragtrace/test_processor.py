@@ -16,11 +16,11 @@ from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 
 from ragtrace import semconv
 from ragtrace._capture import RecordStore
-from ragtrace._processor import ERROR_NO_RECORD, ScoringSpanProcessor
 from ragtrace._record import RagRecord
 from ragtrace._sampling import Rule, Sampler
 from ragtrace.environment_variables import ConfigurationError
 from ragtrace.metrics._base import Score
+from ragtrace.scoring.processor import ERROR_NO_RECORD, ScoringSpanProcessor
 
 RECORD = RagRecord.of("What is the capital of Brazil?", ["Brazil's capital is Brasilia."], "Brasilia.")
 

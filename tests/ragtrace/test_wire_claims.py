@@ -167,7 +167,7 @@ def test_a_judges_own_words_stay_home_when_the_content_was_not_captured() -> Non
     ],
 )
 def test_content_counts_as_captured_only_when_the_span_says_or_shows_so(attributes: Any, captured: bool) -> None:
-    from ragtrace._scorer import content_captured
+    from ragtrace.scoring.scorer import content_captured
 
     assert content_captured(attributes) is captured
 
@@ -184,7 +184,7 @@ def test_without_captured_content_a_failure_says_only_its_reason() -> None:
 
 
 def test_a_redacted_answer_is_not_captured_content_and_rounding_keeps_the_side_of_the_cut() -> None:
-    from ragtrace._scorer import content_captured
+    from ragtrace.scoring.scorer import content_captured
 
     assert not content_captured({semconv.OUTPUT_VALUE: semconv.OPENINFERENCE_REDACTED})
     import math

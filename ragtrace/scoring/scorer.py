@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING
 from ragtrace import semconv
 from ragtrace._eval_logs import EvaluationLogs, EvaluationOutput
 from ragtrace._foreign._json import hidden
-from ragtrace._jobs import Job, Outcome, outcome_of
 from ragtrace._judge_errors import JudgeErrorLog
 from ragtrace.metrics import Suite
+from ragtrace.scoring.jobs import Outcome, Picked, outcome_of
 
 if TYPE_CHECKING:
     from ragtrace._sampling import Sampler
@@ -55,7 +55,7 @@ class JobScorer:
         self._output = EvaluationOutput.from_env()
         self._logs = EvaluationLogs() if self._output.log_records else None
 
-    async def score(self, job: Job) -> Outcome:
+    async def score(self, job: Picked) -> Outcome:
         result = await self.suite_for(job.metrics).score(job.record, self.judge)
         scores = [result.scores[name] for name in job.metrics if name in result.scores]
         cost = result.cost

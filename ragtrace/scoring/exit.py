@@ -1,19 +1,19 @@
 """The processor at interpreter exit: drain pending scoring while thread pools still take work, then shut down.
 
-``drain_ref`` and ``shutdown_ref`` hold the processor weakly, so registering them keeps no processor alive.
+``drain_ref`` and ``shutdown_ref`` hold the processor weakly, so registering them keeps no processor alive;
+they call its public ``drain_at_exit`` and ``shutdown`` (this module imports the processor's type only).
 """
 
 from __future__ import annotations
 
 import contextlib
 import threading
-import time
 import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ragtrace._processor import ScoringSpanProcessor
+    from ragtrace.scoring.processor import ScoringSpanProcessor
 
 
 def shutdown_ref(ref: weakref.ref[ScoringSpanProcessor]) -> None:
@@ -24,11 +24,8 @@ def shutdown_ref(ref: weakref.ref[ScoringSpanProcessor]) -> None:
 
 def drain_ref(ref: weakref.ref[ScoringSpanProcessor]) -> None:
     processor = ref()
-    if processor is not None and not processor._shutdown:
-        # The drain and the final shutdown share one ``shutdown_timeout``: a judge that never answers
-        # must not hold the exit for twice that.
-        processor._exit_deadline = time.monotonic() + processor.shutdown_timeout
-        processor._flush(int(processor.shutdown_timeout * 1000), exiting=True)
+    if processor is not None:
+        processor.drain_at_exit()
 
 
 def before_thread_pools_close(callback: Callable[[], None]) -> None:

@@ -4,7 +4,7 @@ It wraps the downstream processor (usually ``BatchSpanProcessor`` + an OTLP expo
 in ``on_end``, what happens to each ended span:
 
 * ragtrace's own RAG span (``@ragtrace.rag``) -> its record is taken from the decorators' store and the
-  span is routed (``_handoff``): into the worker's bounded queue when picked, else downstream at once as
+  span is routed (``ragtrace.scoring.handoff``): into the worker's bounded queue when picked, else downstream at once as
   a copy carrying ``ragtrace.eval.decision`` (``not_sampled``, ``not_scored``, ``overflow``, ...);
 * any other span -> the joiner of the RAG calls other instrumentations traced (``_foreign``; off with
   ``recognize=False``). Most spans go downstream at once, untouched. The root of such a RAG call (the
@@ -13,14 +13,12 @@ in ``on_end``, what happens to each ended span:
   one may yet supersede is held until its parent ends (or the flush, shutdown or bound that releases it).
 
 ``on_end`` never blocks and never raises: anything unexpected is logged and the original span goes
-downstream. Every span that reaches the processor leaves it exactly once (see ``_worker``).
+downstream. Every span that reaches the processor leaves it exactly once (see ``ragtrace.scoring.worker``).
 """
 
 from __future__ import annotations
 
 import atexit
-import logging
-import threading
 import time
 import weakref
 from typing import TYPE_CHECKING
@@ -33,19 +31,18 @@ from opentelemetry.trace import StatusCode
 from ragtrace import semconv
 from ragtrace._capture import RECORDS, RecordStore
 from ragtrace._exceptions import ConfigurationError
-from ragtrace._exit import before_thread_pools_close, drain_ref, shutdown_ref
 from ragtrace._export_deadline import ExportDeadline
 from ragtrace._foreign import Joiner, JoinStats, Verdict
 from ragtrace._fork import at_fork_in_child_of
-from ragtrace._handoff import ERROR_NO_RECORD as ERROR_NO_RECORD
-from ragtrace._handoff import Handoff
-from ragtrace._jobs import wait_seconds
 from ragtrace._options import JoinOptions, ScoringOptions
 from ragtrace._provider import ProviderAdoption
-from ragtrace._scorer import JobScorer
 from ragtrace._shorthands import PROCESSOR, ProcessorKeywords, merge
 from ragtrace._telemetry import Telemetry
-from ragtrace._worker import Worker
+from ragtrace.scoring.exit import before_thread_pools_close, drain_ref, shutdown_ref
+from ragtrace.scoring.handoff import ERROR_NO_RECORD as ERROR_NO_RECORD
+from ragtrace.scoring.handoff import Handoff
+from ragtrace.scoring.scorer import JobScorer
+from ragtrace.scoring.worker import wait_seconds
 
 if TYPE_CHECKING:
     from typing import Unpack
@@ -55,10 +52,8 @@ if TYPE_CHECKING:
     from ragtrace._sampling import Sampler
     from ragtrace.judges._base import Judge
 
-_log = logging.getLogger(__name__)
 
-
-class ScoringSpanProcessor(SpanProcessor, Handoff):
+class ScoringSpanProcessor(SpanProcessor):
     """Scores sampled RAG spans in the background and forwards every span to ``downstream`` exactly once.
 
     ``downstream``: the processor that exports (or an exporter, wrapped in a ``BatchSpanProcessor``).
@@ -112,25 +107,26 @@ class ScoringSpanProcessor(SpanProcessor, Handoff):
         self._records = records if records is not None else RECORDS
         self._joiner = Joiner(joining) if joining.recognize else None
         self._adoption = ProviderAdoption()
-        self._admission = threading.Lock()
         self._records.acquire()
         self._shutdown = False
         self._exit_deadline: float | None = None  # set by the exit drain: shutdown() gets what it left
         # Set by configure() for the exporters it built: cuts their retries when a shutdown's budget ends.
         self.export_deadline: ExportDeadline | None = None
-        self._warned = False
-        self._count_warned = False
-        self._worker = Worker(
+        self._handoff = Handoff(
+            downstream=self.downstream,
+            sampler=self.sampler,
+            telemetry=self.telemetry,
+            joiner=self._joiner,
+            metric_names=self._metric_names,
             score=scorer.score,
-            emit=self._emit,
-            count=self.telemetry.decision,
-            queue_size=self.queue_size,
-            max_concurrency=self.max_concurrency,
-            hold_timeout=self.hold_timeout,
             # The judge's connections live on the worker's loop, so only this processor can close
             # them cleanly: it owns the judge it is given and closes it at shutdown, on that loop.
             on_close=self.judge.aclose,
+            queue_size=self.queue_size,
+            max_concurrency=self.max_concurrency,
+            hold_timeout=self.hold_timeout,
         )
+        self._worker = self._handoff.worker
         # The TracerProvider's own atexit hook calls shutdown() too (idempotent); this one covers a
         # processor that is not (yet) attached to a provider that shuts down at exit.
         ref = weakref.ref(self)
@@ -163,17 +159,17 @@ class ScoringSpanProcessor(SpanProcessor, Handoff):
             try:
                 verdicts = self._joiner.own(span) if own else self._joiner.end(span, attributes)
             except Exception:
-                self._warn("ragtrace: reading the span for a RAG call failed; it is exported as it is")
+                self._handoff.warn("ragtrace: reading the span for a RAG call failed; it is exported as it is")
         if verdicts is not None:
             # The joiner took the span (it is among these, or held) and released these others.
             for verdict in verdicts:
                 if verdict.root:
-                    self._route(verdict.span, verdict.record, verdict.reason)
+                    self._handoff.route(verdict.span, verdict.record, verdict.reason)
                 else:
-                    self._pass(verdict.span)
+                    self._handoff.pass_on(verdict.span)
         if not own:
             if verdicts is None:
-                self._pass(span)
+                self._handoff.pass_on(span)
             return
         context = span.context
         try:
@@ -182,7 +178,17 @@ class ScoringSpanProcessor(SpanProcessor, Handoff):
             record = None
         # A call that raised left no record: nothing to score, and no judge to blame.
         failed = record is None and span.status.status_code is StatusCode.ERROR
-        self._route(span, record, semconv.NOT_SCORED_APP_ERROR if failed else None)
+        self._handoff.route(span, record, semconv.NOT_SCORED_APP_ERROR if failed else None)
+
+    def drain_at_exit(self) -> None:
+        """The exit drain (``ragtrace.scoring.exit``): score what is held while thread pools still take work.
+
+        It and the final shutdown share one ``shutdown_timeout``: a judge that never answers must not hold
+        the exit for twice that. Does nothing once shutdown began."""
+        if self._shutdown:
+            return
+        self._exit_deadline = time.monotonic() + self.shutdown_timeout
+        self._flush(int(self.shutdown_timeout * 1000), exiting=True)
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         """Score what is queued while the budget lasts, export the rest unscored, then flush downstream.
@@ -196,7 +202,7 @@ class ScoringSpanProcessor(SpanProcessor, Handoff):
         # end of the export's share of the budget (a dead endpoint would otherwise hold the exit).
         budget = wait_seconds(timeout_millis / 1000.0)
         end = time.monotonic() + budget
-        self._release_held()
+        self._handoff.release_held()
         complete = self._worker.flush(budget - _reserve(budget))
         remaining_ms = max(int(max(end - time.monotonic(), 0.0) * 1000), 1)
         deadline = self.export_deadline
@@ -212,8 +218,8 @@ class ScoringSpanProcessor(SpanProcessor, Handoff):
         """
         if self._shutdown:
             return
-        self._release_held()  # scored, not marked overflow: nothing above them can end in time now
-        self._shutdown = True
+        self._handoff.release_held()  # scored, not marked overflow: nothing above them can end in time now
+        self._shutdown = self._handoff.closed = True
         atexit.unregister(self._atexit)
         if timeout_millis is not None:
             seconds = timeout_millis / 1000.0
@@ -262,8 +268,6 @@ def _reserve(budget: float) -> float:
 
 
 def _renew_after_fork(processor: ScoringSpanProcessor) -> None:
-    # Another thread may have held the admission lock at fork time; in the child nobody would release
-    # it, and every RAG span ending under a budget would block there.
-    processor._admission = threading.Lock()
+    processor._handoff.renew_after_fork()
     # The spans open in the parent at fork time never end in the child: nothing would forget them.
     processor._adoption = ProviderAdoption()
