@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ragtrace.judges._offline_text import STOPWORDS
+from ragtrace.judges.offline.text import STOPWORDS
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 if not DATA.is_dir():

@@ -12,11 +12,11 @@ import pytest
 
 from ragtrace import ConfigurationError
 from ragtrace.judges import ALL_CAPABILITIES, Judge, JudgeCapabilityError, Verdict
-from ragtrace.judges._offline_embedder import Embedder, Stopped
-from ragtrace.judges._offline_grounding import MAX_UNITS_PER_CHUNK
-from ragtrace.judges._offline_support import SupportModel
-from ragtrace.judges._offline_text import claim_focus, content_words, extract_claims, numbers, split_sentences, words
 from ragtrace.judges.offline import OfflineJudge, embed_texts
+from ragtrace.judges.offline.embedder import Embedder, Stopped
+from ragtrace.judges.offline.grounding import MAX_UNITS_PER_CHUNK
+from ragtrace.judges.offline.support import SupportModel
+from ragtrace.judges.offline.text import claim_focus, content_words, extract_claims, numbers, split_sentences, words
 
 SUPER_BOWL = (
     "The First AFL-NFL World Championship Game, later known as Super Bowl I, was played on January 15, 1967, "
@@ -463,7 +463,7 @@ async def test_a_long_chunk_is_verified_without_embedding_it() -> None:
 def test_the_text_caches_keep_usual_chunks_and_never_long_ones() -> None:
     # The words of one 64 KB chunk take about 2 MB: caching hundreds of them would grow without bound
     # in bytes. Usual chunks, which a RAG app retrieves again and again, are cached.
-    from ragtrace.judges import _offline_text as text
+    from ragtrace.judges.offline import text
 
     long_chunk = " ".join(f"Sentence {i} names the unusual word w{i}." for i in range(3000))
     usual = EIFFEL

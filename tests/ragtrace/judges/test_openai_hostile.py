@@ -27,8 +27,8 @@ from ragtrace._record import RagRecord
 from ragtrace._secrets import CUT, MASK, MAX_CHARS, scrub, strip_url
 from ragtrace.environment_variables import ConfigurationError
 from ragtrace.judges import JudgeError
-from ragtrace.judges._openai_http import MAX_REPLY_BYTES, REPLY_TOO_LARGE
 from ragtrace.judges.openai import OpenAIJudge
+from ragtrace.judges.openai.http import MAX_REPLY_BYTES, REPLY_TOO_LARGE
 from ragtrace.metrics import build_suite
 from ragtrace.testing import FakeJudge, capture
 from tests.ragtrace.judges import hostile_server as hs

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from ragtrace.judges._onnx import LazyModel, ProcessWide, read_tokenizer
+from ragtrace.judges.offline.onnx import LazyModel, ProcessWide, read_tokenizer
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer

@@ -35,13 +35,13 @@ from ragtrace._cost import Cost
 from ragtrace._secrets import scrub, strip_url, url_secrets
 from ragtrace._suppress import suppressed
 from ragtrace.judges._base import UNPARSEABLE_REPLY, JudgeError, JudgeReply
-from ragtrace.judges._openai_http import ReplyRefused
-from ragtrace.judges._openai_replies import _is_int
-from ragtrace.judges._parsing import (
+from ragtrace.judges.openai.http import ReplyRefused
+from ragtrace.judges.openai.parsing import (
     InvalidReply,
     ReplyDeadline,
     ReplyParseError,
 )
+from ragtrace.judges.openai.replies import _is_int
 
 T = TypeVar("T")
 R = TypeVar("R")

@@ -15,17 +15,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from ragtrace._cost import Cost
-from ragtrace.judges import _prompts
 from ragtrace.judges._base import JudgeError, JudgeReply, Verdict, agreeing
-from ragtrace.judges._openai_replies import (
-    _ChatReply,
-    _ClaimAnswer,
-    _read_claim_answer,
-    _read_claim_word,
-    _verdict_word,
-)
-from ragtrace.judges._openai_transport import _Transport
-from ragtrace.judges._parsing import (
+from ragtrace.judges.openai import prompts as _prompts
+from ragtrace.judges.openai.parsing import (
     InvalidReply,
     ReplyParseError,
     align,
@@ -33,6 +25,14 @@ from ragtrace.judges._parsing import (
     pick,
     pick_list,
 )
+from ragtrace.judges.openai.replies import (
+    _ChatReply,
+    _ClaimAnswer,
+    _read_claim_answer,
+    _read_claim_word,
+    _verdict_word,
+)
+from ragtrace.judges.openai.transport import _Transport
 
 
 class _ClaimVerification(_Transport):

@@ -11,18 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from ragtrace.judges import _prompts
 from ragtrace.judges._base import GEvalRating, JudgeReply, Question, Rating
-from ragtrace.judges._openai_replies import (
-    _bare_answer_claim,
-    _ChatReply,
-    _sentence_claims,
-    _vectors,
-    _weighted_score,
-)
-from ragtrace.judges._openai_retry import _Tally
-from ragtrace.judges._openai_transport import _Transport
-from ragtrace.judges._parsing import (
+from ragtrace.judges.openai import prompts as _prompts
+from ragtrace.judges.openai.parsing import (
     ReplyParseError,
     align,
     as_bool,
@@ -31,6 +22,15 @@ from ragtrace.judges._parsing import (
     pick,
     pick_list,
 )
+from ragtrace.judges.openai.replies import (
+    _bare_answer_claim,
+    _ChatReply,
+    _sentence_claims,
+    _vectors,
+    _weighted_score,
+)
+from ragtrace.judges.openai.retry import _Tally
+from ragtrace.judges.openai.transport import _Transport
 
 
 class _JudgeSteps(_Transport):

@@ -46,7 +46,7 @@ from ragtrace.judges._base import (
     agreeing,
 )
 from ragtrace.judges._steps import serves_every_step
-from ragtrace.judges._tiered_routing import (
+from ragtrace.judges.tiered.routing import (
     DEFAULT_AUDIT_SHARE,
     DEFAULT_MARGIN,
     audit_draw,

@@ -18,18 +18,18 @@ from typing import Any, Literal, TypeVar
 
 import openai
 
-from ragtrace.judges import _prompts
 from ragtrace.judges._base import JudgeReply
-from ragtrace.judges._openai_http import judge_http_client
-from ragtrace.judges._openai_replies import _ChatReply, _token_logprobs
-from ragtrace.judges._openai_retry import INVALID_REPLY as INVALID_REPLY  # still importable from here (tests)
-from ragtrace.judges._openai_retry import _error_text, _Retrying, _Tally
-from ragtrace.judges._openai_retry import _retry_after as _retry_after  # still importable from here (tests)
-from ragtrace.judges._parsing import (
+from ragtrace.judges.openai import prompts as _prompts
+from ragtrace.judges.openai.http import judge_http_client
+from ragtrace.judges.openai.parsing import (
     ReplyParseError,
     json_candidates,
     read_first,
 )
+from ragtrace.judges.openai.replies import _ChatReply, _token_logprobs
+from ragtrace.judges.openai.retry import INVALID_REPLY as INVALID_REPLY  # still importable from here (tests)
+from ragtrace.judges.openai.retry import _error_text, _Retrying, _Tally
+from ragtrace.judges.openai.retry import _retry_after as _retry_after  # still importable from here (tests)
 
 T = TypeVar("T")
 

@@ -31,11 +31,11 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ragtrace.judges import _offline_calibration as cal
-from ragtrace.judges import _offline_text as text
 from ragtrace.judges._base import Verdict
-from ragtrace.judges._offline_embedder import Embedder, Vectors, check_stop
-from ragtrace.judges._offline_support import SupportModel
+from ragtrace.judges.offline import calibration as cal
+from ragtrace.judges.offline import text
+from ragtrace.judges.offline.embedder import Embedder, Vectors, check_stop
+from ragtrace.judges.offline.support import SupportModel
 
 FEATURES = (
     "coverage",

@@ -14,7 +14,7 @@ import functools
 import re
 from dataclasses import dataclass
 
-from ragtrace.judges._offline_segment import (
+from ragtrace.judges.offline.segment import (
     CACHED_TEXT_CHARS,
     NEGATIONS,
     STOPWORDS,

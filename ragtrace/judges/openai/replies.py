@@ -17,13 +17,13 @@ from typing import Any, TypeGuard
 from ragtrace.judges._base import (
     Verdict,
 )
-from ragtrace.judges._parsing import (
+from ragtrace.judges._question_claims import answer_claim
+from ragtrace.judges.openai.parsing import (
     InvalidReply,
     ReplyParseError,
     as_index,
     pick,
 )
-from ragtrace.judges._question_claims import answer_claim
 
 _BARE_ANSWER_WORDS = 8
 _EVASION = re.compile(

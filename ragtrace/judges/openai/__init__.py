@@ -39,14 +39,14 @@ from ragtrace import environment_variables as env
 from ragtrace._secrets import strip_url
 from ragtrace.environment_variables import ConfigurationError
 from ragtrace.judges._base import ALL_CAPABILITIES
-from ragtrace.judges._openai_http import split_credentials
-from ragtrace.judges._openai_replies import _is_finite
-from ragtrace.judges._openai_retry import INVALID_REPLY
-from ragtrace.judges._openai_retry import _Tally as _Tally  # still importable from here (tests)
-from ragtrace.judges._openai_steps import _JudgeSteps
-from ragtrace.judges._openai_transport import ResponseMode
-from ragtrace.judges._openai_verify import _ClaimVerification
 from ragtrace.judges._steps import serves_every_step
+from ragtrace.judges.openai.http import split_credentials
+from ragtrace.judges.openai.replies import _is_finite
+from ragtrace.judges.openai.retry import INVALID_REPLY
+from ragtrace.judges.openai.retry import _Tally as _Tally  # still importable from here (tests)
+from ragtrace.judges.openai.steps import _JudgeSteps
+from ragtrace.judges.openai.transport import ResponseMode
+from ragtrace.judges.openai.verify import _ClaimVerification
 
 __all__ = ["DEFAULT_TIMEOUT", "INVALID_REPLY", "ExtractMode", "OpenAIJudge", "ResponseMode", "VerifyMode"]
 

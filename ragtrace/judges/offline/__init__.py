@@ -38,9 +38,6 @@ import numpy.typing as npt
 
 from ragtrace._cost import Cost
 from ragtrace.environment_variables import ConfigurationError
-from ragtrace.judges import _offline_calibration as cal
-from ragtrace.judges import _offline_grounding as grounding
-from ragtrace.judges import _offline_text as _text
 from ragtrace.judges._base import (
     CLASSIFY_CLAIMS,
     DETECT_NONCOMMITTAL,
@@ -60,10 +57,13 @@ from ragtrace.judges._base import (
     Verdict,
     agreeing,
 )
-from ragtrace.judges._offline_embedder import Embedder, check_stop, default_embedder, stop_when
-from ragtrace.judges._offline_readings import Readings
-from ragtrace.judges._offline_support import SupportModel, default_support_model
 from ragtrace.judges._steps import serves_every_step
+from ragtrace.judges.offline import calibration as cal
+from ragtrace.judges.offline import grounding
+from ragtrace.judges.offline import text as _text
+from ragtrace.judges.offline.embedder import Embedder, check_stop, default_embedder, stop_when
+from ragtrace.judges.offline.readings import Readings
+from ragtrace.judges.offline.support import SupportModel, default_support_model
 
 __all__ = ["Embedder", "OfflineJudge", "embed_texts"]
 

@@ -69,7 +69,7 @@ def offline_threshold(offline: object = None) -> float:
     if isinstance(own, (int, float)) and not isinstance(own, bool):
         return float(own)
     try:
-        from ragtrace.judges import _offline_calibration as cal
+        from ragtrace.judges.offline import calibration as cal
 
         return float(getattr(cal, "SUPPORT_THRESHOLD", 0.5))
     except Exception:

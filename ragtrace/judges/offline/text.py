@@ -20,7 +20,7 @@ and deterministic; each caches texts up to ``CACHED_TEXT_CHARS`` (``_cached_sent
 
 from __future__ import annotations
 
-from ragtrace.judges._offline_facts import (
+from ragtrace.judges.offline.facts import (
     MONTHS,
     ContextFacts,
     Evidence,
@@ -32,8 +32,8 @@ from ragtrace.judges._offline_facts import (
     numbers,
     years,
 )
-from ragtrace.judges._offline_facts import _cached_facts as _cached_facts
-from ragtrace.judges._offline_segment import (
+from ragtrace.judges.offline.facts import _cached_facts as _cached_facts
+from ragtrace.judges.offline.segment import (
     CACHED_TEXT_CHARS,
     NEGATIONS,
     STOPWORDS,
@@ -48,7 +48,7 @@ from ragtrace.judges._offline_segment import (
     stem,
     words,
 )
-from ragtrace.judges._offline_segment import _cached_sentences as _cached_sentences
+from ragtrace.judges.offline.segment import _cached_sentences as _cached_sentences
 
 __all__ = [
     "CACHED_TEXT_CHARS",

@@ -30,10 +30,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from ragtrace.judges import _offline_text as text
-from ragtrace.judges._offline_embedder import check_stop
-from ragtrace.judges._offline_segment import CACHED_TEXT_CHARS
-from ragtrace.judges._onnx import LazyModel, ProcessWide, read_tokenizer
+from ragtrace.judges.offline import text
+from ragtrace.judges.offline.embedder import check_stop
+from ragtrace.judges.offline.onnx import LazyModel, ProcessWide, read_tokenizer
+from ragtrace.judges.offline.segment import CACHED_TEXT_CHARS
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
