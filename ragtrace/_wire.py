@@ -8,7 +8,7 @@ reader) both go through here, so a score means the same thing whoever wrote it:
   ``.reason`` (only when there is no value: why it is absent);
 * per metric, one ``gen_ai.evaluation.result`` event with the name, value, label, an explanation (the
   reason stands in for an absent value's explanation) and ``error.type`` on failure; the caller puts it
-  on the span and/or sends it as a log record (``ragtrace._eval_logs``);
+  on the span and/or sends it as a log record (``ragtrace.scoring.evaluation_logs``);
 * per metric ``i`` (in ``scores``' order), OpenInference's ``evaluations.{i}.evaluation.*``: name, score,
   label, explanation and annotator kind (``LLM`` or ``CODE``), so OpenInference-aware backends list them;
 * per span, who judged and what it cost (``ragtrace.eval.judge*``), the decision and the seconds spent,

@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from ragtrace._foreign import Joiner
     from ragtrace._record import RagRecord
     from ragtrace._sampling import Sampler
-    from ragtrace._telemetry import Telemetry
+    from ragtrace.scoring.telemetry import Telemetry
 
 _log = logging.getLogger("ragtrace.scoring")
 

@@ -35,13 +35,13 @@ from ragtrace._export_deadline import ExportDeadline
 from ragtrace._foreign import Joiner, JoinStats, Verdict
 from ragtrace._fork import at_fork_in_child_of
 from ragtrace._options import JoinOptions, ScoringOptions
-from ragtrace._provider import ProviderAdoption
 from ragtrace._shorthands import PROCESSOR, ProcessorKeywords, merge
-from ragtrace._telemetry import Telemetry
 from ragtrace.scoring.exit import before_thread_pools_close, drain_ref, shutdown_ref
 from ragtrace.scoring.handoff import ERROR_NO_RECORD as ERROR_NO_RECORD
 from ragtrace.scoring.handoff import Handoff
+from ragtrace.scoring.provider import ProviderAdoption
 from ragtrace.scoring.scorer import JobScorer
+from ragtrace.scoring.telemetry import Telemetry
 from ragtrace.scoring.worker import wait_seconds
 
 if TYPE_CHECKING:

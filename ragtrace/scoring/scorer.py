@@ -3,7 +3,7 @@
 ``JobScorer.score`` is what the worker runs for each job: it scores the record with the metrics the
 sampler picked for it (a suite per distinct selection, built once), then charges the budget, records
 the score, cost and judge-error metrics and logs judge failures, and sends the evaluations as OTel log
-records and/or leaves them off the span (``ragtrace._eval_logs``, switched by ``RAGTRACE_EVALUATION_*``,
+records and/or leaves them off the span (``ragtrace.scoring.evaluation_logs``, switched by ``RAGTRACE_EVALUATION_*``,
 read once here). Those steps run after the scores are computed, so a step that fails is logged and never
 costs the scores.
 """
@@ -16,16 +16,16 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ragtrace import semconv
-from ragtrace._eval_logs import EvaluationLogs, EvaluationOutput
 from ragtrace._foreign._json import hidden
-from ragtrace._judge_errors import JudgeErrorLog
 from ragtrace.metrics import Suite
+from ragtrace.scoring.evaluation_logs import EvaluationLogs, EvaluationOutput
 from ragtrace.scoring.jobs import Outcome, Picked, outcome_of
+from ragtrace.scoring.judge_errors import JudgeErrorLog
 
 if TYPE_CHECKING:
     from ragtrace._sampling import Sampler
-    from ragtrace._telemetry import Telemetry
     from ragtrace.judges._base import Judge
+    from ragtrace.scoring.telemetry import Telemetry
 
 _log = logging.getLogger(__name__)
 

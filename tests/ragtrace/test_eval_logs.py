@@ -17,8 +17,8 @@ from opentelemetry.sdk.trace import ReadableSpan
 
 import ragtrace
 from ragtrace import _eval_logs, semconv
-from ragtrace._eval_logs import EvaluationOutput
 from ragtrace.environment_variables import RAGTRACE_EVALUATION_LOGS, RAGTRACE_EVALUATION_SPAN_EVENTS
+from ragtrace.scoring.evaluation_logs import EvaluationOutput
 from ragtrace.testing import FakeJudge, capture
 
 ANSWER = "Paris is the capital of France."

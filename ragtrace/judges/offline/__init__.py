@@ -57,7 +57,7 @@ from ragtrace.judges._base import (
     Verdict,
     agreeing,
 )
-from ragtrace.judges._steps import serves_every_step
+from ragtrace.judges._capabilities import serves_every_step
 from ragtrace.judges.offline import calibration as cal
 from ragtrace.judges.offline import grounding
 from ragtrace.judges.offline import text as _text

@@ -39,7 +39,7 @@ from ragtrace import environment_variables as env
 from ragtrace._secrets import strip_url
 from ragtrace.environment_variables import ConfigurationError
 from ragtrace.judges._base import ALL_CAPABILITIES
-from ragtrace.judges._steps import serves_every_step
+from ragtrace.judges._capabilities import serves_every_step
 from ragtrace.judges.openai.http import split_credentials
 from ragtrace.judges.openai.replies import _is_finite
 from ragtrace.judges.openai.retry import INVALID_REPLY

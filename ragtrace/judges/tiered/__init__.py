@@ -45,7 +45,7 @@ from ragtrace.judges._base import (
     Verdict,
     agreeing,
 )
-from ragtrace.judges._steps import serves_every_step
+from ragtrace.judges._capabilities import serves_every_step
 from ragtrace.judges.tiered.routing import (
     DEFAULT_AUDIT_SHARE,
     DEFAULT_MARGIN,

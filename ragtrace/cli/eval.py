@@ -20,13 +20,13 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ragtrace._eval_choice import CRITERIA_METRIC, _judge_from_args, _suite_from_args
 from ragtrace._exceptions import ConfigurationError
+from ragtrace.cli.judge_choice import CRITERIA_METRIC, _judge_from_args, _suite_from_args
 
 if TYPE_CHECKING:
-    from ragtrace._eval_gates import Gate
     from ragtrace._eval_input import JsonlRecords
     from ragtrace._evaluation_result import EvaluationResult
+    from ragtrace.cli.gates import Gate
 
 __all__ = ["CRITERIA_METRIC", "add_eval"]
 
@@ -49,7 +49,7 @@ def _count(text: str) -> int:
 
 
 def _gate(text: str) -> Gate:
-    from ragtrace._eval_gates import parse_gate
+    from ragtrace.cli.gates import parse_gate
 
     try:
         return parse_gate(text)
@@ -107,7 +107,7 @@ def _read_input(args: argparse.Namespace) -> JsonlRecords:
 
 def _write_outs(result: EvaluationResult, outs: list[Path], args: argparse.Namespace) -> bool:
     """Write each ``--out`` file in the format its extension names; False (said on stderr) if one failed."""
-    from ragtrace._eval_output import output_format, render
+    from ragtrace.cli.output import output_format, render
 
     written = True
     for out in outs:
@@ -124,8 +124,8 @@ def _write_outs(result: EvaluationResult, outs: list[Path], args: argparse.Names
 
 
 def _run_eval(args: argparse.Namespace) -> int:
-    from ragtrace._eval_gates import check_metrics, failures
     from ragtrace._evaluate import aevaluate
+    from ragtrace.cli.gates import check_metrics, failures
 
     outs = [Path(out) for out in args.out or []]
     for out in outs:

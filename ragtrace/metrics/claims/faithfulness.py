@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING, Literal
 
 from ragtrace._exceptions import ConfigurationError
 from ragtrace.judges._base import EXTRACT_CLAIMS, VERIFY, Verdict
-from ragtrace.metrics._answer_claims import AnswerClaimsMetric
 from ragtrace.metrics._base import DETAIL_CLAIMS, Direction, Score
-from ragtrace.metrics._claim_verdicts import ClaimVerdict, claim_verdicts
-from ragtrace.metrics._claims_arithmetic import claim_support, faithfulness_label, fraction, picked, supported_by_any
 from ragtrace.metrics._metric import NEEDS_CHUNKS
 from ragtrace.metrics._steps import Steps, verification
+from ragtrace.metrics.claims.answer_claims import AnswerClaimsMetric
+from ragtrace.metrics.claims.arithmetic import claim_support, faithfulness_label, fraction, picked, supported_by_any
+from ragtrace.metrics.claims.verdicts import ClaimVerdict, claim_verdicts
 
 if TYPE_CHECKING:
     from ragtrace._record import RagRecord

@@ -28,20 +28,7 @@ import asyncio
 from typing import TYPE_CHECKING
 
 from ragtrace.judges._base import CLASSIFY_CLAIMS, EXTRACT_CLAIMS, RATE_STATEMENTS, VERIFY, Verdict
-from ragtrace.metrics._answer_claims import AnswerClaimsMetric
 from ragtrace.metrics._base import REASON_NO_CLAIMS, Direction, Score
-from ragtrace.metrics._claim_verdicts import ClaimVerdict
-from ragtrace.metrics._claims_arithmetic import (
-    claim_support,
-    contradicted_chunks,
-    faithfulness_label,
-    fraction,
-    noisy_claims,
-    picked,
-    supported_by_any,
-    supporting_chunks,
-)
-from ragtrace.metrics._faithfulness import SCORINGS, Faithfulness, Hallucination, Scoring
 from ragtrace.metrics._metric import NEEDS_CHUNKS, NEEDS_REFERENCE, JudgeMetric
 from ragtrace.metrics._steps import (
     Steps,
@@ -51,6 +38,19 @@ from ragtrace.metrics._steps import (
     reference_claims,
     verdicts,
 )
+from ragtrace.metrics.claims.answer_claims import AnswerClaimsMetric
+from ragtrace.metrics.claims.arithmetic import (
+    claim_support,
+    contradicted_chunks,
+    faithfulness_label,
+    fraction,
+    noisy_claims,
+    picked,
+    supported_by_any,
+    supporting_chunks,
+)
+from ragtrace.metrics.claims.faithfulness import SCORINGS, Faithfulness, Hallucination, Scoring
+from ragtrace.metrics.claims.verdicts import ClaimVerdict
 
 if TYPE_CHECKING:
     from ragtrace._record import RagRecord

@@ -53,10 +53,10 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ragtrace._calibrate_cli import add_calibrate
-from ragtrace._eval_choice import _judge_from_args as _judge_from_args  # still importable from here (tests)
-from ragtrace._eval_cli import add_eval
 from ragtrace._exceptions import ConfigurationError
+from ragtrace.cli.calibrate import add_calibrate
+from ragtrace.cli.eval import add_eval
+from ragtrace.cli.judge_choice import _judge_from_args as _judge_from_args  # still importable from here (tests)
 
 __all__ = ["COMMANDS", "build_parser", "main"]
 

@@ -93,5 +93,7 @@ def serves_every_step(cls: J) -> J:
     what this catches is a step added to the table and forgotten in a judge."""
     missing = [name for name in METHODS if not inspect.iscoroutinefunction(getattr(cls, name, None))]
     if missing:
-        raise TypeError(f"{cls.__qualname__} does not serve the judge steps {missing} (ragtrace/judges/_steps.py)")
+        raise TypeError(
+            f"{cls.__qualname__} does not serve the judge steps {missing} (ragtrace/judges/_capabilities.py)"
+        )
     return cls

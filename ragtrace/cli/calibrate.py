@@ -32,9 +32,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ragtrace._calibration import DEFAULT_CUT, balanced_accuracy, fit
-from ragtrace._eval_cli import _fields
 from ragtrace._exceptions import ConfigurationError
+from ragtrace.cli.calibration import DEFAULT_CUT, balanced_accuracy, fit
+from ragtrace.cli.eval import _fields
 
 if TYPE_CHECKING:
     from ragtrace._record import RagRecord
