@@ -1,6 +1,6 @@
 """Claims on the wire: a claim metric's per-claim verdicts as the JSON of ``semconv.EVAL_CLAIMS``.
 
-``encode_claims`` writes what ``_wire.encode`` puts on a faithfulness or hallucination event: a JSON
+``encode_claims`` writes what ``ragtrace.wire.encode`` puts on a faithfulness or hallucination event: a JSON
 array of ``{"claim": text, "verdict": "supported" | "contradicted" | "unsupported", "chunk": index or
 null, "support": probability or null}``, in the answer's order. It is bounded, since an event is sent
 with every scored span: at most ``MAX_CLAIMS`` claims (the rest counted in ``EVAL_CLAIMS_OMITTED``), each

@@ -25,7 +25,7 @@ if sys.version_info >= (3, 11):
 else:  # Python 3.10: the same parser, from PyPI
     import tomli as tomllib
 
-from ragtrace._exceptions import ConfigurationError
+from ragtrace import ConfigurationError
 from ragtrace_collector._rule_table import NS_PER_S, Table
 from ragtrace_collector._rule_types import (
     _DRIFT,

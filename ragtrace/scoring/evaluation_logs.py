@@ -11,7 +11,7 @@ what they read today, so each way is switched on its own (``EvaluationOutput``, 
   own, or the OTLP one ``configure()`` builds and makes global). The ragtrace collector receives them
   (``/v1/logs``, LogsService) and stores each as the score its span event would have given.
 
-Both carry exactly the attributes ``ragtrace._wire.encode`` writes; nothing here reads a clock or does I/O
+Both carry exactly the attributes ``ragtrace.wire.encode`` writes; nothing here reads a clock or does I/O
 beyond handing records to the logger.
 """
 

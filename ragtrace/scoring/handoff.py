@@ -30,7 +30,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Final
 
-from ragtrace import _wire, semconv
+from ragtrace import semconv, wire
 from ragtrace.scoring.jobs import Outcome, Picked
 from ragtrace.scoring.spans import carrier_span, safe_copy
 from ragtrace.scoring.worker import Worker
@@ -199,7 +199,7 @@ class Handoff:
         """Scored before its deadline: the scored copy goes downstream (decision ``error`` if scoring raised)."""
         outcome = _outcome(result)
         span, decision = safe_copy(
-            item.span, _wire.finished(outcome.attributes, outcome.decision, seconds), outcome.events, outcome.decision
+            item.span, wire.finished(outcome.attributes, outcome.decision, seconds), outcome.events, outcome.decision
         )
         self._emit(span, decision)
 
@@ -211,7 +211,7 @@ class Handoff:
     def late(self, item: Picked, result: Outcome | Exception, seconds: float, started_ns: int) -> None:
         """Scored after the span left: the scores go out on a carrier span linked to it."""
         outcome = _outcome(result)
-        attributes = _wire.finished(outcome.attributes, outcome.decision, seconds)
+        attributes = wire.finished(outcome.attributes, outcome.decision, seconds)
         try:
             carrier = carrier_span(
                 item.span, attributes, outcome.events, start_time=started_ns, end_time=time.time_ns()

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from opentelemetry.sdk.trace import Event
 
-from ragtrace import _wire
+from ragtrace import wire
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import ReadableSpan
@@ -41,9 +41,9 @@ class Outcome:
 
 
 def outcome_of(scores: Sequence[MetricScore], cost: Cost, judge_name: str, *, content: bool = True) -> Outcome:
-    """The decision, attributes and events for a scored span, as ``_wire.encode`` writes them (no text of the
+    """The decision, attributes and events for a scored span, as ``wire.encode`` writes them (no text of the
     record without ``content``: the span's content was not captured)."""
-    encoded = _wire.encode(scores, cost, judge_name, content=content)
+    encoded = wire.encode(scores, cost, judge_name, content=content)
     now = time.time_ns()
     events = tuple(Event(name, attributes, timestamp=now) for name, attributes in encoded.events)
     return Outcome(encoded.decision, encoded.attributes, events)

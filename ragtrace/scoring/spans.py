@@ -18,7 +18,7 @@ from opentelemetry import trace as trace_api
 from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.util.types import AttributeValue
 
-from ragtrace import _wire, semconv
+from ragtrace import semconv, wire
 
 Attributes = Mapping[str, AttributeValue]
 
@@ -96,7 +96,7 @@ def carrier_span(
         trace_flags=target_context.trace_flags,
         trace_state=target_context.trace_state,
     )
-    merged = _wire.carrier_attributes(
+    merged = wire.carrier_attributes(
         trace_api.format_span_id(target_context.span_id), trace_api.format_trace_id(target_context.trace_id)
     )
     merged.update(attributes)

@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from ragtrace_collector._alerts import Watcher
-from ragtrace_collector._prometheus import Sources, Stats, render
+from ragtrace_collector._prometheus import Sources, render
 from ragtrace_collector._rules import parse_rules
+from ragtrace_collector._stats import Stats
 from ragtrace_collector._store import Store
 
 DEPLOY = Path(__file__).resolve().parents[2] / "collector" / "deploy" / "prometheus"

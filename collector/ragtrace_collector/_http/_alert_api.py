@@ -31,7 +31,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from ragtrace._exceptions import ConfigurationError
+from ragtrace import ConfigurationError
 from ragtrace_collector._rule_table import parse_duration
 from ragtrace_collector._store import Connection
 from ragtrace_collector._store import connect as connect_store

@@ -1,4 +1,10 @@
-"""Evaluations on the wire: the one codec between ``Score`` objects and span attributes and events.
+"""Evaluations on the wire: the one codec between ``Score`` objects and span attributes and events (public).
+
+This module is public: the collector reads ragtrace's spans with it, and so can any reader of them (a
+backend exporter, a notebook). Its ``__all__`` is the contract; the names it writes are in
+``ragtrace.semconv``. ``decode(attributes, events)`` gives, per metric, the ``FIELDS`` it found
+(``value``, ``label``, ``reason``, ...); ``decode_scores`` gives ``Score`` objects back; ``encode`` is
+what the SDK writes.
 
 Encoding (the in-app processor, the collector's server-side scoring) and decoding (the collector's OTLP
 reader) both go through here, so a score means the same thing whoever wrote it:
