@@ -1,12 +1,15 @@
-"""The ``ragtrace`` command. Subcommands register themselves in ``COMMANDS``; ``--version`` prints the
+"""The ``ragtrace`` command. Its folder: this dispatcher; ``eval.py`` (``ragtrace eval``) with ``judge_choice.py``
+(the judge and metrics its flags choose), ``gates.py`` (``--fail-under``) and ``output.py`` (``--out`` files);
+``calibrate.py`` (``ragtrace calibrate``) with ``calibration.py`` (the fit). Subcommands register themselves in
+``COMMANDS``; ``--version`` prints the
 package version, and every help text is printed plain (RST markup stripped, see ``_plain``).
 
 ``ragtrace calibrate FILE.jsonl [--label FIELD]`` fits the LLM judge's ``support_threshold`` to labelled
-records (``_calibrate_cli``, whose docstring is its contract).
+records (``calibrate``, whose docstring is its contract).
 
 ``ragtrace eval FILE.jsonl [--metrics a,b] [--criteria TEXT] [--base-url URL --model M] [--out F ...]
 [--fail-under METRIC=VALUE ...]`` scores a JSONL file of RAG records and prints the markdown report;
-its parser and run are ``_eval_cli``, and what follows is its contract.
+its parser and run are ``eval``, and what follows is its contract.
 
 The judge: any of ``--base-url``, ``--model``, ``--embedding-model`` or ``--api-key`` (or ``--judge
 openai``) builds the OpenAI-compatible judge from those flags (the rest from ``RAGTRACE_JUDGE_*``);
@@ -18,7 +21,7 @@ offline`` or ``module:factory`` with one of those flags is a usage error.
 The metrics: ``--metrics`` (default: the production suite); ``--criteria TEXT`` adds the G-Eval metric
 ``geval`` with that criterion, alone when ``--metrics`` is not given.
 
-The input (``_eval_input``): a line that is not a record is skipped, named as ``FILE:LINE:COLUMN:
+The input (``ragtrace._eval_input``): a line that is not a record is skipped, named as ``FILE:LINE:COLUMN:
 why`` on stderr before scoring and listed in the report; ``--strict`` makes the first one an error.
 With ``--fail-under``, a skipped line fails the run (exit 3) unless ``--allow-bad-lines`` is given.
 Records keep their line in the file (blank lines counted): the report's worst records and the
@@ -27,7 +30,7 @@ Records keep their line in the file (blank lines counted): the report's worst re
 Before any judge call: every ``--out`` is checked for writability (and refused when it is the input
 file, however spelled or linked), ``--fail-under`` names are checked against the suite, and the file
 is read, so a typo costs nothing. The report always goes to stdout first; each ``--out`` is then
-written by its extension (``_eval_output``: ``.jsonl``/``.csv`` every record's scores, else the
+written by its extension (``output``: ``.jsonl``/``.csv`` every record's scores, else the
 report); if one still fails, the error goes to stderr.
 
 A dead judge: after ``--max-connection-errors`` (default 5) records in a row could not reach the
@@ -39,7 +42,7 @@ when the run failed: it stopped early on a dead judge, no record could be scored
 metric failed with a judge error (stderr names the error types, e.g. ``connection: 12``), or an
 ``--out`` file could not be written; 2 on a usage, configuration or data error (the message names the
 fix), which includes a file with no record to score: empty, blank, or no line a record (a report of 0
-records would pass for a run); 3 when a ``--fail-under`` gate failed (``_eval_gates``; stderr says which
+records would pass for a run); 3 when a ``--fail-under`` gate failed (``gates``; stderr says which
 and by how much), or when lines were skipped and ``--fail-under`` was given without ``--allow-bad-lines``:
 a gate passing on part of the file would vouch for the rest.
 """

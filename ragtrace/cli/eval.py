@@ -7,8 +7,8 @@ docstring, the command's documentation.
 The run raises ``ConfigurationError``, ``ValueError`` or ``OSError`` for a usage, configuration or data
 error (``ragtrace.cli.main`` prints it and exits 2), before any judge call when the flags or the file
 are wrong; every other outcome is its return value (0, 1 or 3) with the report on stdout and each error
-on stderr. Reading the input is ``_eval_input``, writing ``--out`` files ``_eval_output``, the
-``--fail-under`` gates ``_eval_gates``, the judge and metrics the flags choose ``_eval_choice``.
+on stderr. Reading the input is ``ragtrace._eval_input``, writing ``--out`` files ``output``, the
+``--fail-under`` gates ``gates``, the judge and metrics the flags choose ``choice``.
 """
 
 from __future__ import annotations

@@ -6,9 +6,9 @@ their noncommittal flags, batched verification of all claims against all chunks)
 embeddings call; per-claim verification (the default on a self-hosted endpoint, for small models) is
 one yes/no call per claim, scored by P(yes) from the logprobs. The contract of each step is in
 ``ragtrace.judges._base``. This module is the judge's configuration; the steps are in
-``_openai_steps`` and ``_openai_verify`` (claim verification), the transport in ``_openai_transport``
-(clients, response formats) over ``_openai_retry`` (the retry loop), the reply readers in
-``_openai_replies``. What the judge adds:
+``steps`` and ``verify`` (claim verification), the transport in ``transport``
+(clients, response formats) over ``retry`` (the retry loop), the reply readers in
+``replies``. What the judge adds:
 
 - Structured output. Calls ask for a strict JSON schema; an endpoint that rejects it (400/422 naming
   the response format, as older vLLM and llama.cpp do) is asked again in JSON mode, then with no

@@ -6,7 +6,7 @@ loop's semaphore (bounding calls in flight) with OpenTelemetry instrumentation s
 sends a 400/422 again at once when the caller's ``adapt`` changed the request (a downgrade), and turns
 every other failure into a ``JudgeError`` carrying the cost so far; ``_until_readable`` asks again
 while a reply cannot be read. Every call is counted in a ``_Tally``. What is sent, and through
-which client, is ``_openai_transport``'s.
+which client, is ``transport``'s.
 
 A ``JudgeError``'s message leaves the app (its log, the span, the collector's stored explanation), so
 it never quotes an endpoint's error text: an HTTP failure is its status and the client's error type
@@ -48,7 +48,7 @@ R = TypeVar("R")
 
 INVALID_REPLY = "invalid_reply"
 """``JudgeError.error_type`` of a reply that names items the request does not have, repeats one, or
-has the wrong number of items (see ``_parsing.InvalidReply``)."""
+has the wrong number of items (see ``parsing.InvalidReply``)."""
 
 _CONTEXT_WORDS = ("context length", "context_length", "maximum context", "too many tokens")
 _RETRYABLE_STATUS = {408: "timeout", 409: "http_409", 429: "rate_limited"}

@@ -1,9 +1,9 @@
 """The OpenAI-compatible judge's other steps: claims, ratings, questions, embeddings, G-Eval.
 
 ``_JudgeSteps`` is a base of ``OpenAIJudge``. Each step is ONE call: a chat step through ``_ask``
-with its prompt (``_prompts``) and a reader of the step's reply shape, or, for ``embed``, one
+with its prompt (``prompts``) and a reader of the step's reply shape, or, for ``embed``, one
 embeddings call. ``extract_claims`` makes no call for an empty text, a bare short answer, or in
-``sentences`` mode. Verification is ``_openai_verify``'s.
+``sentences`` mode. Verification is ``verify``'s.
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """The OpenAI-compatible judge's transport: which client a call goes through, and what a chat step sends.
 
-``_Transport`` (over ``_openai_retry._Retrying``, the retry loop) is the base of ``OpenAIJudge``: a
+``_Transport`` (over ``retry._Retrying``, the retry loop) is the base of ``OpenAIJudge``: a
 client per event loop (closed as its loop ends), the response-format downgrade (json_schema ->
 json_object -> text) and the logprobs opt-out, and ``_ask``, which sends one chat step, reads the
 reply with the step's reader and asks again while it cannot be read. ``INVALID_REPLY``, ``_Tally``
-and ``_retry_after`` are re-exported from ``_openai_retry``, where they live.
+and ``_retry_after`` are re-exported from ``retry``, where they live.
 """
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ class _Transport(_Retrying):
 
     def _new_client(self) -> openai.AsyncOpenAI:
         """A client of this judge's own making: its HTTP client follows no redirect to another origin and
-        reads no reply past ``MAX_REPLY_BYTES`` (``_openai_http``)."""
+        reads no reply past ``MAX_REPLY_BYTES`` (``http``)."""
         http_client = judge_http_client(timeout=self.timeout, credentials=self._url_credentials)
         return openai.AsyncOpenAI(**self._client_options, http_client=http_client)
 
