@@ -465,14 +465,16 @@ def test_the_text_caches_keep_usual_chunks_and_never_long_ones() -> None:
     # in bytes. Usual chunks, which a RAG app retrieves again and again, are cached.
     from ragtrace.judges.offline import text
 
-    long_chunk = " ".join(f"Sentence {i} names the unusual word w{i}." for i in range(3000))
+    # Just past the cache's cap: the length is what the test is about, not the number of sentences.
+    long_chunk = " ".join(f"Sentence {i} names the unusual word w{i}." for i in range(250))
+    assert len(long_chunk) > text.CACHED_TEXT_CHARS
     usual = EIFFEL
     text._cached_sentences.cache_clear()
     text._cached_facts.cache_clear()
     before = (0, 0)
     for _ in range(2):
-        assert text.split_sentences(long_chunk)[-1] == "Sentence 2999 names the unusual word w2999."
-        assert "w2999" in text.context_facts(long_chunk).content_words
+        assert text.split_sentences(long_chunk)[-1] == "Sentence 249 names the unusual word w249."
+        assert "w249" in text.context_facts(long_chunk).content_words
     after_long = (text._cached_sentences.cache_info().currsize, text._cached_facts.cache_info().currsize)
     assert after_long == before
     text.split_sentences(usual + " Unique tail 17.")
