@@ -32,7 +32,7 @@ from ragtrace import semconv
 from ragtrace._capture import RECORDS, RecordStore
 from ragtrace._exceptions import ConfigurationError
 from ragtrace._export_deadline import ExportDeadline
-from ragtrace._foreign import Joiner, JoinStats, Verdict
+from ragtrace._foreign import Joiner, JoinStats, Release
 from ragtrace._fork import at_fork_in_child_of
 from ragtrace._options import JoinOptions, ScoringOptions
 from ragtrace._shorthands import PROCESSOR, ProcessorKeywords, merge
@@ -154,7 +154,7 @@ class ScoringSpanProcessor(SpanProcessor):
         self._adoption.end(span)
         attributes = span.attributes
         own = attributes is not None and attributes.get(semconv.RAGTRACE_ROLE) == semconv.ROLE_RAG
-        verdicts: tuple[Verdict, ...] | None = None
+        verdicts: tuple[Release, ...] | None = None
         if self._joiner is not None:
             try:
                 verdicts = self._joiner.own(span) if own else self._joiner.end(span, attributes)
