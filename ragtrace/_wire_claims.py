@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from typing import Any, Final
 
 from ragtrace import semconv
-from ragtrace.metrics.claims.verdicts import ClaimVerdict
+from ragtrace.metrics.claims.claim_verdicts import ClaimVerdict
 
 __all__ = ["MAX_CLAIMS", "MAX_CLAIM_CHARS", "decode_claims", "encode_claims"]
 

@@ -38,7 +38,6 @@ from ragtrace.metrics._steps import (
     reference_claims,
     verdicts,
 )
-from ragtrace.metrics.claims.answer_claims import AnswerClaimsMetric
 from ragtrace.metrics.claims.arithmetic import (
     claim_support,
     contradicted_chunks,
@@ -49,8 +48,9 @@ from ragtrace.metrics.claims.arithmetic import (
     supported_by_any,
     supporting_chunks,
 )
+from ragtrace.metrics.claims.base import AnswerClaimsMetric
+from ragtrace.metrics.claims.claim_verdicts import ClaimVerdict
 from ragtrace.metrics.claims.faithfulness import SCORINGS, Faithfulness, Hallucination, Scoring
-from ragtrace.metrics.claims.verdicts import ClaimVerdict
 
 if TYPE_CHECKING:
     from ragtrace._record import RagRecord

@@ -14,9 +14,9 @@ from ragtrace.judges._base import EXTRACT_CLAIMS, VERIFY, Verdict
 from ragtrace.metrics._base import DETAIL_CLAIMS, Direction, Score
 from ragtrace.metrics._metric import NEEDS_CHUNKS
 from ragtrace.metrics._steps import Steps, verification
-from ragtrace.metrics.claims.answer_claims import AnswerClaimsMetric
 from ragtrace.metrics.claims.arithmetic import claim_support, faithfulness_label, fraction, picked, supported_by_any
-from ragtrace.metrics.claims.verdicts import ClaimVerdict, claim_verdicts
+from ragtrace.metrics.claims.base import AnswerClaimsMetric
+from ragtrace.metrics.claims.claim_verdicts import ClaimVerdict, claim_verdicts
 
 if TYPE_CHECKING:
     from ragtrace._record import RagRecord
