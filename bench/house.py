@@ -82,7 +82,8 @@ def _imports(tree: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
 
 
 def graph(found: dict[str, Path]) -> dict[str, set[str]]:
-    """Module -> the modules of ours it imports at run time (``from p import m`` counts ``p.m`` if a module)."""
+    """Module -> the modules of ours it imports at run time (``from p import m`` counts ``p.m``, not ``p``, when
+    ``m`` is a module)."""
     edges: dict[str, set[str]] = {}
     for name, path in found.items():
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
@@ -100,11 +101,11 @@ def graph(found: dict[str, Path]) -> dict[str, set[str]]:
                 bases = [base]
                 names = [alias.name for alias in node.names]
             for base in bases:
-                if base in found:
+                submodules = [f"{base}.{imported}" for imported in names if f"{base}.{imported}" in found]
+                targets.update(submodules)
+                # ``from package import submodule`` is about the submodule; the package is only its way in.
+                if base in found and len(submodules) < max(len(names), 1):
                     targets.add(base)
-                for imported in names:
-                    if f"{base}.{imported}" in found:
-                        targets.add(f"{base}.{imported}")
         targets.discard(name)
         edges[name] = targets
     return edges
