@@ -133,7 +133,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"ragtrace: error: {err}", file=sys.stderr)
         return 2
     return status
-
-
-if __name__ == "__main__":
-    sys.exit(main())
