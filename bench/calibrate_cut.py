@@ -1,7 +1,7 @@
 """Does ``ragtrace calibrate``'s cut carry over? Fitted on calibration rows, measured on the test split.
 
 ``ragtrace calibrate`` fits the OpenAI-compatible judge's ``support_threshold`` to labelled records. This
-benchmark fits it the same way (``ragtrace._calibrate_cli``) on HaluEval QA dev calibration rows (0 to
+benchmark fits it the same way (``ragtrace.cli.calibrate``) on HaluEval QA dev calibration rows (0 to
 ``--rows``) against a served model, then applies the cut to the test-split records of a
 ``bench/local_llm_accuracy.py`` results file of the same model (P(yes) measured there) and prints the
 balanced accuracy of the judge's verdicts at the default cut 0.5 and at the fitted cut, with a 95 %
@@ -26,8 +26,8 @@ from judge_accuracy import load
 from local_llm_accuracy import read_records
 
 from ragtrace import RagRecord
-from ragtrace._calibrate_cli import score_labelled
-from ragtrace._calibration import DEFAULT_CUT, balanced_accuracy, fit
+from ragtrace.cli.calibrate import score_labelled
+from ragtrace.cli.calibration import DEFAULT_CUT, balanced_accuracy, fit
 from ragtrace.judges.openai import OpenAIJudge
 
 

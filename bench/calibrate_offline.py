@@ -1,5 +1,5 @@
 """Fit the offline judge's calibration on the first 80 % of each HaluEval file and write
-``ragtrace/judges/_offline_calibration.py``.
+``ragtrace/judges/offline/calibration.py``.
 
 What it fits, all on the calibration split only (the last 20 % stays for bench/judge_accuracy.py):
 
@@ -45,11 +45,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from judge_accuracy import LENGTH_CONTROLLED, SETS, Example, auroc, balanced_accuracy, load
 
-from ragtrace.judges import _offline_grounding as grounding
-from ragtrace.judges import _offline_text as text
-from ragtrace.judges._offline_embedder import Embedder
-from ragtrace.judges._offline_support import SupportModel
-from ragtrace.judges.offline import _NONCOMMITTAL_PROTOTYPES
+from ragtrace.judges.offline import _NONCOMMITTAL_PROTOTYPES, grounding, text
+from ragtrace.judges.offline.embedder import Embedder
+from ragtrace.judges.offline.support import SupportModel
 
 OUT = Path(__file__).resolve().parents[1] / "ragtrace" / "judges" / "_offline_calibration.py"
 

@@ -57,7 +57,7 @@ from judge_sets import (
     paraphrase_relevance,
 )
 
-from ragtrace.judges._offline_text import STOPWORDS
+from ragtrace.judges.offline.text import STOPWORDS
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 if not DATA.is_dir():

@@ -32,7 +32,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ragtrace.judges._offline_text import STOPWORDS
+from ragtrace.judges.offline.text import STOPWORDS
 
 _WORD = re.compile(r"\w+")
 # HaluEval glues the passages of its two documents: "century.First for Women"; split there too.

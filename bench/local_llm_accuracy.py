@@ -240,7 +240,7 @@ def cross_fitted_verdicts(
 
 
 def report(path: str, threshold: float | None = None) -> None:
-    from ragtrace.judges._tiered_routing import DEFAULT_MARGIN, needs_llm, offline_threshold, rescore
+    from ragtrace.judges.tiered.routing import DEFAULT_MARGIN, needs_llm, offline_threshold, rescore
 
     if threshold is None:
         threshold = offline_threshold()  # as TieredJudge() uses

@@ -24,8 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from judge_accuracy import LENGTH_CONTROLLED, SUMMARY_QUERY, load
 
-from ragtrace.judges._tiered_routing import DEFAULT_AUDIT_SHARE, needs_llm, offline_threshold, record_key
 from ragtrace.judges.offline import OfflineJudge
+from ragtrace.judges.tiered.routing import DEFAULT_AUDIT_SHARE, needs_llm, offline_threshold, record_key
 
 MARGINS = tuple(round(0.01 * i, 2) for i in range(0, 21))
 

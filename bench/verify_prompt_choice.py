@@ -1,7 +1,7 @@
 """How the per-claim question is worded, chosen on the calibration split with a real local LLM.
 
 The OpenAI judge asks a small model one yes/no question per claim and reads P(yes) from the logprobs
-(``ragtrace/judges/_prompts_claims.py``). This benchmark measures wordings of that question on HaluEval
+(``ragtrace/judges/openai/prompts.py``). This benchmark measures wordings of that question on HaluEval
 QA dev **calibration** rows (0-799; by default 0-199) and the length-controlled set built from them,
 never on the test rows that ``bench/local_llm_accuracy.py`` reports, so the wording it picks is not
 tuned on the figures it is judged by.
@@ -36,9 +36,9 @@ import openai
 from judge_accuracy import LENGTH_CONTROLLED, auroc, bootstrap_intervals, load
 from local_llm_accuracy import append_record, read_records
 
-from ragtrace.judges import _prompts
-from ragtrace.judges._prompts_base import STEP_MARKER
 from ragtrace.judges.openai import OpenAIJudge
+from ragtrace.judges.openai import prompts as _prompts
+from ragtrace.judges.openai.prompts import STEP_MARKER
 
 _NO_CONTRADICTED = (
     "You check statements against a context. Reply with one word: yes if the context supports the "

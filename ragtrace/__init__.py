@@ -21,10 +21,10 @@ if TYPE_CHECKING:
     from ragtrace._evaluation_result import EvaluationResult
     from ragtrace._handles import RagtraceHandle
     from ragtrace._options import CaptureOptions, JoinOptions, ScoringOptions
-    from ragtrace._processor import ScoringSpanProcessor
     from ragtrace.metrics._base import Cost, Metric, Score
     from ragtrace.metrics._registry import PRODUCTION_METRICS, build_suite, metric_by_name
     from ragtrace.metrics._suite import Suite, SuiteResult
+    from ragtrace.scoring.processor import ScoringSpanProcessor
 
 # The rest is imported on first use (PEP 562): the scoring side pulls in the OpenTelemetry SDK and
 # the metrics, which an app that only captures, or that configures ragtrace later, need not pay for
@@ -39,7 +39,7 @@ _LAZY = {
     "EvaluationResult": "ragtrace._evaluation_result",
     "aevaluate": "ragtrace._evaluate",
     "evaluate": "ragtrace._evaluate",
-    "ScoringSpanProcessor": "ragtrace._processor",
+    "ScoringSpanProcessor": "ragtrace.scoring.processor",
     "Cost": "ragtrace.metrics._base",
     "Metric": "ragtrace.metrics._base",
     "Score": "ragtrace.metrics._base",

@@ -26,15 +26,15 @@ from opentelemetry.sdk.trace import SpanLimits, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExporter
 
 from ragtrace import _capture, _exporters
-from ragtrace._eval_logs import EvaluationOutput, set_global_logger_provider
 from ragtrace._exceptions import ConfigurationError
 from ragtrace._export_deadline import CountingSpanExporter, ExportDeadline
 from ragtrace._export_failure import WatchedSession, fix_for, watchable
 from ragtrace._exporters import meter_provider_for, metrics_enabled, otlp_span_exporter
 from ragtrace._handles import RagtraceHandle, activate, has_open_handle, set_globals
 from ragtrace._options import CaptureOptions, JoinOptions, ScoringOptions
-from ragtrace._processor import ScoringSpanProcessor
 from ragtrace._shorthands import SETUP, SetupKeywords, merge
+from ragtrace.scoring.evaluation_logs import EvaluationOutput, set_global_logger_provider
+from ragtrace.scoring.processor import ScoringSpanProcessor
 
 if TYPE_CHECKING:
     from typing import Unpack

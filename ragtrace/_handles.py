@@ -17,7 +17,7 @@ from opentelemetry.sdk.trace import TracerProvider
 
 from ragtrace import _capture
 from ragtrace._fork import at_fork_in_child
-from ragtrace._processor import ScoringSpanProcessor
+from ragtrace.scoring.processor import ScoringSpanProcessor
 
 
 class RagtraceHandle:

@@ -29,7 +29,7 @@ from ragtrace import _settings as settings
 from ragtrace import environment_variables as env
 from ragtrace._capture import CaptureSettings
 from ragtrace._foreign import JoinSettings
-from ragtrace._foreign._settings import MAX_BYTES, MAX_SECONDS, MAX_TRACES
+from ragtrace._foreign._join_settings import MAX_BYTES, MAX_SECONDS, MAX_TRACES
 from ragtrace._sampling import Rule, Sampler, SpanPredicate
 
 if TYPE_CHECKING:

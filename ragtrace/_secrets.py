@@ -10,7 +10,7 @@ for one URL. Both are pure and cheap: a text is cut at ``MAX_CHARS`` first, and 
 anchored on a literal with bounded repeats (no backtracking blow-up).
 
 They are the last guard, not the first: error text from an endpoint is first reduced to its type and
-status where it is made (``ragtrace.judges._openai_retry``), so what is scrubbed here is what slipped
+status where it is made (``ragtrace.judges.openai.retry``), so what is scrubbed here is what slipped
 through a message ragtrace could not shape (a reply the judge quotes, a user's exception).
 """
 

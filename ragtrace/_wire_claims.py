@@ -1,6 +1,6 @@
 """Claims on the wire: a claim metric's per-claim verdicts as the JSON of ``semconv.EVAL_CLAIMS``.
 
-``encode_claims`` writes what ``_wire.encode`` puts on a faithfulness or hallucination event: a JSON
+``encode_claims`` writes what ``ragtrace.wire.encode`` puts on a faithfulness or hallucination event: a JSON
 array of ``{"claim": text, "verdict": "supported" | "contradicted" | "unsupported", "chunk": index or
 null, "support": probability or null}``, in the answer's order. It is bounded, since an event is sent
 with every scored span: at most ``MAX_CLAIMS`` claims (the rest counted in ``EVAL_CLAIMS_OMITTED``), each
@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from typing import Any, Final
 
 from ragtrace import semconv
-from ragtrace.metrics._claim_verdicts import ClaimVerdict
+from ragtrace.metrics.claims.claim_verdicts import ClaimVerdict
 
 __all__ = ["MAX_CLAIMS", "MAX_CLAIM_CHARS", "decode_claims", "encode_claims"]
 

@@ -12,7 +12,13 @@ import types
 
 import pytest
 
-PACKAGES = ("ragtrace", "ragtrace.testing", "ragtrace.metrics", "ragtrace.judges", "ragtrace_collector")
+PACKAGES = (
+    "ragtrace",
+    "ragtrace.testing",
+    "ragtrace.metrics",
+    "ragtrace.judges",
+    "ragtrace_collector",
+)
 INCLUDED_PRIVATE_MEMBERS = {"__version__"}
 
 
@@ -47,3 +53,14 @@ def test_every_listed_member_is_public_api_not_a_private_module_object(package: 
         # Classes and functions come from the package's own (private) modules, never from a dependency.
         if owner is not None and isinstance(value, (type, types.FunctionType)):
             assert owner.split(".")[0] == package.split(".")[0], f"{package}.{name} is {owner}'s"
+
+
+def test_the_public_wire_module_lists_only_what_it_defines() -> None:
+    # A module, not a package: its imports (typing, semconv) are not API, so ``__all__`` is checked the
+    # other way: every listed name exists and, when a class or function, is defined in ``ragtrace.wire``.
+    wire = importlib.import_module("ragtrace.wire")
+    assert len(set(wire.__all__)) == len(wire.__all__)
+    for name in wire.__all__:
+        value = getattr(wire, name)
+        if isinstance(value, (type, types.FunctionType)):
+            assert value.__module__ == "ragtrace.wire", f"ragtrace.wire.{name} is {value.__module__}'s"

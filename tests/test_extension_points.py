@@ -1,9 +1,12 @@
-"""The extension points docs/contributing.md describes, each done once: a toy metric and a toy alert sink.
+"""The extension points docs/contributing.md describes, each done once on public names only: a toy metric, a
+toy judge and a toy alert sink.
 
-A metric is a class with a name, a direction and ``_measure``; passed to ``configure(metrics=[...])`` (or
-added to ``ragtrace/metrics/_registry.py`` to be chosen by name) its score goes on the RAG span through the
-one wire codec and the collector reads it back. An alert sink is a factory registered by type; a rules
-file then names that type like a built-in one.
+A metric subclasses ``ragtrace.metrics.JudgeMetric`` (a name, a direction and ``_measure``); passed to
+``configure(metrics=[...])`` its score goes on the RAG span through the public wire codec
+(``ragtrace.wire``), which the collector reads back with. A judge subclasses ``ragtrace.judges.BaseJudge`` and
+writes only the steps it answers. An alert sink is a factory registered by type with
+``ragtrace_collector.register_sink``; a rules file then names that type like a built-in one. Nothing here
+imports a private module: if one of these needs one, the extension point is not public.
 """
 
 from __future__ import annotations
@@ -12,15 +15,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from ragtrace_collector._alerts import Alert, Sink, Watcher, register_sink, sink_types, unregister_sink
-from ragtrace_collector._rules import parse_rules
+from ragtrace_collector import Alert, Sink, SinkConfig, Watcher, register_sink, sink_types, unregister_sink
 
 import ragtrace
-from ragtrace import _wire, semconv
-from ragtrace._record import RagRecord
-from ragtrace.metrics._base import Score
-from ragtrace.metrics._metric import JudgeMetric
-from ragtrace.metrics._steps import Steps
+from ragtrace import RagRecord, semconv, wire
+from ragtrace.metrics import JudgeMetric, Score, Steps
 from ragtrace.testing import FakeJudge, capture
 
 # -- a toy metric --------------------------------------------------------------------------------------
@@ -51,7 +50,7 @@ def test_a_toy_metric_is_scored_exported_and_read_back_by_the_collector() -> Non
     assert attributes[semconv.eval_score("answer_brevity")] == 0.5
     assert attributes[semconv.eval_label("answer_brevity")] == "long"
     events = [(e.name, dict(e.attributes or {})) for e in span.events]
-    assert _wire.decode(attributes, events)["answer_brevity"]["value"] == 0.5
+    assert wire.decode(attributes, events)["answer_brevity"]["value"] == 0.5
 
 
 # -- a toy alert sink ----------------------------------------------------------------------------------
@@ -73,7 +72,10 @@ class MemorySink:
 
 @pytest.fixture
 def memory_sink_type() -> Iterator[str]:
-    register_sink("memory", lambda config: MemorySink(config.name))
+    def factory(config: SinkConfig) -> Sink:
+        return MemorySink(config.name)
+
+    register_sink("memory", factory)
     yield "memory"
     unregister_sink("memory")
 
@@ -94,7 +96,9 @@ threshold = 0.7
 
 def test_a_toy_sink_registered_by_type_is_built_from_a_rules_file(memory_sink_type: str, tmp_path: Path) -> None:
     assert memory_sink_type in sink_types()
-    watcher = Watcher(tmp_path / "c.db", rules=parse_rules(RULES))
+    rules = tmp_path / "rules.toml"
+    rules.write_text(RULES)
+    watcher = Watcher(tmp_path / "c.db", rules)
     try:
         (sink,) = watcher.sinks
         assert isinstance(sink, MemorySink) and isinstance(sink, Sink)

@@ -17,9 +17,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from ragtrace import ConfigurationError
 from ragtrace import environment_variables as env
-from ragtrace._exceptions import ConfigurationError
-from ragtrace_collector import __version__
 from ragtrace_collector._alert_cli import add_alert_commands, run_alert_command
 from ragtrace_collector._budget import DEFAULT_MAX_INFLIGHT_BYTES
 from ragtrace_collector._config import STORE_VARIABLE
@@ -29,6 +28,7 @@ from ragtrace_collector._phoenix import PHOENIX_API_KEY_VARIABLE, PHOENIX_URL_VA
 from ragtrace_collector._server import Collector, CollectorConfig
 from ragtrace_collector._store import DatabaseError, SchemaTooNew, StoreError, is_postgres, redacted_url
 from ragtrace_collector._store.claims import LEASE_SECONDS
+from ragtrace_collector._version import __version__
 
 TOKEN_VARIABLE = env.RAGTRACE_COLLECTOR_TOKEN
 """Bearer token the receivers require when ``--token`` is not given."""

@@ -13,7 +13,7 @@ import ipaddress
 import socket
 from urllib.parse import urlsplit
 
-from ragtrace._exceptions import ConfigurationError
+from ragtrace import ConfigurationError
 
 _UNSPECIFIED = {"0.0.0.0": "127.0.0.1", "::": "::1"}
 """A wildcard bind is reached on this machine through its loopback address (for the page's URL)."""

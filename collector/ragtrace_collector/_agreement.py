@@ -2,7 +2,7 @@
 grounded above what they call wrong?) and balanced accuracy at its cut (does its verdict match theirs?), each with
 a 95 % bootstrap interval, per judge and service, over all reviews and week by week.
 
-The statistics are ragtrace's own (``ragtrace._calibration``, what ``ragtrace calibrate`` prints), so the
+The statistics are ragtrace's own (``ragtrace.cli.calibration``, what ``ragtrace calibrate`` prints), so the
 collector's figure and the command's agree on the same records.
 """
 
@@ -14,7 +14,7 @@ from typing import Final
 
 import numpy as np
 
-from ragtrace._calibration import balanced_accuracy, rank_auc
+from ragtrace.cli.calibration import balanced_accuracy, rank_auc
 from ragtrace_collector._store.reviews import Agreeing
 
 __all__ = ["CUT", "Agreement", "agreement", "weekly"]

@@ -1,4 +1,4 @@
-"""The collector's scores on the wire, through the app's codec (``ragtrace._wire``): the score rows it stores
+"""The collector's scores on the wire, through the app's codec (``ragtrace.wire``): the score rows it stores
 and the carrier span it forwards are what the app would have written for the same result."""
 
 from __future__ import annotations
@@ -11,13 +11,13 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
-from ragtrace import _wire, semconv
+from ragtrace import semconv, wire
 from ragtrace.metrics import SuiteResult
 from ragtrace_collector._otlp import SOURCE_COLLECTOR, Row
 from ragtrace_collector._otlp._score_row import score_row
 
 
-def score_rows(row: Row, encoded: _wire.Encoded) -> list[Row]:
+def score_rows(row: Row, encoded: wire.Encoded) -> list[Row]:
     # The rows are what the decoder would read back from the carrier: the collector stores what it sends.
     return [
         score_row(
@@ -30,13 +30,13 @@ def score_rows(row: Row, encoded: _wire.Encoded) -> list[Row]:
             time_ns=row["time_ns"],
             source=SOURCE_COLLECTOR,
         )
-        for name, fields in _wire.decode(encoded.attributes, encoded.events).items()
+        for name, fields in wire.decode(encoded.attributes, encoded.events).items()
     ]
 
 
-def encode(result: SuiteResult) -> _wire.Encoded:
+def encode(result: SuiteResult) -> wire.Encoded:
     """The wire form of a server-side result: the in-app processor's decision, attributes and events."""
-    return _wire.encode(list(result.scores.values()), result.cost, result.judge)
+    return wire.encode(list(result.scores.values()), result.cost, result.judge)
 
 
 def _kv(key: str, value: Any) -> KeyValue:
@@ -49,17 +49,17 @@ def _kv(key: str, value: Any) -> KeyValue:
     return KeyValue(key=key, value=AnyValue(string_value=str(value)))
 
 
-def carrier_export(row: Row, result: SuiteResult, encoded: _wire.Encoded | None = None) -> bytes:
+def carrier_export(row: Row, result: SuiteResult, encoded: wire.Encoded | None = None) -> bytes:
     """A carrier span (kind EVALUATOR, linked to the RAG span) with the collector's scores, as an OTLP export.
 
-    Its attributes and events are the in-app processor's, from the same codec (``ragtrace._wire``).
+    Its attributes and events are the in-app processor's, from the same codec (``ragtrace.wire``).
     """
     now = time.time_ns()
     if encoded is None:
         encoded = encode(result)
     attrs: dict[str, Any] = {
-        **_wire.carrier_attributes(row["span_id"], row["trace_id"]),
-        **_wire.finished(encoded.attributes, encoded.decision, result.seconds),
+        **wire.carrier_attributes(row["span_id"], row["trace_id"]),
+        **wire.finished(encoded.attributes, encoded.decision, result.seconds),
     }
     span = Span(
         trace_id=bytes.fromhex(row["trace_id"]),

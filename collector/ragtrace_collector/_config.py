@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ragtrace._exceptions import ConfigurationError
+from ragtrace import ConfigurationError
 from ragtrace_collector._address import is_loopback
 from ragtrace_collector._budget import DEFAULT_MAX_INFLIGHT_BYTES
 from ragtrace_collector._forward import traces_url

@@ -33,7 +33,7 @@ from ragtrace_collector._decoded import DecodedTooLarge, hold_decoded
 from ragtrace_collector._http import accept_logs, bearer_matches, logs_reply, metrics_not_stored, traces_reply
 from ragtrace_collector._otlp import OtlpDecodeError
 from ragtrace_collector._pipeline import Pipeline
-from ragtrace_collector._prometheus import Stats
+from ragtrace_collector._stats import Stats
 from ragtrace_collector._store import StoreError
 
 _log = logging.getLogger("ragtrace_collector")

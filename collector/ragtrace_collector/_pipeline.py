@@ -31,7 +31,7 @@ from typing import Any, Protocol
 
 from ragtrace_collector._decoded import DecodedTooLarge
 from ragtrace_collector._otlp import Batch, OtlpDecodeError, decode_json, decode_protobuf
-from ragtrace_collector._prometheus import Stats
+from ragtrace_collector._stats import Stats
 from ragtrace_collector._store import Storage, Store, is_postgres, open_store
 
 _log = logging.getLogger("ragtrace_collector")

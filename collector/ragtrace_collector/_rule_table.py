@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final
 
-from ragtrace._exceptions import ConfigurationError
+from ragtrace import ConfigurationError
 
 __all__ = ["NS_PER_S", "Table", "parse_duration"]
 

@@ -71,7 +71,7 @@ DEFAULT_NO_DATA_AFTER_NS: Final = 15 * 60 * _NS_PER_S
 
 
 @dataclass(frozen=True, slots=True)
-class Rule:
+class AlertRule:
     """One alert rule. ``service``/``route`` restrict it to one service or route (None: all);
     ``group_by`` evaluates it separately per service, route or both; ``sinks`` names the sinks it
     notifies (None: every sink).
@@ -112,7 +112,7 @@ class SinkConfig:
 class RuleSet:
     """Everything a rules file says."""
 
-    rules: tuple[Rule, ...]
+    rules: tuple[AlertRule, ...]
     sinks: tuple[SinkConfig, ...]
     interval_ns: int = 60 * _NS_PER_S
     source: str = "<defaults>"

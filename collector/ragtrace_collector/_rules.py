@@ -25,7 +25,7 @@ if sys.version_info >= (3, 11):
 else:  # Python 3.10: the same parser, from PyPI
     import tomli as tomllib
 
-from ragtrace._exceptions import ConfigurationError
+from ragtrace import ConfigurationError
 from ragtrace_collector._rule_table import NS_PER_S, Table
 from ragtrace_collector._rule_types import (
     _DRIFT,
@@ -33,11 +33,11 @@ from ragtrace_collector._rule_types import (
     DEFAULT_KEEP_FIRING_FOR_NS,
     DEFAULT_NO_DATA_AFTER_NS,
     DEFAULT_SPIKE,
+    AlertRule,
     DriftMethod,
     DriftParams,
     GroupBy,
     Params,
-    Rule,
     RuleKind,
     RuleSet,
     SinkConfig,
@@ -158,7 +158,7 @@ def _parse_params(table: Table, kind: RuleKind) -> Params:
     return drift
 
 
-def _parse_rule(data: object, index: int, source: str, defaults: _Timing, sink_names: set[str]) -> Rule:
+def _parse_rule(data: object, index: int, source: str, defaults: _Timing, sink_names: set[str]) -> AlertRule:
     where = f"{source}: rules[{index}]"
     if isinstance(data, Mapping) and isinstance(data.get("name"), str):
         where = f"{where} ({data['name']})"
@@ -188,7 +188,7 @@ def _parse_rule(data: object, index: int, source: str, defaults: _Timing, sink_n
         keep_firing_for_ns=table.duration("keep_firing_for", defaults.keep_firing_for_ns, allow_zero=True),
         no_data_after_ns=table.duration("no_data_after", defaults.no_data_after_ns, allow_zero=True),
     )
-    rule = Rule(
+    rule = AlertRule(
         name=name,
         kind=kind,
         metric=metric,

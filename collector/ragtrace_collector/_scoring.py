@@ -43,11 +43,10 @@ from ragtrace import _settings as settings
 from ragtrace import environment_variables as env
 from ragtrace._capture import CaptureSettings
 from ragtrace.judges import Judge, default_judge
-from ragtrace.metrics import Suite
-from ragtrace.metrics._registry import configured_suite
+from ragtrace.metrics import Suite, configured_suite
 from ragtrace_collector._carrier import carrier_export, encode, score_rows
 from ragtrace_collector._otlp import Batch, Row
-from ragtrace_collector._prometheus import Stats
+from ragtrace_collector._stats import Stats
 from ragtrace_collector._store import DatabaseError, Storage, StoreError, claims
 
 _log = logging.getLogger("ragtrace_collector")

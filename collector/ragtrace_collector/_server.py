@@ -21,6 +21,7 @@ import uvicorn
 from starlette.routing import BaseRoute
 
 from ragtrace_collector._address import host_port, listen, page_url, probe
+from ragtrace_collector._alerts import Watcher
 from ragtrace_collector._budget import ByteBudget
 from ragtrace_collector._config import CollectorConfig
 from ragtrace_collector._decoded import DECODED_COST_FACTOR
@@ -33,7 +34,9 @@ from ragtrace_collector._join import Settler
 from ragtrace_collector._memory import tune_allocator
 from ragtrace_collector._phoenix import PhoenixAnnotator
 from ragtrace_collector._pipeline import Pipeline
-from ragtrace_collector._prometheus import Sources, Stats, metrics_routes
+from ragtrace_collector._prometheus import Sources, metrics_routes
+from ragtrace_collector._report import page_routes
+from ragtrace_collector._stats import Stats
 from ragtrace_collector._store import Storage, Store, open_store
 
 __all__ = ["Collector", "CollectorConfig"]
@@ -45,16 +48,6 @@ _PRUNE_EVERY_SECONDS = 3600.0
 _MAX_REQUESTS = 256
 _MAX_HEAD_BYTES = 16 * 1024
 _WORKER_SLACK_BYTES = 64 * 1024 * 1024
-
-
-def _optional(module: str, attribute: str) -> Any:
-    """A function of a sibling module that may not be installed yet; None (with a warning) when missing."""
-    try:
-        loaded = __import__(f"ragtrace_collector.{module}", fromlist=[attribute])
-        return getattr(loaded, attribute)
-    except (ImportError, AttributeError) as exc:
-        _log.warning("ragtrace_collector.%s.%s is not available (%s): skipped", module, attribute, exc)
-        return None
 
 
 class Collector:
@@ -104,10 +97,8 @@ class Collector:
         async with contextlib.AsyncExitStack() as stack:
             watcher = None
             if config.watch:
-                watcher_class = _optional("_alerts", "Watcher")
-                if watcher_class is not None:
-                    # Built first: a bad rules file stops the start-up before anything listens.
-                    watcher = self.watcher = watcher_class(config.target, config.rules)
+                # Built first: a bad rules file stops the start-up before anything listens.
+                watcher = self.watcher = Watcher(config.target, config.rules)
             # Bound before the store exists, so a busy port stops the start-up without leaving a new, empty --db
             # behind; connections queue in the backlog until uvicorn accepts them below.
             sock = listen(config.host, config.port)
@@ -187,12 +178,10 @@ class Collector:
                 )
             page_served = False
             if config.page:
-                page_routes = _optional("_report", "page_routes")
-                if page_routes is not None:
-                    routes.extend(page_routes(store))
-                    # People's reviews of records: the record page's buttons, the labels export, the agreement.
-                    routes.extend(review_api_routes(config.target))
-                    page_served = True
+                routes.extend(page_routes(store))
+                # People's reviews of records: the record page's buttons, the labels export, the agreement.
+                routes.extend(review_api_routes(config.target))
+                page_served = True
             app = create_app(
                 pipeline,
                 ingest_token=config.sender_token,

@@ -2,7 +2,7 @@
 
 The contracts other modules code against are re-exported here:
 
-* ``CaptureSettings`` and ``set_settings`` / ``get_settings`` (``_settings.py``): what the decorators
+* ``CaptureSettings`` and ``set_settings`` / ``get_settings`` (``_capture_settings.py``): what the decorators
   may export and how much they keep (privacy switch, redaction hook, size bounds).
 * ``prepare_text`` then ``export_text`` (``_text.py``): the two functions every captured text goes
   through, so the export bound, the record bound and redaction are applied in one place.
@@ -21,8 +21,8 @@ decorators. Modules that read the settings or the tracer call them through this 
 
 from __future__ import annotations
 
+from ragtrace._capture._capture_settings import CaptureSettings, get_settings, set_settings
 from ragtrace._capture._records import RECORDS, RecordStore
-from ragtrace._capture._settings import CaptureSettings, get_settings, set_settings
 from ragtrace._capture._text import REDACT_MARGIN, REDACTION_FAILED, export_text, prepare_text
 from ragtrace._capture._tracer import get_tracer, get_tracer_provider, set_tracer_provider, tracer_from
 

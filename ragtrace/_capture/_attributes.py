@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any
 from opentelemetry.util.types import AttributeValue
 
 from ragtrace import semconv
+from ragtrace._capture._capture_settings import CaptureSettings
 from ragtrace._capture._documents import documents_json
 from ragtrace._capture._records import RECORDS
-from ragtrace._capture._settings import CaptureSettings
 from ragtrace._capture._state import Text, prepare_value
 from ragtrace._capture._text import export_text
 from ragtrace._chunks import CapturedChunk, Normalized

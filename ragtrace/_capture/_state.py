@@ -12,7 +12,7 @@ from typing import Any
 
 from opentelemetry import context as otel_context
 
-from ragtrace._capture._settings import CaptureSettings
+from ragtrace._capture._capture_settings import CaptureSettings
 from ragtrace._capture._text import prepare_text
 from ragtrace._chunks import CapturedChunk, Normalized, normalize_chunks, to_text
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from ragtrace import semconv
 
 if TYPE_CHECKING:
-    from ragtrace._capture._settings import CaptureSettings
+    from ragtrace._capture._capture_settings import CaptureSettings
 
 _log = logging.getLogger("ragtrace")
 

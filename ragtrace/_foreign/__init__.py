@@ -3,7 +3,7 @@ the OpenTelemetry GenAI conventions, with nothing changed in the app.
 
 The scoring processor hands every ended span that is not ragtrace's own RAG span to a ``Joiner``
 (``_joiner.py``), which gathers each RAG call's documents bottom-up as its spans end and gives back, per
-span, a ``Verdict``: forward it untouched, or it is a RAG root (with its ``RagRecord``, or the reason it
+span, a ``Release``: forward it untouched, or it is a RAG root (with its ``RagRecord``, or the reason it
 cannot be scored). The parts, one job each:
 
 * ``_classify``: which part of a RAG call a span is (root, retrieval, generation) by whose conventions;
@@ -20,9 +20,9 @@ cannot be scored). The parts, one job each:
 
 from __future__ import annotations
 
+from ragtrace._foreign._join_settings import VARIABLES, JoinSettings
 from ragtrace._foreign._joiner import Joiner, JoinStats
-from ragtrace._foreign._parts import Verdict
-from ragtrace._foreign._settings import VARIABLES, JoinSettings
+from ragtrace._foreign._parts import Release
 from ragtrace._foreign._whole import Joined, SpanView, join_trace
 
-__all__ = ["VARIABLES", "JoinSettings", "JoinStats", "Joined", "Joiner", "SpanView", "Verdict", "join_trace"]
+__all__ = ["VARIABLES", "JoinSettings", "JoinStats", "Joined", "Joiner", "Release", "SpanView", "join_trace"]

@@ -20,7 +20,7 @@ from opentelemetry.trace import StatusCode
 
 from ragtrace import _capture, semconv
 from ragtrace._foreign import _classify, _documents
-from ragtrace._foreign._parts import Verdict
+from ragtrace._foreign._parts import Release
 from ragtrace._record import Chunk, RagRecord
 
 if TYPE_CHECKING:
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from ragtrace._foreign._pending import Candidate
 
 
-def assemble(candidate: Candidate, hidden: frozenset[str]) -> Verdict:
+def assemble(candidate: Candidate, hidden: frozenset[str]) -> Release:
     """The verdict on a RAG root: its record, or why it is not scored. ``hidden``: shapes whose
     instrumentations were told to keep content off their spans."""
     span = candidate.span
@@ -41,7 +41,7 @@ def assemble(candidate: Candidate, hidden: frozenset[str]) -> Verdict:
         answer=candidate.answer,
         hidden=hidden,
     )
-    return Verdict(span, root=True, record=record, reason=reason)
+    return Release(span, root=True, record=record, reason=reason)
 
 
 def decide(

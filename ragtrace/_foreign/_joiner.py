@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 from ragtrace import _capture
 from ragtrace._foreign import _classify
 from ragtrace._foreign._assemble import assemble
-from ragtrace._foreign._parts import GENERATION, NAMED, RERANK, RETRIEVAL, ROOT, Verdict
+from ragtrace._foreign._parts import GENERATION, NAMED, RERANK, RETRIEVAL, ROOT, Release
 from ragtrace._foreign._pending import Candidate, Pending, span_size
 from ragtrace._foreign._state import States
 from ragtrace._fork import at_fork_in_child_of
@@ -41,8 +41,8 @@ from ragtrace._fork import at_fork_in_child_of
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import ReadableSpan
 
+    from ragtrace._foreign._join_settings import JoinSettings
     from ragtrace._foreign._parts import Retrieved
-    from ragtrace._foreign._settings import JoinSettings
 
 _log = logging.getLogger(__name__)
 _EMPTY: Any = MappingProxyType({})
@@ -83,7 +83,7 @@ class Joiner:
             states = self._states
             return JoinStats(len(states), states.size, states.held, states.dropped)
 
-    def end(self, span: ReadableSpan, attributes: Mapping[str, Any] | None = None) -> tuple[Verdict, ...] | None:
+    def end(self, span: ReadableSpan, attributes: Mapping[str, Any] | None = None) -> tuple[Release, ...] | None:
         """Take one ended span that is not ragtrace's own RAG span (see the module docstring for the contract).
         ``attributes``: the span's, when the caller has them already."""
         context = span.context
@@ -154,17 +154,17 @@ class Joiner:
 
     def _result(
         self, span: ReadableSpan, superseded: list[Candidate] | None, roots: Sequence[Candidate], held: bool
-    ) -> tuple[Verdict, ...] | None:
+    ) -> tuple[Release, ...] | None:
         # ``None`` when there is nothing but the span itself, untouched: the caller forwards it.
         if not superseded and not roots and not held:
             return None
-        verdicts = [Verdict(c.span) for c in superseded or ()]
+        verdicts = [Release(c.span) for c in superseded or ()]
         verdicts.extend(self._assembled(roots))
         if not held and not any(v.span is span for v in verdicts):
-            verdicts.append(Verdict(span))
+            verdicts.append(Release(span))
         return tuple(verdicts)
 
-    def own(self, span: ReadableSpan) -> tuple[Verdict, ...]:
+    def own(self, span: ReadableSpan) -> tuple[Release, ...]:
         """ragtrace's own RAG span ended: drop what was gathered under it; candidates under it leave untouched."""
         context = span.context
         if context is None or context.trace_id not in self._states:
@@ -173,15 +173,15 @@ class Joiner:
             roots = self._states.expire()
             gathered = self._states.take(context.trace_id, context.span_id)
         superseded = gathered.held if gathered is not None else []
-        return (*(Verdict(c.span) for c in superseded), *self._assembled(roots))
+        return (*(Release(c.span) for c in superseded), *self._assembled(roots))
 
-    def drain(self) -> tuple[Verdict, ...]:
+    def drain(self) -> tuple[Release, ...]:
         """Every held candidate, as a RAG root (a flush or shutdown exports them now; nothing above them ended)."""
         with self._lock:
             roots = self._states.drain()
         return tuple(self._assembled(roots))
 
-    def _assembled(self, roots: Iterable[Candidate]) -> list[Verdict]:
+    def _assembled(self, roots: Iterable[Candidate]) -> list[Release]:
         verdicts = []
         for candidate in roots:
             try:
@@ -191,7 +191,7 @@ class Joiner:
                 if not self._warned:
                     self._warned = True
                     _log.exception("ragtrace: could not read the RAG call of span %r", candidate.span.name)
-                verdicts.append(Verdict(candidate.span, root=True))
+                verdicts.append(Release(candidate.span, root=True))
         return verdicts
 
     def _named(self, span: ReadableSpan) -> bool:

@@ -71,7 +71,7 @@ class Io:
 
 
 @dataclass(frozen=True, slots=True)
-class Verdict:
+class Release:
     """What the processor does with one span the joiner gives back.
 
     ``root`` False: forward it untouched (it is no RAG root). ``root`` True: a RAG root, to be decided on

@@ -1,4 +1,10 @@
-"""Judges: who answers the metrics' steps. See ``ragtrace.judges._base`` for the protocol."""
+"""Judges: who answers the metrics' steps. See ``ragtrace.judges._base`` for the protocol.
+
+- ``openai/``: ``OpenAIJudge``, any OpenAI-compatible endpoint (its transport, retries, steps and prompts).
+- ``offline/``: ``OfflineJudge``, a local model and rules, no network.
+- ``tiered/``: ``TieredJudge``, the offline judge first and an LLM on the doubtful records.
+- ``BaseJudge``: the base for a judge of your own (write ``name`` and the steps it answers).
+"""
 
 from typing import TYPE_CHECKING
 
@@ -14,6 +20,7 @@ from ragtrace.judges._base import (
     Rating,
     Verdict,
 )
+from ragtrace.judges._partial import BaseJudge
 
 if TYPE_CHECKING:
     from ragtrace.judges._default import default_judge
@@ -35,6 +42,7 @@ __getattr__, __dir__ = _lazy.lazy_names(__name__, globals(), _LAZY)
 
 __all__ = [
     "ALL_CAPABILITIES",
+    "BaseJudge",
     "GEvalRating",
     "Judge",
     "JudgeCapabilityError",

@@ -20,17 +20,17 @@ from typing import Generic, Protocol, TypeVar, runtime_checkable
 from ragtrace._cost import ZERO_COST, Cost
 
 # Step names, used in ``Judge.capabilities`` and ``Metric.capabilities``: declared in the step table.
-from ragtrace.judges._steps import ALL_CAPABILITIES as ALL_CAPABILITIES
-from ragtrace.judges._steps import CLASSIFY_CLAIMS as CLASSIFY_CLAIMS
-from ragtrace.judges._steps import DETECT_NONCOMMITTAL as DETECT_NONCOMMITTAL
-from ragtrace.judges._steps import EMBED as EMBED
-from ragtrace.judges._steps import EXTRACT_CLAIMS as EXTRACT_CLAIMS
-from ragtrace.judges._steps import GENERATE_QUESTIONS as GENERATE_QUESTIONS
-from ragtrace.judges._steps import GEVAL as GEVAL
-from ragtrace.judges._steps import RATE_ANSWER as RATE_ANSWER
-from ragtrace.judges._steps import RATE_CHUNKS as RATE_CHUNKS
-from ragtrace.judges._steps import RATE_STATEMENTS as RATE_STATEMENTS
-from ragtrace.judges._steps import VERIFY as VERIFY
+from ragtrace.judges._capabilities import ALL_CAPABILITIES as ALL_CAPABILITIES
+from ragtrace.judges._capabilities import CLASSIFY_CLAIMS as CLASSIFY_CLAIMS
+from ragtrace.judges._capabilities import DETECT_NONCOMMITTAL as DETECT_NONCOMMITTAL
+from ragtrace.judges._capabilities import EMBED as EMBED
+from ragtrace.judges._capabilities import EXTRACT_CLAIMS as EXTRACT_CLAIMS
+from ragtrace.judges._capabilities import GENERATE_QUESTIONS as GENERATE_QUESTIONS
+from ragtrace.judges._capabilities import GEVAL as GEVAL
+from ragtrace.judges._capabilities import RATE_ANSWER as RATE_ANSWER
+from ragtrace.judges._capabilities import RATE_CHUNKS as RATE_CHUNKS
+from ragtrace.judges._capabilities import RATE_STATEMENTS as RATE_STATEMENTS
+from ragtrace.judges._capabilities import VERIFY as VERIFY
 
 T = TypeVar("T")
 
@@ -104,6 +104,11 @@ def agreeing(probability: float, verdict: Verdict | str, cut: float) -> float:
     if cut <= 0.0:
         return 0.0
     return min(0.5 * p / cut, math.nextafter(0.5, 0.0))
+
+
+UNPARSEABLE_REPLY = "unparseable_reply"
+"""``JudgeError.error_type`` of a reply that could not be parsed after the retries (metrics keep it as the
+score's reason)."""
 
 
 class JudgeError(Exception):

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from ragtrace._cost import ZERO_COST as ZERO_COST  # re-exported: metrics and apps import them from here
 from ragtrace._cost import Cost as Cost
+from ragtrace.judges._base import UNPARSEABLE_REPLY
 
 if TYPE_CHECKING:
     from ragtrace._record import RagRecord
@@ -34,7 +35,7 @@ REASON_NO_ANSWER = "no_answer"
 REASON_NO_QUERY = "no_query"
 REASON_JUDGE_LACKS_CAPABILITY = "judge_lacks_capability"
 REASON_JUDGE_ERROR = "judge_error"
-REASON_UNPARSEABLE = "unparseable_reply"
+REASON_UNPARSEABLE = UNPARSEABLE_REPLY
 REASON_NOT_FINITE = "not_finite"
 
 # Keys of ``Score.details`` that exporters read.

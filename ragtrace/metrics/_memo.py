@@ -16,8 +16,8 @@ from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from ragtrace.judges._base import GEvalRating, Judge, JudgeError, JudgeReply, Question, Rating, Verdict
+from ragtrace.judges._capabilities import serves_every_step
 from ragtrace.judges._degenerate import watch
-from ragtrace.judges._steps import serves_every_step
 from ragtrace.metrics._base import ZERO_COST, Cost
 
 T = TypeVar("T")

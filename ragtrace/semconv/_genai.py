@@ -109,7 +109,7 @@ instrumentations still write it on their model-client spans)."""
 GEN_AI_PROVIDER_NAME: Final = "gen_ai.provider.name"
 """The GenAI provider (``openai``, ``anthropic``, ``aws.bedrock``, ...) of a generation or retrieval span,
 from ``@generate(provider=...)``/``@retrieve(provider=...)``, else from the model client's span beneath it
-(``ragtrace._provider``); the conventions list the well-known values."""
+(``ragtrace.scoring.provider``); the conventions list the well-known values."""
 
 GEN_AI_EVALUATION_RESULT: Final = "gen_ai.evaluation.result"
 """Name of the event that carries one metric's result (one per metric): a span event on the scored span

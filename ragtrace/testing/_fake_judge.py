@@ -50,7 +50,7 @@ from ragtrace.judges._base import (
     Rating,
     Verdict,
 )
-from ragtrace.judges._steps import METHODS, serves_every_step
+from ragtrace.judges._capabilities import METHODS, serves_every_step
 from ragtrace.metrics._base import ZERO_COST, Cost
 
 __all__ = ["DEFAULT_CHAT_COST", "DEFAULT_EMBED_COST", "FakeCall", "FakeJudge"]

@@ -1,6 +1,6 @@
 """The stub server's default answers to the ragtrace judge's steps, one function per step.
 
-Each answer reads the user message ``ragtrace.judges._prompts`` renders (its ``Title:`` sections,
+Each answer reads the user message ``ragtrace.judges.openai.prompts`` renders (its ``Title:`` sections,
 ``[chunk N]`` / ``[claim N]`` items and one-line fields) and returns the reply value ``OpenAIJudge``
 parses for that step, deterministically from the stub's text rules (``_stub_text``): claims are the
 answer's sentences; a claim is supported by a chunk holding 60% of its content words, contradicted by

@@ -2,7 +2,7 @@
 
 A chat request's text is the concatenation of its messages' text (a string content, or the ``text``
 parts of a list content; anything else reads as empty). The judge step a request is for is named by
-``OpenAIJudge`` in two places (``ragtrace.judges._prompts``): the ``json_schema`` name
+``OpenAIJudge`` in two places (``ragtrace.judges.openai.prompts``): the ``json_schema`` name
 (``SCHEMA_PREFIX`` + step) and a ``STEP_MARKER`` line in a message; the schema name wins. A request
 from another library names no step (``None``). A forced tool is the one ``tool_choice`` names, else
 the first tool.
@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ragtrace.judges._prompts import SCHEMA_PREFIX, STEP_MARKER
+from ragtrace.judges.openai.prompts import SCHEMA_PREFIX, STEP_MARKER
 
 __all__ = ["chosen_tool", "error", "message_text", "recognise_step"]
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ragtrace_collector._alerts import Mute, Policy, Step, Track, frozen_baseline_end, step
+from ragtrace_collector._alerts import Mute, Policy, Track, Transition, frozen_baseline_end, step
 
 S = 1_000_000_000
 MINUTE = 60 * S
@@ -10,7 +10,7 @@ POLICY = Policy(renotify_ns=60 * MINUTE, keep_firing_for_ns=15 * MINUTE, no_data
 OFF = Policy(renotify_ns=60 * MINUTE, keep_firing_for_ns=0, no_data_after_ns=0)
 
 
-def run(policy: Policy, said: list[tuple[int, str]], *, mute: Mute | None = None) -> tuple[Track, list[Step]]:
+def run(policy: Policy, said: list[tuple[int, str]], *, mute: Mute | None = None) -> tuple[Track, list[Transition]]:
     """Feed (time, detected state) pairs; return the last track and the steps that recorded a row."""
     track: Track | None = None
     recorded = []
@@ -23,7 +23,7 @@ def run(policy: Policy, said: list[tuple[int, str]], *, mute: Mute | None = None
     return track, recorded
 
 
-def changes(steps: list[Step]) -> list[tuple[str | None, str, bool]]:
+def changes(steps: list[Transition]) -> list[tuple[str | None, str, bool]]:
     return [(s.previous, s.track.state, s.notify) for s in steps]
 
 

@@ -18,8 +18,9 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from ragtrace_collector._alerts import Watcher
 from ragtrace_collector._otlp import Batch
-from ragtrace_collector._prometheus import Sources, Stats, render
+from ragtrace_collector._prometheus import Sources, render
 from ragtrace_collector._rules import parse_rules
+from ragtrace_collector._stats import Stats
 from ragtrace_collector._store.schema import SCORE_COLUMNS
 
 from tests.collector._stores import whole_row

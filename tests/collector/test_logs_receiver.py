@@ -34,7 +34,7 @@ from ragtrace_collector._server import Collector
 from ragtrace_collector._store.schema import SCORE_COLUMNS
 
 from ragtrace import semconv
-from ragtrace._eval_logs import EvaluationLogs
+from ragtrace.scoring.evaluation_logs import EvaluationLogs
 from tests.collector._spans import SpanFactory, hex_span_id, start_collector
 from tests.collector._stores import count, dict_rows
 

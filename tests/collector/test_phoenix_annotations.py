@@ -24,7 +24,7 @@ import pytest
 from ragtrace_collector.__main__ import main
 from ragtrace_collector._otlp import Batch
 from ragtrace_collector._phoenix import PhoenixAnnotator, annotations_url
-from ragtrace_collector._phoenix._wire import Outcome, classify
+from ragtrace_collector._phoenix._wire import Delivery, classify
 from ragtrace_collector._server import CollectorConfig
 from ragtrace_collector._store import Store
 from ragtrace_collector._store.schema import RAG_COLUMNS, SCORE_COLUMNS
@@ -394,12 +394,12 @@ def test_serve_refuses_a_bad_phoenix_url_from_the_flag_or_the_variable(
 def test_replies_are_read_as_phoenix_words_them() -> None:
     batch = frozenset({"000000000000000a", "000000000000000b"})
     named = classify(404, "Spans with IDs 000000000000000B do not exist.", batch)
-    assert (named.outcome, named.missing) == (Outcome.MISSING, frozenset({"000000000000000b"}))
+    assert (named.outcome, named.missing) == (Delivery.MISSING, frozenset({"000000000000000b"}))
     as_json = classify(404, json.dumps({"detail": "Spans with IDs 000000000000000a do not exist."}), batch)
     assert as_json.missing == frozenset({"000000000000000a"})
     assert classify(404, "Not Found", batch).missing == batch  # unknown wording: wait for every span
     assert [classify(s, "", batch).outcome for s in (200, 408, 429, 500, 507, 400, 401, 422)] == [
-        Outcome.SENT,
-        *[Outcome.RETRY] * 4,
-        *[Outcome.REFUSED] * 3,
+        Delivery.SENT,
+        *[Delivery.RETRY] * 4,
+        *[Delivery.REFUSED] * 3,
     ]

@@ -1,4 +1,4 @@
-"""The app and the collector write the same evaluation on the wire: one codec (``ragtrace._wire``) for both.
+"""The app and the collector write the same evaluation on the wire: one codec (``ragtrace.wire``) for both.
 
 The same outcome (scores, cost, judge, seconds) becomes a carrier span in the app (late scores) and in the
 collector (server-side scores); both must carry identical attributes and events, and the collector must
@@ -16,11 +16,11 @@ from opentelemetry.sdk.trace import ReadableSpan
 from ragtrace_collector._carrier import carrier_export, encode, score_rows
 from ragtrace_collector._otlp import attributes
 
-from ragtrace import _wire, semconv
-from ragtrace._jobs import outcome_of
-from ragtrace._spans import carrier_span
+from ragtrace import semconv, wire
 from ragtrace.metrics import Cost, Score, SuiteResult
 from ragtrace.metrics._base import DETAIL_METHOD, REASON_JUDGE_ERROR, REASON_NEEDS_REFERENCE
+from ragtrace.scoring.jobs import outcome_of
+from ragtrace.scoring.spans import carrier_span
 
 TRACE_ID = 0x0AF7651916CD43DD8448EB211C80319C
 SPAN_ID = 0x00F067AA0BA902B7
@@ -51,7 +51,7 @@ def _app_carrier(scores: dict[str, Score]) -> tuple[dict[str, Any], list[tuple[s
     outcome = outcome_of(list(scores.values()), COST, "fake")
     span = carrier_span(
         _target(),
-        _wire.finished(outcome.attributes, outcome.decision, SECONDS),
+        wire.finished(outcome.attributes, outcome.decision, SECONDS),
         outcome.events,
         start_time=1,
         end_time=2,
@@ -96,9 +96,9 @@ def test_all_metrics_failing_is_decision_error_with_the_error_type_on_both_sides
 def test_the_collector_stores_what_it_would_read_back_from_the_wire() -> None:
     encoded = encode(SuiteResult(SCORES, cost=COST, judge="fake"))
     row = {"span_id": "ab" * 8, "trace_id": "cd" * 16, "service": "svc", "route": "/ask", "time_ns": 5}
-    stored = {r["metric"]: {k: r[k] for k in _wire.FIELDS} for r in score_rows(row, encoded)}
-    decoded = _wire.decode(encoded.attributes, encoded.events)
-    assert stored == {metric: {k: fields.get(k) for k in _wire.FIELDS} for metric, fields in decoded.items()}
+    stored = {r["metric"]: {k: r[k] for k in wire.FIELDS} for r in score_rows(row, encoded)}
+    decoded = wire.decode(encoded.attributes, encoded.events)
+    assert stored == {metric: {k: fields.get(k) for k in wire.FIELDS} for metric, fields in decoded.items()}
     assert stored["faithfulness"] == {
         "value": 0.75,
         "label": "pass",

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from ragtrace import semconv
-from ragtrace._telemetry import _SCORE_BUCKETS
 from ragtrace.metrics import METRIC_NAMES
+from ragtrace.scoring.telemetry import _SCORE_BUCKETS
 
 DEPLOY = Path(__file__).resolve().parents[2] / "collector" / "deploy" / "prometheus"
 RULES = DEPLOY / "ragtrace-rules.yml"

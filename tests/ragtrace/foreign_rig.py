@@ -15,9 +15,9 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from ragtrace import semconv
-from ragtrace._processor import ScoringSpanProcessor
 from ragtrace._record import RagRecord
 from ragtrace.metrics._base import Score
+from ragtrace.scoring.processor import ScoringSpanProcessor
 
 
 @dataclass

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ragtrace._calibration import balanced_accuracy, best_cut, fit, rank_auc
+from ragtrace.cli.calibration import balanced_accuracy, best_cut, fit, rank_auc
 
 LEANS_TO_NO = [0.45, 0.40, 0.35, 0.30, 0.10, 0.08, 0.05, 0.02]  # ranks right, says "no" to everything
 LABELS = [True, True, True, True, False, False, False, False]

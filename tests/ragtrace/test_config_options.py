@@ -16,9 +16,9 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 import ragtrace
 from ragtrace import CaptureOptions, JoinOptions, Rule, Sampler, ScoringOptions, _capture
 from ragtrace._capture import RecordStore
-from ragtrace._processor import ScoringSpanProcessor
 from ragtrace._shorthands import _SAMPLING, PROCESSOR, SETUP, JoinKeywords, SamplingKeywords, merge
 from ragtrace.environment_variables import ConfigurationError
+from ragtrace.scoring.processor import ScoringSpanProcessor
 from tests.ragtrace.foreign_rig import NoJudge
 from tests.ragtrace.test_processor import Collect, NullJudge, Scripted
 

@@ -14,7 +14,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 import ragtrace
 from ragtrace import CaptureOptions, JoinOptions, Rule, Sampler, ScoringOptions, _capture, semconv
 from ragtrace._capture import RecordStore
-from ragtrace._processor import ScoringSpanProcessor
+from ragtrace.scoring.processor import ScoringSpanProcessor
 from tests.ragtrace.foreign_rig import NoJudge, Seen
 from tests.ragtrace.test_foreign_joiner import chain, retrieve
 from tests.ragtrace.test_processor import Collect, NullJudge, Scripted

@@ -22,11 +22,12 @@ from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogR
 from opentelemetry.sdk.trace import ReadableSpan
 
 import ragtrace
-from ragtrace import _eval_logs, semconv
-from ragtrace._jobs import outcome_of
-from ragtrace._spans import carrier_span
+from ragtrace import semconv
 from ragtrace.environment_variables import RAGTRACE_EVALUATION_LOGS
 from ragtrace.metrics import Cost, Score
+from ragtrace.scoring import evaluation_logs as _eval_logs
+from ragtrace.scoring.jobs import outcome_of
+from ragtrace.scoring.spans import carrier_span
 from ragtrace.testing import FakeJudge, capture
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -16,9 +16,10 @@ from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, LogRecordE
 from opentelemetry.sdk.trace import ReadableSpan
 
 import ragtrace
-from ragtrace import _eval_logs, semconv
-from ragtrace._eval_logs import EvaluationOutput
+from ragtrace import semconv
 from ragtrace.environment_variables import RAGTRACE_EVALUATION_LOGS, RAGTRACE_EVALUATION_SPAN_EVENTS
+from ragtrace.scoring import evaluation_logs as _eval_logs
+from ragtrace.scoring.evaluation_logs import EvaluationOutput
 from ragtrace.testing import FakeJudge, capture
 
 ANSWER = "Paris is the capital of France."

@@ -21,8 +21,8 @@ from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags, Trace
 import ragtrace
 from ragtrace import _capture, semconv
 from ragtrace._foreign import VARIABLES, JoinSettings
-from ragtrace._processor import ScoringSpanProcessor
 from ragtrace.environment_variables import ConfigurationError
+from ragtrace.scoring.processor import ScoringSpanProcessor
 from tests.ragtrace.foreign_rig import NoJudge, Pipeline, Seen, decision, pipeline, shut, texts
 
 CHAIN = {semconv.OPENINFERENCE_SPAN_KIND: semconv.SPAN_KIND_CHAIN}

@@ -95,12 +95,12 @@ def test_a_sampler_lock_held_at_fork_time_does_not_deadlock_the_child() -> None:
 
 def test_capture_locks_held_at_fork_time_do_not_deadlock_the_child() -> None:
     from ragtrace import _capture
-    from ragtrace._capture import _settings, _tracer
+    from ragtrace._capture import _capture_settings, _tracer
     from ragtrace._record import RagRecord
 
     store = _capture.RECORDS
     store.acquire()
-    held = [store._lock, _settings._settings_lock, _tracer._tracer_lock]
+    held = [store._lock, _capture_settings._settings_lock, _tracer._tracer_lock]
     for lock in held:
         lock.acquire()  # as if other threads were inside the store and the settings when the app forks
     try:

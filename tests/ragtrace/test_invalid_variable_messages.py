@@ -9,8 +9,8 @@ import pytest
 
 import ragtrace
 from ragtrace import _options
-from ragtrace._capture._settings import CaptureSettings
-from ragtrace._foreign._settings import JoinSettings
+from ragtrace._capture._capture_settings import CaptureSettings
+from ragtrace._foreign._join_settings import JoinSettings
 from ragtrace._sampling._sampler import RATE, THROTTLE
 
 

@@ -6,8 +6,8 @@ import logging
 
 import pytest
 
-from ragtrace._judge_errors import JudgeErrorLog
 from ragtrace.metrics._base import Score
+from ragtrace.scoring.judge_errors import JudgeErrorLog
 
 
 def failed(kind: str) -> Score:

@@ -16,11 +16,11 @@ from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 
 from ragtrace import semconv
 from ragtrace._capture import RecordStore
-from ragtrace._processor import ERROR_NO_RECORD, ScoringSpanProcessor
 from ragtrace._record import RagRecord
 from ragtrace._sampling import Rule, Sampler
 from ragtrace.environment_variables import ConfigurationError
 from ragtrace.metrics._base import Score
+from ragtrace.scoring.processor import ERROR_NO_RECORD, ScoringSpanProcessor
 
 RECORD = RagRecord.of("What is the capital of Brazil?", ["Brazil's capital is Brasilia."], "Brasilia.")
 
@@ -349,16 +349,21 @@ def test_threads_submitting_at_once_lose_nothing() -> None:
     r.provider.shutdown()
 
 
-def test_a_downstream_that_raises_never_reaches_the_app() -> None:
+def test_a_downstream_that_raises_never_reaches_the_app(caplog: pytest.LogCaptureFixture) -> None:
     class Boom(Collect):
         def on_end(self, span: ReadableSpan) -> None:
+            super().on_end(span)
             raise RuntimeError("exporter down")
 
-    processor = ScoringSpanProcessor(Boom(), judge=NullJudge(), metrics=[Scripted()], sample_rate=0.0)
+    boom = Boom()
+    processor = ScoringSpanProcessor(boom, judge=NullJudge(), metrics=[Scripted()], sample_rate=0.0)
     provider = TracerProvider()
     provider.add_span_processor(processor)
     with provider.get_tracer("t").start_as_current_span("rag", attributes={semconv.RAGTRACE_ROLE: semconv.ROLE_RAG}):
-        pass
+        pass  # the span ends here: the RuntimeError would surface in the app at this line
+    # Handed over once (not retried, not lost), with its decision, and the failure logged instead of raised.
+    assert [decision(span) for span in boom.spans] == [semconv.DECISION_NOT_SAMPLED]
+    assert any(record.exc_info and "exporter down" in str(record.exc_info[1]) for record in caplog.records)
     provider.shutdown()
 
 

@@ -19,9 +19,9 @@ from opentelemetry.sdk.trace import TracerProvider
 
 from ragtrace import semconv
 from ragtrace._capture import RecordStore
-from ragtrace._processor import ERROR_NO_RECORD, ScoringSpanProcessor
 from ragtrace._sampling import Sampler
 from ragtrace.environment_variables import ConfigurationError
+from ragtrace.scoring.processor import ERROR_NO_RECORD, ScoringSpanProcessor
 from ragtrace.testing import FakeJudge
 from tests.ragtrace.test_processor import RECORD, Collect, NullJudge, Scripted, decision, make_rig
 
@@ -249,7 +249,7 @@ def test_scores_already_computed_survive_a_failing_charge_or_metrics_call(
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
 def test_an_admission_lock_held_at_fork_time_does_not_block_the_childs_on_end() -> None:
     r = make_rig(sampler=Sampler(1.0, budget_tokens_per_day=1_000_000), sample_rate=None)
-    r.processor._admission.acquire()  # as if another thread were deciding a span when the app forks
+    r.processor._handoff._admission.acquire()  # as if another thread were deciding a span when the app forks
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)  # fork with threads running
@@ -261,7 +261,7 @@ def test_an_admission_lock_held_at_fork_time_does_not_block_the_childs_on_end() 
             finally:
                 os._exit(0)
     finally:
-        r.processor._admission.release()
+        r.processor._handoff._admission.release()
     _, status = os.waitpid(pid, 0)
     r.provider.shutdown()
     assert os.waitstatus_to_exitcode(status) == 0
@@ -352,7 +352,7 @@ def test_the_exit_drain_and_the_final_shutdown_share_one_shutdown_timeout() -> N
     # shutdown at atexit that follows waited a whole shutdown_timeout again (per processor).
     import weakref
 
-    from ragtrace._exit import drain_ref
+    from ragtrace.scoring.exit import drain_ref
 
     gate = threading.Event()
     r = make_rig([Scripted(gate=gate)], shutdown_timeout=0.5)

@@ -18,13 +18,15 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from ragtrace import _processor, _spans, semconv
+from ragtrace import semconv
 from ragtrace._capture import RecordStore
-from ragtrace._processor import ScoringSpanProcessor
 from ragtrace._record import RagRecord
 from ragtrace._sampling import Sampler
 from ragtrace.environment_variables import ConfigurationError
 from ragtrace.metrics._base import Score
+from ragtrace.scoring import processor as _processor
+from ragtrace.scoring import spans as _spans
+from ragtrace.scoring.processor import ScoringSpanProcessor
 from ragtrace.testing import FakeJudge
 from tests.ragtrace.test_processor import Collect, NullJudge, Scripted, decision, make_rig
 

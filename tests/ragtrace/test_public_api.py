@@ -62,7 +62,7 @@ def test_importing_ragtrace_leaves_the_sdk_and_the_metrics_unloaded_until_used()
     # side loads on first use of one of its names.
     code = (
         "import sys, ragtrace\n"
-        "heavy = ('opentelemetry.sdk.trace', 'ragtrace._processor', 'ragtrace.metrics', 'numpy')\n"
+        "heavy = ('opentelemetry.sdk.trace', 'ragtrace.scoring.processor', 'ragtrace.metrics', 'numpy')\n"
         "print(sorted(m for m in heavy if m in sys.modules))\n"
         "ragtrace.configure\n"
         "print(sorted(m for m in heavy if m in sys.modules))\n"
@@ -70,12 +70,13 @@ def test_importing_ragtrace_leaves_the_sdk_and_the_metrics_unloaded_until_used()
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     before, after = out.splitlines()
     assert before == "[]"
-    assert "opentelemetry.sdk.trace" in after and "ragtrace._processor" in after
+    assert "opentelemetry.sdk.trace" in after and "ragtrace.scoring.processor" in after
 
 
 def test_a_lazy_name_is_the_object_its_module_defines() -> None:
-    from ragtrace import _config, _evaluate, _processor
+    from ragtrace import _config, _evaluate
     from ragtrace.metrics import _base
+    from ragtrace.scoring import processor as _processor
 
     assert ragtrace.configure is _config.configure
     assert ragtrace.evaluate is _evaluate.evaluate

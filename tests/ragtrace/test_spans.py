@@ -11,7 +11,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from ragtrace import semconv
-from ragtrace._spans import carrier_span, scored_copy
+from ragtrace.scoring.spans import carrier_span, scored_copy
 
 
 def ended_span() -> ReadableSpan:

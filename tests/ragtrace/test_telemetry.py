@@ -8,8 +8,8 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
 from ragtrace import semconv
-from ragtrace._telemetry import Telemetry
 from ragtrace.metrics._base import Cost, Score
+from ragtrace.scoring.telemetry import Telemetry
 
 
 def points(reader: InMemoryMetricReader) -> dict[str, list[Any]]:

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 import ragtrace
-from ragtrace import _wire, semconv
+from ragtrace import semconv, wire
 from ragtrace._cost import Cost
 from ragtrace._wire_claims import MAX_CLAIM_CHARS, MAX_CLAIMS, decode_claims, encode_claims
 from ragtrace.metrics import DETAIL_CLAIMS, ClaimVerdict, Score
@@ -63,8 +63,8 @@ def test_each_claim_goes_out_with_its_verdict_deciding_chunk_and_probability() -
     # And the collector's decoder reads them back as the same entries.
     attributes = dict(span.attributes)
     events = [(e.name, dict(e.attributes)) for e in span.events]
-    decoded = _wire.decode(attributes, events)
-    assert json.loads(decoded["faithfulness"][_wire.CLAIMS]) == expected
+    decoded = wire.decode(attributes, events)
+    assert json.loads(decoded["faithfulness"][wire.CLAIMS]) == expected
 
 
 def test_without_captured_content_the_claims_go_without_their_text() -> None:
@@ -82,20 +82,20 @@ def _score_with(verdicts: tuple[ClaimVerdict, ...]) -> Score:
 
 def test_the_claims_on_an_event_are_bounded() -> None:
     many = tuple(ClaimVerdict(f"claim {i} " + "x" * 400, "supported", 0, 0.9) for i in range(MAX_CLAIMS + 5))
-    encoded = _wire.encode([_score_with(many)], Cost(), "fake")
+    encoded = wire.encode([_score_with(many)], Cost(), "fake")
     (_, event) = encoded.events[0]
     claims = json.loads(str(event[semconv.EVAL_CLAIMS]))
     assert len(claims) == MAX_CLAIMS and event[semconv.EVAL_CLAIMS_OMITTED] == 5
     assert all(len(c["claim"]) == MAX_CLAIM_CHARS and c["claim"].endswith("…") for c in claims)
     assert claims[0]["claim"].startswith("claim 0 ")
-    few = _wire.encode([_score_with(many[:2])], Cost(), "fake").events[0][1]
+    few = wire.encode([_score_with(many[:2])], Cost(), "fake").events[0][1]
     assert semconv.EVAL_CLAIMS_OMITTED not in few
 
 
 def test_a_score_without_claims_adds_nothing() -> None:
-    (_, event) = _wire.encode([_score_with(())], Cost(), "fake").events[0]
+    (_, event) = wire.encode([_score_with(())], Cost(), "fake").events[0]
     assert semconv.EVAL_CLAIMS not in event
-    assert _wire.decode({}, [(semconv.GEN_AI_EVALUATION_RESULT, {semconv.GEN_AI_EVALUATION_NAME: "x"})]) == {
+    assert wire.decode({}, [(semconv.GEN_AI_EVALUATION_RESULT, {semconv.GEN_AI_EVALUATION_NAME: "x"})]) == {
         "x": {"value": None, "label": None, "explanation": None, "error_type": None}
     }
 
@@ -134,9 +134,9 @@ def test_a_lone_surrogate_or_deep_nesting_cannot_fail_an_export() -> None:
         semconv.GEN_AI_EVALUATION_NAME: "faithfulness",
         semconv.EVAL_CLAIMS: '[{"verdict":"supported","claim":"a\\ud800b"}]',
     }
-    decoded = _wire.decode({}, [(semconv.GEN_AI_EVALUATION_RESULT, event)])
-    decoded["faithfulness"][_wire.CLAIMS].encode("utf-8")  # raises on a surrogate
-    assert json.loads(decoded["faithfulness"][_wire.CLAIMS])[0]["claim"].startswith("a")
+    decoded = wire.decode({}, [(semconv.GEN_AI_EVALUATION_RESULT, event)])
+    decoded["faithfulness"][wire.CLAIMS].encode("utf-8")  # raises on a surrogate
+    assert json.loads(decoded["faithfulness"][wire.CLAIMS])[0]["claim"].startswith("a")
     assert decode_claims("[" * 100_000) is None
     text, _ = encode_claims((ClaimVerdict("x\ud800y", "supported", 0, 0.9),), text=True)
     text.encode("utf-8")
@@ -150,10 +150,10 @@ def test_a_judges_own_words_stay_home_when_the_content_was_not_captured() -> Non
         details={DETAIL_FREE_TEXT: True},
     )  # fmt: skip
     counted = Score(name="faithfulness", value=0.5, direction="higher", explanation="1 of 2 claims supported")
-    closed = _wire.encode([quoted, counted], Cost(), "openai:m", content=False)
+    closed = wire.encode([quoted, counted], Cost(), "openai:m", content=False)
     assert "Paris" not in json.dumps([dict(closed.attributes), [dict(a) for _, a in closed.events]], default=str)
     assert closed.events[1][1][semconv.GEN_AI_EVALUATION_EXPLANATION] == "1 of 2 claims supported"  # counts only
-    opened = _wire.encode([quoted], Cost(), "openai:m", content=True)
+    opened = wire.encode([quoted], Cost(), "openai:m", content=True)
     assert opened.events[0][1][semconv.GEN_AI_EVALUATION_EXPLANATION] == "The answer says Paris is in Spain."
 
 
@@ -167,7 +167,7 @@ def test_a_judges_own_words_stay_home_when_the_content_was_not_captured() -> Non
     ],
 )
 def test_content_counts_as_captured_only_when_the_span_says_or_shows_so(attributes: Any, captured: bool) -> None:
-    from ragtrace._scorer import content_captured
+    from ragtrace.scoring.scorer import content_captured
 
     assert content_captured(attributes) is captured
 
@@ -177,14 +177,14 @@ def test_without_captured_content_a_failure_says_only_its_reason() -> None:
         name="faithfulness", value=None, direction="higher", status="error", reason="unparseable_reply",
         error_type="unparseable_reply", explanation="unparseable_reply: no JSON object in reply: 'Paris is in Spain'",
     )  # fmt: skip
-    (_, event) = _wire.encode([failed], Cost(), "openai:m", content=False).events[0]
+    (_, event) = wire.encode([failed], Cost(), "openai:m", content=False).events[0]
     assert event[semconv.GEN_AI_EVALUATION_EXPLANATION] == "unparseable_reply"
-    (_, shown) = _wire.encode([failed], Cost(), "openai:m", content=True).events[0]
+    (_, shown) = wire.encode([failed], Cost(), "openai:m", content=True).events[0]
     assert "Spain" in str(shown[semconv.GEN_AI_EVALUATION_EXPLANATION])
 
 
 def test_a_redacted_answer_is_not_captured_content_and_rounding_keeps_the_side_of_the_cut() -> None:
-    from ragtrace._scorer import content_captured
+    from ragtrace.scoring.scorer import content_captured
 
     assert not content_captured({semconv.OUTPUT_VALUE: semconv.OPENINFERENCE_REDACTED})
     import math

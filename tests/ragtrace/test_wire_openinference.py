@@ -5,7 +5,7 @@ from __future__ import annotations
 from openinference.semconv.trace import EvaluationAttributes, OpenInferenceAnnotatorKindValues, SpanAttributes
 
 import ragtrace
-from ragtrace import _wire, semconv
+from ragtrace import semconv, wire
 from ragtrace.metrics import Cost, Score
 from ragtrace.metrics._base import DETAIL_JUDGE, REASON_NEEDS_REFERENCE
 from ragtrace.testing import FakeJudge, capture
@@ -23,7 +23,7 @@ def _flat(index: int, field: str) -> str:
 
 
 def test_each_score_is_an_openinference_evaluation_in_order() -> None:
-    attributes = _wire.encode(SCORES, Cost(chat_calls=1), "openai:gpt-4o-mini").attributes
+    attributes = wire.encode(SCORES, Cost(chat_calls=1), "openai:gpt-4o-mini").attributes
     llm = OpenInferenceAnnotatorKindValues.LLM.value
     assert attributes[_flat(0, EvaluationAttributes.EVALUATION_NAME)] == "faithfulness"
     assert attributes[_flat(0, EvaluationAttributes.EVALUATION_SCORE)] == 0.75
@@ -41,8 +41,8 @@ def test_each_score_is_an_openinference_evaluation_in_order() -> None:
 
 
 def test_the_decoder_reads_the_same_scores_with_the_evaluations_beside_them() -> None:
-    encoded = _wire.encode(SCORES, Cost(chat_calls=1), "offline:minilm-int8")
-    decoded = _wire.decode(encoded.attributes, encoded.events)
+    encoded = wire.encode(SCORES, Cost(chat_calls=1), "offline:minilm-int8")
+    decoded = wire.decode(encoded.attributes, encoded.events)
     assert set(decoded) == {"faithfulness", "context_recall", "hallucination"}
     assert decoded["faithfulness"]["value"] == 0.75
 

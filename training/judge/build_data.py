@@ -57,7 +57,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from judge_accuracy import DATA, length_controlled_span  # noqa: E402
 from support import best_windows, chunk_windows  # noqa: E402
 
-from ragtrace.judges import _offline_text as text  # noqa: E402
+from ragtrace.judges.offline import text  # noqa: E402
 
 SEED = 13
 _NAME = re.compile(r"\b[A-Z][\w'\-]+(?:\s+(?:of|the|de|von|van|der|la|le)?\s*[A-Z][\w'\-]+)*")

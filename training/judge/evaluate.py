@@ -22,7 +22,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from judge_accuracy import LENGTH_CONTROLLED, SETS, auroc, bag_of_words, bootstrap_intervals, load  # noqa: E402
 from support import MODEL_FILE, SupportModel  # noqa: E402
 
-from ragtrace.judges import _offline_text as text  # noqa: E402
+from ragtrace.judges.offline import text  # noqa: E402
 
 
 def main() -> int:

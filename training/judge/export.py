@@ -37,7 +37,7 @@ from support import (  # noqa: E402
 )
 from support import SupportModel as OnnxModel  # noqa: E402
 
-from ragtrace.judges import _offline_text as text  # noqa: E402
+from ragtrace.judges.offline import text  # noqa: E402
 
 
 def check_pairs(limit: int) -> list[tuple[str, str]]:

@@ -1,7 +1,7 @@
 """Where training finds what the support model reads, and where it writes the model.
 
 The reading functions (windows of a chunk, the windows a claim is read against, pair encoding) and
-the ONNX runner are the judge's own (``ragtrace/judges/_offline_support``): building pairs, training,
+the ONNX runner are the judge's own (``ragtrace/judges/offline/support``): building pairs, training,
 export and evaluation use them, so a model is trained and measured on the pairs the judge feeds it.
 """
 
@@ -13,7 +13,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from ragtrace.judges._offline_support import (  # noqa: E402
+from ragtrace.judges.offline.support import (  # noqa: E402
     INPUTS,
     MODEL_ASSET,
     SupportModel,

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from ragtrace_collector._alerts._alert import Alert, Sink
 from ragtrace_collector._alerts._evaluation import evaluate_rule
-from ragtrace_collector._alerts._lifecycle import Mute, Policy, Step, Track, frozen_baseline_end, step
+from ragtrace_collector._alerts._lifecycle import Mute, Policy, Track, Transition, frozen_baseline_end, step
 from ragtrace_collector._alerts._sinks import (
     LogSink,
     SinkFactory,
@@ -35,8 +35,8 @@ __all__ = [
     "Sink",
     "SinkFactory",
     "StdoutSink",
-    "Step",
     "Track",
+    "Transition",
     "Watcher",
     "WebhookSink",
     "build_sinks",

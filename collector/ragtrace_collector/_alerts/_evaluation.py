@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from ragtrace_collector import _drift
 from ragtrace_collector._rule_types import (
+    AlertRule,
     DriftParams,
-    Rule,
     SpikeParams,
     ThresholdParams,
 )
@@ -13,28 +13,30 @@ from ragtrace_collector._store import Connection, alerts
 from ragtrace_collector._store.alerts import GroupKey
 
 
-def grouped_by(rule: Rule) -> tuple[bool, bool]:
+def grouped_by(rule: AlertRule) -> tuple[bool, bool]:
     """Whether the rule is evaluated per service and per route."""
     return rule.group_by in ("service", "service_route"), rule.group_by in ("route", "service_route")
 
 
-def group_key(rule: Rule, service: str | None, route: str | None) -> GroupKey:
+def group_key(rule: AlertRule, service: str | None, route: str | None) -> GroupKey:
     by_service, by_route = grouped_by(rule)
     return (service if by_service else rule.service, route if by_route else rule.route)
 
 
-def _lookback_ns(rule: Rule) -> int:
+def _lookback_ns(rule: AlertRule) -> int:
     params = rule.params
     if isinstance(params, ThresholdParams):
         return params.window_ns
     return params.window_ns + params.baseline_ns
 
 
-def _values(conn: Connection, rule: Rule, key: GroupKey, start: int, end: int, limit: int | None = None) -> list[float]:
+def _values(
+    conn: Connection, rule: AlertRule, key: GroupKey, start: int, end: int, limit: int | None = None
+) -> list[float]:
     return alerts.score_values(conn, rule.metric, key, grouped_by(rule), start, end, limit)
 
 
-def baseline_end(rule: Rule, now_ns: int) -> int | None:
+def baseline_end(rule: AlertRule, now_ns: int) -> int | None:
     """Where the rule's sliding baseline window ends at ``now_ns`` (where its recent window starts); None for a
     threshold rule, which has no baseline."""
     if isinstance(rule.params, ThresholdParams):
@@ -44,7 +46,7 @@ def baseline_end(rule: Rule, now_ns: int) -> int | None:
 
 def evaluate_rule(
     conn: Connection,
-    rule: Rule,
+    rule: AlertRule,
     key: GroupKey,
     now_ns: int,
     previous: str | None,
@@ -72,7 +74,7 @@ def evaluate_rule(
 
 def _evaluate(
     conn: Connection,
-    rule: Rule,
+    rule: AlertRule,
     key: GroupKey,
     now_ns: int,
     previous: str | None,
@@ -130,7 +132,7 @@ def _evaluate(
     )
 
 
-def groups_of(conn: Connection, rule: Rule, now_ns: int) -> set[GroupKey]:
+def groups_of(conn: Connection, rule: AlertRule, now_ns: int) -> set[GroupKey]:
     """The rule's groups that have scores in its look-back window as of ``now_ns``."""
     restrict = (rule.service, rule.route)
     found = alerts.groups_with_scores(conn, rule.metric, restrict, now_ns - _lookback_ns(rule), now_ns)

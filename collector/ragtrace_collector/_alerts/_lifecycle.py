@@ -27,12 +27,12 @@ from dataclasses import dataclass, replace
 from ragtrace_collector import _drift
 from ragtrace_collector._drift import State
 
-__all__ = ["Mute", "Policy", "Step", "Track", "frozen_baseline_end", "step"]
+__all__ = ["Mute", "Policy", "Track", "Transition", "frozen_baseline_end", "step"]
 
 
 @dataclass(frozen=True, slots=True)
 class Policy:
-    """A rule's timings, in nanoseconds (``Rule.renotify_ns``, ``keep_firing_for_ns``, ``no_data_after_ns``)."""
+    """A rule's timings, in nanoseconds (``AlertRule.renotify_ns``, ``keep_firing_for_ns``, ``no_data_after_ns``)."""
 
     renotify_ns: int
     keep_firing_for_ns: int
@@ -74,7 +74,7 @@ class Track:
 
 
 @dataclass(frozen=True, slots=True)
-class Step:
+class Transition:
     """The outcome of one evaluation: the new track; ``record`` when a row goes into ``alerts`` (a change or a
     reminder), with ``previous`` the state before; ``notify`` when that row is sent; ``held`` when the state
     is not the detector's own (kept by ``keep_firing_for`` or ``no_data_after``)."""
@@ -119,7 +119,7 @@ def step(
     *,
     baseline_end_ns: int | None = None,
     mute: Mute | None = None,
-) -> Step:
+) -> Transition:
     """One evaluation of one group: ``detected`` is the detector's state at ``now``; ``baseline_end_ns`` the
     end of the baseline window it learnt from (frozen from here on if this evaluation raises an ALERT)."""
     mute = mute or _UNMUTED
@@ -136,7 +136,7 @@ def step(
             baseline_end_ns=baseline_end_ns if detected == _drift.ALERT else None,
             announced=not (worth and mute.silenced),
         )
-        return Step(first, record=True, previous=None, notify=worth and not mute.silenced)
+        return Transition(first, record=True, previous=None, notify=worth and not mute.silenced)
     state = _held_state(track, detected, now, policy)
     moved = replace(
         track,
@@ -155,11 +155,11 @@ def step(
             baseline_end_ns=baseline_end_ns if entering_alert else None,
             announced=not mute.silenced,
         )
-        return Step(changed, record=True, previous=track.state, notify=not mute.silenced, held=held)
+        return Transition(changed, record=True, previous=track.state, notify=not mute.silenced, held=held)
     if state != _drift.ALERT or mute.silenced or mute.acknowledged:
-        return Step(moved, held=held)
+        return Transition(moved, held=held)
     # Still firing: a reminder when renotify has passed, or at once when its entry was kept back by a silence.
     if not track.announced or now - track.notified_ns >= policy.renotify_ns:
         reminded = replace(moved, notified_ns=now, announced=True)
-        return Step(reminded, record=True, previous=state, notify=True, held=held)
-    return Step(moved, held=held)
+        return Transition(reminded, record=True, previous=state, notify=True, held=held)
+    return Transition(moved, held=held)

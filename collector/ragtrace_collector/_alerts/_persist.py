@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from ragtrace_collector import _drift
 from ragtrace_collector._alerts._alert import Alert
 from ragtrace_collector._alerts._lifecycle import Mute, Track
-from ragtrace_collector._rule_types import Rule
+from ragtrace_collector._rule_types import AlertRule
 from ragtrace_collector._store import Connection, alerts
 from ragtrace_collector._store.alerts import Ack, Silence
 
@@ -30,7 +30,7 @@ TrackKey = tuple[str, str | None, str | None]
 class GroupState:
     """What ``alert_groups`` keeps of one group after an evaluation."""
 
-    rule: Rule
+    rule: AlertRule
     service: str | None
     route: str | None
     track: Track

@@ -28,7 +28,7 @@ import urllib.request
 from collections.abc import Callable, Sequence
 from typing import IO, Any, TextIO
 
-from ragtrace._exceptions import ConfigurationError
+from ragtrace import ConfigurationError
 from ragtrace_collector import _drift
 from ragtrace_collector._alerts._alert import Alert, Sink, logger
 from ragtrace_collector._rule_types import SinkConfig

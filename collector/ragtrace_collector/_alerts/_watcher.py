@@ -37,7 +37,7 @@ from ragtrace_collector._alerts._alert import Alert, Sink, logger
 from ragtrace_collector._alerts._evaluation import baseline_end, evaluate_rule, groups_of
 from ragtrace_collector._alerts._persist import GroupState, Mutes, TrackKey, load_tracks, save
 from ragtrace_collector._alerts._sinks import build_sinks, log_text
-from ragtrace_collector._rule_types import Rule, RuleSet
+from ragtrace_collector._rule_types import AlertRule, RuleSet
 from ragtrace_collector._rules import load_rules
 from ragtrace_collector._store import Connection
 from ragtrace_collector._store.alerts import GroupKey
@@ -152,7 +152,7 @@ class Watcher:
     def _evaluate_rule(
         self,
         conn: Connection,
-        rule: Rule,
+        rule: AlertRule,
         now: int,
         mutes: Mutes,
         states: list[GroupState],
@@ -193,7 +193,7 @@ class Watcher:
                 out.append((alert, sinks))
         return out
 
-    def _bounded(self, rule: Rule, with_data: set[GroupKey], tracked: set[GroupKey]) -> set[GroupKey]:
+    def _bounded(self, rule: AlertRule, with_data: set[GroupKey], tracked: set[GroupKey]) -> set[GroupKey]:
         """The groups ``rule`` evaluates: all of them, or ``max_groups_per_rule`` chosen as the module docstring
         says; counts (and the first time, logs) those left out."""
         total = len(with_data | tracked)
@@ -220,7 +220,12 @@ class Watcher:
 
     @staticmethod
     def _alert(
-        rule: Rule, key: GroupKey, now: int, stepped: _lifecycle.Step, evaluation: _drift.Evaluation, silenced: bool
+        rule: AlertRule,
+        key: GroupKey,
+        now: int,
+        stepped: _lifecycle.Transition,
+        evaluation: _drift.Evaluation,
+        silenced: bool,
     ) -> Alert:
         message = evaluation.message
         if stepped.held:

@@ -6,8 +6,7 @@ from dataclasses import dataclass
 from typing import Final, Literal
 
 # Which way is better is the metric classes' to say (``Metric.direction``); the registry collects it.
-from ragtrace.metrics._base import Direction
-from ragtrace.metrics._registry import LOWER_IS_BETTER
+from ragtrace.metrics import LOWER_IS_BETTER, Direction
 
 __all__ = [
     "ALERT",

@@ -38,7 +38,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from ragtrace._exceptions import ConfigurationError
+from ragtrace import ConfigurationError
 from ragtrace_collector._http._auth import USER_SCOPE_KEY
 from ragtrace_collector._http._bounded import DEFAULT_QUERY_SECONDS, bounded_call
 from ragtrace_collector._rule_table import parse_duration

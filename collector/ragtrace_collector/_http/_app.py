@@ -36,7 +36,7 @@ from ragtrace_collector._http._replies import (
 )
 from ragtrace_collector._otlp import OtlpDecodeError
 from ragtrace_collector._pipeline import Pipeline
-from ragtrace_collector._prometheus import Stats, http_refusal_reason
+from ragtrace_collector._stats import Stats, http_refusal_reason
 from ragtrace_collector._store import StoreError
 
 __all__ = ["METRICS_PATH", "TRACES_PATH", "create_app"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ragtrace._exceptions import ConfigurationError
+from ragtrace import ConfigurationError
 
 __all__ = ["JoinLimits"]
 

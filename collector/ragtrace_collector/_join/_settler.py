@@ -33,7 +33,7 @@ from ragtrace._foreign import Joined, join_trace
 from ragtrace_collector._join._limits import JoinLimits
 from ragtrace_collector._join._views import record_row, view
 from ragtrace_collector._otlp import Batch, Row
-from ragtrace_collector._prometheus import Stats
+from ragtrace_collector._stats import Stats
 from ragtrace_collector._store import Storage, StoreError, claims
 from ragtrace_collector._store import join as _queries
 

@@ -1,4 +1,4 @@
-"""What each attribute key is: a retrieval document field, a per-metric score (``ragtrace._wire``), or other.
+"""What each attribute key is: a retrieval document field, a per-metric score (``ragtrace.wire``), or other.
 
 Classifying a key is computed once per distinct key: the same few dozen keys recur on every span.
 """
@@ -10,7 +10,7 @@ from typing import Any
 
 from opentelemetry.proto.common.v1.common_pb2 import KeyValue
 
-from ragtrace import _wire, semconv
+from ragtrace import semconv, wire
 from ragtrace_collector._otlp._values import any_value, json_or_text, number, text
 
 DOCS_DOT = semconv.RETRIEVAL_DOCUMENTS + "."
@@ -42,7 +42,7 @@ def classify(key: str) -> KeyKind:
         if column is not None and index.isascii() and index.isdigit():
             kind = (DOC, int(index), column)
     else:
-        score_key = _wire.eval_key(key)
+        score_key = wire.eval_key(key)
         if score_key is not None:
             kind = (EVAL, *score_key)
     if len(KEY_KINDS) < MAX_KEY_KINDS:

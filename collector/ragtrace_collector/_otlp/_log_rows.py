@@ -4,7 +4,7 @@ event it stands for; any other record is counted and ignored; a bad record is re
 An evaluation record is the GenAI conventions' log-based event: event name ``gen_ai.evaluation.result``, the
 trace and span id of the evaluated span, and the same attributes as the span event (``gen_ai.evaluation.name``,
 ``.score.value``, ``.score.label``, ``gen_ai.evaluation.explanation``, ``error.type`` and ragtrace's own, read by
-``ragtrace._wire.decode_scores``, the codec the span path uses). Its row is the span event's row of the same span
+``ragtrace.wire.decode_scores``, the codec the span path uses). Its row is the span event's row of the same span
 (``_score_row``): ``(span_id, metric)`` from the record's span id and the evaluation's name, the service from
 the resource, the route left to the store (it takes the span's RAG record's), the time the record's, and source
 ``log``.
@@ -19,7 +19,7 @@ from opentelemetry.proto.common.v1.common_pb2 import InstrumentationScope
 from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 
-from ragtrace import _wire, semconv
+from ragtrace import semconv, wire
 from ragtrace_collector._otlp._batch import SOURCE_LOG, Row, short
 from ragtrace_collector._otlp._log_batch import LogBatch, LogPart
 from ragtrace_collector._otlp._score_row import score_row
@@ -78,7 +78,7 @@ def _evaluation_row(record: LogRecord, service: str | None, received_ns: int, ba
     span_id = record.span_id.hex()
     attrs = attributes(record.attributes)
     event = {"name": semconv.GEN_AI_EVALUATION_RESULT, "attributes": attrs}
-    decoded = _wire.decode_scores((), (event,), text=text)
+    decoded = wire.decode_scores((), (event,), text=text)
     if len(decoded) != 1:
         raise _Rejected(
             f"evaluation log record of span {span_id}: {semconv.GEN_AI_EVALUATION_NAME} must be a non-empty "
@@ -86,7 +86,7 @@ def _evaluation_row(record: LogRecord, service: str | None, received_ns: int, ba
         )
     [(metric, fields)] = decoded.items()
     sent = attrs.get(semconv.GEN_AI_EVALUATION_SCORE_VALUE)
-    if sent is not None and fields.get(_wire.VALUE) is None:
+    if sent is not None and fields.get(wire.VALUE) is None:
         # As from a span event: a value that is not a finite number is no score; the rest of it is kept.
         batch.warn(
             f"span {span_id}, {metric}: {semconv.GEN_AI_EVALUATION_SCORE_VALUE} {_shown(sent)} is not a finite "

@@ -9,7 +9,7 @@ from opentelemetry.proto.common.v1.common_pb2 import InstrumentationScope
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
-from ragtrace import _wire, semconv
+from ragtrace import semconv, wire
 from ragtrace._foreign._classify import role_of
 from ragtrace._foreign._pending import span_size
 from ragtrace_collector._otlp._batch import SOURCE_APP, SOURCE_CARRIER, Batch, Part, short
@@ -249,5 +249,5 @@ def _rag_and_scores(
 
 
 def _scores(evals: list[tuple[str, str, Any]], events: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Scores by metric, read with the one codec (``ragtrace._wire``); JSON text written with orjson."""
-    return _wire.decode_scores(evals, events, text=text)
+    """Scores by metric, read with the one codec (``ragtrace.wire``); JSON text written with orjson."""
+    return wire.decode_scores(evals, events, text=text)

@@ -1,7 +1,7 @@
 """One ``scores`` row from a metric's decoded fields: the one place spans and log records build theirs.
 
 A span's events and flat attributes (``_rows``) and an evaluation log record (``_log_rows``) are both read with
-``ragtrace._wire.decode_scores``; building the row here too means an evaluation is stored alike, column for
+``ragtrace.wire.decode_scores``; building the row here too means an evaluation is stored alike, column for
 column, whichever way it came.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ragtrace import _wire
+from ragtrace import wire
 from ragtrace_collector._otlp._batch import Row
 
 __all__ = ["score_row"]
@@ -42,5 +42,5 @@ def score_row(
         "route": route,
         "time_ns": time_ns,
         "source": source,
-        "claims": fields.get(_wire.CLAIMS),
+        "claims": fields.get(wire.CLAIMS),
     }

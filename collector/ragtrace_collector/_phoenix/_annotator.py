@@ -38,7 +38,7 @@ from pathlib import Path
 import httpx
 
 from ragtrace_collector._phoenix._cursor import DurableCursor
-from ragtrace_collector._phoenix._wire import Annotation, Outcome, Reply, annotations_url, classify, request_body
+from ragtrace_collector._phoenix._wire import Annotation, Delivery, Reply, annotations_url, classify, request_body
 from ragtrace_collector._store.phoenix import ScoreTail, TailRow
 
 __all__ = ["PhoenixAnnotator"]
@@ -235,14 +235,14 @@ class PhoenixAnnotator:
         delay = self._retry_seconds
         for attempt in range(self._max_retries + 1):
             reply = await self._send(client, body, span_ids)
-            if reply.outcome is Outcome.SENT:
+            if reply.outcome is Delivery.SENT:
                 self.sent += len(batch)
                 self._forget(batch)
                 return
-            if reply.outcome is Outcome.MISSING:
+            if reply.outcome is Delivery.MISSING:
                 self._wait_for_spans(batch, reply)
                 return
-            if reply.outcome is Outcome.REFUSED:
+            if reply.outcome is Delivery.REFUSED:
                 _log.warning("Phoenix refused %d annotation(s) (%s): dropped", len(batch), reply.reason)
                 self._drop("refused", len(batch), batch)
                 return
@@ -257,7 +257,7 @@ class PhoenixAnnotator:
         try:
             response = await client.post(self.url, params={"sync": "true"}, json=body)
         except httpx.HTTPError as exc:
-            return Reply(Outcome.RETRY, reason=f"{type(exc).__name__}: {exc}")
+            return Reply(Delivery.RETRY, reason=f"{type(exc).__name__}: {exc}")
         return classify(response.status_code, response.text, span_ids)
 
     def _wait_for_spans(self, batch: list[Annotation], reply: Reply) -> None:

@@ -31,7 +31,7 @@ __all__ = [
     "PHOENIX_API_KEY_VARIABLE",
     "PHOENIX_URL_VARIABLE",
     "Annotation",
-    "Outcome",
+    "Delivery",
     "Reply",
     "annotations_url",
     "classify",
@@ -106,7 +106,7 @@ def request_body(annotations: list[Annotation]) -> dict[str, Any]:
     return {"data": [annotation.wire() for annotation in annotations]}
 
 
-class Outcome(Enum):
+class Delivery(Enum):
     """What to do with a posted batch after Phoenix's reply."""
 
     SENT = "sent"
@@ -122,7 +122,7 @@ class Outcome(Enum):
 class Reply:
     """Phoenix's reply to one batch: the outcome, the spans it lacks (``MISSING``), and a reason for the log."""
 
-    outcome: Outcome
+    outcome: Delivery
     missing: frozenset[str] = frozenset()
     reason: str = ""
 
@@ -135,14 +135,14 @@ def classify(status: int, text: str, span_ids: frozenset[str]) -> Reply:
     runs out rather than dropped at once.
     """
     if status < 300:
-        return Reply(Outcome.SENT)
+        return Reply(Delivery.SENT)
     reason = f"HTTP {status}: {_detail(text)[:200]}"
     if status == 404:
         named = _missing_ids(text) & span_ids
-        return Reply(Outcome.MISSING, named or span_ids, reason)
+        return Reply(Delivery.MISSING, named or span_ids, reason)
     if status in _RETRYABLE or status >= 500:
-        return Reply(Outcome.RETRY, reason=reason)
-    return Reply(Outcome.REFUSED, reason=reason)
+        return Reply(Delivery.RETRY, reason=reason)
+    return Reply(Delivery.REFUSED, reason=reason)
 
 
 def _detail(text: str) -> str:

@@ -18,8 +18,9 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from ragtrace_collector._drift import STATES
-from ragtrace_collector._prometheus._stats import Stats
+from ragtrace_collector._stats import Stats
 from ragtrace_collector._store.alerts import GroupView, group_views_at
+from ragtrace_collector._version import __version__
 
 __all__ = ["PREFIX", "Sources", "render"]
 
@@ -102,7 +103,6 @@ class _Families:
         self.now_ns = now_ns
 
     def collect(self) -> Iterator[Metric]:
-        from ragtrace_collector import __version__  # the package imports this module on its way in
 
         sources = self.sources
         snap = sources.stats.snapshot()

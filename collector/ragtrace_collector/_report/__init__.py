@@ -4,7 +4,7 @@ Everything here reads the store through SQL over the agreed schema (``spans``, `
 ``scores``, ``alerts``); a store whose tables do not exist yet reads as empty. A *source* is a path to
 the SQLite file, a ``sqlite_utils.Database``, or an object with ``path`` (the collector's ``Store``).
 
-Definitions (``/work/shared/metrics.md``, "Reports over many records"):
+Definitions (docs/metric-contract.md, "Reports over many records"):
 
 * a record's *overall* score is the mean of its measured metrics, each turned "higher is better"
   (``1 - value`` for hallucination-like metrics), so one number ranks records whatever the suite;

@@ -27,6 +27,7 @@ from ragtrace_collector._store.report import (
     summary,
 )
 from ragtrace_collector._store.triage import last_row
+from ragtrace_collector._triage import triage_routes
 
 
 def report(
@@ -120,8 +121,6 @@ def page_routes(store: object, *, refresh_seconds: int = 60) -> list[BaseRoute]:
         except ReadInterrupted as why:
             return interrupted_reply(request, why)
         return HTMLResponse(body)
-
-    from ragtrace_collector._triage import triage_routes
 
     return [Route("/", page, methods=["GET"], name="report"), *triage_routes(source)]
 

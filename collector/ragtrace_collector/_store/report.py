@@ -15,8 +15,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from ragtrace._exceptions import ConfigurationError
-from ragtrace.metrics._registry import LOWER_IS_BETTER
+from ragtrace import ConfigurationError
+from ragtrace.metrics import LOWER_IS_BETTER
 from ragtrace_collector._drift import metric_direction
 from ragtrace_collector._store.connection import is_postgres, reading
 from ragtrace_collector._store.dialect import AnyConnection, table_names

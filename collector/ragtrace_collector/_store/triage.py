@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from ragtrace import _wire
+from ragtrace import wire
 from ragtrace_collector._drift import metric_direction
 from ragtrace_collector._store.dialect import SQLITE, AnyConnection, Dialect, column_names, dialect_of, table_names
 from ragtrace_collector._store.migrations import MODEL_CALLS
@@ -315,7 +315,7 @@ def attach_scores(conn: AnyConnection, rows: list[dict[str, Any]]) -> None:
 
 def _score_columns(conn: AnyConnection) -> tuple[str, ...]:
     present = set(column_names(conn, SCORES))
-    return (*_SCORE_FIELDS, _wire.CLAIMS) if _wire.CLAIMS in present else _SCORE_FIELDS
+    return (*_SCORE_FIELDS, wire.CLAIMS) if wire.CLAIMS in present else _SCORE_FIELDS
 
 
 def record_detail(conn: AnyConnection, span_id: str) -> RecordDetail | None:
@@ -337,7 +337,7 @@ def record_detail(conn: AnyConnection, span_id: str) -> RecordDetail | None:
     attributes = conn.execute(f"SELECT attributes FROM {SPANS} WHERE span_id = ?", (span_id,)).fetchone()
     attrs = _json_object(attributes[0] if attributes else None)
     for score in scores:
-        score["claims"] = _json_list(score.get(_wire.CLAIMS))
+        score["claims"] = _json_list(score.get(wire.CLAIMS))
         score["judge"] = attrs.get(f"ragtrace.eval.{score['metric']}.judge") or record.get("judge")
     trace = trace_spans(conn, str(record["trace_id"]), TRACE_SPANS + 1) if record.get("trace_id") else []
     reviewed = reviews_of(conn, span_id) if REVIEWS in table_names(conn) else []  # a store not migrated yet

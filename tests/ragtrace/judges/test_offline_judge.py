@@ -12,11 +12,11 @@ import pytest
 
 from ragtrace import ConfigurationError
 from ragtrace.judges import ALL_CAPABILITIES, Judge, JudgeCapabilityError, Verdict
-from ragtrace.judges._offline_embedder import Embedder, Stopped
-from ragtrace.judges._offline_grounding import MAX_UNITS_PER_CHUNK
-from ragtrace.judges._offline_support import SupportModel
-from ragtrace.judges._offline_text import claim_focus, content_words, extract_claims, numbers, split_sentences, words
 from ragtrace.judges.offline import OfflineJudge, embed_texts
+from ragtrace.judges.offline.embedder import Embedder, Stopped
+from ragtrace.judges.offline.grounding import MAX_UNITS_PER_CHUNK
+from ragtrace.judges.offline.support import SupportModel
+from ragtrace.judges.offline.text import claim_focus, content_words, extract_claims, numbers, split_sentences, words
 
 SUPER_BOWL = (
     "The First AFL-NFL World Championship Game, later known as Super Bowl I, was played on January 15, 1967, "
@@ -463,16 +463,18 @@ async def test_a_long_chunk_is_verified_without_embedding_it() -> None:
 def test_the_text_caches_keep_usual_chunks_and_never_long_ones() -> None:
     # The words of one 64 KB chunk take about 2 MB: caching hundreds of them would grow without bound
     # in bytes. Usual chunks, which a RAG app retrieves again and again, are cached.
-    from ragtrace.judges import _offline_text as text
+    from ragtrace.judges.offline import text
 
-    long_chunk = " ".join(f"Sentence {i} names the unusual word w{i}." for i in range(3000))
+    # Just past the cache's cap: the length is what the test is about, not the number of sentences.
+    long_chunk = " ".join(f"Sentence {i} names the unusual word w{i}." for i in range(250))
+    assert len(long_chunk) > text.CACHED_TEXT_CHARS
     usual = EIFFEL
     text._cached_sentences.cache_clear()
     text._cached_facts.cache_clear()
     before = (0, 0)
     for _ in range(2):
-        assert text.split_sentences(long_chunk)[-1] == "Sentence 2999 names the unusual word w2999."
-        assert "w2999" in text.context_facts(long_chunk).content_words
+        assert text.split_sentences(long_chunk)[-1] == "Sentence 249 names the unusual word w249."
+        assert "w249" in text.context_facts(long_chunk).content_words
     after_long = (text._cached_sentences.cache_info().currsize, text._cached_facts.cache_info().currsize)
     assert after_long == before
     text.split_sentences(usual + " Unique tail 17.")

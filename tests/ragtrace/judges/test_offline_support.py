@@ -10,7 +10,7 @@ from itertools import pairwise
 import numpy as np
 import pytest
 
-from ragtrace.judges._offline_support import (
+from ragtrace.judges.offline.support import (
     TOP_WINDOWS,
     WINDOW_WORDS,
     SupportModel,
@@ -45,7 +45,7 @@ def test_a_long_chunk_is_cut_into_overlapping_windows_of_whole_sentences() -> No
 
 def test_only_usual_chunks_keep_their_windows_cached() -> None:
     # A long chunk's windows are about twice its size: caching 4,096 of 1 MB chunks would hold gigabytes.
-    from ragtrace.judges import _offline_support
+    from ragtrace.judges.offline import support as _offline_support
 
     _offline_support._cached_windows.cache_clear()
     long_chunk = " ".join(_sentences(20_000))

@@ -21,14 +21,14 @@ import pytest
 from opentelemetry.sdk.trace import ReadableSpan
 
 import ragtrace
-from ragtrace import _wire, semconv
+from ragtrace import semconv, wire
 from ragtrace._exporters import _check_endpoint, export_target, otlp_span_exporter
 from ragtrace._record import RagRecord
 from ragtrace._secrets import CUT, MASK, MAX_CHARS, scrub, strip_url
 from ragtrace.environment_variables import ConfigurationError
 from ragtrace.judges import JudgeError
-from ragtrace.judges._openai_http import MAX_REPLY_BYTES, REPLY_TOO_LARGE
 from ragtrace.judges.openai import OpenAIJudge
+from ragtrace.judges.openai.http import MAX_REPLY_BYTES, REPLY_TOO_LARGE
 from ragtrace.metrics import build_suite
 from ragtrace.testing import FakeJudge, capture
 from tests.ragtrace.judges import hostile_server as hs
@@ -131,7 +131,7 @@ def test_a_reply_that_quotes_the_key_is_scrubbed_where_it_is_quoted(caplog: pyte
 
 
 async def test_the_collectors_own_scoring_stores_no_echoed_key() -> None:
-    # The collector scores with the same judges and stores what ragtrace._wire decodes (its score rows):
+    # The collector scores with the same judges and stores what ragtrace.wire decodes (its score rows):
     # the explanations it stores are the scrubbed ones, from the source.
     from ragtrace_collector._carrier import encode
 
@@ -143,7 +143,7 @@ async def test_the_collectors_own_scoring_stores_no_echoed_key() -> None:
         finally:
             await judge.aclose()
     encoded = encode(result)
-    rows = _wire.decode(encoded.attributes, encoded.events)
+    rows = wire.decode(encoded.attributes, encoded.events)
     assert {fields.get("error_type") for fields in rows.values()} == {"authentication"}
     stored = json.dumps(rows, default=str)
     assert [s for s in SECRETS if s in stored] == []

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from ragtrace.judges._parsing import (
+from ragtrace.judges.openai.parsing import (
     InvalidReply,
     ReplyParseError,
     align,

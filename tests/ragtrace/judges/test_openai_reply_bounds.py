@@ -13,10 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ragtrace.judges import JudgeError
-from ragtrace.judges import _parsing as parsing
-from ragtrace.judges._openai_transport import JSON_MAX_TOKENS
-from ragtrace.judges._parsing import MAX_SEARCH_TOKENS, ReplyDeadline, ReplyParseError, json_candidates
-from ragtrace.judges.openai import OpenAIJudge
+from ragtrace.judges.openai import OpenAIJudge, parsing
+from ragtrace.judges.openai.parsing import MAX_SEARCH_TOKENS, ReplyDeadline, ReplyParseError, json_candidates
+from ragtrace.judges.openai.transport import JSON_MAX_TOKENS
 from ragtrace.testing._stub_openai import StubOpenAIServer, StubReply
 from tests.ragtrace.judges import hostile_server as hs
 from tests.ragtrace.judges.conftest import MakeJudge

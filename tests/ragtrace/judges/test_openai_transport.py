@@ -15,8 +15,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from ragtrace.judges import JudgeError
-from ragtrace.judges._openai_transport import _retry_after
 from ragtrace.judges.openai import OpenAIJudge
+from ragtrace.judges.openai.transport import _retry_after
 from ragtrace.testing._stub_openai import StubOpenAIServer, StubReply
 from tests.ragtrace.judges.conftest import MakeJudge
 

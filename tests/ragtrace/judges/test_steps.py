@@ -1,4 +1,4 @@
-"""The table of judge steps (ragtrace/judges/_steps.py) against everything that must follow it."""
+"""The table of judge steps (ragtrace/judges/_capabilities.py) against everything that must follow it."""
 
 from __future__ import annotations
 
@@ -7,12 +7,12 @@ from collections.abc import Sequence
 
 import pytest
 
-from ragtrace.judges import _prompts
 from ragtrace.judges._base import ALL_CAPABILITIES, Judge, JudgeReply
-from ragtrace.judges._prompts_base import StepPrompt
-from ragtrace.judges._steps import METHODS, STEPS, serves_every_step
+from ragtrace.judges._capabilities import METHODS, STEPS, serves_every_step
 from ragtrace.judges.offline import OfflineJudge
 from ragtrace.judges.openai import OpenAIJudge
+from ragtrace.judges.openai import prompts as _prompts
+from ragtrace.judges.openai.prompts import StepPrompt
 from ragtrace.judges.tiered import TieredJudge
 from ragtrace.metrics._memo import MemoJudge
 from ragtrace.testing import FakeJudge

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from ragtrace import ConfigurationError, RagRecord, _wire, semconv
+from ragtrace import ConfigurationError, RagRecord, semconv, wire
 from ragtrace.judges import JudgeReply, TieredJudge, Verdict
 from ragtrace.judges._default import default_judge
 from ragtrace.judges.openai import OpenAIJudge
@@ -144,7 +144,7 @@ async def test_every_score_names_its_tier_on_the_wire(stub: StubOpenAIServer, ll
     sure = await suite.score(RagRecord.of("Capital of Brazil?", [CHUNK], SURE_YES), judge)
     doubtful = await suite.score(RagRecord.of("Capital of Brazil?", [CHUNK], f"{SURE_YES} {DOUBTFUL}"), judge)
     for result, verdict_tier in ((sure, OFFLINE), (doubtful, "openai:small")):
-        encoded = _wire.encode(list(result.scores.values()), result.cost, result.judge)
+        encoded = wire.encode(list(result.scores.values()), result.cost, result.judge)
         assert encoded.attributes[semconv.eval_judge("faithfulness")] == verdict_tier
         assert encoded.attributes[semconv.eval_judge("hallucination")] == verdict_tier
         assert encoded.attributes[semconv.eval_judge("context_relevance")] == OFFLINE

@@ -101,7 +101,7 @@ def test_wrong_scoring_is_a_configuration_error() -> None:
 
 
 async def test_the_offline_judges_probabilities_agree_with_its_verdicts() -> None:
-    from ragtrace.judges import _offline_calibration as cal
+    from ragtrace.judges.offline import calibration as cal
 
     offline = OfflineJudge()
     claims = [

@@ -9,7 +9,7 @@ import random
 import pytest
 
 from ragtrace import RagRecord, semconv
-from ragtrace._wire import LABEL, VALUE, decode, encode
+from ragtrace.wire import LABEL, VALUE, decode, encode
 from ragtrace.judges import Verdict
 from ragtrace.judges._base import agreeing
 from ragtrace.metrics import (

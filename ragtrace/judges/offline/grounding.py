@@ -1,0 +1,295 @@
+"""The offline grounding model: does a context support a claim, contradict it, or neither?
+
+For one claim and one chunk the model computes a few features (``FEATURES``):
+
+- the logit of the support model, a cross-encoder that reads claim and chunk together
+  (``_offline_support``): the one feature that reads meaning, not words,
+- the share of the claim's content words found in the chunk, and around its best unit (the sentence
+  sharing the most content words with it, with its neighbour sentences), and the number it lacks; for
+  a bare answer joined to its question, the words of the answer (``claim_focus``),
+- the claim's proper names and numbers that the chunk never mentions,
+- numbers, years and months the best unit's window states otherwise (another year where the claim
+  has one),
+- a negation in one of claim and best unit but not the other,
+
+and turns them into a probability of support with a logistic layer fitted by
+``bench/calibrate_offline.py`` on HaluEval (constants in ``_offline_calibration``), each weight held
+to its sign (``FEATURE_SIGNS``). The verdict is SUPPORTED at or above the fitted threshold or when the
+chunk restates the claim (``restated``), never with a ``conflicting`` number; a bare answer joined to
+its question is SUPPORTED when the chunk names it and the support model reads it as the answer to the
+question (``bare_answer_named``). Otherwise CONTRADICTED when the chunk is on the claim's topic and
+states another number, date or polarity, else NEITHER. No embedding is computed for verification
+(``prepare_chunks`` serves ``rate_chunks``).
+
+The word-level features are evidence matching, not inference; what the support model adds, and what
+it still cannot tell apart, is measured in docs/offline-judge.md.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ragtrace.judges._base import Verdict
+from ragtrace.judges.offline import calibration as cal
+from ragtrace.judges.offline import text
+from ragtrace.judges.offline.embedder import Embedder, Vectors, check_stop
+from ragtrace.judges.offline.support import SupportModel
+
+FEATURES = (
+    "coverage",
+    "missing_words",
+    "best_unit_coverage",
+    "missing_entities",
+    "missing_numbers",
+    "conflicts",
+    "negation_mismatch",
+    "model_support",
+)
+FEATURE_SIGNS = (1, -1, 1, -1, -1, -1, -1, 1)
+"""The direction each feature may push support in (order of ``FEATURES``): more similarity or
+coverage can only help, more missing or conflicting evidence can only hurt. The calibration drops a
+feature whose fitted weight comes out the other way (a data set's artifact, not evidence)."""
+_CAP = 3.0
+_MAX_MISSING_WORDS = 10.0
+_MAX_LOGIT = 8.0
+"""The support model's logit is clipped to +-8 (p = 0.9997): beyond that it says nothing more, and an
+empty chunk (no window, -inf) must not dominate the logistic layer. NaN (a claim the model does not
+read, ``_offline_support.reads``) stays NaN: no evidence either way."""
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkUnits:
+    """A chunk cut into units the claims are compared with, and their embeddings."""
+
+    text: str
+    units: tuple[str, ...]
+    vectors: Vectors
+
+
+@dataclass(frozen=True, slots=True)
+class LexicalUnits:
+    """A chunk cut into units the claims are read around, and each unit's content words."""
+
+    text: str
+    units: tuple[str, ...]
+    words: tuple[frozenset[str], ...]
+
+
+ON_TOPIC_COVERAGE = 0.5
+"""Share of a claim's content words its best unit (with its neighbours) must hold for the chunk to be on
+the claim's topic, and so able to CONTRADICT it (set by design: a conflicting number in a sentence about
+something else is no contradiction)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Grounding:
+    """The model's reading of one claim against one chunk."""
+
+    probability: float
+    verdict: Verdict
+    best_unit: str
+    features: tuple[float, ...]
+
+
+def chunk_units(chunk: str) -> list[str]:
+    """The sentences of the chunk (the chunk itself when it has none)."""
+    return text.split_sentences(chunk) or [chunk]
+
+
+MAX_UNITS_PER_CHUNK = 64
+"""Sentences of one chunk that are read as candidate best units (``lexical_units``) or embedded
+(``prepare_chunks``, for ``rate_chunks``) at most. A longer chunk (a 60 KB chunk has hundreds) keeps the
+ones sharing the most content words with the claims (or the query), in their order; the lexical
+evidence still reads the whole chunk."""
+
+
+def prepare_chunks(
+    embedder: Embedder, chunks: Sequence[str], *, extra: Sequence[str] = (), focus: Sequence[str] = ()
+) -> list[ChunkUnits]:
+    """Cut every chunk into units and embed all units in one batch, ``extra`` texts first (their
+    vectors are ``embedder``'s cache hits afterwards: one model run serves claims and chunks).
+
+    A chunk of more than ``MAX_UNITS_PER_CHUNK`` units keeps those closest in words to ``focus``
+    (default: ``extra``)."""
+    focus_words = set().union(*(text.content_words(f) for f in (focus or extra)))
+    per_chunk = [_bounded(chunk_units(c), focus_words) for c in chunks]
+    flat = [u for units in per_chunk for u in units]
+    vectors = embedder.embed([*extra, *flat])[len(extra) :]
+    out: list[ChunkUnits] = []
+    start = 0
+    for chunk, units in zip(chunks, per_chunk, strict=True):
+        out.append(ChunkUnits(chunk, tuple(units), vectors[start : start + len(units)]))
+        start += len(units)
+    return out
+
+
+def _bounded(units: list[str], focus_words: set[str]) -> list[str]:
+    if len(units) <= MAX_UNITS_PER_CHUNK:
+        return units
+    overlap = [len(text.content_words(u) & focus_words) for u in units]
+    ranked = sorted(range(len(units)), key=lambda i: (-overlap[i], i))[:MAX_UNITS_PER_CHUNK]
+    return [units[i] for i in sorted(ranked)]
+
+
+def features(
+    claim: str,
+    chunk: LexicalUnits,
+    model_logit: float,
+    facts: text.ContextFacts | None = None,
+) -> tuple[tuple[float, ...], str]:
+    """The feature vector of ``claim`` against ``chunk`` (order of ``FEATURES``) and the best unit;
+    ``model_logit``: the support model's reading of the pair (``SupportModel.support``, NaN when it
+    does not read the claim); ``facts``: the chunk's ``text.context_facts``, when the caller has read
+    them already.
+
+    The best unit is the sentence sharing the most content words with the claim (the earlier on ties):
+    the word evidence is read around it. Picking it by embedding cosine cost two thirds of a QA
+    record's time (14.6 ms of about 21) once the support model carried the meaning."""
+    wanted = text.content_words(text.claim_focus(claim)) | text.content_words(claim)
+    best = max(range(len(chunk.units)), key=lambda i: (len(chunk.words[i] & wanted), -i))
+    best_unit = chunk.units[best]
+    # The sentences beside the best one often carry its facts behind a pronoun ("It was completed
+    # in 1889"), so local evidence is read in that window.
+    window = " ".join(chunk.units[max(0, best - 1) : best + 2])
+    focus = text.claim_focus(claim)
+    whole = text.lexical_evidence(focus, chunk.text if facts is None else facts)
+    local = text.lexical_evidence(focus, window)
+    negation_mismatch = float(text.has_negation(focus) != text.has_negation(best_unit))
+    values = (
+        whole.coverage,
+        min(float(whole.missing_words), _MAX_MISSING_WORDS),
+        local.coverage,
+        min(float(whole.missing_entities), _CAP),
+        min(float(whole.missing_numbers), _CAP),
+        min(float(local.conflicting_numbers + local.conflicting_months), _CAP),
+        negation_mismatch,
+        model_logit if math.isnan(model_logit) else min(max(model_logit, -_MAX_LOGIT), _MAX_LOGIT),
+    )
+    return values, best_unit
+
+
+def support_probability(values: Sequence[float]) -> float:
+    """The calibrated probability that the chunk supports the claim (a NaN feature, one the models
+    could not read, counts as its mean: no push either way)."""
+    z = cal.GROUNDING_BIAS + sum(
+        w * (v - m) / s
+        for w, v, m, s in zip(cal.GROUNDING_WEIGHTS, values, cal.FEATURE_MEANS, cal.FEATURE_SCALES, strict=True)
+        if not math.isnan(v)
+    )
+    return 1.0 / (1.0 + math.exp(-z))
+
+
+def bare_answer_named(claim: str, values: Sequence[float], min_logit: float | None = None) -> bool | None:
+    """For a bare answer joined to its question: does the chunk name it, as the answer? ``None`` for
+    other claims.
+
+    A bare answer ("Delhi", "6.213 km") has nothing to paraphrase, so it is supported only when the
+    chunk contains every content word and every number of it, and the support model reads it as the
+    answer to the question (its logit at least ``min_logit``, default the fitted
+    ``MODEL_ANSWER_MIN_LOGIT``; a claim the model does not read keeps the word rule alone): any other
+    span of the passage is named by it too, and only reading the question tells them apart. A name
+    given in part by the chunk ("Howard Marks" for "Dennis Howard Marks") is not supported: accepting
+    half the words would also accept "Taj Hotels" wherever a hotel is mentioned. The word part of
+    the rule is set by design, not fitted (in HaluEval QA nearly every right answer is bare and nearly
+    every hallucinated one a sentence, so anything fitted per form would learn the form); only the
+    model's cut is fitted. "Yes" and "No" answers, and bare answers without content words, are left
+    to the logistic layer (``claim_focus``).
+    """
+    focus = text.claim_focus(claim)
+    if not claim.endswith(focus) or focus == claim or not text.content_words(focus):
+        return None
+    coverage = values[FEATURES.index("coverage")]
+    cut = cal.MODEL_ANSWER_MIN_LOGIT if min_logit is None else min_logit
+    logit = values[FEATURES.index("model_support")]
+    answers = math.isnan(logit) or logit >= cut
+    return coverage >= 1.0 and values[FEATURES.index("missing_numbers")] == 0 and answers
+
+
+def restated(values: Sequence[float]) -> bool:
+    """Whether the chunk restates the claim in its own words: every content word and number of the
+    claim is in its best sentence or the ones beside it, and none of them states another number, date
+    or polarity.
+
+    Such a claim is supported whatever the support model reads: the model was trained to tell which
+    claim a passage supports, not to accept every restatement, and it rejects some plain ones ("The
+    Eiffel Tower is in Paris." against a three-sentence passage on the tower: logit -2.9). Words in
+    the chunk are evidence it may not overrule; a swapped relation between names the chunk does
+    mention ("A beat B" for "B beat A") passes here, as it did before the model."""
+    return (
+        values[FEATURES.index("best_unit_coverage")] >= 1.0
+        and values[FEATURES.index("missing_numbers")] == 0
+        and values[FEATURES.index("conflicts")] == 0
+        and values[FEATURES.index("negation_mismatch")] == 0
+    )
+
+
+def conflicting(values: Sequence[float]) -> bool:
+    """Whether the sentences the claim matches state another number, year or month than the claim
+    ("World War I" against "World War II"). Such a claim is not supported whatever the support model
+    reads: a conflicting number is evidence against it that the model may miss."""
+    return values[FEATURES.index("conflicts")] > 0
+
+
+def verdict_of(probability: float, values: Sequence[float], named: bool | None = None) -> Verdict:
+    """SUPPORTED when a bare answer is named by the chunk (``named``) or, for other claims without a
+    ``conflicting`` number, when the chunk restates it (``restated``) or at or above the fitted
+    threshold; else CONTRADICTED on the claim's topic with a conflicting fact."""
+    if named is None:
+        supported = not conflicting(values) and (probability >= cal.SUPPORT_THRESHOLD or restated(values))
+    else:
+        supported = named
+    if supported:
+        return Verdict.SUPPORTED
+    conflicts, negation_mismatch = values[FEATURES.index("conflicts")], values[FEATURES.index("negation_mismatch")]
+    on_topic = values[FEATURES.index("best_unit_coverage")] >= ON_TOPIC_COVERAGE
+    if on_topic and (conflicts > 0 or negation_mismatch > 0):
+        return Verdict.CONTRADICTED
+    return Verdict.NEITHER
+
+
+def lexical_units(chunks: Sequence[str], claims: Sequence[str]) -> list[LexicalUnits]:
+    """Every chunk cut into units with their content words; a chunk of more than
+    ``MAX_UNITS_PER_CHUNK`` units keeps those closest in words to the claims."""
+    focus_words = set().union(*(text.content_words(c) for c in claims))
+    out: list[LexicalUnits] = []
+    for chunk in chunks:
+        units = tuple(_bounded(chunk_units(chunk), focus_words))
+        out.append(LexicalUnits(chunk, units, tuple(frozenset(text.content_words(u)) for u in units)))
+    return out
+
+
+def feature_matrix(
+    support: SupportModel, claims: Sequence[str], chunks: Sequence[str]
+) -> list[list[tuple[tuple[float, ...], str]]]:
+    """Features and best unit of every claim against every chunk, ``[claim][chunk]``, with no
+    calibration constants involved (the calibration fits on these); one support-model run in all."""
+    if not claims or not chunks:
+        return [[] for _ in claims]
+    prepared = lexical_units(chunks, claims)
+    logits = support.support(claims, chunks)
+    # Each chunk's words are read once for all the claims (a long chunk is not cached across records).
+    facts = [text.context_facts(chunk.text) for chunk in prepared]
+    rows: list[list[tuple[tuple[float, ...], str]]] = []
+    for i, claim in enumerate(claims):
+        check_stop()
+        rows.append(
+            [
+                features(claim, chunk, float(logits[i, j]), f)
+                for j, (chunk, f) in enumerate(zip(prepared, facts, strict=True))
+            ]
+        )
+    return rows
+
+
+def ground(support: SupportModel, claims: Sequence[str], chunks: Sequence[str]) -> list[list[Grounding]]:
+    """Read every claim against every chunk: ``result[claim][chunk]``."""
+    result: list[list[Grounding]] = []
+    for claim, row in zip(claims, feature_matrix(support, claims, chunks), strict=True):
+        readings: list[Grounding] = []
+        for values, best_unit in row:
+            p = support_probability(values)
+            readings.append(Grounding(p, verdict_of(p, values, bare_answer_named(claim, values)), best_unit, values))
+        result.append(readings)
+    return result

@@ -1,0 +1,296 @@
+"""Reading the OpenAI-compatible judge's replies: verdict words, embeddings, logprobs, per-claim answers.
+
+Pure functions over what the endpoint returned (no I/O), used by ``ragtrace.judges.openai``: the
+probability-weighted G-Eval score, P(yes) of a per-claim answer from the logprobs of its answer token,
+and the claims an answer is split into without a call (a bare short answer with its question, the
+answer's sentences).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, TypeGuard
+
+from ragtrace.judges._base import (
+    Verdict,
+)
+from ragtrace.judges._question_claims import answer_claim
+from ragtrace.judges.openai.parsing import (
+    InvalidReply,
+    ReplyParseError,
+    as_index,
+    pick,
+)
+
+_BARE_ANSWER_WORDS = 8
+_EVASION = re.compile(
+    r"\b(i (do not|don't|cannot|can't) (know|say|answer|tell)|not sure|no information|unable to answer)\b", re.I
+)
+_VERDICT_WORDS = {
+    "supported": Verdict.SUPPORTED,
+    "support": Verdict.SUPPORTED,
+    "supports": Verdict.SUPPORTED,
+    "entailed": Verdict.SUPPORTED,
+    "yes": Verdict.SUPPORTED,
+    "contradicted": Verdict.CONTRADICTED,
+    "contradicts": Verdict.CONTRADICTED,
+    "contradiction": Verdict.CONTRADICTED,
+    "neither": Verdict.NEITHER,
+    "neutral": Verdict.NEITHER,
+    "none": Verdict.NEITHER,
+    "no": Verdict.NEITHER,
+}
+_FIRST_WORD = re.compile(r"[a-z]+")
+_WORD_READ = 256
+_SCORE_VALUE = re.compile(r'"score"\s*:\s*"?\s*(\d+)')
+
+TokenLogprobs = list[tuple[str, list[tuple[str, float]]]]
+"""Per generated token: its text and the top alternatives with their logprobs."""
+
+
+@dataclass(frozen=True, slots=True)
+class _ChatReply:
+    content: str
+    logprobs: TokenLogprobs | None
+    deadline: float = math.inf
+    """``time.monotonic()`` by which the reply must be read (the call's send time plus the judge's timeout)."""
+
+
+def _verdict_word(value: Any) -> Verdict:
+    word = str(value).strip().lower()
+    if word in _VERDICT_WORDS:
+        return _VERDICT_WORDS[word]
+    raise ReplyParseError(f"unknown verdict {value!r}")
+
+
+def _vectors(response: Any, count: int) -> list[list[float]]:
+    """The ``count`` vectors of an embeddings reply in input order; raise ``ReplyParseError`` otherwise."""
+    data = getattr(response, "data", None)
+    if not isinstance(data, list):
+        raise ReplyParseError("embeddings reply has no data list")
+    placed: dict[int, list[float]] = {}
+    for position, item in enumerate(data):
+        index = getattr(item, "index", None)
+        index = position if index is None else index
+        if not _is_int(index) or index in placed:
+            raise ReplyParseError(f"embedding {position} has a bad or repeated index: {index!r}")
+        vector = getattr(item, "embedding", None)
+        if not isinstance(vector, list) or not vector or not all(_is_finite(x) for x in vector):
+            raise ReplyParseError(f"embedding {index} is not a list of finite numbers")
+        placed[index] = [float(x) for x in vector]
+    if sorted(placed) != list(range(count)):
+        raise ReplyParseError(f"asked for {count} vectors, got {len(placed)}")
+    return [placed[i] for i in range(count)]
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_finite(value: Any) -> TypeGuard[float]:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _token_logprobs(choice: Any) -> TokenLogprobs | None:
+    """The reply's token logprobs; None when absent or malformed (G-Eval then uses the written integer)."""
+    logprobs = getattr(choice, "logprobs", None)
+    content = getattr(logprobs, "content", None) if logprobs is not None else None
+    if not isinstance(content, list) or not content:
+        return None
+    tokens: TokenLogprobs = []
+    for item in content:
+        token = getattr(item, "token", None)
+        alternatives = getattr(item, "top_logprobs", None) or []
+        if not isinstance(token, str) or not isinstance(alternatives, list):
+            return None
+        top: list[tuple[str, float]] = []
+        for alt in alternatives:
+            text, logprob = getattr(alt, "token", None), getattr(alt, "logprob", None)
+            if not isinstance(text, str) or not _is_finite(logprob):
+                return None
+            top.append((text, float(logprob)))
+        tokens.append((token, top))
+    return tokens
+
+
+def _weighted_score(reply: _ChatReply, low: int, high: int) -> float | None:
+    """G-Eval's probability-weighted score: sum of v * p(v) over the score token's integer alternatives.
+
+    The score token is found by rebuilding the text from the tokens and locating the ``"score"``
+    value; ``None`` when there are no logprobs or no alternative is an integer in range.
+    """
+    if not reply.logprobs:
+        return None
+    text = "".join(token for token, _ in reply.logprobs)
+    match = _SCORE_VALUE.search(text)
+    if match is None:
+        return None
+    offset = match.start(1)
+    position = 0
+    for token, top in reply.logprobs:
+        if position <= offset < position + len(token):
+            weights: dict[int, float] = {}
+            for alternative, logprob in top or [(token, 0.0)]:
+                stripped = alternative.strip()
+                if stripped.isdigit() and low <= int(stripped) <= high:
+                    weights[int(stripped)] = weights.get(int(stripped), 0.0) + math.exp(logprob)
+            total = sum(weights.values())
+            if total <= 0:
+                return None
+            return sum(value * p for value, p in weights.items()) / total
+        position += len(token)
+    return None
+
+
+_YES_WORDS = ("yes", "true", "supported")
+_NO_WORDS = ("no", "false", "unsupported")
+_ANSWER_VALUE = re.compile(r'"supported"\s*:\s*"?')
+
+
+@dataclass(frozen=True, slots=True)
+class _ClaimAnswer:
+    """One claim's answer: P(yes) (from logprobs, or 1.0/0.0 from the written word), the written
+    contradiction flag, and the chunk it rests on (0-based)."""
+
+    p_yes: float
+    contradicted: bool
+    chunk: int
+    weighted: bool
+
+    def verdicts(self, count: int, threshold: float = 0.5) -> list[Verdict]:
+        """SUPPORTED at the chunk when P(yes) reaches ``threshold``, else CONTRADICTED there when the
+        judge wrote so, else NEITHER everywhere."""
+        row = [Verdict.NEITHER] * count
+        if self.p_yes >= threshold:
+            row[self.chunk] = Verdict.SUPPORTED
+        elif self.contradicted:
+            row[self.chunk] = Verdict.CONTRADICTED
+        return row
+
+    def probabilities(self, count: int) -> list[float]:
+        row = [0.0] * count
+        row[self.chunk] = self.p_yes
+        return row
+
+
+def _yes_no(value: Any, what: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    word = str(value).strip().strip('."').lower()
+    if word in _YES_WORDS:
+        return True
+    if word in _NO_WORDS:
+        return False
+    raise ReplyParseError(f"{what} is not yes or no: {value!r}")
+
+
+def _read_claim_answer(obj: Any, reply: _ChatReply, count: int) -> _ClaimAnswer:
+    supported = _yes_no(pick(obj, "supported", "answer", "verdict"), "supported")
+    contradicted = False
+    if isinstance(obj, Mapping) and any(str(k).lower() == "contradicted" for k in obj):
+        contradicted = _yes_no(pick(obj, "contradicted"), "contradicted")
+    chunk = 0
+    cited = isinstance(obj, Mapping) and any(str(k).lower() in ("chunk", "passage") for k in obj)
+    if count > 1 or cited:
+        number = as_index(pick(obj, "chunk", "passage"), "chunk")
+        if not 1 <= number <= count:
+            raise InvalidReply(f"the answer rests on chunk {number}, but the request has chunks 1 to {count}")
+        chunk = number - 1
+    p_yes = _yes_probability(reply)
+    if p_yes is None:
+        return _ClaimAnswer(1.0 if supported else 0.0, contradicted and not supported, chunk, weighted=False)
+    return _ClaimAnswer(p_yes, contradicted, chunk, weighted=True)
+
+
+def _read_claim_word(text: str, reply: _ChatReply) -> _ClaimAnswer:
+    """One word: yes, no or contradicted (any case, punctuation around it); P(yes) from the logprobs."""
+    # The answer is the first word of a 4-token reply: a longer reply (a hostile one) is not read past it.
+    first = _FIRST_WORD.search(text[:_WORD_READ].lower())
+    if first is None:
+        raise ReplyParseError(f"the reply is not yes, no or contradicted: {text[:40]!r}")
+    word = first.group()
+    if word.startswith("contradict"):
+        supported, contradicted = False, True
+    elif word in ("yes", "no"):
+        supported, contradicted = word == "yes", False
+    else:
+        raise ReplyParseError(f"the reply is not yes, no or contradicted: {text[:40]!r}")
+    p_yes = _yes_probability(reply)
+    if p_yes is None:
+        return _ClaimAnswer(1.0 if supported else 0.0, contradicted, 0, weighted=False)
+    return _ClaimAnswer(p_yes, contradicted, 0, weighted=True)
+
+
+def _answer_class(token: str) -> bool | None:
+    """True for a token that starts "yes", False for one that starts "no", None otherwise."""
+    word = token.strip().strip('"').strip().lower()
+    if not word:
+        return None
+    if word.startswith("y"):
+        return True
+    if word.startswith("n") and not word.startswith("ne"):  # "neither" is not a no to a yes/no question
+        return False
+    return None
+
+
+def _yes_probability(reply: _ChatReply) -> float | None:
+    """P(yes) / (P(yes) + P(no)) at the answer token, from its top alternatives; None without logprobs
+    or when no alternative there is a yes or a no."""
+    if not reply.logprobs:
+        return None
+    text = "".join(token for token, _ in reply.logprobs)
+    match = _ANSWER_VALUE.search(text)
+    offset = match.end() if match is not None else len(text) - len(text.lstrip())
+    position = 0
+    for token, top in reply.logprobs:
+        end = position + len(token)
+        # The token holding the answer's first letter (a token may also hold the opening quote).
+        if end > offset and token[max(0, offset - position) :].strip().strip('"'):
+            yes = no = 0.0
+            for alternative, logprob in top or [(token, 0.0)]:
+                kind = _answer_class(alternative)
+                if kind is True:
+                    yes += math.exp(logprob)
+                elif kind is False:
+                    no += math.exp(logprob)
+            if yes + no <= 0.0:
+                return None
+            return yes / (yes + no)
+        position = end
+    return None
+
+
+def _bare_answer_claim(text: str, question: str | None) -> str | None:
+    """ "<question>? <answer>" (``answer_claim``) for a bare short answer (a name, a number, yes/no),
+    else None."""
+    if not question or not question.strip():
+        return None
+    answer = text.strip()
+    if _EVASION.search(answer):
+        return None
+    words = answer.split()
+    if len(words) > _BARE_ANSWER_WORDS or re.search(r"[.!?;:]\s+\S", answer) or "\n" in answer:
+        return None
+    # A sentence with a verb of its own ("She was born in 1959.") is extracted as usual.
+    if len(words) > 3 and answer.endswith("."):
+        return None
+    return answer_claim(question, answer.rstrip("."))
+
+
+def _sentence_claims(text: str, question: str | None) -> list[str]:
+    """The sentences of ``text`` as claims, each joined to the question when there is one
+    (``answer_claim``)."""
+    import pysbd  # a dependency of the package (the offline judge's segmenter); imported on first use
+
+    claims: list[str] = []
+    for sentence in pysbd.Segmenter(language="en", clean=False).segment(text):
+        sentence = sentence.strip()
+        if not re.search(r"\w", sentence) or sentence.endswith("?") or _EVASION.search(sentence):
+            continue  # a question or an evasion asserts nothing to check
+        claim = answer_claim(question, sentence) if question and question.strip() else sentence
+        if claim not in claims:
+            claims.append(claim)
+    return claims
