@@ -16,8 +16,8 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExport
 from opentelemetry.sdk.trace.export import SpanExportResult
 from ragtrace_collector._server import Collector
 
-from ragtrace.cli.calibration import balanced_accuracy, rank_auc
 from ragtrace._eval_input import read_jsonl
+from ragtrace.cli.calibration import balanced_accuracy, rank_auc
 from tests.collector._devtools import browser, devtools
 from tests.collector._spans import SpanFactory, hex_span_id, start_collector
 from tests.collector._stores import rows

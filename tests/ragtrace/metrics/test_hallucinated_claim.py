@@ -9,7 +9,6 @@ import random
 import pytest
 
 from ragtrace import RagRecord, semconv
-from ragtrace.wire import LABEL, VALUE, decode, encode
 from ragtrace.judges import Verdict
 from ragtrace.judges._base import agreeing
 from ragtrace.metrics import (
@@ -21,6 +20,7 @@ from ragtrace.metrics import (
 )
 from ragtrace.metrics.claims import SUPPORT_CUT, least_support
 from ragtrace.testing import FakeJudge
+from ragtrace.wire import LABEL, VALUE, decode, encode
 
 S, C, N = Verdict.SUPPORTED, Verdict.CONTRADICTED, Verdict.NEITHER
 
