@@ -4,13 +4,16 @@ bench/ingest.py measures spans per second stored end to end (HTTP, decoding, the
 workload (batches of 512 RAG spans, 5 chunks of 1 KB each) and times, in this process and one after another:
 
 * ``parse``: protobuf bytes to the OTLP message (the C++ upb parser);
-* ``cost``: the decoded-size walk that bounds memory before anything is allocated (``_otlp/_cost.py``);
+* ``bound``: the quick upper bound of the decoded size the receivers take first (``_otlp/_cost.py``);
+* ``cost``: the exact decoded-size walk, which runs only when the quick bound does not fit the budget;
 * ``decode``: protobuf bytes to the store's rows (``decode_protobuf``: parse, flatten, RAG records, scores);
 * ``write``: those rows committed to a SQLite file (``Store.write``: one transaction, upserts, WAL);
-* ``write, no indexes``: the same into a file whose secondary indexes were dropped (what the indexes cost).
+* ``write, no indexes``: the same into a file whose secondary indexes were dropped (what the indexes cost);
+* ``write, no text index``: the same into a file without the FTS5 trigram index of queries and answers (dropped
+  as docs/collector.md says), what text search costs the writer.
 
 Each stage's spans per second on one core, and each stage's share of a batch's time, are printed; the sum of
-decode and write is the one-core ceiling, and with decoding in other processes (``--decode-processes``) the
+bound, decode and write is the one-core ceiling, and with decoding in other processes (``--decode-processes``) the
 ceiling on N cores is bounded by the single writer: ``write`` alone.
 
     .venv/bin/python bench/ingest_bound.py [--batches 12]
@@ -56,30 +59,38 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         store = Store(Path(tmp) / "indexed.db")
         bare = Store(Path(tmp) / "bare.db")
+        unsearched = Store(Path(tmp) / "unsearched.db")
+        for trigger in ("ai", "ad", "au"):
+            unsearched.db.execute(f"DROP TRIGGER rag_records_fts_{trigger}")
+        unsearched.db.execute("DROP TABLE rag_records_fts")
         for name in [row[0] for row in bare.db.execute("SELECT name FROM sqlite_master WHERE type = 'index'")]:
             if not name.startswith("sqlite_autoindex"):  # the keys' own indexes stay: upserts need them
                 bare.db.execute(f"DROP INDEX {name}")
         stages: dict[str, float] = {
             "parse": _timed(lambda body, _: ExportTraceServiceRequest.FromString(body), bodies),
+            "bound": _timed(lambda body, _: decoded_cost(body, export="traces", as_json=False, quick=True), bodies),
             "cost": _timed(lambda body, _: decoded_cost(body, export="traces", as_json=False), bodies),
             "decode": _timed(lambda body, _: decode_protobuf(body, time.time_ns()), bodies),
             "write": _timed(lambda _, i: store.write(batches[i]), bodies),
             "write, no indexes": _timed(lambda _, i: bare.write(batches[i]), bodies),
+            "write, no text index": _timed(lambda _, i: unsearched.write(batches[i]), bodies),
         }
         store.close()
         bare.close()
+        unsearched.close()
     batch_mb = statistics.mean(len(b) for b in bodies) / 1e6
     print(f"{args.batches} batches of {SPANS_PER_BATCH} RAG spans ({batch_mb:.2f} MB of protobuf each), one core")
-    one_core = stages["cost"] + stages["decode"] + stages["write"]
+    one_core = stages["bound"] + stages["decode"] + stages["write"]
     print(f"{'stage':<20} {'ms/batch':>9} {'spans/s':>9} {'share':>7}")
     for name, seconds in stages.items():
-        share = f"{seconds / one_core:6.0%}" if name in ("cost", "decode", "write") else ""
+        share = f"{seconds / one_core:6.0%}" if name in ("bound", "decode", "write") else ""
         print(f"{name:<20} {seconds * 1000:9.1f} {SPANS_PER_BATCH / seconds:9.0f} {share:>7}")
-    print(f"one-core ceiling (cost + decode + write): {SPANS_PER_BATCH / one_core:,.0f} spans/s")
+    print(f"one-core ceiling (bound + decode + write): {SPANS_PER_BATCH / one_core:,.0f} spans/s")
     print(
         f"ceiling with decoding in other processes (the writer alone): {SPANS_PER_BATCH / stages['write']:,.0f} spans/s"
     )
     print(f"ratio write / write without secondary indexes: {stages['write'] / stages['write, no indexes']:.2f}x")
+    print(f"ratio write / write without the text index: {stages['write'] / stages['write, no text index']:.2f}x")
     print(f"ratio decode / parse: {stages['decode'] / stages['parse']:.2f}x")
 
 
