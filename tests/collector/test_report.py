@@ -17,7 +17,7 @@ from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
 from ragtrace.environment_variables import ConfigurationError
-from tests.collector._stores import whole_row
+from tests.collector._stores import store_args, whole_row
 from tests.collector._triage_seed import insert_alerts
 
 NS = 1_000_000_000
@@ -295,20 +295,20 @@ def _plotly_strings(page: str) -> list[str]:
     return found
 
 
-def test_span_values_never_become_markup_in_a_chart(store: Store, tmp_path: Path) -> None:
+def test_span_values_never_become_markup_in_a_chart(store: Any, tmp_path: Path) -> None:
     """Plotly renders a subset of HTML in labels and hover text: a decision (or an alert's text) holding an ``<a
     href>`` must show as text, on the page and in ``ragtrace-collector report``, never as a live link."""
     from ragtrace_collector.__main__ import main
 
-    store.db["rag_records"].insert(  # type: ignore[union-attr]
-        {"span_id": "ph" * 8, "trace_id": "ph" * 16, "service": "shop", "time_ns": T0 + NS, "decision": PHISH}
-    )
-    store.db["alerts"].insert(  # type: ignore[union-attr]
-        {"time_ns": T0 + 2 * NS, "rule": PHISH, "kind": "spike", "metric": "hallucination", "service": PHISH,
-         "state": "ALERT", "value": 9.1, "threshold": 8.0, "message": PHISH, "sinks": "[]"}
+    record = {"span_id": "ph" * 8, "trace_id": "ph" * 16, "service": "shop", "time_ns": T0 + NS, "decision": PHISH}
+    store.write(Batch(rag_records=[whole_row(record, RAG_COLUMNS)]))
+    insert_alerts(
+        store,
+        [{"time_ns": T0 + 2 * NS, "rule": PHISH, "kind": "spike", "metric": "hallucination", "service": PHISH,
+          "state": "ALERT", "value": 9.1, "threshold": 8.0, "message": PHISH, "sinks": "[]"}],
     )  # fmt: skip
     out = tmp_path / "report.html"
-    assert main(["report", "--db", str(store.path), "--out", str(out)]) == 0
+    assert main(["report", *store_args(store.target), "--out", str(out)]) == 0
     for page in (report(store, "html"), out.read_text(encoding="utf-8")):
         texts = [s for s in _plotly_strings(page) if "evil.example" in s]
         assert texts, "the decision and the alert are in the charts"
