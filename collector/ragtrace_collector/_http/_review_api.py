@@ -14,7 +14,8 @@ back as labels and as the judge's agreement with them. The record page's buttons
 
 Bodies are ``application/json`` only, as the alert API's, and a browser's post carries the CSRF token the guard
 (``_auth.py``) set beside its session. Behind a trusted proxy (``--trusted-user-header``) the review's ``author``
-is the signed-in person, whatever the body says. A mistake is a 400 ``{"error"}`` naming it.
+is the signed-in person, whatever the body says. A mistake is a 400 ``{"error"}`` naming it. Every request works
+within the pages' query budget (2 s, stopped when the client leaves): past it, a 503 with nothing written.
 """
 
 from __future__ import annotations
@@ -22,20 +23,19 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from contextlib import closing
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from ragtrace_collector._agreement import agreement, weekly
 from ragtrace_collector._http._alert_api import _MAX_TEXT, _answer, _Refused, _text
-from ragtrace_collector._http._bounded import DEFAULT_QUERY_SECONDS
-from ragtrace_collector._store import connect as connect_store
+from ragtrace_collector._http._bounded import DEFAULT_QUERY_SECONDS, bounded_call
+from ragtrace_collector._store import ReadInterrupted, snapshot
+from ragtrace_collector._store.alerts import controls_connection
 from ragtrace_collector._store.reviews import ANSWER, agreement_rows, labelled_records, reviews_of, save_review
 
 __all__ = ["REVIEWS_API_PATH", "review_api_routes"]
@@ -69,7 +69,7 @@ def review_api_routes(target: str | Path, *, clock: Callable[[], int] = time.tim
         if not isinstance(grounded, bool):
             raise _Refused(400, "`grounded` must be true (supported by the chunks) or false (not)")
         note, author = _text(body, "note", limit=_MAX_TEXT), _text(body, "author")
-        with closing(connect_store(where, create=True)) as conn, conn:
+        with controls_connection(where) as conn, conn:  # within the request's budget, as the alert API's writes
             saved = save_review(
                 conn,
                 span_id,
@@ -84,7 +84,7 @@ def review_api_routes(target: str | Path, *, clock: Callable[[], int] = time.tim
         return {"review": {"span_id": span_id, "claim": claim, "grounded": grounded, "note": note, "author": author}}
 
     def listed(span_id: str) -> dict[str, Any]:
-        with closing(connect_store(where, create=True)) as conn:
+        with snapshot(where) as conn:
             found = reviews_of(conn, span_id)
         for row in found:
             row["grounded"] = bool(row["grounded"])
@@ -92,12 +92,12 @@ def review_api_routes(target: str | Path, *, clock: Callable[[], int] = time.tim
         return {"reviews": found}
 
     def exported(since: int | None) -> str:
-        with closing(connect_store(where, create=True)) as conn:
+        with snapshot(where) as conn:
             rows = labelled_records(conn, since)
         return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
 
     def measured(since: int | None) -> dict[str, Any]:
-        with closing(connect_store(where, create=True)) as conn:
+        with snapshot(where) as conn:
             rows = agreement_rows(conn, since)
         return {
             "cut": 0.5,
@@ -112,14 +112,16 @@ def review_api_routes(target: str | Path, *, clock: Callable[[], int] = time.tim
         span_id = request.query_params.get("span_id")
         if not span_id or len(span_id) > 64:
             return JSONResponse({"error": "give the record: ?span_id=..."}, status_code=400)
-        return JSONResponse(await run_in_threadpool(listed, span_id))
+        return await _read(request, listed, span_id)
 
     async def get_export(request: Request) -> Response:
         try:
             since = _since(request)
+            body = await bounded_call(request, DEFAULT_QUERY_SECONDS, exported, since)
         except _Refused as refused:
             return JSONResponse({"error": refused.error}, status_code=refused.status)
-        body = await run_in_threadpool(exported, since)
+        except ReadInterrupted as why:
+            return JSONResponse({"error": f"the store work took {why}; ask again"}, status_code=503)
         return Response(body, media_type="application/x-ndjson")
 
     async def get_agreement(request: Request) -> Response:
@@ -127,7 +129,14 @@ def review_api_routes(target: str | Path, *, clock: Callable[[], int] = time.tim
             since = _since(request)
         except _Refused as refused:
             return JSONResponse({"error": refused.error}, status_code=refused.status)
-        return JSONResponse(await run_in_threadpool(measured, since))
+        return await _read(request, measured, since)
+
+    async def _read(request: Request, work: Callable[[Any], dict[str, Any]], arg: Any) -> Response:
+        """``work(arg)`` within the request's query budget (2 s, stopped when the client leaves): JSON, or a 503."""
+        try:
+            return JSONResponse(await bounded_call(request, DEFAULT_QUERY_SECONDS, work, arg))
+        except ReadInterrupted as why:
+            return JSONResponse({"error": f"the store work took {why}; ask again"}, status_code=503)
 
     return [
         Route(REVIEWS_API_PATH, post_review, methods=["POST"]),
