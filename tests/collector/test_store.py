@@ -91,7 +91,7 @@ def test_prune_deletes_by_age(open_store: OpenStore) -> None:
     assert rows(store, "SELECT span_id FROM rag_records") == [(hex_span_id(new),)]
 
 
-def test_prune_deletes_in_batches_each_its_own_transaction(open_store: OpenStore) -> None:
+def test_prune_deletes_in_rounds_each_its_own_transaction(open_store: OpenStore) -> None:
     from ragtrace_collector._store import retention
 
     factory = SpanFactory()
@@ -101,11 +101,11 @@ def test_prune_deletes_in_batches_each_its_own_transaction(open_store: OpenStore
     store = open_store()
     store.write(decode_protobuf(otlp_bytes(factory.all()), 0))
     assert newest.end_time is not None
-    batches: list[int] = []
+    rounds: list[dict[str, int]] = []
 
-    def transaction(batch: Any) -> int:  # the store's own transaction, the batch's size recorded
-        deleted = int(store.change(batch))
-        batches.append(deleted)
+    def transaction(round_: Any) -> dict[str, int]:  # the store's own transaction, what each round deleted kept
+        deleted: dict[str, int] = store.change(round_)
+        rounds.append(deleted)
         return deleted
 
     cut = newest.end_time
@@ -114,9 +114,11 @@ def test_prune_deletes_in_batches_each_its_own_transaction(open_store: OpenStore
     assert (old["rag_records"], old["scores"]) == (7, 7) and old["spans"] >= 7
     deleted = retention.prune(transaction, cut, batch_rows=3)
     assert deleted == old
-    assert max(batches) == 3  # no transaction deleted more than a batch
-    # Each table's rows go 3 at a time, until a batch comes back short (an empty one when 3 divides the count).
-    assert len(batches) == sum(n // 3 + 1 for n in old.values())
+    assert max(n for r in rounds for n in r.values()) == 3  # no round deleted more than a batch of a table
+    # A table stays in the rounds while its batch came back full: 7 old rows go 3, 3, 1; no row at all, one look.
+    assert len(rounds) == max(n // 3 + 1 for n in old.values())
+    assert [sorted(r) for r in rounds[1:]] == [sorted(t for t, n in old.items() if n >= 3 * (i + 1))
+                                               for i in range(len(rounds) - 1)]  # fmt: skip
     assert rows(store, "SELECT query FROM rag_records") == [("new",)]
     assert store.prune(older_than_ns=newest.end_time, batch_rows=3)["spans"] == 0  # nothing left to delete
     with pytest.raises(ValueError, match="batch_rows must be at least 1"):

@@ -2,8 +2,8 @@
 
 Each group's current state (``alert_groups``) and the Phoenix cursor are kept: they are state, not history.
 
-Rows go in batches of at most ``BATCH_ROWS``, each its own transaction: between two batches the receivers'
-writes go in, so a first prune of a year of rows never holds the writers for the whole delete (on SQLite one
+Rows go in rounds of at most ``BATCH_ROWS`` a table, each round its own transaction: between two rounds the
+receivers' writes go in, so a first prune of a year of rows never holds the writers for the whole delete (on SQLite one
 writer at a time; on PostgreSQL the row locks of one huge transaction).
 """
 
@@ -30,7 +30,7 @@ AGED: Final[tuple[tuple[str, str], ...]] = (
 )
 """Each table that grows, and the column that dates its rows (a silence by its end, an ack by its time)."""
 
-Transaction = Callable[[Callable[[AnyConnection], int]], int]
+Transaction = Callable[[Callable[[AnyConnection], dict[str, int]]], dict[str, int]]
 """Runs its argument on a connection in one committed transaction (a store's ``change``)."""
 
 
@@ -46,21 +46,23 @@ def prune_batch(conn: AnyConnection, table: str, column: str, older_than_ns: int
 
 
 def prune(transaction: Transaction, older_than_ns: int, batch_rows: int = BATCH_ROWS) -> dict[str, int]:
-    """Delete every row older than ``older_than_ns`` from every table that grows, ``batch_rows`` at a time, each
-    batch in its own ``transaction``; the rows deleted by table. A prune stopped midway (a crash, a failed batch)
-    leaves only whole batches deleted, and the next prune goes on from there."""
+    """Delete every row older than ``older_than_ns`` from every table that grows, in rounds: each round one
+    ``transaction`` deleting at most ``batch_rows`` rows of each table, until no table had a full batch left. A
+    prune of less than a batch a table is one transaction, as a single statement per table would be; a prune
+    stopped midway (a crash, a failed round) leaves only whole rounds deleted, and the next one goes on from there.
+    Returns the rows deleted by table."""
     if batch_rows < 1:
         raise ValueError(f"batch_rows must be at least 1, not {batch_rows}")
-    deleted: dict[str, int] = {}
-    for table, column in AGED:
+    deleted = dict.fromkeys((table for table, _ in AGED), 0)
+    left = list(AGED)
+    while left:
 
-        def batch(conn: AnyConnection, table: str = table, column: str = column) -> int:
-            return prune_batch(conn, table, column, older_than_ns, batch_rows)
+        def round_(conn: AnyConnection, tables: tuple[tuple[str, str], ...] = tuple(left)) -> dict[str, int]:
+            # Pure in what it leaves behind: a transaction run again (a retried deadlock) counts once.
+            return {table: prune_batch(conn, table, column, older_than_ns, batch_rows) for table, column in tables}
 
-        deleted[table] = 0
-        while True:
-            n = transaction(batch)
+        done = transaction(round_)
+        for table, n in done.items():
             deleted[table] += n
-            if n < batch_rows:
-                break
+        left = [(table, column) for table, column in left if done[table] == batch_rows]
     return deleted
