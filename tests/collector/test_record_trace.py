@@ -42,17 +42,22 @@ def _traced_request(factory: SpanFactory) -> tuple[Any, Any]:
     return rag, next(s for s in spans if s.name == "chat gpt-4o-mini")
 
 
-def test_the_record_page_draws_the_trace_and_what_its_model_calls_cost(store_target: str) -> None:
-    factory = SpanFactory()
-    rag, llm = _traced_request(factory)
+def _page_after_export(store_target: str, spans: list[Any], path: str) -> str:
+    """The page at ``path`` of a collector on ``store_target`` that received ``spans`` from the SDK's exporter."""
     collector = start_collector(store_target, page=True)
     try:
         exporter = OTLPSpanExporter(endpoint=f"http://127.0.0.1:{collector.http_port}/v1/traces")
-        assert exporter.export(factory.all()) is SpanExportResult.SUCCESS
+        assert exporter.export(spans) is SpanExportResult.SUCCESS
         exporter.shutdown()
-        page = httpx.get(f"http://127.0.0.1:{collector.http_port}/records/{hex_span_id(rag)}", timeout=30).text
+        return httpx.get(f"http://127.0.0.1:{collector.http_port}{path}", timeout=30).text
     finally:
         collector.stop()
+
+
+def test_the_record_page_draws_the_trace_and_what_its_model_calls_cost(store_target: str) -> None:
+    factory = SpanFactory()
+    rag, llm = _traced_request(factory)
+    page = _page_after_export(store_target, factory.all(), f"/records/{hex_span_id(rag)}")
     waterfall = page[page.index('<div class="waterfall">') :]
     names = re.findall(r'<span class="sname" style="padding-left:([\d.]+)rem">([^<]*)', waterfall)
     # Parents before children, siblings by start; depth by indentation.
@@ -132,14 +137,7 @@ def test_the_costs_page_says_what_the_app_and_the_judge_spent_a_day_in_dollars(s
     factory = SpanFactory()
     _traced_request(factory)
     _traced_request(factory)  # two requests: two model calls of 1200 + 300 tokens
-    collector = start_collector(store_target, page=True)
-    try:
-        exporter = OTLPSpanExporter(endpoint=f"http://127.0.0.1:{collector.http_port}/v1/traces")
-        assert exporter.export(factory.all()) is SpanExportResult.SUCCESS
-        exporter.shutdown()
-        page = httpx.get(f"http://127.0.0.1:{collector.http_port}/costs", timeout=30).text
-    finally:
-        collector.stop()
+    page = _page_after_export(store_target, factory.all(), "/costs")
     expected = DEFAULT_PRICES["gpt-4o-mini"].cost(2 * 1200, 2 * 300)
     rows = re.findall(r"<tr><td>([^<]*)</td><td>(app|judge)</td><td>([^<]*)</td><td>(\d+)</td><td>(\d+)</td>"
                       r"<td>(\d+)</td><td>([^<]*)</td></tr>", page)  # fmt: skip
@@ -162,14 +160,7 @@ def test_a_record_not_scored_says_why_and_shows_no_metric_legend_or_empty_answer
     batch = decode_protobuf(otlp_bytes(factory.all()), 0)
     assert batch.scores == []  # the reason is not a metric named "not_scored"
     assert [r["reason"] for r in batch.rag_records] == [semconv.NOT_SCORED_NO_CONTENT]
-    collector = start_collector(store_target, page=True)
-    try:
-        exporter = OTLPSpanExporter(endpoint=f"http://127.0.0.1:{collector.http_port}/v1/traces")
-        assert exporter.export(factory.all()) is SpanExportResult.SUCCESS
-        exporter.shutdown()
-        page = httpx.get(f"http://127.0.0.1:{collector.http_port}/records/{hex_span_id(span)}", timeout=30).text
-    finally:
-        collector.stop()
+    page = _page_after_export(store_target, factory.all(), f"/records/{hex_span_id(span)}")
     assert '<p class="notice">Not scored: its text was not captured (content capture off, or redacted).</p>' in page
     assert "No answer was captured" in page and 'class="answer"' not in page
     assert "Claims:" not in page
