@@ -33,6 +33,11 @@ def _freeze(value: Any) -> Hashable:
     return value  # type: ignore[no-any-return]
 
 
+def _seen(task: asyncio.Future[Any]) -> None:
+    if not task.cancelled():
+        task.exception()
+
+
 @serves_every_step
 class MemoJudge:
     """Wraps a judge for one record; see the module docstring. Satisfies ``Judge``."""
@@ -52,6 +57,9 @@ class MemoJudge:
         if task is None:
             step = key[0] if isinstance(key, tuple) and key and isinstance(key[0], str) else ""
             task = asyncio.ensure_future(self._run(step, call))
+            # Every caller sees a failure through its shield; a call that ends after ``close`` (its
+            # callers gone) has no reader, and must not be logged as an exception nobody retrieved.
+            task.add_done_callback(_seen)
             self._tasks[key] = task
         # Shielded: one caller's cancellation must not cancel the call others are awaiting.
         return asyncio.shield(task)
@@ -69,12 +77,10 @@ class MemoJudge:
         return reply
 
     def close(self) -> None:
-        """Cancel calls nobody awaits any more and mark failures as seen (no 'never retrieved' noise)."""
+        """Cancel calls nobody awaits any more."""
         for task in self._tasks.values():
             if not task.done():
                 task.cancel()
-            elif not task.cancelled():
-                task.exception()
 
     # ----------------------------------------------------------------------------------------------
     # Judge steps

@@ -11,8 +11,9 @@ another instrumentation traced (its record joined by ``ragtrace._foreign``). Bot
   kept the text off its spans) -> downstream with decision ``not_scored`` and the reason, whatever the
   sampler would say;
 * not picked (rate, rules, throttle, budget) -> downstream as a copy carrying the decision;
-* picked -> the worker's bounded queue with its record; no room (``overflow``) or no record (``error``,
-  ``no_record``) -> downstream at once.
+* picked -> the worker's bounded queue with its record; no room (``overflow``), no record (``error``,
+  ``no_record``) or a judge resting after failing record after record (``error``, the failure's type;
+  ``ragtrace.scoring.judge_pause``) -> downstream at once.
 
 A picked span leaves through the worker: scored in time -> the scored copy (its scores, decision and the
 seconds scoring took, written here once); out of time -> the original with decision ``timeout``; scored after
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
     from ragtrace._foreign import Joiner
     from ragtrace._record import RagRecord
     from ragtrace._sampling import Sampler
+    from ragtrace.scoring.judge_pause import JudgePause
     from ragtrace.scoring.telemetry import Telemetry
 
 _log = logging.getLogger("ragtrace.scoring")
@@ -55,8 +57,9 @@ whose call did not fail: a failed call is ``not_scored``/``app_error``)."""
 
 class Handoff:
     """Routes RAG spans to scoring or downstream, and is where the worker's picked spans leave (see the module
-    docstring). ``score``: the coroutine that scores one picked span; ``on_close``: closes the judge on the
-    worker's loop at shutdown; the bounds are the worker's."""
+        docstring). ``score``: the coroutine that scores one picked span; ``on_close``: closes the judge on the
+        worker's loop at shutdown; ``pause``: whether the judge takes picked spans now (shared with the scorer,
+    which tells it how each record went); the bounds are the worker's."""
 
     def __init__(
         self,
@@ -66,6 +69,7 @@ class Handoff:
         telemetry: Telemetry,
         joiner: Joiner | None,
         metric_names: tuple[str, ...],
+        pause: JudgePause,
         score: Callable[[Picked], Awaitable[Outcome]],
         on_close: Callable[[], Awaitable[None]],
         queue_size: int,
@@ -77,6 +81,7 @@ class Handoff:
         self.telemetry = telemetry
         self._joiner = joiner
         self._metric_names = metric_names
+        self._pause = pause
         self._admission = threading.Lock()
         self.closed = False
         """Set when the processor's shutdown began: RAG spans then leave unscored (``overflow``)."""
@@ -126,9 +131,10 @@ class Handoff:
                     self._metric_names,
                     in_flight=self.worker.in_flight,
                 )
+                rested = selection.selected and self._pause.resting()
                 if selection.selected:
                     try:
-                        if record is not None:
+                        if record is not None and not rested:
                             submitted = self.worker.submit(
                                 Picked(span, record, selection.metrics or self._metric_names)
                             )
@@ -144,6 +150,8 @@ class Handoff:
             elif not submitted:
                 if record is None:
                     self._forward(span, semconv.DECISION_ERROR, {semconv.EVAL_ERROR_TYPE: ERROR_NO_RECORD})
+                elif rested:
+                    self._forward(span, semconv.DECISION_ERROR, {semconv.EVAL_ERROR_TYPE: self._pause.cause})
                 else:
                     self._forward(span, semconv.DECISION_OVERFLOW)
         except Exception:

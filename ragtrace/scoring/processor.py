@@ -39,6 +39,7 @@ from ragtrace._shorthands import PROCESSOR, ProcessorKeywords, merge
 from ragtrace.scoring.exit import before_thread_pools_close, drain_ref, shutdown_ref
 from ragtrace.scoring.handoff import ERROR_NO_RECORD as ERROR_NO_RECORD
 from ragtrace.scoring.handoff import Handoff
+from ragtrace.scoring.judge_pause import JudgePause
 from ragtrace.scoring.provider import ProviderAdoption
 from ragtrace.scoring.scorer import JobScorer
 from ragtrace.scoring.telemetry import Telemetry
@@ -98,7 +99,8 @@ class ScoringSpanProcessor(SpanProcessor):
         self._metric_names: tuple[str, ...] = scored.suite.names
         self.judge: Judge = scored.judge
         self.telemetry = Telemetry(meter_provider, service_name=service_name)
-        scorer = JobScorer(scored.suite, self.judge, self.sampler, self.telemetry)
+        pause = JudgePause(self.judge.name)
+        scorer = JobScorer(scored.suite, self.judge, self.sampler, self.telemetry, pause)
         # Wrapped only after everything that can raise (settings, the judge, the meter): a
         # BatchSpanProcessor starts a thread that nobody would stop.
         self.downstream: SpanProcessor = (
@@ -118,6 +120,7 @@ class ScoringSpanProcessor(SpanProcessor):
             telemetry=self.telemetry,
             joiner=self._joiner,
             metric_names=self._metric_names,
+            pause=pause,
             score=scorer.score,
             # The judge's connections live on the worker's loop, so only this processor can close
             # them cleanly: it owns the judge it is given and closes it at shutdown, on that loop.

@@ -1,7 +1,8 @@
 """Scoring one picked RAG span: the suite for its metrics and the judge, then the bookkeeping around it.
 
 ``JobScorer.score`` is what the worker runs for each job: it scores the record with the metrics the
-sampler picked for it (a suite per distinct selection, built once), then charges the budget, records
+sampler picked for it (a suite per distinct selection, built once), unless the judge rests
+(``ragtrace.scoring.judge_pause``, which it tells how each record went), then charges the budget, records
 the score, cost and judge-error metrics and logs judge failures, and sends the evaluations as OTel log
 records and/or leaves them off the span (``ragtrace.scoring.evaluation_logs``, switched by ``RAGTRACE_EVALUATION_*``,
 read once here). Those steps run after the scores are computed, so a step that fails is logged and never
@@ -25,6 +26,7 @@ from ragtrace.scoring.judge_errors import JudgeErrorLog
 if TYPE_CHECKING:
     from ragtrace._sampling import Sampler
     from ragtrace.judges._base import Judge
+    from ragtrace.scoring.judge_pause import JudgePause
     from ragtrace.scoring.telemetry import Telemetry
 
 _log = logging.getLogger(__name__)
@@ -45,8 +47,9 @@ def content_captured(attributes: Mapping[str, object]) -> bool:
 class JobScorer:
     """Scores jobs with ``suite`` (or the part of it a job's metrics name) through ``judge``."""
 
-    def __init__(self, suite: Suite, judge: Judge, sampler: Sampler, telemetry: Telemetry) -> None:
+    def __init__(self, suite: Suite, judge: Judge, sampler: Sampler, telemetry: Telemetry, pause: JudgePause) -> None:
         self.judge = judge
+        self._pause = pause
         self._all = suite.names
         self._suites: dict[tuple[str, ...], Suite] = {suite.names: suite}
         self._sampler = sampler
@@ -56,9 +59,12 @@ class JobScorer:
         self._logs = EvaluationLogs() if self._output.log_records else None
 
     async def score(self, job: Picked) -> Outcome:
+        if not self._pause.admit():  # queued before the judge began to rest: it leaves without a call
+            return Outcome(semconv.DECISION_ERROR, {semconv.EVAL_ERROR_TYPE: self._pause.cause})
         result = await self.suite_for(job.metrics).score(job.record, self.judge)
         scores = [result.scores[name] for name in job.metrics if name in result.scores]
         cost = result.cost
+        self._pause.settle(scores)
         name = self.judge.name
         outcome = outcome_of(scores, cost, name, content=content_captured(job.span.attributes or {}))
         logs = self._logs
