@@ -27,6 +27,7 @@ from ragtrace_collector._phoenix import PhoenixAnnotator, annotations_url
 from ragtrace_collector._phoenix._wire import Delivery, classify
 from ragtrace_collector._server import CollectorConfig
 from ragtrace_collector._store import Store
+from ragtrace_collector._store.phoenix import ScoreTail, TailRow
 from ragtrace_collector._store.schema import RAG_COLUMNS, SCORE_COLUMNS
 
 import ragtrace
@@ -319,6 +320,35 @@ async def test_stop_sends_what_was_stored_before_it(phoenix: FakePhoenix, store:
     store_scores(store, 7)
     await annotator.stop()
     assert (annotator.sent, annotator.dropped) == (7, 0)
+
+
+async def test_stop_called_during_a_read_still_makes_the_last_read(
+    phoenix: FakePhoenix, store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A read that began before a score was stored, and returns after stop() was called: stop() must read
+    # once more, not sleep out its timeout with the score unsent.
+    entered, release = threading.Event(), threading.Event()
+    gate = {"on": True}
+    real_read = ScoreTail.read
+
+    def read(tail: ScoreTail, cursor: int, limit: int) -> tuple[list[TailRow], int, bool]:
+        found = real_read(tail, cursor, limit)
+        if gate["on"]:
+            entered.set()
+            release.wait(DEADLINE_SECONDS)
+        return found
+
+    monkeypatch.setattr(ScoreTail, "read", read)
+    annotator = make_annotator(phoenix, store, poll_seconds=3600.0)
+    annotator.start()
+    await wait_until(entered.is_set, "a read under way")
+    (span_id,) = store_scores(store, 1)  # after the read's snapshot
+    stopping = asyncio.create_task(annotator.stop(timeout=5.0))  # the bug slept 10 s, past this
+    await asyncio.sleep(0)  # stop() runs up to its wait for the task: the task is told to close
+    gate["on"] = False
+    release.set()
+    await stopping
+    assert annotator.sent == 1 and (span_id, "faithfulness") in phoenix.names()
 
 
 async def test_stop_ends_after_its_timeout_and_leaves_the_unsent_to_the_next_start(

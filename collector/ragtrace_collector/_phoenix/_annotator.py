@@ -181,7 +181,7 @@ class PhoenixAnnotator:
                 self._store_cursor()
                 if closing and self._drained and not self._waiting:
                     return
-                await self._pause()
+                await self._pause(read_closing=closing)
 
     async def _read(self) -> None:
         room = self._queue_size - self.pending
@@ -215,11 +215,15 @@ class PhoenixAnnotator:
             self._waiting = [w for w in self._waiting if w.due > now]
             self._ready.extendleft(reversed(due))
 
-    async def _pause(self) -> None:
-        """Sleep until the next poll, the next waiting annotation's turn, or ``stop``."""
+    async def _pause(self, read_closing: bool) -> None:
+        """Sleep until the next poll, the next waiting annotation's turn, or ``stop``. ``read_closing``: whether
+        the last read began after ``stop`` was called (the last read must)."""
         self._wake.clear()  # before reading ``_closing``: a stop() from now on ends the wait at once
         delay = self._poll_seconds
-        if self._closing and not self._drained and not self._read_failed and self.pending < self._queue_size:
+        if self._closing and not read_closing:
+            # stop() came during the last read and its wake was just cleared: the last read is still to do.
+            delay = 0.0
+        elif self._closing and not self._drained and not self._read_failed and self.pending < self._queue_size:
             delay = 0.0  # stopping: read the rest of the store now
         elif self._closing:
             delay = _MAX_DELAY_SECONDS  # only the waiting annotations are left
