@@ -33,6 +33,7 @@ from ragtrace_collector._store.schema import RAG_COLUMNS, SCORE_COLUMNS
 import ragtrace
 from ragtrace.environment_variables import ConfigurationError
 from tests.collector._spans import SpanFactory, hex_span_id, otlp_bytes, start_collector
+from tests.collector._stores import count
 
 DEADLINE_SECONDS = 20.0
 
@@ -377,9 +378,7 @@ def test_ingest_does_not_wait_for_a_stuck_phoenix(phoenix: FakePhoenix, tmp_path
                     f"{base}/v1/traces", content=otlp_bytes([span]), headers={"content-type": "application/x-protobuf"}
                 )
                 assert reply.status_code == 200
-        assert collector.store is not None
-        stored = collector.store.reader().execute("SELECT count(*) FROM scores").fetchone()[0]
-        assert stored == 5
+        assert count(collector, "scores") == 5
         assert phoenix.requests() == []
         phoenix.release.set()
         expected = {(hex_span_id(span), "faithfulness") for span in spans}
