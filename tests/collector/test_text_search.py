@@ -214,7 +214,7 @@ def test_a_store_from_before_the_index_gets_it_with_its_rows_on_upgrade(
     monkeypatch.setattr(triage, "_PROBE_ROWS", 0)  # SQLite: through the index alone
     store = open_store()
 
-    assert store.read(migrations.version) == migrations.CURRENT == BEFORE_INDEX + 1
+    assert store.read(migrations.version) == migrations.CURRENT > BEFORE_INDEX
     expected = (
         {"idx_rag_records_query_trgm", "idx_rag_records_answer_trgm"}
         if is_postgres(store_target)

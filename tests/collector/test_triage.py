@@ -12,14 +12,15 @@ from typing import Any
 import pytest
 from ragtrace_collector._otlp import Batch
 from ragtrace_collector._report import page_routes
-from ragtrace_collector._store.schema import RAG_COLUMNS
+from ragtrace_collector._store import is_postgres, migrations
+from ragtrace_collector._store.schema import RAG_COLUMNS, RECORD_METADATA, SPAN_COLUMNS
 from ragtrace_collector._triage import FilterError, RecordFilter, ScoreBound, parse_filter
 from ragtrace_collector._triage._record_html import locate_claims
 from starlette.applications import Starlette
 from starlette.datastructures import QueryParams
 from starlette.testclient import TestClient
 
-from tests.collector._stores import whole_row
+from tests.collector._stores import count, whole_row
 from tests.collector._triage_seed import (
     BAD_ANSWER,
     MINUTE,
@@ -219,13 +220,70 @@ def test_a_threshold_alert_by_route_lists_its_routes_records_beyond_its_threshol
     assert "threshold dashed" in page
 
 
+def _record_with(open_store: Callable[[], Any], sid: str, attributes: dict[str, Any]) -> None:
+    """One more record, its span carrying ``attributes``, through the store's own writes."""
+    span = {"span_id": sid, "trace_id": sid * 2, "name": "answer", "service": "shop", "start_ns": T0, "end_ns": T0,
+            "attributes": json.dumps(attributes, ensure_ascii=False)}  # fmt: skip
+    record = {"span_id": sid, "trace_id": sid * 2, "service": "shop", "route": "/ask", "time_ns": T0, "query": "q"}
+    open_store().write(Batch(spans=[whole_row(span, SPAN_COLUMNS)], rag_records=[whole_row(record, RAG_COLUMNS)]))
+
+
 def test_metadata_filters_match_numbers_and_non_ascii_keys(client: TestClient, open_store: Callable[[], Any]) -> None:
-    attributes = json.dumps({"metadata": json.dumps({"rank": 3, "usuário": "ana"}, ensure_ascii=False)})
-    update = "UPDATE spans SET attributes = ? WHERE span_id = ?"
-    open_store().change(lambda conn: conn.execute(update, (attributes, span_id(0))))
-    assert _rows(client.get("/records", params={"meta": "rank:3"}).text) == [span_id(0)]
-    assert _rows(client.get("/records", params={"meta": "usuário:ana"}).text) == [span_id(0)]
+    sid = "00000000000000ee"
+    _record_with(open_store, sid, {"metadata": json.dumps({"rank": 3, "usuário": "ana"}, ensure_ascii=False)})
+    assert _rows(client.get("/records", params={"meta": "rank:3"}).text) == [sid]
+    assert _rows(client.get("/records", params={"meta": "usuário:ana"}).text) == [sid]
     assert _rows(client.get("/records", params={"meta": "rank:4"}).text) == []
+
+
+def test_metadata_is_the_metadata_object_and_the_user_and_session_of_the_span(
+    client: TestClient, open_store: Callable[[], Any]
+) -> None:
+    sid = "00000000000000ef"
+    metadata = {"tier": "gold", "nested": {"a": 1}, "tags": ["x"], "none": None}
+    attributes = {"metadata": json.dumps(metadata), "user.id": "u-42", "session.id": 7, "http.route": "/ask"}
+    _record_with(open_store, sid, attributes)
+    for found in ("tier:gold", "user.id:u-42", "session.id:7"):
+        assert _rows(client.get("/records", params={"meta": found}).text) == [sid], found
+    # Objects, arrays and nulls are not values to filter on; other span attributes are not metadata.
+    for missed in ('nested:{"a":1}', 'tags:["x"]', "none:None", "http.route:/ask"):
+        assert _rows(client.get("/records", params={"meta": missed}).text) == [], missed
+
+
+def test_a_metadata_attribute_that_is_not_json_is_no_metadata(
+    client: TestClient, open_store: Callable[[], Any]
+) -> None:
+    _record_with(open_store, "00000000000000ed", {"metadata": "tier=gold"})
+    assert _rows(client.get("/records", params={"meta": "tier:gold"}).text) == []
+    assert _rows(client.get("/records", params={"meta": "user:alice"}).text)  # the seeded records still match
+
+
+def test_a_store_from_before_the_metadata_rows_gets_them_for_its_records_on_upgrade(
+    client: TestClient, store_target: str, open_store: Callable[[], Any]
+) -> None:
+    # The seeded store as the collector before schema step 6 left it: no record_metadata table.
+    before = migrations.STEPS.index(migrations._record_metadata)
+    version = (
+        f"UPDATE ragtrace_schema SET version = {before}"
+        if is_postgres(store_target)
+        else f"PRAGMA user_version = {before}"
+    )
+    open_store().change(lambda conn: [conn.execute(f"DROP TABLE {RECORD_METADATA}"), conn.execute(version)])
+    store = open_store()  # a restart migrates
+    assert store.read(migrations.version) == migrations.CURRENT
+    assert count(store, RECORD_METADATA) == N_RECORDS  # each seeded record's user
+    alice = [span_id(i) for i in range(N_RECORDS - 1, -1, -1) if i % 2][:50]
+    assert _rows(client.get("/records", params={"meta": "user:alice"}).text) == alice
+
+
+def test_retention_takes_the_metadata_rows_with_their_records(
+    client: TestClient, open_store: Callable[[], Any]
+) -> None:
+    store = open_store()
+    assert count(store, RECORD_METADATA) == N_RECORDS
+    deleted = store.prune(older_than_ns=T0 + 10 * MINUTE)
+    assert deleted[RECORD_METADATA] == deleted["rag_records"] == 10
+    assert count(store, RECORD_METADATA) == N_RECORDS - 10
 
 
 def test_cost_and_coverage_default_to_the_last_week_of_the_store(client: TestClient) -> None:

@@ -7,7 +7,8 @@ connection it gives them (``Store`` holds its locks and commits).
 A carrier's late scores, and scores from evaluation log records, may arrive before or after the RAG record they
 belong to, without its route: either way the scores take the route (and, when they have none, the service) from
 the record once both are stored. A score from a log record and one from a span for the same ``(span_id, metric)``
-are one row, the span's, whichever came first (``_scores_sql``, ``_log_scores_sql``).
+are one row, the span's, whichever came first (``_scores_sql``, ``_log_scores_sql``). Each record's metadata rows
+are added from its span as it arrives (``metadata.fill``).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from ragtrace_collector._otlp import SOURCE_LOG, Batch, Row
+from ragtrace_collector._store import metadata
 from ragtrace_collector._store.dialect import POSTGRESQL, SQLITE, AnyConnection, Dialect, dialect_of
 from ragtrace_collector._store.schema import (
     JOIN_PENDING,
@@ -198,6 +200,7 @@ def upsert(conn: AnyConnection, batch: Batch) -> None:
     if batch.rag_records:
         # A record that arrives after its carrier: give the carrier's scores their route.
         _fill_routes_for(conn, batch.rag_records)
+        metadata.fill(conn, [row["span_id"] for row in batch.rag_records])
     if batch.settled:
         conn.executemany(_SETTLED_SQL, [(trace_id,) for trace_id in batch.settled])
     if batch.pending:

@@ -12,7 +12,8 @@ the work done.
 * PostgreSQL: the version is the one row of ``ragtrace_schema``; the lock is a transaction-scoped advisory
   lock (``pg_advisory_xact_lock``). DDL is transactional there too.
 
-Step 5 adds the index of text search (``schema.TEXT_SEARCH``: FTS5 trigram on SQLite, ``pg_trgm`` GIN on
+Step 6 adds records' metadata as rows (``record_metadata``, ``metadata.py``), filled from the records already
+stored. Step 5 adds the index of text search (``schema.TEXT_SEARCH``: FTS5 trigram on SQLite, ``pg_trgm`` GIN on
 PostgreSQL) and builds it over the rows the store holds. Step 4 adds what each model call took to ``spans``
 (filled for the spans already stored) and the index of model calls by time. Step 3 adds people's reviews of
 records. Step 2 adds the claims of work that several replicas share (the join, server-side scoring). Step 1 is
@@ -30,8 +31,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Final
 
+from ragtrace_collector._store import metadata
 from ragtrace_collector._store.dialect import SQLITE, AnyConnection, Dialect, column_names, dialect_of
-from ragtrace_collector._store.schema import ALERT_ACKS, RAG_RECORDS, REVIEWS, SPANS, TABLES, TEXT_SEARCH, quoted
+from ragtrace_collector._store.schema import (
+    ALERT_ACKS,
+    RAG_RECORDS,
+    RECORD_METADATA,
+    REVIEWS,
+    SPANS,
+    TABLES,
+    TEXT_SEARCH,
+    quoted,
+)
 
 __all__ = [
     "CURRENT",
@@ -183,12 +194,23 @@ def _text_search(conn: AnyConnection, dialect: Dialect) -> None:
         conn.execute(ddl)
 
 
+def _record_metadata(conn: AnyConnection, dialect: Dialect) -> None:
+    """Records' metadata as rows (``record_metadata``, ``metadata.py``), which the pages' ``meta=`` filter looks
+    up instead of reading every record's span attributes, filled from the records already stored."""
+    (table,) = [t for t in TABLES if t.name == RECORD_METADATA]
+    conn.execute(table.ddl(dialect))
+    for ddl in table.index_ddl():
+        conn.execute(ddl)
+    metadata.fill(conn)
+
+
 STEPS: Final[tuple[Callable[[AnyConnection, Dialect], None], ...]] = (
     _baseline,
     _claims,
     _reviews,
     _model_calls,
     _text_search,
+    _record_metadata,
 )
 """Step ``i`` takes a store from version ``i`` to ``i + 1``."""
 CURRENT: Final = len(STEPS)

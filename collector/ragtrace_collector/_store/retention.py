@@ -13,7 +13,15 @@ from collections.abc import Callable
 from typing import Final
 
 from ragtrace_collector._store.dialect import AnyConnection, dialect_of
-from ragtrace_collector._store.schema import ALERT_ACKS, ALERT_SILENCES, ALERTS, RAG_RECORDS, SCORES, SPANS
+from ragtrace_collector._store.schema import (
+    ALERT_ACKS,
+    ALERT_SILENCES,
+    ALERTS,
+    RAG_RECORDS,
+    RECORD_METADATA,
+    SCORES,
+    SPANS,
+)
 
 __all__ = ["AGED", "BATCH_ROWS", "prune", "prune_batch"]
 
@@ -27,6 +35,7 @@ AGED: Final[tuple[tuple[str, str], ...]] = (
     (ALERTS, "time_ns"),
     (ALERT_SILENCES, "ends_ns"),
     (ALERT_ACKS, "time_ns"),
+    (RECORD_METADATA, "time_ns"),
 )
 """Each table that grows, and the column that dates its rows (a silence by its end, an ack by its time)."""
 

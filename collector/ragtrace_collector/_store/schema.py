@@ -35,6 +35,8 @@ __all__ = [
     "PHOENIX_CURSOR",
     "RAG_COLUMNS",
     "RAG_RECORDS",
+    "RECORD_METADATA",
+    "RECORD_METADATA_COLUMNS",
     "REVIEWS",
     "REVIEW_COLUMNS",
     "SCORES",
@@ -62,6 +64,8 @@ ALERT_SILENCES: Final = "alert_silences"
 ALERT_ACKS: Final = "alert_acks"
 ALERT_TABLES: Final = (ALERTS, ALERT_GROUPS, ALERT_SILENCES, ALERT_ACKS)
 REVIEWS: Final = "reviews"
+RECORD_METADATA: Final = "record_metadata"
+"""One row per (record, metadata key, value): what the pages' ``meta=key:value`` filter looks up."""
 """People's verdicts on records: the whole answer (``claim`` -1) or one claim (its index) right or wrong."""
 PHOENIX_CURSOR: Final = "phoenix_cursor"
 """How far the Phoenix annotator delivered: one row per annotation URL (``after_row``: a ``scores`` rowid)."""
@@ -233,6 +237,13 @@ REVIEW_COLUMNS: dict[str, type] = {
 """A review: ``grounded`` 1 when the person says the answer (or the claim) is supported by its chunks, 0 when
 not; the latest review of a (record, claim) replaces the one before."""
 
+RECORD_METADATA_COLUMNS: dict[str, type] = {"span_id": str, "key": str, "value": str, "time_ns": int}
+"""A record's metadata as rows: each key of its span's ``metadata`` attribute (a JSON object) whose value is not
+an object or array, and the span's ``user.id`` and ``session.id``; ``value`` as text as SQLite's ``CAST``
+writes it (``3``, ``alice``; a JSON true is ``1`` there, ``true`` on PostgreSQL); ``time_ns`` the record's, for
+retention. Filled by the store as records arrive (``ingest.fill_metadata``)."""
+
+
 TABLES: Final = (
     Table(SPANS, SPAN_COLUMNS, ("span_id",), indexes=(("trace_id",),)),  # + idx_spans_model_calls, a step-4 index
     Table(
@@ -279,6 +290,13 @@ TABLES: Final = (
         rowid_pk=True,
     ),
     Table(REVIEWS, REVIEW_COLUMNS, ("span_id", "claim"), indexes=(("time_ns",),), not_null=("grounded", "time_ns")),
+    Table(
+        RECORD_METADATA,
+        RECORD_METADATA_COLUMNS,
+        ("span_id", "key", "value"),
+        indexes=(("key", "value", "time_ns", "span_id"), ("time_ns",)),
+        not_null=("key", "value", "time_ns"),
+    ),
     Table(
         PHOENIX_CURSOR,
         {"url": str, "after_row": int, "updated_ns": int},

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from ragtrace import wire
 from ragtrace_collector._drift import metric_direction
+from ragtrace_collector._store import metadata
 from ragtrace_collector._store.dialect import SQLITE, AnyConnection, Dialect, column_names, dialect_of, table_names
 from ragtrace_collector._store.migrations import MODEL_CALLS
 from ragtrace_collector._store.reviews import reviews_of
@@ -101,30 +102,6 @@ def trace_spans(conn: AnyConnection, trace_id: str, limit: int = TRACE_SPANS) ->
     return spans
 
 
-def _metadata_clause(dialect: Dialect, key: str, value: str) -> tuple[str, list[Any]]:
-    """The clause that keeps a record whose span has attribute ``key`` = ``value``, or ``key`` in its
-    ``metadata`` attribute (a JSON object as text), and its arguments. A value compares as text: a metadata value
-    may be a number ("rank:3"). A ``metadata`` that is not JSON matches nothing."""
-    if dialect is SQLITE:
-        # Raw UTF-8 like the stored JSON.
-        path = "$." + json.dumps(key, ensure_ascii=False)
-        return (
-            f"EXISTS (SELECT 1 FROM {SPANS} p WHERE p.span_id = r.span_id AND "
-            "(CAST(json_extract(p.attributes, ?) AS TEXT) = ? "
-            "OR (json_valid(json_extract(p.attributes, '$.metadata')) "
-            "AND CAST(json_extract(json_extract(p.attributes, '$.metadata'), ?) AS TEXT) = ?)))",
-            [path, value, path, value],
-        )
-    # PostgreSQL: ->> gives a value as text, as SQLite's CAST does; ragtrace_jsonb (a migration's function) is
-    # NULL for text that is not JSON, where a cast would fail the whole query.
-    return (
-        f"EXISTS (SELECT 1 FROM {SPANS} p WHERE p.span_id = r.span_id AND "
-        "(ragtrace_jsonb(p.attributes) ->> ? = ? "
-        "OR ragtrace_jsonb(ragtrace_jsonb(p.attributes) ->> 'metadata') ->> ? = ?))",
-        [key, value, key, value],
-    )
-
-
 _TRIGRAM = 3
 """The shortest text a trigram index finds (shorter text is in no trigram; its search reads the records)."""
 
@@ -162,19 +139,24 @@ def _text_clause(text: str, dialect: Dialect, *, fts: bool = False) -> tuple[str
     )
 
 
-def where_clause(f: RecordFilter, dialect: Dialect = SQLITE, *, fts: bool = False) -> tuple[str, list[Any]]:
+def where_clause(
+    f: RecordFilter, dialect: Dialect = SQLITE, *, fts: bool = False, by_metadata: bool = False
+) -> tuple[str, list[Any]]:
     """The ``WHERE`` clause (with its leading space; empty when nothing is filtered) of the records ``f`` keeps,
     over ``rag_records r``, and its arguments. ``fts`` (SQLite, where ``text_index``): find ``f``'s text through
     the FTS5 table rather than by reading every record; the records kept are the same. The live poll and the
     costs page do without it: they read a bounded range (rows after the reader's, a week) that the index would
-    not narrow, while it hands over every record with the text."""
+    not narrow, while it hands over every record with the text. ``by_metadata``: the query reads the records through
+    their first metadata condition's rows (``metadata.DRIVEN``, aliased ``m``): that condition and the times are
+    written on ``m``, which holds each record's time and span id, so the walk ranges over its index."""
     clauses: list[str] = []
     args: list[Any] = []
+    at = "m" if by_metadata else "r"  # whose time_ns and span_id the time conditions read
     if f.since_ns is not None:
-        clauses.append("r.time_ns >= ?")
+        clauses.append(f"{at}.time_ns >= ?")
         args.append(f.since_ns)
     if f.until_ns is not None:
-        clauses.append("r.time_ns <= ?")
+        clauses.append(f"{at}.time_ns <= ?")
         args.append(f.until_ns)
     if f.service:
         clauses.append("r.service = ?")
@@ -187,7 +169,7 @@ def where_clause(f: RecordFilter, dialect: Dialect = SQLITE, *, fts: bool = Fals
         args.append(f.decision)
     if f.before is not None:
         # The bound on time_ns alone is what the index ranges over; an OR around it would scan.
-        clauses.append("r.time_ns <= ? AND (r.time_ns < ? OR r.span_id < ?)")
+        clauses.append(f"{at}.time_ns <= ? AND ({at}.time_ns < ? OR {at}.span_id < ?)")
         args += [f.before[0], f.before[0], f.before[1]]
     for bound in f.scores:
         # The op comes from the parser's fixed set, never from the URL as text.
@@ -199,8 +181,8 @@ def where_clause(f: RecordFilter, dialect: Dialect = SQLITE, *, fts: bool = Fals
         text, text_args = _text_clause(f.text, dialect, fts=fts and _indexed_text(f))
         clauses.append(text)
         args += text_args
-    for key, value in f.meta:
-        clause, meta_args = _metadata_clause(dialect, key, value)
+    for i, (key, value) in enumerate(f.meta):
+        clause, meta_args = metadata.driving(key, value) if by_metadata and i == 0 else metadata.clause(key, value)
         clauses.append(clause)
         args += meta_args
     return (" WHERE " + " AND ".join(clauses)) if clauses else "", args
@@ -228,6 +210,8 @@ def list_records(conn: AnyConnection, f: RecordFilter) -> Page:
         if rows is None:
             # _indexed_text: 3 characters or more
             rows = _select(conn, f, *where_clause(f, dialect, fts=dialect is SQLITE), by_index=dialect is not SQLITE)
+    if rows is None and f.meta:
+        rows = _select(conn, f, *where_clause(f, dialect, by_metadata=True), by_metadata=True)
     if rows is None:
         rows = _select(conn, f, *where_clause(f, dialect))
     more = len(rows) > f.limit
@@ -238,17 +222,27 @@ def list_records(conn: AnyConnection, f: RecordFilter) -> Page:
 
 
 _ORDER = "ORDER BY r.time_ns DESC, r.span_id DESC"
+_ORDER_METADATA = "ORDER BY m.time_ns DESC, m.span_id DESC"
+"""The same order, read from a record's metadata row, whose index ends with (time_ns, span_id)."""
 _ORDER_UNINDEXED = "ORDER BY r.time_ns + 0 DESC, r.span_id DESC"
 """The same order, which no index gives: the planner finds the rows by the other conditions' indexes, then sorts."""
 
 
 def _select(
-    conn: AnyConnection, f: RecordFilter, where: str, args: list[Any], *, by_index: bool = False
+    conn: AnyConnection,
+    f: RecordFilter,
+    where: str,
+    args: list[Any],
+    *,
+    by_index: bool = False,
+    by_metadata: bool = False,
 ) -> list[dict[str, Any]]:
-    """``f.limit + 1`` records of ``where``, newest first; ``by_index``: not by walking ``time_ns``'s index."""
+    """``f.limit + 1`` records of ``where``, newest first; ``by_index``: not by walking ``time_ns``'s index;
+    ``by_metadata``: by walking the first metadata condition's rows (``where_clause(by_metadata=True)``)."""
+    source = f"{metadata.DRIVEN} JOIN {RAG_RECORDS} r ON r.span_id = m.span_id" if by_metadata else f"{RAG_RECORDS} r"
+    order = _ORDER_METADATA if by_metadata else _ORDER_UNINDEXED if by_index else _ORDER
     cursor = conn.execute(
-        f"SELECT {', '.join('r.' + c for c in RAG_FIELDS)} FROM {RAG_RECORDS} r{where} "
-        f"{_ORDER_UNINDEXED if by_index else _ORDER} LIMIT ?",
+        f"SELECT {', '.join('r.' + c for c in RAG_FIELDS)} FROM {source}{where} {order} LIMIT ?",
         [*args, f.limit + 1],
     )
     return [dict(zip(RAG_FIELDS, row, strict=True)) for row in cursor]
