@@ -10,7 +10,9 @@ workload (batches of 512 RAG spans, 5 chunks of 1 KB each) and times, in this pr
 * ``write``: those rows committed to a SQLite file (``Store.write``: one transaction, upserts, WAL);
 * ``write, no indexes``: the same into a file whose secondary indexes were dropped (what the indexes cost);
 * ``write, no text index``: the same into a file without the FTS5 trigram index of queries and answers (dropped
-  as docs/collector.md says), what text search costs the writer.
+  as docs/collector.md says), what text search costs the writer;
+* ``write, no metadata rows``: the same with the store's ``record_metadata`` rows not written (what the
+  ``meta=`` filter's rows cost the writer).
 
 Each stage's spans per second on one core, and each stage's share of a batch's time, are printed; the sum of
 bound, decode and write is the one-core ceiling, and with decoding in other processes (``--decode-processes``) the
@@ -35,7 +37,7 @@ sys.path.insert(0, str(ROOT))
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest  # noqa: E402
 from ragtrace_collector._otlp import decode_protobuf  # noqa: E402
 from ragtrace_collector._otlp._cost import decoded_cost  # noqa: E402
-from ragtrace_collector._store import Store  # noqa: E402
+from ragtrace_collector._store import Store, metadata  # noqa: E402
 
 from bench.ingest import SPANS_PER_BATCH, otlp_bodies  # noqa: E402
 
@@ -60,6 +62,7 @@ def main() -> None:
         store = Store(Path(tmp) / "indexed.db")
         bare = Store(Path(tmp) / "bare.db")
         unsearched = Store(Path(tmp) / "unsearched.db")
+        unlabelled = Store(Path(tmp) / "unlabelled.db")
         for trigger in ("ai", "ad", "au"):
             unsearched.db.execute(f"DROP TRIGGER rag_records_fts_{trigger}")
         unsearched.db.execute("DROP TABLE rag_records_fts")
@@ -75,6 +78,13 @@ def main() -> None:
             "write, no indexes": _timed(lambda _, i: bare.write(batches[i]), bodies),
             "write, no text index": _timed(lambda _, i: unsearched.write(batches[i]), bodies),
         }
+        fill = metadata.fill
+        metadata.fill = lambda conn, span_ids=None: None  # type: ignore[assignment]
+        try:
+            stages["write, no metadata rows"] = _timed(lambda _, i: unlabelled.write(batches[i]), bodies)
+        finally:
+            metadata.fill = fill
+        unlabelled.close()
         store.close()
         bare.close()
         unsearched.close()
@@ -91,6 +101,7 @@ def main() -> None:
     )
     print(f"ratio write / write without secondary indexes: {stages['write'] / stages['write, no indexes']:.2f}x")
     print(f"ratio write / write without the text index: {stages['write'] / stages['write, no text index']:.2f}x")
+    print(f"ratio write / write without the metadata rows: {stages['write'] / stages['write, no metadata rows']:.2f}x")
     print(f"ratio decode / parse: {stages['decode'] / stages['parse']:.2f}x")
 
 

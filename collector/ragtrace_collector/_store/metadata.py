@@ -33,6 +33,10 @@ def _statements(dialect: Dialect, where: str) -> list[str]:
     """The INSERTs that add the metadata rows of the records ``where`` keeps (over ``rag_records r``, joined to
     their span ``p``), skipping rows already there."""
     records = f"{RAG_RECORDS} r JOIN {SPANS} p ON p.span_id = r.span_id"
+    # Only spans whose text names the attribute are parsed (a LIKE is a scan of bytes; a JSON parse of a span's
+    # attributes costs several times more, and most spans carry no metadata).
+    names = {semconv.METADATA: f"p.attributes LIKE '%\"{semconv.METADATA}\"%'"}
+    names.update({name: f"p.attributes LIKE '%\"{name}\"%'" for name in ATTRIBUTES})
     columns = f"INSERT INTO {RECORD_METADATA} (span_id, key, value, time_ns)"
     if dialect is SQLITE:
         # Nested CASEs: SQLite's json_extract raises on text that is not JSON, so nothing reads it unchecked.
@@ -42,7 +46,8 @@ def _statements(dialect: Dialect, where: str) -> list[str]:
         )
         statements = [
             f"{columns.replace('INSERT', 'INSERT OR IGNORE')} SELECT r.span_id, j.key, CAST(j.value AS TEXT), "
-            f"r.time_ns FROM {records}, json_each({metadata}) j WHERE {where} AND j.key IS NOT NULL "
+            f"r.time_ns FROM {records}, json_each({metadata}) j WHERE {where} AND {names[semconv.METADATA]} "
+            "AND j.key IS NOT NULL "
             "AND j.type NOT IN ('object', 'array', 'null')"
         ]
         for name in ATTRIBUTES:
@@ -51,7 +56,8 @@ def _statements(dialect: Dialect, where: str) -> list[str]:
             kind = f"CASE WHEN json_valid(p.attributes) THEN json_type(p.attributes, {path}) END"
             statements.append(
                 f"{columns.replace('INSERT', 'INSERT OR IGNORE')} SELECT r.span_id, '{name}', CAST({value} AS TEXT), "
-                f"r.time_ns FROM {records} WHERE {where} AND {kind} IN ('text', 'integer', 'real', 'true', 'false')"
+                f"r.time_ns FROM {records} WHERE {where} AND {names[name]} "
+                f"AND {kind} IN ('text', 'integer', 'real', 'true', 'false')"
             )
         return statements
     # PostgreSQL: ragtrace_jsonb (a migration's function) is NULL for text that is not JSON.
@@ -60,12 +66,14 @@ def _statements(dialect: Dialect, where: str) -> list[str]:
     statements = [
         f"{columns} SELECT r.span_id, j.key, j.value #>> '{{}}', r.time_ns FROM {records} "
         f"CROSS JOIN LATERAL jsonb_each(CASE WHEN jsonb_typeof({metadata}) = 'object' THEN {metadata} END) j "
-        f"WHERE {where} AND jsonb_typeof(j.value) IN ('string', 'number', 'boolean') ON CONFLICT DO NOTHING"
+        f"WHERE {where} AND {names[semconv.METADATA]} AND jsonb_typeof(j.value) IN ('string', 'number', 'boolean') "
+        "ON CONFLICT DO NOTHING"
     ]
     for name in ATTRIBUTES:
         statements.append(
             f"{columns} SELECT r.span_id, '{name}', {attributes} ->> '{name}', r.time_ns FROM {records} "
-            f"WHERE {where} AND jsonb_typeof({attributes} -> '{name}') IN ('string', 'number', 'boolean') "
+            f"WHERE {where} AND {names[name]} "
+            f"AND jsonb_typeof({attributes} -> '{name}') IN ('string', 'number', 'boolean') "
             "ON CONFLICT DO NOTHING"
         )
     return statements
