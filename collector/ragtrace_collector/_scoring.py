@@ -43,7 +43,8 @@ from ragtrace import _settings as settings
 from ragtrace import environment_variables as env
 from ragtrace._capture import CaptureSettings
 from ragtrace.judges import Judge, default_judge
-from ragtrace.metrics import Suite, configured_suite
+from ragtrace.metrics import Suite, SuiteResult, configured_suite
+from ragtrace.scoring import JudgePause
 from ragtrace_collector._carrier import carrier_export, encode, score_rows
 from ragtrace_collector._otlp import Batch, Row
 from ragtrace_collector._stats import Stats
@@ -133,6 +134,8 @@ class ServerScorer:
         # dollar budget for a judge without a price, stops the start-up too). No rules: see the module docstring.
         self.sampler = sampler if sampler is not None else Sampler(sample_rate, always=(), never=())
         self.sampler.check_judge(self._judge.name)
+        # A judge that fails record after record rests, as the app's does (ragtrace.scoring.judge_pause).
+        self._pause = JudgePause(self._judge.name)
         self.limits = limits if limits is not None else CaptureSettings.from_env()
         """How much of a record's text the judge sees (``record_of``)."""
         self._max_concurrency = max_concurrency
@@ -327,7 +330,11 @@ class ServerScorer:
                 self._write(Batch(rag_records=[_decided(row, semconv.DECISION_ERROR)]))
                 return
             try:
-                result = await self.suite.score(record, judge)
+                if self._pause.admit():
+                    result = await self.suite.score(record, judge)
+                    self._pause.settle(list(result.scores.values()))
+                else:  # the judge rests after failing record after record: no call, the cause recorded
+                    result = self._rested(judge.name)
             except Exception:
                 _log.warning("server-side scoring of span %s failed", row["span_id"], exc_info=True)
                 self._write(Batch(rag_records=[_decided(row, semconv.DECISION_ERROR)]))
@@ -354,6 +361,12 @@ class ServerScorer:
         finally:
             slots.release()
             self._done(1)
+
+    def _rested(self, judge: str) -> SuiteResult:
+        """The scores of a record the resting judge is not asked for: each metric a judge error of the failure that
+        started the rest, as the app records its rested spans."""
+        scores = {m.name: self._pause.rested(m.name, m.direction) for m in self.suite.metrics}
+        return SuiteResult(scores=scores, judge=judge)
 
     async def _still_mine(self, span_id: str) -> bool:
         try:

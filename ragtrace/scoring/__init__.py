@@ -6,5 +6,9 @@
 - ``scorer.py``: scoring one picked span (the suite, the judge, the bookkeeping after).
 - ``jobs.py``: what the worker carries (``Picked``) and what scoring produces (``Outcome``).
 - ``spans.py``: the scored copy of an ended span and the carrier span of late scores.
+- ``judge_pause.py``: resting a judge that fails record after record (also the collector's scoring).
 - ``exit.py``: the drain at interpreter exit, while thread pools still take work.
 """
+
+from ragtrace.scoring.judge_pause import JudgePause as JudgePause
+from ragtrace.scoring.judge_pause import PauseSettings as PauseSettings

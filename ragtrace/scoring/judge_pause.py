@@ -21,12 +21,9 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from ragtrace._rate_limit import Every
-
-if TYPE_CHECKING:
-    from ragtrace.metrics._base import Score
+from ragtrace.metrics._base import REASON_JUDGE_ERROR, Direction, Score
 
 _log = logging.getLogger("ragtrace")
 
@@ -123,3 +120,15 @@ class JudgePause:
                 failures,
                 cause,
             )
+
+    def rested(self, name: str, direction: Direction = "higher") -> Score:
+        """The score of metric ``name`` for a record the resting judge is not asked for, where a score is stored
+        rather than a span's decision (the collector's scoring): a judge error of the rest's cause."""
+        return Score.absent(
+            name,
+            "error",
+            REASON_JUDGE_ERROR,
+            direction=direction,
+            explanation="not asked: the judge rests after failing record after record",
+            error_type=self.cause,
+        )

@@ -14,6 +14,7 @@ from ragtrace_collector._scoring import ServerScorer
 from ragtrace_collector._store import open_store
 
 from ragtrace import semconv
+from ragtrace.judges import JudgeError
 from ragtrace.metrics import build_suite
 from ragtrace.testing import FakeJudge
 from tests.collector._spans import SpanFactory, otlp_bytes, start_collector
@@ -94,3 +95,19 @@ def test_the_judge_sees_a_records_texts_cut_as_the_app_cuts_them(
     query, chunks = call.args
     assert query == "q" * 100
     assert chunks == ("0" * 100, "1" * 100, "2" * 100)
+
+
+def test_a_judge_that_refuses_record_after_record_rests_and_every_record_is_still_decided(
+    store_target: str,
+) -> None:
+    asked: list[int] = []
+
+    def refuse(query: str, chunks: object) -> list[float]:
+        asked.append(1)
+        raise JudgeError("HTTP 401 (AuthenticationError)", error_type="authentication")
+
+    decisions = _score(store_target, _records(40), FakeJudge(rate_chunks=refuse))
+    assert decisions == {semconv.DECISION_ERROR: 40}
+    # Five records in a row failed, then the judge rested: without the rest it would be asked for all 40.
+    assert len(asked) < 20
+    assert Counter(t for (t,) in rows(store_target, "SELECT error_type FROM scores")) == {"authentication": 40}
