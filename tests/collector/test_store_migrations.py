@@ -236,6 +236,33 @@ def test_copy_moves_a_sqlite_store_into_postgresql_whole_and_again_harmlessly(
         target.close()
 
 
+def test_copy_into_a_store_in_use_keeps_its_alerts_and_adds_the_copied_ones(
+    tmp_path: Path, postgres_server: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from ragtrace_collector.__main__ import main
+    from ragtrace_collector._store import open_store
+    from ragtrace_collector._store.alerts import add_silence
+
+    from tests.collector._stores import rows
+
+    path, url = tmp_path / "c.db", postgres_server.database()
+    Store(path).close()
+    with closing(connect(path)) as conn:
+        add_silence(conn, rule="copied", service=None, route=None, starts_ns=1, ends_ns=2)  # id 1 in the file
+    target = open_store(url)
+    try:
+        own = target.change(lambda c: add_silence(c, rule="own", service=None, route=None, starts_ns=3, ends_ns=4))
+        assert own.id == 1  # the fleet's own silence has the same id
+        for _ in range(2):  # and a copy run again adds nothing
+            assert main(["copy", "--db", str(path), "--store", url]) == 0
+        assert "alert_silences: 1 row(s) read, 0 new" in capsys.readouterr().out
+        assert rows(target, "SELECT id, rule FROM alert_silences ORDER BY id") == [(1, "own"), (2, "copied")]
+        made = target.change(lambda c: add_silence(c, rule="next", service=None, route=None, starts_ns=5, ends_ns=6))
+        assert made.id == 3
+    finally:
+        target.close()
+
+
 def test_spans_stored_before_the_model_call_columns_get_them_on_upgrade(
     store_target: str, open_store: Callable[[], Any]
 ) -> None:

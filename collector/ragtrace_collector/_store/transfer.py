@@ -4,17 +4,20 @@ moves to (``ragtrace-collector copy --db FILE --store URL``).
 The source is read as it is (read-only, without migrating it: a table or column an older file lacks is skipped,
 and NULL in the target); the target is migrated first. Rows go in batches, each one transaction, and a row
 whose key the target already has is left as the target has it (``ON CONFLICT DO NOTHING``), so a copy that was
-interrupted is simply run again. The ids the alert tables assign keep their values, and the target's own
-counters move past them so new rows get new ids.
+interrupted is simply run again. The rows of the alert tables, whose ids the database assigns, are matched on
+their content instead: one the target holds is skipped, another keeps its id where the target has no row of that
+id and gets a new one where it has (a target already in use keeps its own alerts and gets the copied ones too),
+and the target's own counters move past them so new rows get new ids.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from ragtrace_collector._store.connection import Target, connect, connect_readonly
-from ragtrace_collector._store.dialect import SQLITE, column_names, dialect_of, table_names
+from ragtrace_collector._store.dialect import SQLITE, AnyConnection, column_names, dialect_of, table_names
 from ragtrace_collector._store.schema import TABLES, quoted
 
 __all__ = ["Copied", "copy_store"]
@@ -53,8 +56,11 @@ def copy_store(source: Target, target: Target, *, progress: Callable[[str, int],
             read[table.name] = written[table.name] = 0
             while batch := cursor.fetchmany(_BATCH_ROWS):
                 with dst:
-                    # The rows the target took: the others' keys were there already.
-                    written[table.name] += max(0, dst.executemany(insert, [tuple(row) for row in batch]).rowcount)
+                    if table.rowid_pk:
+                        written[table.name] += _insert_numbered(dst, table.name, columns, batch)
+                    else:
+                        # The rows the target took: the others' keys were there already.
+                        written[table.name] += max(0, dst.executemany(insert, [tuple(row) for row in batch]).rowcount)
                 read[table.name] += len(batch)
                 if progress is not None:
                     progress(table.name, read[table.name])
@@ -68,3 +74,30 @@ def copy_store(source: Target, target: Target, *, progress: Callable[[str, int],
         src.close()
         dst.close()
     return Copied(read, written)
+
+
+def _insert_numbered(dst: AnyConnection, table: str, columns: list[str], rows: list[Any]) -> int:
+    """Insert rows of a table whose ids the database assigns (alerts, silences, acks) into a target that may be in
+    use: a row the target holds already (every column but the id equal) is skipped, so a copy run again adds
+    nothing; another row keeps its id where that id is free, and gets a new one where the target's own row has
+    it. The rows inserted."""
+    same = "IS" if dialect_of(dst) is SQLITE else "IS NOT DISTINCT FROM"  # equal, NULL to NULL included
+    content = [c for c in columns if c != "id"]
+    exists = f"SELECT 1 FROM {quoted(table)} WHERE " + " AND ".join(f"{quoted(c)} {same} ?" for c in content)
+    with_id = (
+        f"INSERT INTO {quoted(table)} ({', '.join(map(quoted, columns))}) VALUES ({', '.join('?' for _ in columns)}) "
+        "ON CONFLICT (id) DO NOTHING"
+    )
+    new_id = (
+        f"INSERT INTO {quoted(table)} ({', '.join(map(quoted, content))}) VALUES ({', '.join('?' for _ in content)})"
+    )
+    inserted = 0
+    for row in rows:
+        values = dict(zip(columns, row, strict=True))
+        kept = [values[c] for c in content]
+        if dst.execute(exists, kept).fetchone() is not None:
+            continue
+        if "id" not in values or dst.execute(with_id, list(row)).rowcount < 1:
+            dst.execute(new_id, kept)
+        inserted += 1
+    return inserted
