@@ -42,11 +42,10 @@ from ragtrace import ConfigurationError
 from ragtrace_collector._http._auth import USER_SCOPE_KEY
 from ragtrace_collector._http._bounded import DEFAULT_QUERY_SECONDS, bounded_call
 from ragtrace_collector._rule_table import parse_duration
-from ragtrace_collector._store import ReadInterrupted, snapshot
+from ragtrace_collector._store import ReadInterrupted, snapshot, writing
 from ragtrace_collector._store.alerts import (
     add_ack,
     add_silence,
-    controls_connection,
     expire_silence,
     group_state,
     group_views,
@@ -115,7 +114,7 @@ def alert_api_routes(
     def connect() -> Any:
         # Within the request's budget (bounded_call's): the writes are small, but a store locked or slow must not
         # hold a worker thread past it.
-        return controls_connection(db)
+        return writing(db)
 
     def check_rule(rule: str | None) -> None:
         if rule is not None and rule_names is not None and rule not in rule_names:

@@ -34,8 +34,7 @@ from starlette.routing import BaseRoute, Route
 from ragtrace_collector._agreement import agreement, weekly
 from ragtrace_collector._http._alert_api import _MAX_TEXT, _answer, _Refused, _text
 from ragtrace_collector._http._bounded import DEFAULT_QUERY_SECONDS, bounded_call
-from ragtrace_collector._store import ReadInterrupted, snapshot
-from ragtrace_collector._store.alerts import controls_connection
+from ragtrace_collector._store import ReadInterrupted, snapshot, writing
 from ragtrace_collector._store.reviews import ANSWER, agreement_rows, labelled_records, reviews_of, save_review
 
 __all__ = ["REVIEWS_API_PATH", "review_api_routes"]
@@ -69,7 +68,7 @@ def review_api_routes(target: str | Path, *, clock: Callable[[], int] = time.tim
         if not isinstance(grounded, bool):
             raise _Refused(400, "`grounded` must be true (supported by the chunks) or false (not)")
         note, author = _text(body, "note", limit=_MAX_TEXT), _text(body, "author")
-        with controls_connection(where) as conn, conn:  # within the request's budget, as the alert API's writes
+        with writing(where) as conn, conn:  # within the request's budget, as the alert API's writes
             saved = save_review(
                 conn,
                 span_id,

@@ -37,6 +37,7 @@ from ragtrace_collector._store.connection import (
     redacted_url,
     snapshot,
     within,
+    writing,
 )
 from ragtrace_collector._store.migrations import SchemaTooNew
 from ragtrace_collector._store.schema import (
@@ -87,6 +88,7 @@ __all__ = [
     "redacted_url",
     "snapshot",
     "within",
+    "writing",
 ]
 
 

@@ -18,20 +18,13 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import closing, contextmanager
+from collections.abc import Iterable, Sequence
+from contextlib import closing
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 from ragtrace_collector._drift import State
-from ragtrace_collector._store.connection import (
-    _BUDGET,
-    BUSY_TIMEOUT_SECONDS,
-    _bounded,
-    connect,
-    connect_readonly,
-    insert_returning_id,
-)
+from ragtrace_collector._store.connection import connect_readonly, insert_returning_id
 from ragtrace_collector._store.dialect import AnyConnection, dialect_of, table_names
 from ragtrace_collector._store.schema import ALERT_ACKS, ALERT_GROUPS, ALERT_SILENCES, ALERT_TABLES, ALERTS, SCORES
 
@@ -49,7 +42,6 @@ __all__ = [
     "add_ack",
     "add_silence",
     "bad_counts",
-    "controls_connection",
     "expire_silence",
     "group_key",
     "group_state",
@@ -147,21 +139,6 @@ class GroupView:
 
 _SILENCE_COLUMNS = "id, rule, service, route, starts_ns, ends_ns, created_ns, author, comment"
 _ACK_COLUMNS = "id, rule, service, route, episode_ns, time_ns, author, comment"
-
-
-@contextmanager
-def controls_connection(target: str) -> Iterator[Any]:
-    """A read-write connection to the store ``target`` names (made when missing), for the alert API's
-    acknowledgements and silences, closed after the block. Its statements run within the budget of
-    ``connection.within`` around it, as a page's reads do: connecting waits at most the time left, and a statement
-    past it, or running when the budget is cancelled, raises ``ReadInterrupted`` (its transaction rolled back)."""
-    budget = _BUDGET.get()
-    conn = connect(target, create=True, timeout=budget.left_ms() / 1000 if budget else BUSY_TIMEOUT_SECONDS)
-    try:
-        with _bounded(conn, budget):
-            yield conn
-    finally:
-        conn.close()
 
 
 def silences(conn: AnyConnection, *, active_at: int | None = None) -> list[Silence]:

@@ -51,6 +51,7 @@ __all__ = [
     "redacted_url",
     "snapshot",
     "within",
+    "writing",
 ]
 
 Connection: TypeAlias = "sqlite3.Connection | PgConnection"
@@ -254,6 +255,21 @@ def reading(source: object) -> Iterator[Connection]:
             yield opened
     finally:
         opened.close()
+
+
+@contextlib.contextmanager
+def writing(target: Target) -> Iterator[Any]:
+    """A read-write connection to the store ``target`` names (made when missing) for a request's writes (the alert
+    API's acknowledgements and silences, people's reviews), closed after the block. Its statements run within the
+    budget of ``within`` around it, as a page's reads do: connecting waits at most the time left, and a statement
+    past it, or running when the budget is cancelled, raises ``ReadInterrupted`` (its transaction rolled back)."""
+    budget = _BUDGET.get()
+    conn = connect(target, create=True, timeout=budget.left_ms() / 1000 if budget else BUSY_TIMEOUT_SECONDS)
+    try:
+        with _bounded(conn, budget):
+            yield conn
+    finally:
+        conn.close()
 
 
 @contextlib.contextmanager
