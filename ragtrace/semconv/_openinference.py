@@ -46,10 +46,10 @@ METADATA: Final = "metadata"
 """OpenInference free-form metadata, a JSON object (from ``ragtrace.record(metadata=...)``)."""
 
 USER_ID: Final = "user.id"
-"""OpenInference: the end user the call served (the collector's ``meta=user.id:...`` filter finds it)."""
+"""Read: OpenInference's end user of the call (the collector's ``meta=user.id:...`` filter finds it)."""
 
 SESSION_ID: Final = "session.id"
-"""OpenInference: the session (conversation) the call belongs to."""
+"""Read: OpenInference's session (conversation) of the call (``meta=session.id:...``)."""
 
 RETRIEVAL_DOCUMENTS: Final = "retrieval.documents"
 """Prefix of the OpenInference retrieved documents, flattened as ``retrieval.documents.{i}.document.*``."""
