@@ -5,10 +5,10 @@ and ``/v1/embeddings``. Each step is ONE chat call (the rating of all chunks, th
 their noncommittal flags, batched verification of all claims against all chunks) and ``embed`` is ONE
 embeddings call; per-claim verification (the default on a self-hosted endpoint, for small models) is
 one yes/no call per claim, scored by P(yes) from the logprobs. The contract of each step is in
-``ragtrace.judges._base``. This module is the judge's configuration; the steps are in
-``steps`` and ``verify`` (claim verification), the transport in ``transport``
-(clients, response formats) over ``retry`` (the retry loop), the reply readers in
-``replies``. What the judge adds:
+``ragtrace.judges._base``. This module is the judge's configuration: ``OpenAIJudge`` composes a
+``transport.Transport`` (clients, response formats), which holds a ``retry.Retrier`` (the retry loop),
+and answers each step with a function of that transport in ``steps`` or ``verify`` (claim
+verification); the reply readers are in ``replies``. What the judge adds:
 
 - Structured output. Calls ask for a strict JSON schema; an endpoint that rejects it (400/422 naming
   the response format, as older vLLM and llama.cpp do) is asked again in JSON mode, then with no
@@ -26,11 +26,8 @@ one yes/no call per claim, scored by P(yes) from the logprobs. The contract of e
 
 from __future__ import annotations
 
-import asyncio
-import threading
-import weakref
-from collections.abc import AsyncGenerator
-from typing import Any, Literal
+from collections.abc import Mapping, Sequence
+from typing import Literal
 
 import openai
 
@@ -38,15 +35,14 @@ from ragtrace import _settings
 from ragtrace import environment_variables as env
 from ragtrace._secrets import strip_url
 from ragtrace.environment_variables import ConfigurationError
-from ragtrace.judges._base import ALL_CAPABILITIES
+from ragtrace.judges._base import ALL_CAPABILITIES, GEvalRating, JudgeReply, Question, Rating, Verdict
 from ragtrace.judges._capabilities import serves_every_step
+from ragtrace.judges.openai import steps as _steps
+from ragtrace.judges.openai import verify as _verify
 from ragtrace.judges.openai.http import split_credentials
 from ragtrace.judges.openai.replies import _is_finite
-from ragtrace.judges.openai.retry import INVALID_REPLY
-from ragtrace.judges.openai.retry import _Tally as _Tally  # still importable from here (tests)
-from ragtrace.judges.openai.steps import _JudgeSteps
-from ragtrace.judges.openai.transport import ResponseMode
-from ragtrace.judges.openai.verify import _ClaimVerification
+from ragtrace.judges.openai.retry import INVALID_REPLY, RetryPolicy
+from ragtrace.judges.openai.transport import Endpoint, ResponseMode, Transport
 
 __all__ = ["DEFAULT_TIMEOUT", "INVALID_REPLY", "ExtractMode", "OpenAIJudge", "ResponseMode", "VerifyMode"]
 
@@ -70,11 +66,8 @@ _DEFAULT_EMBEDDING_MODEL = "text-embedding-3-small"
 _PLACEHOLDER_KEY = "not-needed"
 
 
-# The steps are inherited from their modules' bases, not delegated to functions: they use the
-# transport's per-judge state (clients, response mode, logprobs opt-out) through ``self`` exactly as
-# before the split, and each step's docstring stays beside its code.
 @serves_every_step
-class OpenAIJudge(_ClaimVerification, _JudgeSteps):
+class OpenAIJudge:
     """A judge served by an OpenAI-compatible endpoint; see the module docstring for the behaviour.
 
     Arguments win over ``RAGTRACE_JUDGE_*`` variables, which win over the defaults:
@@ -161,32 +154,25 @@ class OpenAIJudge(_ClaimVerification, _JudgeSteps):
             raise ConfigurationError(f"verify={verify!r} is unknown: use 'auto', 'per_claim' or 'batched'")
         if not isinstance(top_logprobs, int) or not 1 <= top_logprobs <= 20:
             raise ConfigurationError(f"top_logprobs={top_logprobs!r} is invalid: give an integer from 1 to 20")
-        self._mode: ResponseMode = "json_schema" if response_mode == "auto" else response_mode
-        self._auto_downgrade = response_mode == "auto"
-        self._parse_retries = parse_retries
-        self._retry_base_delay = float(retry_base_delay)
-        self._retry_max_delay = float(retry_max_delay)
-        self._max_retry_after = float(max_retry_after)
-        self._logprobs = logprobs
-        self._top_logprobs = top_logprobs
-        self._cap_tokens = True  # max_tokens on JSON steps, until the endpoint rejects it (_adapt_chat)
-        self._semaphores: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
-            weakref.WeakKeyDictionary()
+        policy = RetryPolicy(
+            timeout=self.timeout,
+            max_retries=self.max_retries,
+            parse_retries=parse_retries,
+            base_delay=float(retry_base_delay),
+            max_delay=float(retry_max_delay),
+            max_retry_after=float(max_retry_after),
         )
-        self._closed = False
+        endpoint: openai.AsyncOpenAI | Endpoint
         if client is not None:
             if base_url is not None or api_key is not None:
                 raise ConfigurationError("pass either client=... or base_url/api_key, not both")
-            # A copy shares the caller's connection pool; only its retry policy differs.
-            self._client = client.with_options(max_retries=0, timeout=self.timeout)
-            self._owns_client = False
-            self._url_credentials = None  # the caller's client: configured (and guarded) by the caller
+            endpoint = client
         else:
             url = base_url if base_url is not None else env.read_str(env.RAGTRACE_JUDGE_BASE_URL)
             given_url = url
             # Credentials in the URL become the HTTP client's Basic auth (what the HTTP package made of
             # them): the URL it logs on every request, and every message quoting it, has none.
-            url, self._url_credentials = split_credentials(url)
+            url, credentials = split_credentials(url)
             key = api_key or env.read_str(env.RAGTRACE_JUDGE_API_KEY) or env.read_str("OPENAI_API_KEY")
             if key is None:
                 if given_url is None:
@@ -195,26 +181,24 @@ class OpenAIJudge(_ClaimVerification, _JudgeSteps):
                         "or point base_url (RAGTRACE_JUDGE_BASE_URL) at a local OpenAI-compatible server"
                     )
                 key = _PLACEHOLDER_KEY
-            self._client_options: dict[str, Any] = {
-                "api_key": key,
-                "base_url": url,
-                "timeout": self.timeout,
-                "max_retries": 0,
-            }
-            self._client = self._new_client()
-            self._owns_client = True
+            endpoint = Endpoint(base_url=url, api_key=key, credentials=credentials)
+        self._transport = Transport(
+            endpoint,
+            name=self.name,
+            model=self.model,
+            policy=policy,
+            max_concurrency=self.max_concurrency,
+            mode="json_schema" if response_mode == "auto" else response_mode,
+            auto_downgrade=response_mode == "auto",
+            logprobs=logprobs,
+            top_logprobs=top_logprobs,
+        )
         if verify == "auto":
-            verify = "batched" if _OPENAI_HOST in str(self._client.base_url) else "per_claim"
+            verify = "batched" if _OPENAI_HOST in str(self._transport.base_url) else "per_claim"
         self.verify_mode: Literal["per_claim", "batched"] = verify
         if extract == "auto":
             extract = "sentences" if verify == "per_claim" else "llm"
         self.extract_mode: Literal["llm", "sentences"] = extract
-        # One client per event loop, each closed when its loop ends (see _client_here).
-        self._loop_clients: weakref.WeakKeyDictionary[
-            asyncio.AbstractEventLoop, tuple[openai.AsyncOpenAI, AsyncGenerator[None, None]]
-        ] = weakref.WeakKeyDictionary()
-        self._first_client_free = True
-        self._loop_clients_lock = threading.Lock()
 
     # ----------------------------------------------------------------------------------------------
     # configuration
@@ -230,28 +214,73 @@ class OpenAIJudge(_ClaimVerification, _JudgeSteps):
     @property
     def response_mode(self) -> ResponseMode:
         """The response format currently used (after any downgrade)."""
-        return self._mode
+        return self._transport.mode
 
     def __repr__(self) -> str:
-        return f"OpenAIJudge(model={self.model!r}, base_url={strip_url(self._client.base_url)!r}, mode={self._mode!r})"
+        base_url = strip_url(self._transport.base_url)
+        return f"OpenAIJudge(model={self.model!r}, base_url={base_url!r}, mode={self._transport.mode!r})"
 
     async def aclose(self) -> None:
         """Close the client this judge created (a client passed in stays open). Idempotent."""
-        if self._closed:
-            return
-        self._closed = True
-        if not self._owns_client:
-            return
-        here = asyncio.get_running_loop()
-        entries = list(self._loop_clients.items())
-        self._loop_clients.clear()
-        if self._first_client_free:  # never handed to a loop, so no closer owns it
-            await self._client.close()
-        for loop, (_, closer) in entries:
-            if loop is here:
-                await closer.aclose()
-            elif loop.is_running():
-                # Its connections belong to that loop: close them there.
-                asyncio.run_coroutine_threadsafe(closer.aclose(), loop)
-            # Else that loop is gone (closed without shutdown_asyncgens, a forked parent's): its
-            # connections cannot be closed from here and are dropped with the client.
+        await self._transport.aclose()
+
+    # ----------------------------------------------------------------------------------------------
+    # the steps (the ``Judge`` protocol's; each one's contract with this endpoint is on its function)
+    # ----------------------------------------------------------------------------------------------
+
+    async def extract_claims(self, text: str, *, question: str | None = None) -> JudgeReply[list[str]]:
+        """Claims of ``text`` (``steps.extract_claims``: by the model, or its sentences, per ``extract_mode``)."""
+        return await _steps.extract_claims(self._transport, text, question=question, mode=self.extract_mode)
+
+    async def verify(self, claims: Sequence[str], chunks: Sequence[str]) -> JudgeReply[list[list[Verdict]]]:
+        """``value[claim][chunk]``, asked per claim or batched per ``verify_mode`` (``verify.verify``)."""
+        return await _verify.verify(
+            self._transport, claims, chunks, mode=self.verify_mode, support_threshold=self.support_threshold
+        )
+
+    async def support(self, claims: Sequence[str], chunks: Sequence[str]) -> JudgeReply[list[list[float]]]:
+        """Beyond the protocol, as ``OfflineJudge.support``: ``value[claim][chunk]``, the probability that the
+        chunks support the claim, one yes/no question per claim (``verify.support``)."""
+        return await _verify.support(self._transport, claims, chunks)
+
+    async def classify_claims(self, claims: Sequence[str], reference: str) -> JudgeReply[list[bool]]:
+        """For every claim, whether the reference supports it (``steps.classify_claims``)."""
+        return await _steps.classify_claims(self._transport, claims, reference)
+
+    async def rate_statements(self, query: str, statements: Sequence[str]) -> JudgeReply[list[bool]]:
+        """For every statement, whether it is relevant to the query (``steps.rate_statements``)."""
+        return await _steps.rate_statements(self._transport, query, statements)
+
+    async def generate_questions(self, answer: str, n: int) -> JudgeReply[list[Question]]:
+        """Up to ``n`` questions with noncommittal flags, in one call (``steps.generate_questions``)."""
+        return await _steps.generate_questions(self._transport, answer, n)
+
+    async def detect_noncommittal(self, answer: str) -> JudgeReply[bool]:
+        """Whether the answer is evasive or noncommittal (``steps.detect_noncommittal``)."""
+        return await _steps.detect_noncommittal(self._transport, answer)
+
+    async def embed(self, texts: Sequence[str]) -> JudgeReply[list[list[float]]]:
+        """Every text embedded by ``embedding_model`` in one call, in input order (``steps.embed``)."""
+        return await _steps.embed(self._transport, texts, model=self.embedding_model)
+
+    async def rate_chunks(self, query: str, chunks: Sequence[str]) -> JudgeReply[list[float]]:
+        """Every chunk's relevance in [0, 1], in one call (``steps.rate_chunks``)."""
+        return await _steps.rate_chunks(self._transport, query, chunks)
+
+    async def rate_answer(self, query: str, answer: str) -> JudgeReply[Rating]:
+        """How well the answer addresses the query, in [0, 1], explained (``steps.rate_answer``)."""
+        return await _steps.rate_answer(self._transport, query, answer)
+
+    async def geval_steps(self, criteria: str) -> JudgeReply[list[str]]:
+        """Evaluation steps for the criteria; the caller caches them (``steps.geval_steps``)."""
+        return await _steps.geval_steps(self._transport, criteria)
+
+    async def geval_score(
+        self,
+        criteria: str,
+        steps: Sequence[str],
+        params: Mapping[str, str],
+        score_range: tuple[int, int],
+    ) -> JudgeReply[GEvalRating]:
+        """The score on ``score_range``, weighted over the score token's logprobs (``steps.geval_score``)."""
+        return await _steps.geval_score(self._transport, criteria, steps, params, score_range)

@@ -1,24 +1,23 @@
 """The OpenAI-compatible judge's retry loop: one call sent until it answers, retried and counted.
 
-``_Retrying`` is the bottom base of ``OpenAIJudge``: ``_call`` runs one request under the running
-loop's semaphore (bounding calls in flight) with OpenTelemetry instrumentation suppressed, retries
-429, 5xx, 408, 409, timeouts, connection errors and non-JSON bodies with backoff and ``Retry-After``,
-sends a 400/422 again at once when the caller's ``adapt`` changed the request (a downgrade), and turns
-every other failure into a ``JudgeError`` carrying the cost so far; ``_until_readable`` asks again
-while a reply cannot be read. Every call is counted in a ``_Tally``. What is sent, and through
-which client, is ``transport``'s.
+``Retrier`` is an object the judge's ``Transport`` holds, configured by a ``RetryPolicy``:
+``call`` runs one request under the running loop's semaphore (bounding calls in flight) with
+OpenTelemetry instrumentation suppressed, retries 429, 5xx, 408, 409, timeouts, connection errors and
+non-JSON bodies with backoff and ``Retry-After``, sends a 400/422 again at once when the caller's
+``adapt`` changed the request (a downgrade), and turns every other failure into a ``JudgeError``
+carrying the cost so far; ``until_readable`` asks again while a reply cannot be read. Every call is
+counted in a ``Tally``. What is sent, and through which client, is the transport's.
 
 A ``JudgeError``'s message leaves the app (its log, the span, the collector's stored explanation), so
 it never quotes an endpoint's error text: an HTTP failure is its status and the client's error type
 (a 401 body may echo the ``Authorization`` header), a connection failure the URL without its
-credentials and the transport's error type; whatever the message still quotes of a reply is
-``scrub``-bed of the judge's own key, its URL's credentials and anything bearer-like.
+credentials and the transport's error type; whatever the message still quotes of a reply goes
+through the transport's ``scrub`` (the judge's own key, its URL's credentials, anything bearer-like).
 """
 
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import email.utils
 import json
@@ -26,13 +25,13 @@ import random
 import time
 import weakref
 from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
 import openai
 from opentelemetry import context as otel_context
 
 from ragtrace._cost import Cost
-from ragtrace._secrets import scrub, strip_url, url_secrets
 from ragtrace._suppress import suppressed
 from ragtrace.judges._base import UNPARSEABLE_REPLY, JudgeError, JudgeReply
 from ragtrace.judges.openai.http import ReplyRefused
@@ -54,7 +53,7 @@ _CONTEXT_WORDS = ("context length", "context_length", "maximum context", "too ma
 _RETRYABLE_STATUS = {408: "timeout", 409: "http_409", 429: "rate_limited"}
 
 
-class _Tally:
+class Tally:
     """What one step spent so far (mutable, private to one step)."""
 
     __slots__ = ("chat_calls", "completion_tokens", "embedding_calls", "prompt_tokens", "started")
@@ -131,7 +130,7 @@ def _token_count(value: Any) -> int:
     return value if _is_int(value) and value > 0 else 0
 
 
-def _error_text(error: openai.APIStatusError) -> str:
+def error_text(error: openai.APIStatusError) -> str:
     body = error.body
     try:
         body_text = json.dumps(body) if body is not None else ""
@@ -146,37 +145,45 @@ def _kind(error: BaseException) -> str:
     return f"{type(error).__name__}: {type(cause).__name__}" if cause is not None else type(error).__name__
 
 
-class _Retrying:
-    """The retry loop of ``OpenAIJudge`` (its subclass sets every attribute below in ``__init__``)."""
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """How long a call may take and how often it is tried again (the judge checked every value)."""
 
-    name: str
     timeout: float
+    """Seconds one attempt may take, the reply's reading included."""
     max_retries: int
-    max_concurrency: int
-    _client: openai.AsyncOpenAI
-    _url_credentials: tuple[str, str] | None
-    _semaphores: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore]
-    _closed: bool
-    _parse_retries: int
-    _retry_base_delay: float
-    _retry_max_delay: float
-    _max_retry_after: float
+    """Attempts after the first on a retryable failure."""
+    parse_retries: int
+    """Calls after the first while the reply cannot be read."""
+    base_delay: float
+    max_delay: float
+    """Backoff bounds in seconds: attempt n waits a random 50-100% of ``min(max_delay, base_delay * 2**n)``."""
+    max_retry_after: float
+    """A ``Retry-After`` longer than this fails the call at once rather than stalling the scorer."""
 
-    def _scrub(self, text: str) -> str:
-        """``text`` without this judge's secrets (its API key, its URL's credentials as given and as the
-        Basic header carries them) or bearer-like ones."""
-        known = [*url_secrets(self._client.base_url), str(getattr(self._client, "api_key", "") or "")]
-        if self._url_credentials is not None:
-            user, password = self._url_credentials
-            known += [password, base64.b64encode(f"{user}:{password}".encode()).decode()]
-        return scrub(text, known)
 
-    def _error(self, message: str, error_type: str, tally: _Tally) -> JudgeError:
+class Retrier:
+    """Sends one call until it answers, as ``policy`` says, at most ``max_concurrency`` in flight per loop.
+
+    ``where`` (the endpoint's URL without credentials) goes into failure messages, every one of which
+    passes through ``scrub`` first: they leave the app.
+    """
+
+    def __init__(self, policy: RetryPolicy, *, where: str, max_concurrency: int, scrub: Callable[[str], str]) -> None:
+        self.policy = policy
+        self.where = where
+        self.max_concurrency = max_concurrency
+        self._scrub = scrub
+        # One per event loop: a semaphore is bound to the loop that first waits on it.
+        self._semaphores: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def error(self, message: str, error_type: str, tally: Tally) -> JudgeError:
         """The ``JudgeError`` of a failed step, its message scrubbed (it leaves the app)."""
         return JudgeError(self._scrub(message), error_type=error_type, cost=tally.cost())
 
     def _semaphore(self) -> asyncio.Semaphore:
-        # One per event loop: a semaphore is bound to the loop that first waits on it.
         loop = asyncio.get_running_loop()
         semaphore = self._semaphores.get(loop)
         if semaphore is None:
@@ -185,13 +192,13 @@ class _Retrying:
         return semaphore
 
     def _backoff(self, attempt: int) -> float:
-        ceiling: float = min(self._retry_max_delay, self._retry_base_delay * 2.0**attempt)
+        ceiling: float = min(self.policy.max_delay, self.policy.base_delay * 2.0**attempt)
         return ceiling * random.uniform(0.5, 1.0)
 
-    async def _call(
+    async def call(
         self,
         send: Callable[[], Awaitable[R]],
-        tally: _Tally,
+        tally: Tally,
         kind: Literal["chat", "embedding"],
         adapt: Callable[[openai.APIStatusError], bool] | None = None,
     ) -> R:
@@ -200,8 +207,7 @@ class _Retrying:
         ``adapt`` sees a 400/422 and returns True when it changed the request (a downgrade), in which
         case the call is repeated at once without using a retry.
         """
-        if self._closed:
-            raise self._error(f"{self.name} is closed", "judge_closed", tally)
+        timeout = self.policy.timeout
         failures = 0
         while True:
             if kind == "chat":
@@ -211,18 +217,18 @@ class _Retrying:
             try:
                 async with self._semaphore():
                     with _instrumentation_suppressed():
-                        return await asyncio.wait_for(send(), self.timeout)
+                        return await asyncio.wait_for(send(), timeout)
             except asyncio.TimeoutError:
-                problem = _Retryable("timeout", f"no reply within {self.timeout} s")
+                problem = _Retryable("timeout", f"no reply within {timeout} s")
             except openai.APITimeoutError:
-                problem = _Retryable("timeout", f"no reply within {self.timeout} s")
+                problem = _Retryable("timeout", f"no reply within {timeout} s")
             except ReplyRefused as error:
                 # A redirect elsewhere or an oversized reply: the same request would get the same.
-                raise self._error(str(error), error.error_type, tally) from None
+                raise self.error(str(error), error.error_type, tally) from None
             except openai.APIConnectionError as error:
                 if isinstance(error.__cause__, ReplyRefused):  # an older client wraps it
-                    raise self._error(str(error.__cause__), error.__cause__.error_type, tally) from None
-                problem = _Retryable("connection", f"cannot reach {strip_url(self._client.base_url)} ({_kind(error)})")
+                    raise self.error(str(error.__cause__), error.__cause__.error_type, tally) from None
+                problem = _Retryable("connection", f"cannot reach {self.where} ({_kind(error)})")
             except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as error:
                 # RecursionError: a body nested deeper than the JSON parser goes (a hostile reply).
                 # A 200 whose body is not JSON (a proxy cut it, a server crashed mid-write) is a
@@ -239,19 +245,19 @@ class _Retrying:
                     error_type = {401: "authentication", 403: "authentication", 404: "not_found"}.get(
                         status, "http_4xx"
                     )
-                    if status == 400 and any(w in _error_text(error) for w in _CONTEXT_WORDS):
+                    if status == 400 and any(w in error_text(error) for w in _CONTEXT_WORDS):
                         error_type = "context_too_long"
                     # Status and type only: the body is the endpoint's, and may quote the request's key.
-                    raise self._error(f"HTTP {status} ({_kind(error)})", error_type, tally) from None
+                    raise self.error(f"HTTP {status} ({_kind(error)})", error_type, tally) from None
             except openai.APIError as error:
-                raise self._error(f"invalid response ({_kind(error)})", "invalid_response", tally) from None
-            if failures >= self.max_retries:
-                raise self._error(f"{problem} (after {failures + 1} attempts)", problem.error_type, tally)
+                raise self.error(f"invalid response ({_kind(error)})", "invalid_response", tally) from None
+            if failures >= self.policy.max_retries:
+                raise self.error(f"{problem} (after {failures + 1} attempts)", problem.error_type, tally)
             if problem.retry_after is not None:
-                if problem.retry_after > self._max_retry_after:
-                    raise self._error(
+                if problem.retry_after > self.policy.max_retry_after:
+                    raise self.error(
                         f"{problem}; the server asks to wait {problem.retry_after:.0f} s, "
-                        f"more than max_retry_after={self._max_retry_after} s",
+                        f"more than max_retry_after={self.policy.max_retry_after} s",
                         problem.error_type,
                         tally,
                     )
@@ -262,23 +268,24 @@ class _Retrying:
             failures += 1
             await asyncio.sleep(delay)
 
-    async def _until_readable(self, step: str, tally: _Tally, attempt: Callable[[], Awaitable[T]]) -> JudgeReply[T]:
+    async def until_readable(self, step: str, tally: Tally, attempt: Callable[[], Awaitable[T]]) -> JudgeReply[T]:
         """``attempt()`` (one call, read) again while its reply cannot be read (``ReplyParseError``),
         ``parse_retries`` more times at most; then ``JudgeError`` with ``unparseable_reply``."""
+        parse_retries = self.policy.parse_retries
         reason = ""
-        for _ in range(self._parse_retries + 1):
+        for _ in range(parse_retries + 1):
             try:
                 value = await attempt()
             except InvalidReply as error:
                 # Readable, but not an answer to this request: not asked again (temperature 0).
-                raise self._error(f"{step}: invalid reply: {error}", INVALID_REPLY, tally) from None
+                raise self.error(f"{step}: invalid reply: {error}", INVALID_REPLY, tally) from None
             except ReplyDeadline:
-                message = f"{step}: reading the reply took past the {self.timeout} s deadline"
-                raise self._error(message, "timeout", tally) from None
+                message = f"{step}: reading the reply took past the {self.policy.timeout} s deadline"
+                raise self.error(message, "timeout", tally) from None
             except ReplyParseError as error:
                 reason = str(error)
                 continue
             return JudgeReply(value=value, cost=tally.cost())
-        raise self._error(
-            f"{step}: unparseable reply after {self._parse_retries + 1} attempts: {reason}", UNPARSEABLE_REPLY, tally
+        raise self.error(
+            f"{step}: unparseable reply after {parse_retries + 1} attempts: {reason}", UNPARSEABLE_REPLY, tally
         )

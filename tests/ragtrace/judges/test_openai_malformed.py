@@ -10,7 +10,8 @@ import pytest
 
 from ragtrace._record import RagRecord
 from ragtrace.judges import JudgeError
-from ragtrace.judges.openai import OpenAIJudge, _Tally
+from ragtrace.judges.openai import OpenAIJudge
+from ragtrace.judges.openai.retry import Tally
 from ragtrace.metrics import build_suite
 from ragtrace.testing._stub_openai import StubOpenAIServer, StubReply
 from tests.ragtrace.judges.conftest import MakeJudge
@@ -94,7 +95,7 @@ async def test_malformed_logprobs_are_ignored(stub: StubOpenAIServer, make_judge
 
 
 def test_usage_that_is_not_a_count_is_not_counted() -> None:
-    tally = _Tally()
+    tally = Tally()
     tally.add_usage(SimpleNamespace(prompt_tokens="many", completion_tokens=None))
     tally.add_usage(None)
     tally.add_usage(SimpleNamespace(prompt_tokens=7, completion_tokens=2))

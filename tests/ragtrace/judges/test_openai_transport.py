@@ -16,7 +16,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from ragtrace.judges import JudgeError
 from ragtrace.judges.openai import OpenAIJudge
-from ragtrace.judges.openai.transport import _retry_after
+from ragtrace.judges.openai.retry import _retry_after
 from ragtrace.testing._stub_openai import StubOpenAIServer, StubReply
 from tests.ragtrace.judges.conftest import MakeJudge
 
