@@ -46,6 +46,7 @@ from ragtrace.scoring.telemetry import Telemetry
 from ragtrace.scoring.worker import wait_seconds
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Unpack
 
     from opentelemetry.metrics import MeterProvider
@@ -69,6 +70,8 @@ class ScoringSpanProcessor(SpanProcessor):
     ``records``: the store the decorators hand each RAG span's record through (default: the process-wide
     ``ragtrace._capture.RECORDS``, which the decorators fill). Only tests pass one: they put records into
     a store of their own by hand, so no other processor or decorated call can take them.
+    ``join_clock``: the seconds the joiner's ``max_seconds`` bound is measured by (default ``time.monotonic``).
+    Only tests pass one: they move it rather than wait for time to pass.
     Wrong values raise ``ConfigurationError`` naming the fix.
     """
 
@@ -81,6 +84,7 @@ class ScoringSpanProcessor(SpanProcessor):
         meter_provider: MeterProvider | None = None,
         service_name: str | None = None,
         records: RecordStore | None = None,
+        join_clock: Callable[[], float] = time.monotonic,
         **shorthands: Unpack[ProcessorKeywords],
     ) -> None:
         if not isinstance(downstream, (SpanProcessor, SpanExporter)):
@@ -107,7 +111,7 @@ class ScoringSpanProcessor(SpanProcessor):
             BatchSpanProcessor(downstream) if isinstance(downstream, SpanExporter) else downstream
         )
         self._records = records if records is not None else RECORDS
-        self._joiner = Joiner(joining) if joining.recognize else None
+        self._joiner = Joiner(joining, join_clock) if joining.recognize else None
         self._adoption = ProviderAdoption()
         self._records.acquire()
         self._shutdown = False

@@ -7,7 +7,6 @@ import json
 import os
 import signal
 import threading
-import time
 import tracemalloc
 import warnings
 from collections.abc import Iterator
@@ -182,14 +181,31 @@ def test_the_byte_bound_drops_the_oldest_traces() -> None:
     p.provider.shutdown()
 
 
+class Clock:
+    """The joiner's clock, moved by the test instead of waiting for time to pass."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
 def test_a_trace_older_than_the_time_bound_is_dropped_and_its_held_root_scored() -> None:
-    p = pipeline(join_max_seconds=0.05)
+    clock = Clock()
+    p = pipeline(join_max_seconds=60.0, join_clock=clock)
     tracer = p.provider.get_tracer("t")
     with trace.use_span(tracer.start_span("request")), trace.use_span(chain(tracer, "old"), end_on_exit=True):
         retrieve(tracer, "doc")
-    time.sleep(0.1)
+    # Any span that ends lets the joiner look at the oldest trace: within the bound it stays.
+    clock.now = 59.0
+    with trace.use_span(tracer.start_span("sooner")):
+        retrieve(tracer, "doc")
+    stats = p.processor.join_stats
+    assert stats is not None and stats.dropped == 0 and stats.held == 1  # "old", not yet released
+    clock.now = 61.0
     with trace.use_span(tracer.start_span("later")):
-        retrieve(tracer, "doc")  # any span that ends lets the joiner look at the oldest trace
+        retrieve(tracer, "doc")
     stats = p.processor.join_stats
     assert stats is not None and stats.dropped == 1 and stats.held == 0
     assert [r.name for r in p.roots()] == ["old"]

@@ -138,25 +138,42 @@ def test_a_burst_does_not_overrun_the_token_budget_by_the_whole_queue() -> None:
     provider.shutdown()
 
 
+class Contended:
+    """A lock that says when a thread comes to wait for it (``arrived``)."""
+
+    def __init__(self, lock: threading.Lock, arrived: threading.Event) -> None:
+        self.lock, self.arrived = lock, arrived
+
+    def __enter__(self) -> None:
+        if not self.lock.acquire(blocking=False):
+            self.arrived.set()
+            self.lock.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.lock.release()
+
+
 def test_two_threads_ending_spans_at_once_are_not_both_picked_against_one_count() -> None:
-    # The first thread is held inside the hand-over, after its decision; the second then ends its span.
-    # It must decide with the first record counted (in_flight 1, over budget), not beside it at 0.
+    # The first thread is held inside the hand-over, after its decision, until the second thread arrives:
+    # at the admission lock (fixed), or at its own decision (the race). It must decide with the first record
+    # counted (in_flight 1, over budget), not beside it at 0.
     rig = held_budget()
     seen: list[int] = []
-    first_handing_over, second_deciding = threading.Event(), threading.Event()
+    first_handing_over, second_arrived = threading.Event(), threading.Event()
     decide, submit = rig.sampler.decide, rig.processor._worker.submit
+    handoff = rig.processor._handoff
+    handoff._admission = Contended(handoff._admission, second_arrived)  # type: ignore[assignment]
 
     def observed_decide(*args: Any, **kwargs: Any) -> Any:
         if seen:
-            second_deciding.set()
+            second_arrived.set()
         seen.append(kwargs["in_flight"])
         return decide(*args, **kwargs)
 
     def held_submit(*args: Any) -> bool:
         if not first_handing_over.is_set():
             first_handing_over.set()
-            # Fixed: the second thread waits for the admission lock and never gets here meanwhile.
-            second_deciding.wait(0.5)
+            assert second_arrived.wait(10)
         return submit(*args)
 
     rig.sampler.decide = observed_decide  # type: ignore[method-assign]
