@@ -20,6 +20,38 @@ PACKAGES = (
     "ragtrace_collector",
 )
 INCLUDED_PRIVATE_MEMBERS = {"__version__"}
+RAGTRACE = {
+    "EvaluationResult",
+    "PRODUCTION_METRICS",
+    "Suite",
+    "SuiteResult",
+    "aevaluate",
+    "build_suite",
+    "evaluate",
+    "metric_by_name",
+    "CaptureOptions",
+    "Chunk",
+    "ConfigurationError",
+    "Cost",
+    "Metric",
+    "JoinOptions",
+    "Price",
+    "RagRecord",
+    "RagtraceHandle",
+    "Rule",
+    "Sampler",
+    "Score",
+    "ScoringOptions",
+    "ScoringSpanProcessor",
+    "__version__",
+    "configure",
+    "generate",
+    "instrument",
+    "rag",
+    "record",
+    "retrieve",
+}
+"""``ragtrace``'s names, listed here so that adding or removing one is a visible decision."""
 
 
 def exposed(module: types.ModuleType) -> set[str]:
@@ -42,6 +74,10 @@ def test_all_is_exactly_what_the_package_exposes(package: str) -> None:
     assert len(listed) == len(module.__all__), f"{package}.__all__ lists a name twice"
     assert sorted(exposed(module) - listed) == [], f"{package} exposes names its __all__ does not list"
     assert sorted(listed - exposed(module)) == [], f"{package}.__all__ lists names it does not expose"
+
+
+def test_ragtrace_exports_the_curated_list() -> None:
+    assert set(importlib.import_module("ragtrace").__all__) == RAGTRACE
 
 
 @pytest.mark.parametrize("package", PACKAGES)

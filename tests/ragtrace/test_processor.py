@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from opentelemetry import trace
+from opentelemetry import baggage, trace
+from opentelemetry import context as otel_context
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 
 from ragtrace import semconv
@@ -21,6 +22,7 @@ from ragtrace._sampling import Rule, Sampler
 from ragtrace.environment_variables import ConfigurationError
 from ragtrace.metrics._base import Score
 from ragtrace.scoring.processor import ERROR_NO_RECORD, ScoringSpanProcessor
+from ragtrace.testing import FakeJudge
 
 RECORD = RagRecord.of("What is the capital of Brazil?", ["Brazil's capital is Brasilia."], "Brasilia.")
 
@@ -327,24 +329,22 @@ def test_force_flush_with_no_time_exports_unscored_and_keeps_scoring_late() -> N
 
 def test_threads_submitting_at_once_lose_nothing() -> None:
     r = make_rig(queue_size=10_000, max_concurrency=8)
-    lock = threading.Lock()
+    ended: list[list[int]] = [[] for _ in range(8)]  # each thread's own RAG spans
 
-    def work() -> None:
+    def work(mine: list[int]) -> None:
         for _ in range(50):
-            sid = r.rag()
-            with lock:
-                pass
-            del sid
+            mine.append(r.rag())
 
-    threads = [threading.Thread(target=work) for _ in range(8)]
+    threads = [threading.Thread(target=work, args=(mine,)) for mine in ended]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
     assert r.processor.force_flush(20_000)
+    # Every span each thread ended left exactly once (by_id fails on a second), and each was scored.
     spans = r.downstream.by_id()
-    assert set(spans) == set(r.started)
-    assert len(spans) == 400
+    assert sorted(spans) == sorted(span_id for mine in ended for span_id in mine)
+    assert len(spans) == 8 * 50
     assert {decision(s) for s in spans.values()} == {semconv.DECISION_EVALUATED}
     r.provider.shutdown()
 
@@ -421,8 +421,6 @@ def test_jobs_behind_a_stuck_judge_still_leave_at_their_deadline() -> None:
 
 
 def test_scoring_runs_with_instrumentation_suppressed_and_outside_the_users_trace() -> None:
-    from opentelemetry import context as otel_context
-
     seen: dict[str, Any] = {}
 
     class Probe(Scripted):
@@ -437,6 +435,39 @@ def test_scoring_runs_with_instrumentation_suppressed_and_outside_the_users_trac
     r.processor.force_flush(10_000)
     assert seen == {"suppressed": True, "current_span_valid": False, "thread": "ragtrace-scorer"}
     assert set(r.downstream.by_id()) == {span_id}  # scoring made no span of its own
+    r.provider.shutdown()
+
+
+def test_judge_steps_run_outside_the_apps_trace_context_and_baggage() -> None:
+    # The wake-up the request thread sends to the loop used to carry the request's context into
+    # every scoring task: the judge saw the app's span as current and the request's baggage.
+    seen: list[tuple[bool, object, object]] = []
+
+    def claims(text: str, question: str | None = None) -> list[str]:
+        seen.append(
+            (
+                trace.get_current_span().get_span_context().is_valid,
+                baggage.get_baggage("user"),
+                otel_context.get_value(otel_context._SUPPRESS_INSTRUMENTATION_KEY),
+            )
+        )
+        return ["Brasilia is the capital"]
+
+    judge = FakeJudge(
+        name="fake:scripted",
+        extract_claims=claims,
+        verify=lambda claims, chunks: [["supported" for _ in chunks] for _ in claims],
+    )
+    r = make_rig(metrics=["faithfulness"], judge=judge)
+    token = otel_context.attach(baggage.set_baggage("user", "alice"))
+    try:
+        with r.provider.get_tracer("app").start_as_current_span("http-request"):
+            span_id = r.rag()
+    finally:
+        otel_context.detach(token)
+    assert r.processor.force_flush(10_000)
+    assert seen == [(False, None, True)]
+    assert decision(r.downstream.by_id()[span_id]) == semconv.DECISION_EVALUATED
     r.provider.shutdown()
 
 
