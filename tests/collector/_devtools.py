@@ -73,11 +73,19 @@ def browser(tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]:
     process.wait(timeout=60)
 
 
+def _written(active: Path) -> bool:
+    try:
+        return len(active.read_text().splitlines()) >= 2
+    except FileNotFoundError:
+        return False
+
+
 @contextlib.contextmanager
 def devtools(browser: subprocess.Popen[bytes], url: str) -> Iterator[DevTools]:
     active = browser.profile / "DevToolsActivePort"  # type: ignore[attr-defined]
     deadline = time.monotonic() + 120  # Chromium writes it once it listens; a bound, not a timing check
-    while not active.exists() and time.monotonic() < deadline and browser.poll() is None:
+    # The file can be there and not yet written: Chromium creates it, then writes the port and the browser's path.
+    while not _written(active) and time.monotonic() < deadline and browser.poll() is None:
         time.sleep(0.1)
     port = int(active.read_text().splitlines()[0])
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=60) as response:
