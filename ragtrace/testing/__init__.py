@@ -10,9 +10,20 @@ against what the package really exposes.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from ragtrace import _lazy
 from ragtrace.testing._capture import Captured, capture
 from ragtrace.testing._fake_judge import DEFAULT_CHAT_COST, DEFAULT_EMBED_COST, FakeCall, FakeJudge
-from ragtrace.testing._stub_openai import StubOpenAIServer, StubReply
+
+if TYPE_CHECKING:
+    from ragtrace.testing._stub_openai import StubOpenAIServer, StubReply
+
+# Imported on first use: the stub reads the OpenAI judge's prompts, and so loads the openai client (about a
+# second), which a test using only FakeJudge or capture() does not need.
+_LAZY = {"StubOpenAIServer": "ragtrace.testing._stub_openai", "StubReply": "ragtrace.testing._stub_openai"}
+
+__getattr__, __dir__ = _lazy.lazy_names(__name__, globals(), _LAZY)
 
 __all__ = [
     "DEFAULT_CHAT_COST",
