@@ -76,6 +76,7 @@ def _sent(receiver: Receiver, watcher: Any) -> list[tuple[str | None, str]]:
     return out
 
 
+@pytest.mark.slow
 def test_ack_and_silence_from_the_cli_are_kept_across_a_restart(
     tmp_path: Path,
     store_target: str,

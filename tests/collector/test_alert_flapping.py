@@ -17,6 +17,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.collector._spans import SpanFactory, otlp_bytes, start_collector
 from tests.collector._stores import rows
 from tests.collector._webhook import Receiver
@@ -109,6 +111,7 @@ def _transitions(db: Path | str) -> list[tuple[str | None, str, str]]:
     return [(previous, state, ",".join(json.loads(sinks))) for previous, state, sinks in transitions]
 
 
+@pytest.mark.slow
 def test_a_sustained_spike_with_late_exports_is_one_alert_until_it_resolves(
     tmp_path: Path, receiver: Receiver, store_target: str
 ) -> None:
@@ -155,6 +158,7 @@ def test_a_sustained_spike_with_late_exports_is_one_alert_until_it_resolves(
     assert _transitions(db) == [(None, "OK", ""), ("OK", "ALERT", "hook"), ("ALERT", "OK", "hook")]
 
 
+@pytest.mark.slow
 def test_a_restart_mid_spike_resumes_the_hold_and_the_frozen_baseline(
     tmp_path: Path, receiver: Receiver, store_target: str
 ) -> None:

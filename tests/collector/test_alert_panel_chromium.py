@@ -52,6 +52,7 @@ def _send_spike(port: int, now: int) -> None:
     assert reply.status_code == 200
 
 
+@pytest.mark.slow
 def test_acknowledge_silence_and_end_it_from_the_page(
     tmp_path: Path, browser: subprocess.Popen[bytes], store_target: str
 ) -> None:

@@ -39,6 +39,7 @@ handle.shutdown()
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("capture", [True, False])
 def test_claims_reach_the_store(store_target: str, capture: bool) -> None:
     running = start_collector(store_target)

@@ -260,6 +260,7 @@ def test_serve_on_a_database_the_user_may_not_create_tables_in_names_the_grant(
     assert "GRANT CREATE ON SCHEMA public" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_postgresql_going_away_mid_load_refuses_then_recovers_and_loses_nothing_acknowledged(tmp_path: Path) -> None:
     """The store's server stops (as if it crashed) while an app exports: the collector answers 503 meanwhile (the
     exporter retries), takes requests again once it is back, and every export that got a 200 is stored."""

@@ -12,6 +12,7 @@ import sys
 import threading
 
 import httpx
+import pytest
 from ragtrace_collector._store import is_postgres
 
 from tests.collector._spans import SpanFactory, hex_span_id, otlp_bytes
@@ -47,6 +48,7 @@ def _start(target: str) -> tuple[subprocess.Popen[str], int]:
     raise AssertionError(f"the collector did not start (exit {process.wait()})")
 
 
+@pytest.mark.slow
 def test_kill_9_mid_load_loses_nothing_acknowledged(store_target: str) -> None:
     process, port = _start(store_target)
     url = f"http://127.0.0.1:{port}/v1/traces"

@@ -27,6 +27,7 @@ pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Debian chromium is not
 __all__ = ["browser"]  # the fixture, imported for pytest
 
 
+@pytest.mark.slow
 def test_an_invisible_frame_cannot_take_a_click_on_the_silence_button(
     tmp_path: Path, browser: subprocess.Popen[bytes]
 ) -> None:

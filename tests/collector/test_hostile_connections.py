@@ -119,6 +119,7 @@ def test_idle_connections_and_a_slowloris_do_not_keep_a_well_behaved_client_out(
     assert count(store_target, "rag_records") == 4
 
 
+@pytest.mark.slow
 def test_a_body_sent_a_byte_at_a_time_is_cut_off_with_a_408(store_target: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_body, "BODY_GRACE_SECONDS", 2.0)
     running = start_collector(store_target)

@@ -159,6 +159,7 @@ def _post(served: Served, path: str, body: bytes, headers: dict[str, str]) -> in
     return httpx.post(f"{served.http}{path}", content=body, headers=headers, timeout=120).status_code
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("decode_processes", ["0", "1"])
 def test_bodies_that_decode_to_far_more_than_their_bytes_are_refused_before_they_take_memory(
     tmp_path: Path, decode_processes: str
@@ -211,6 +212,7 @@ def test_a_large_real_export_within_the_bound_is_stored(tmp_path: Path) -> None:
     assert count(served.db, "rag_records") == 600
 
 
+@pytest.mark.slow
 def test_a_dead_decode_process_is_started_again_and_decoding_stays_out_of_the_collector(tmp_path: Path) -> None:
     with serve(tmp_path, "--decode-processes", "1") as served:
         assert _post(served, "/v1/traces", _good_export("first"), PB) == 200

@@ -215,6 +215,7 @@ def test_report_command_writes_the_file(tmp_path: Path, store_target: str) -> No
     assert main(["report", "--db", str(tmp_path / "missing.db"), "--out", str(out)]) == 2
 
 
+@pytest.mark.slow
 def test_decode_processes_and_the_fallback_when_one_dies(store_target: str) -> None:
     import multiprocessing
     import os

@@ -40,6 +40,7 @@ def _waiting(db: Path) -> int:
     return int(waiting)
 
 
+@pytest.mark.slow
 def test_ten_thousand_traces_that_never_end_stay_within_the_bound_and_are_counted(store_target: str) -> None:
     db = store_target
     spans = _retrievals_under_remote_parents(10_000)

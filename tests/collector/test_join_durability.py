@@ -34,6 +34,7 @@ pytestmark = [
 SUITE = build_suite()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("decode_processes", [0, 1])
 def test_a_restart_mid_trace_loses_nothing_acknowledged_and_scores_once(
     store_target: str, decode_processes: int

@@ -55,6 +55,7 @@ def node_modules() -> Path:
     return MODULES / "node_modules"
 
 
+@pytest.mark.slow
 def test_a_node_rag_app_is_scored_by_the_collector(store_target: str, node_modules: Path) -> None:
     db = store_target
     question = "How fast are refunds paid?"

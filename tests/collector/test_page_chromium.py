@@ -101,6 +101,7 @@ def _chromium(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run(command, capture_output=True, timeout=180, check=False)
 
 
+@pytest.mark.slow
 def test_the_live_page_renders_its_charts_in_chromium(page_url: str, tmp_path: Path) -> None:
     dumped = _chromium(tmp_path, "--dump-dom", page_url)
     assert dumped.returncode == 0, dumped.stderr.decode(errors="replace")[-2000:]

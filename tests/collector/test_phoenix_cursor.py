@@ -105,6 +105,7 @@ async def test_a_first_start_skips_the_history_and_stores_where_it_started(phoen
     assert stored_cursor(store, phoenix) == 4
 
 
+@pytest.mark.slow
 async def test_each_phoenix_url_has_a_cursor_of_its_own(phoenix: FakePhoenix, store: Store) -> None:
     other = FakePhoenix()
     try:

@@ -106,6 +106,7 @@ def _all_at_once(target: Any, where: str, processes: int = 4) -> list[str]:
     return outcomes
 
 
+@pytest.mark.slow
 def test_processes_opening_one_new_file_at_once_migrate_it_once_without_racing(tmp_path: Path) -> None:
     assert _all_at_once(_open_at_once, str(tmp_path / "c.db")) == ["ok"] * 4
     assert _version(tmp_path / "c.db") == CURRENT
@@ -174,6 +175,7 @@ def _start_replica(url: str, barrier: Any, results: Any) -> None:
         results.put(f"{type(exc).__name__}: {exc}")
 
 
+@pytest.mark.slow
 def test_replicas_starting_at_once_on_one_postgresql_database_migrate_it_once(postgres_server: Any) -> None:
     url = postgres_server.database()
     assert _all_at_once(_start_replica, url) == ["ok"] * 4

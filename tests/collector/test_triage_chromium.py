@@ -46,6 +46,7 @@ def _pixels_of(image: Any, rgb: tuple[int, int, int]) -> int:
     return int((np.abs(image - np.array(rgb)).sum(axis=2) < 12).sum())
 
 
+@pytest.mark.slow
 def test_from_the_alert_to_the_record_to_the_claims_chunk(site: str, browser: Any, tmp_path: Path) -> None:
     with devtools(browser, f"{site}/alert?rule=hallucination-spike&service=shop") as tools:
         assert tools.run("document.querySelector('h1').innerText") == (

@@ -100,6 +100,7 @@ def _names(pattern: str, text: str) -> set[str]:
     return set(re.findall(pattern, text, flags=re.MULTILINE))
 
 
+@pytest.mark.slow
 @needs_promtool
 def test_the_rules_pass_their_promtool_unit_tests() -> None:
     assert PROMTOOL is not None
@@ -110,6 +111,7 @@ def test_the_rules_pass_their_promtool_unit_tests() -> None:
     assert "SUCCESS" in tested.stdout
 
 
+@pytest.mark.slow
 @needs_promtool
 def test_promtool_fails_a_rule_that_reads_the_wrong_bucket(tmp_path: Path) -> None:
     # The unit tests have teeth: reading the neighbouring bucket (le="0.4") misses the spike, and they say so.

@@ -114,6 +114,7 @@ def test_retriever_ranks_by_cosine_best_first() -> None:
         Retriever([], bag_of_words)
 
 
+@pytest.mark.slow
 def test_offline_embeddings_retrieve_the_documents_that_hold_the_answer(corpus: Corpus) -> None:
     offline = pytest.importorskip("ragtrace.judges.offline")
     small = load_corpus(limit=60)

@@ -139,6 +139,7 @@ class Count(SpanProcessor):
         self.decided += semconv.EVAL_DECISION in (span.attributes or {})
 
 
+@pytest.mark.slow
 def test_ten_thousand_traces_that_never_end_stay_within_the_bounds_and_are_counted() -> None:
     downstream = Count()
     processor = ScoringSpanProcessor(
