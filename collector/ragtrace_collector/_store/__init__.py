@@ -5,7 +5,8 @@ collector it serves:
 
 * ``store.py``: ``Store``, the writer (the receivers' one transaction per request, its locks, checkpoints);
   ``connection.py``: every other connection (read-write for the watcher and the alert API, read-only for pages
-  and reports), ``Connection`` and ``DatabaseError``.
+  and reports), ``Connection`` and ``DatabaseError``; ``storage.py``: ``Storage``, the role both engines' writers
+  play, and its ``StoreError``; ``urls.py``: a store's URL without its password.
 * ``schema.py``: every table, defined once; ``migrations.py``: the versioned steps that create and change them;
   ``dialect.py``: where the engines' SQL differs; ``postgres.py``: the PostgreSQL engine (``PostgresStore``).
 * ``ingest.py``: the upserts of a received batch; ``retention.py``: ``prune``.
@@ -34,7 +35,6 @@ from ragtrace_collector._store.connection import (
     file_of,
     is_postgres,
     reading,
-    redacted_url,
     snapshot,
     within,
     writing,
@@ -53,8 +53,9 @@ from ragtrace_collector._store.schema import (
     SCORES,
     SPANS,
 )
-from ragtrace_collector._store.storage import Storage
-from ragtrace_collector._store.store import Store, StoreError
+from ragtrace_collector._store.storage import Storage, StoreError
+from ragtrace_collector._store.store import Store
+from ragtrace_collector._store.urls import redacted_url
 
 if TYPE_CHECKING:
     from ragtrace_collector._store.postgres import PostgresStore

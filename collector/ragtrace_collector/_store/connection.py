@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
-from urllib.parse import quote, urlsplit, urlunsplit
+from urllib.parse import quote
 
 from ragtrace_collector._store.dialect import SQLITE, AnyConnection, dialect_of
 from ragtrace_collector._store.migrations import migrate
@@ -48,7 +48,6 @@ __all__ = [
     "insert_returning_id",
     "is_postgres",
     "reading",
-    "redacted_url",
     "snapshot",
     "within",
     "writing",
@@ -75,16 +74,6 @@ BUSY_TIMEOUT_SECONDS = 30.0
 
 def _uri(path: str | os.PathLike[str], mode: str) -> str:
     return f"file:{quote(str(Path(path).resolve()))}?mode={mode}"
-
-
-def redacted_url(url: str) -> str:
-    """``url`` without its password, for logs and messages."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.hostname or ""
-    netloc = f"{parts.username}:***@{host}" + (f":{parts.port}" if parts.port else "")
-    return urlunsplit(parts._replace(netloc=netloc))
 
 
 def connect(

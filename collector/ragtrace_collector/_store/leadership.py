@@ -22,7 +22,8 @@ import threading
 from collections.abc import Iterator
 from typing import Any, Final
 
-from ragtrace_collector._store.connection import Target, connect, is_postgres, redacted_url
+from ragtrace_collector._store.connection import Target, connect, is_postgres
+from ragtrace_collector._store.urls import redacted_url
 
 __all__ = ["LEADER_LOCK", "Leadership"]
 

@@ -29,10 +29,10 @@ from psycopg_pool import ConnectionPool
 
 from ragtrace_collector._otlp import Batch
 from ragtrace_collector._store import ingest, retention
-from ragtrace_collector._store.connection import redacted_url
 from ragtrace_collector._store.dialect import POSTGRESQL, Dialect
 from ragtrace_collector._store.migrations import MissingExtension, migrate
-from ragtrace_collector._store.store import StoreError
+from ragtrace_collector._store.storage import StoreError
+from ragtrace_collector._store.urls import redacted_url
 
 __all__ = ["PgConnection", "PostgresStore", "connect_postgres"]
 
@@ -180,7 +180,7 @@ def _probe(url: str, display: str, timeout: float) -> None:
 class PostgresStore:
     """The collector's store in a PostgreSQL database. ``PostgresStore(url)`` connects, migrates the schema to
     the current version (safe with several replicas starting at once) and keeps a pool of ``pool_size``
-    connections; ``StoreError`` (from ``store.py``) when a write could not commit."""
+    connections; ``StoreError`` (from ``storage.py``) when a write could not commit."""
 
     def __init__(self, url: str, *, pool_size: int = 4, connect_timeout: float = 10.0) -> None:
         self.url = url

@@ -12,9 +12,13 @@ from typing import Any, Protocol, TypeVar
 
 from ragtrace_collector._otlp import Batch
 
-__all__ = ["Storage"]
+__all__ = ["Storage", "StoreError"]
 
 T = TypeVar("T")
+
+
+class StoreError(RuntimeError):
+    """A write could not be committed (disk full, database locked, ...): the request must not be acknowledged."""
 
 
 class Storage(Protocol):

@@ -23,17 +23,14 @@ from ragtrace_collector._otlp import Batch
 from ragtrace_collector._store import ingest, retention
 from ragtrace_collector._store.connection import BUSY_TIMEOUT_SECONDS, DatabaseError, connect_sqlite
 from ragtrace_collector._store.shared_lock import SharedLock
+from ragtrace_collector._store.storage import StoreError
 
-__all__ = ["Store", "StoreError"]
+__all__ = ["Store"]
 
 T = TypeVar("T")
 
 _CHECKPOINT_EVERY_SECONDS = 0.5
 _BACKSTOP_CHECKPOINT_PAGES = 20_000
-
-
-class StoreError(RuntimeError):
-    """A write could not be committed (disk full, database locked, ...): the request must not be acknowledged."""
 
 
 class Store:
