@@ -177,7 +177,11 @@ class Collector:
                     )
                 )
             page_served = False
+            not_found = None
             if config.page:
+                from ragtrace_collector._triage._routes import not_found_handler
+
+                not_found = not_found_handler
                 routes.extend(page_routes(store))
                 # People's reviews of records: the record page's buttons, the labels export, the agreement.
                 routes.extend(review_api_routes(config.target))
@@ -194,6 +198,7 @@ class Collector:
                 budget=self.budget,
                 extra_routes=routes,
                 stats=self.stats,
+                not_found=not_found,
             )
             if watcher is not None:
                 watcher.start()

@@ -1,7 +1,7 @@
 """The live page in a real headless Chromium, served by a real uvicorn on 127.0.0.1 over a real SQLite store.
 
 Chromium is Debian's package (``make system-deps`` installs it). The page must load offline (plotly.js
-is inlined), draw its charts (plotly's ``main-svg`` elements in the rendered DOM) and a screenshot must
+is the collector's own cached file), draw its charts (plotly's ``main-svg`` elements in the rendered DOM) and a screenshot must
 not be blank.
 """
 
@@ -106,7 +106,7 @@ def test_the_live_page_renders_its_charts_in_chromium(page_url: str, tmp_path: P
     dumped = _chromium(tmp_path, "--dump-dom", page_url)
     assert dumped.returncode == 0, dumped.stderr.decode(errors="replace")[-2000:]
     dom = dumped.stdout.decode("utf-8", errors="replace")
-    assert "<h1>ragtrace</h1>" in dom
+    assert "<h1>Overview</h1>" in dom
     # plotly drew every chart: one main-svg per chart (plotly adds a second layer per figure).
     charts = dom.count('class="plotly-graph-div')
     assert charts == 4  # faithfulness, hallucination, context_relevance, decision coverage

@@ -66,6 +66,7 @@ def create_app(
     budget: ByteBudget | None = None,
     extra_routes: Sequence[BaseRoute] = (),
     stats: Stats | None = None,
+    not_found: Callable[[Request, Exception], Awaitable[Response]] | None = None,
 ) -> Starlette:
     """The collector's HTTP app: the OTLP receivers, ``GET /healthz`` and ``extra_routes`` (the page).
 
@@ -76,7 +77,7 @@ def create_app(
     ``ingest_token`` or ``access`` does not set; the guard runs whatever they are (Host, Origin, CSRF, framing).
     ``budget``: the in-flight byte budget the request bodies are held against (shared with the gRPC
     receiver); a budget of its own with the default limit when not given. ``stats``: counts the exports refused
-    whole.
+    whole. ``not_found``: the answer to a path no route serves (the pages' error page), else Starlette's.
     """
     budget = budget if budget is not None else ByteBudget()
     sender_token = ingest_token if ingest_token is not None else token
@@ -155,7 +156,7 @@ def create_app(
         Route(_HEALTHZ_PATH, healthz, methods=["GET"]),
         *extra_routes,
     ]
-    app = Starlette(routes=routes)
+    app = Starlette(routes=routes, exception_handlers={404: not_found} if not_found is not None else None)
     # The page shows stored queries and answers and changes alerts: guarded whatever the tokens (Host, Origin,
     # CSRF, framing), and with an admin token as private as the receivers. The receivers answer in OTLP terms and
     # need no browser defences (their content types need a CORS preflight), and a health check needs nothing.

@@ -18,8 +18,14 @@ token themselves and are no use to a browser: their content types need a CORS pr
   must carry ``X-CSRF-Token``: the value the session was signed with (the pages read it from the ``ragtrace_csrf``
   cookie, which other sites can neither read nor set), or without a session that cookie's own value. A request
   with the bearer token needs none: no other site can make a browser send it.
-* **Framing.** Every answer says ``X-Frame-Options: DENY`` and ``Content-Security-Policy: frame-ancestors 'none'``
-  (an invisible frame's click once created a silence), and ``Referrer-Policy: same-origin``.
+* **Framing and script.** Every answer says ``X-Frame-Options: DENY`` and, in its ``Content-Security-Policy``,
+  ``frame-ancestors 'none'`` (an invisible frame's click once created a silence); ``Referrer-Policy: same-origin``.
+  The policy lets scripts come from this collector's own files only (``script-src 'self'``, no inline script, no
+  ``eval``), so text from a span can never run as script even where a page failed to escape it; nothing is
+  fetched from another site (``default-src 'self'``), forms post only here, no plugin runs. Styles may be inline
+  (plotly.js sets its charts' styles from script, and the trace waterfall positions its bars in ``style``): a
+  style cannot run script. ``/static/`` (the pages' stylesheet and scripts, no data) is served to anyone who passes
+  the Host check, so the sign-in form has its stylesheet.
 
 The session cookie is HttpOnly and SameSite=Lax, not Strict: the alert messages (Slack, webhooks, logs) link to
 the pages, and a link followed from another site is a cross-site navigation that Strict would send without the
@@ -49,6 +55,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from ragtrace_collector._http._token import bearer_matches
 
 __all__ = [
+    "CONTENT_SECURITY_POLICY",
     "CSRF_COOKIE",
     "CSRF_HEADER",
     "SESSION_COOKIE",
@@ -72,11 +79,18 @@ to record who acknowledged or silenced."""
 _SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 _LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
 _MAX_FORM_BYTES = 4096
+CONTENT_SECURITY_POLICY = (
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+    "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+)
+"""Every guarded answer's policy (the module docstring says why each part)."""
 _FRAMING = [
     (b"x-frame-options", b"DENY"),
-    (b"content-security-policy", b"frame-ancestors 'none'"),
+    (b"content-security-policy", CONTENT_SECURITY_POLICY.encode()),
     (b"referrer-policy", b"same-origin"),
 ]
+_PUBLIC_PREFIX = "/static/"
+"""The pages' stylesheet and scripts: public code, no data; the sign-in form needs its stylesheet."""
 
 
 def default_hosts(bind_host: str, extra: Iterable[str] = ()) -> frozenset[str]:
@@ -182,6 +196,8 @@ class PageGuard:
             self._sign_in(request, new_cookies, csrf)
             rest = [(k, v) for k, v in request.query_params.multi_items() if k != "token"]
             return RedirectResponse(request.url.path + (f"?{urlencode(rest)}" if rest else ""), status_code=303)
+        if via is None and request.url.path.startswith(_PUBLIC_PREFIX) and request.method in ("GET", "HEAD"):
+            return None
         if via is None and request.url.path != SIGNIN_PATH:
             if request.method in ("GET", "HEAD") and not _is_api(request.url.path):
                 # Back here once signed in, without a wrong ?token= (it would sit in the address bar and history).
@@ -330,17 +346,22 @@ async def _read_small(request: Request) -> bytes | None:
 
 
 def _signin_page(target: str, *, error: str | None, status: int = 200) -> HTMLResponse:
-    said = f'<p role="alert" class="error">{html.escape(error)}</p>' if error else ""
+    """The sign-in form in the pages' frame (a page of the triage package: imported here, when the form is asked
+    for, so the guard does not load the pages to guard the receivers)."""
+    from ragtrace_collector._triage._layout import page
+
+    said = f'<p role="alert" class="notice">{html.escape(error)}</p>' if error else ""
     return HTMLResponse(
-        "<!doctype html><html lang=en><head><meta charset=utf-8><title>Sign in · ragtrace collector</title>"
-        '<meta name="viewport" content="width=device-width, initial-scale=1"></head><body>'
-        "<main><h1>Sign in</h1>"
-        f'<form method="post" action="{SIGNIN_PATH}">{said}'
-        '<label>Admin token <input type="password" name="token" autocomplete="current-password" required '
-        "autofocus></label>"
-        f'<input type="hidden" name="next" value="{html.escape(target, quote=True)}">'
-        '<button type="submit">Sign in</button></form>'
-        "<p>The token is the collector's admin token (<code>--admin-token-file</code>, or <code>--token</code>); "
-        "the link <code>serve</code> prints signs you in too.</p></main></body></html>",
+        page(
+            "Sign in",
+            "<h1>Sign in</h1>"
+            f'<form method="post" action="{SIGNIN_PATH}" class="filters">{said}'
+            '<label>Admin token <input type="password" name="token" autocomplete="current-password" required '
+            "autofocus></label>"
+            f'<input type="hidden" name="next" value="{html.escape(target, quote=True)}">'
+            '<button type="submit">Sign in</button></form>'
+            "<p>The token is the collector's admin token (<code>--admin-token-file</code>, or <code>--token</code>); "
+            "the link <code>serve</code> prints signs you in too.</p>",
+        ),
         status_code=status,
     )

@@ -2,24 +2,30 @@
 acknowledge, silence and end a silence through the alert API (``_http/_alert_api.py``).
 
 Only the live page has it (a report written to a file has no collector behind it). The buttons send JSON with
-``fetch`` and then reload the page; the browser's session cookie goes along, and the CSRF token from the
-``ragtrace_csrf`` cookie in ``X-CSRF-Token`` (``_http/_auth.py``).
+``fetch`` (``_triage/static/alerts.js``) and then reload the page; the browser's session cookie goes along, and the
+CSRF token from the ``ragtrace_csrf`` cookie in ``X-CSRF-Token`` (``_http/_auth.py``).
 Every value shown is HTML-escaped, and the group a button acts on travels in ``data-*`` attributes, never in
 script text.
+
+A group's words (``describe``) are the same in the page's banner and in the panel: the message of the evaluation
+that fired it, and, when the latest evaluation said something else (a window left without data while the alert
+holds), that too, with its time. (The banner once read the firing transition and the panel the latest
+evaluation: "mean 0.454 over 37 records is below 0.5" beside "0 scored records, need 10" for one alert.) Groups
+with no data fold away under one line that says why.
 """
 
 from __future__ import annotations
 
 import html
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from urllib.parse import urlencode
 
 from ragtrace_collector._report._format import iso
 from ragtrace_collector._store import ALERT_TABLES, Connection
-from ragtrace_collector._store.alerts import GroupView, Silence, group_views, silences
+from ragtrace_collector._store.alerts import GroupView, Silence, group_views, latest_alert_message, silences
 
-__all__ = ["AlertPanel", "alert_panel_html", "read_alert_panel"]
+__all__ = ["AlertPanel", "alert_panel_html", "describe", "read_alert_panel"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,40 +34,56 @@ class AlertPanel:
 
     groups: tuple[GroupView, ...]
     silences: tuple[Silence, ...]
+    fired: dict[tuple[str, str | None, str | None], str] = field(default_factory=dict)
+    """Each firing group's message when it fired (its latest ALERT transition), by (rule, service, route)."""
+    watched: bool = False
+    """Whether the store has the watcher's tables (else there is nothing to show but the alerts table's rows)."""
+    scope_service: str | None = None
+    """The page's service: only its groups (and those of every service) are shown."""
 
 
-def read_alert_panel(conn: Connection, tables: set[str], now_ns: int) -> AlertPanel:
-    """The panel's data; empty while the watcher has not created its tables."""
+def read_alert_panel(conn: Connection, tables: set[str], now_ns: int, service: str | None = None) -> AlertPanel:
+    """The panel's data (of ``service``'s groups and the groups of every service, when given); empty while the
+    watcher has not created its tables."""
     if not set(ALERT_TABLES) <= tables:
         return AlertPanel((), ())
-    groups = tuple(v for v in group_views(conn, now_ns) if v.state != "OK")
+    groups = tuple(
+        v for v in group_views(conn, now_ns) if v.state != "OK" and (not service or v.service in (None, service))
+    )
     pending = tuple(s for s in silences(conn) if s.ends_ns > now_ns)
-    return AlertPanel(groups, pending)
+    return AlertPanel(groups, pending, fired_messages(conn, groups), watched=True, scope_service=service)
 
 
-_SCRIPT = """
-document.addEventListener("click", async (event) => {
-  const button = event.target.closest("button[data-api]");
-  if (!button) return;
-  const url = button.dataset.api;
-  // The CSRF token the guard (_http/_auth.py) set beside the session: only this collector's pages can read it.
-  const csrf = (document.cookie.split("; ").find((c) => c.startsWith("ragtrace_csrf=")) || "").slice(14);
-  const body = button.dataset.body ? JSON.parse(button.dataset.body) : null;
-  const form = button.closest("form");
-  if (body && form && form.elements.duration) body.duration = form.elements.duration.value;
-  button.disabled = true;
-  const headers = {"Content-Type": "application/json", "X-CSRF-Token": csrf};
-  const reply = await fetch(url, {method: button.dataset.method, headers: headers,
-                                  body: body ? JSON.stringify(body) : undefined});
-  if (!reply.ok) {
-    const said = await reply.json().catch(() => ({}));
-    document.getElementById("alert-error").textContent = said.error || ("HTTP " + reply.status);
-    button.disabled = false;
-    return;
-  }
-  location.reload();
-});
-"""
+def fired_messages(conn: Connection, groups: tuple[GroupView, ...]) -> dict[tuple[str, str | None, str | None], str]:
+    """The message each firing group's latest ALERT transition carried (what fired it)."""
+    found: dict[tuple[str, str | None, str | None], str] = {}
+    for g in groups:
+        if g.state != "ALERT":
+            continue
+        message = latest_alert_message(conn, g.rule, g.service, g.route)
+        if message is not None:
+            found[(g.rule, g.service, g.route)] = message
+    return found
+
+
+def describe(group: GroupView, panel: AlertPanel) -> str:
+    """A group's words, as HTML (escaped): its rule, metric and scope, since when, what fired it, and the latest
+    evaluation when it said something else. The banner and the panel both use it."""
+    e = html.escape
+    fired = panel.fired.get((group.rule, group.service, group.route))
+    text = (
+        f"{e(group.rule)} ({e(group.metric)}, {e(_scope(group.service, group.route))}) since {e(iso(group.since_ns))}"
+    )
+    if group.state == "ALERT" and fired is not None:
+        text += f": {e(fired)}"
+        if group.detected != group.state and group.message and group.message != fired:
+            text += (
+                f'<br><span class="muted">latest evaluation ({e(iso(group.evaluated_ns))}): '
+                f"{e(group.detected or '-')}, "
+                f"{e(group.message)}; the alert holds until the group is measured OK again</span>"
+            )
+        return text
+    return text + (f': <span class="muted">{e(group.message)}</span>' if group.message else "")
 
 
 def _group_query(group: GroupView) -> str:
@@ -82,33 +104,31 @@ def _button(label: str, method: str, api: str, body: str = "") -> str:
 
 
 def alert_panel_html(panel: AlertPanel) -> str:
-    """The panel as HTML (with its script), or a line saying nothing is firing."""
+    """The panel as HTML (its buttons work with ``static/alerts.js``), or a line saying nothing is firing. Groups
+    with no data are folded under one line that says why."""
     e = html.escape
     parts = ['<h2>Alerts</h2><section id="alerts">', '<p id="alert-error" class="issue" role="alert"></p>']
-    if not panel.groups:
-        parts.append('<p class="muted">Every alert group is OK.</p>')
-    for group in panel.groups:
-        target = json.dumps({"rule": group.rule, "service": group.service, "route": group.route})
-        notes = []
-        if group.ack is not None:
-            who = f" by {group.ack.author}" if group.ack.author else ""
-            notes.append(f"acknowledged{who} at {iso(group.ack.time_ns)}")
-        if group.silenced_by:
-            notes.append("silenced (" + ", ".join(f"#{i}" for i in group.silenced_by) + ")")
-        buttons = []
-        if group.state == "ALERT" and group.ack is None:
-            buttons.append(_button("Acknowledge", "POST", "/api/alerts/ack", target))
-        buttons.append(
-            '<label>silence for <select name="duration"><option>1h</option><option>4h</option>'
-            "<option>24h</option></select></label> " + _button("Silence", "POST", "/api/silences", target)
-        )
+    measured = [g for g in panel.groups if g.state != "NO_DATA"]
+    quiet = [g for g in panel.groups if g.state == "NO_DATA"]
+    if not panel.watched:
         parts.append(
-            f'<form class="alert-group state-{e(group.state)}" onsubmit="return false">'
-            f"<b>{e(group.state)}</b> {e(group.rule)} ({e(group.metric)}, {e(_scope(group.service, group.route))}) "
-            f"since {e(iso(group.since_ns))}"
-            + (f' <span class="muted">[{e("; ".join(notes))}]</span>' if notes else "")
-            + f' <a class="alert-view" href="/alert?{e(_group_query(group))}">the alert and its records</a>'
-            + f'<br><span class="muted">{e(group.message or "")}</span><br>{" ".join(buttons)}</form>'
+            '<p class="muted">No alert rule has been evaluated in this store yet (the watcher runs with '
+            "<code>serve</code>; <code>--no-watch</code> turns it off).</p>"
+        )
+    elif not measured:
+        parts.append('<p class="muted">No alert group is firing or warning.</p>')
+    for group in measured:
+        parts.append(_group_html(group, panel))
+    if quiet:
+        parts.append(
+            f'<details class="quiet" id="no-data"><summary>{len(quiet)} group{"s" if len(quiet) != 1 else ""} with '
+            "no data</summary>"
+            '<p class="muted">A group has no data when its window holds fewer scored records than its rule needs '
+            "(<code>min_count</code>; for a drift rule, in the baseline too): the service sent nothing lately, its "
+            "records were not sampled or not scored, or the rule's window is short for its traffic. Not measured is "
+            "not fine: each says what it lacked.</p>"
+            + "".join(_group_html(group, panel) for group in quiet)
+            + "</details>"
         )
     if panel.silences:
         parts.append('<h3>Silences</h3><ul id="silences">')
@@ -122,5 +142,30 @@ def alert_panel_html(panel: AlertPanel) -> str:
                 + "</li>"
             )
         parts.append("</ul>")
-    parts.append(f"</section><script>{_SCRIPT}</script>")
+    parts.append("</section>")
     return "\n".join(parts)
+
+
+def _group_html(group: GroupView, panel: AlertPanel) -> str:
+    e = html.escape
+    target = json.dumps({"rule": group.rule, "service": group.service, "route": group.route})
+    notes = []
+    if group.ack is not None:
+        who = f" by {group.ack.author}" if group.ack.author else ""
+        notes.append(f"acknowledged{who} at {iso(group.ack.time_ns)}")
+    if group.silenced_by:
+        notes.append("silenced (" + ", ".join(f"#{i}" for i in group.silenced_by) + ")")
+    buttons = []
+    if group.state == "ALERT" and group.ack is None:
+        buttons.append(_button("Acknowledge", "POST", "/api/alerts/ack", target))
+    buttons.append(
+        '<label>silence for <select name="duration"><option>1h</option><option>4h</option>'
+        "<option>24h</option></select></label> " + _button("Silence", "POST", "/api/silences", target)
+    )
+    return (
+        f'<form class="alert-group state-{e(group.state)}">'
+        f"<b>{e(group.state)}</b> {describe(group, panel)}"
+        + (f' <span class="muted">[{e("; ".join(notes))}]</span>' if notes else "")
+        + f' <a class="alert-view" href="/alert?{e(_group_query(group))}">the alert and its records</a>'
+        + f"<br>{' '.join(buttons)}</form>"
+    )

@@ -1,15 +1,23 @@
-"""The report as a self-contained HTML page: plotly.js inlined once, so it renders offline with no CDN."""
+"""The report as HTML: a self-contained file (``html_page``: plotly.js inlined once, so it renders offline with no
+CDN and no collector), and the live overview (``overview_page``: in the pages' shared frame, plotly.js loaded from
+the collector's own cached URL and each chart's figure in a JSON data block that ``static/overview.js`` draws, so
+the page holds no script of its own)."""
 
 from __future__ import annotations
 
 import html
+from collections.abc import Sequence
 from datetime import datetime, timezone
 from functools import lru_cache
 from typing import Any
 
 from ragtrace_collector._drift import metric_direction
+from ragtrace_collector._report._alert_panel import AlertPanel, alert_panel_html, describe
 from ragtrace_collector._report._format import chunk_label, cut, iso, num, scope
 from ragtrace_collector._store.summaries import Problem, Summary
+from ragtrace_collector._triage._assets import PLOTLY
+from ragtrace_collector._triage._layout import page
+from ragtrace_collector._triage._scope import Scope
 
 
 @lru_cache(maxsize=1)
@@ -27,12 +35,37 @@ def _text(value: object) -> str:
 
 
 def _figures(series: dict[str, list[tuple[int, float, int]]], marks: list[dict[str, Any]], head: Summary) -> list[str]:
+    """Each chart as HTML with its inline script (the self-contained file)."""
+    config = {"displaylogo": False, "responsive": True}
+    return [
+        fig.to_html(full_html=False, include_plotlyjs=False, config=config, default_height="320px")
+        for fig in _figure_objects(series, marks, head)
+    ]
+
+
+def _figure_blocks(
+    series: dict[str, list[tuple[int, float, int]]], marks: list[dict[str, Any]], head: Summary
+) -> list[str]:
+    """Each chart as an empty ``div`` and its figure in a JSON data block beside it (the live page: no inline
+    script). ``<``, ``>`` and ``&`` are written as JSON escapes, so no value can end the block."""
+    blocks = []
+    for i, fig in enumerate(_figure_objects(series, marks, head)):
+        text = fig.to_json().replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+        blocks.append(
+            f'<div id="chart-{i}" class="plotly-graph-div plot"></div>'
+            f'<script type="application/json" class="figure" data-for="chart-{i}">{text}</script>'
+        )
+    return blocks
+
+
+def _figure_objects(
+    series: dict[str, list[tuple[int, float, int]]], marks: list[dict[str, Any]], head: Summary
+) -> list[Any]:
     import plotly.graph_objects as go
 
     def when(ns: int) -> datetime:
         return datetime.fromtimestamp(ns / 1e9, tz=timezone.utc)
 
-    config = {"displaylogo": False, "responsive": True}
     divs = []
     for metric, points in series.items():
         fig = go.Figure()
@@ -69,7 +102,7 @@ def _figures(series: dict[str, list[tuple[int, float, int]]], marks: list[dict[s
             yaxis={"range": [-0.05, 1.12]},
             legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "xanchor": "right", "x": 1.0},
         )
-        divs.append(fig.to_html(full_html=False, include_plotlyjs=False, config=config, default_height="320px"))
+        divs.append(fig)
     if head.decisions:
         names = [_text(d) for d, _ in head.decisions]
         counts = [c for _, c in head.decisions]
@@ -82,7 +115,7 @@ def _figures(series: dict[str, list[tuple[int, float, int]]], marks: list[dict[s
             height=320,
             margin={"l": 50, "r": 20, "t": 50, "b": 40},
         )
-        divs.append(fig.to_html(full_html=False, include_plotlyjs=False, config=config, default_height="320px"))
+        divs.append(fig)
     return divs
 
 
@@ -104,83 +137,25 @@ pre { white-space: pre-wrap; background: #fafafa; padding: .4rem; }
 """
 
 
-_FRESH_SCRIPT = """
-(function () {
-  const note = document.getElementById('fresh');
-  async function poll() {
-    try {
-      const reply = await fetch('/api/records?limit=500&after_row=' + note.dataset.afterRow);
-      if (reply.ok) {
-        const data = await reply.json();
-        const n = data.records.length;
-        if (n) { note.innerHTML = (data.more ? '500+' : n) + ' new record(s) since this page loaded: ' +
-                 '<a href="">reload</a> or <a href="/records">see them in the records list</a>'; }
-      }
-    } catch (err) { /* the next poll tries again */ }
-    setTimeout(poll, POLL_MS);
-  }
-  setTimeout(poll, POLL_MS);
-})();
-"""
-
-
-def _fresh(last_row: int, refresh_seconds: int | None) -> str:
-    """The live page's notice of new records (polled, never a reload that would lose the reader's place):
-    the records the store received after row ``last_row``, the newest when the page was read."""
-    script = _FRESH_SCRIPT.replace("POLL_MS", str(int(refresh_seconds or 60) * 1000))
-    return (
-        f'<p id="fresh" class="muted" role="status" aria-live="polite" data-after-row="{int(last_row)}"></p>'
-        f"<script>{script}</script>"
-    )
-
-
-def html_page(
+def _metrics_and_alerts(
     head: Summary,
     worst: list[Problem],
     threshold: float,
-    series: dict[str, list[tuple[int, float, int]]],
-    marks: list[dict[str, Any]],
+    figures: list[str],
     recent: list[dict[str, Any]],
-    refresh_seconds: int | None,
-    alert_panel: str = "",
-    record_links: bool = False,
-    last_row: int = 0,
-) -> str:
+    record_links: bool,
+    link: Any = None,
+) -> list[str]:
+    """The part both the file and the live page show: the metrics table, the charts, the recent transitions and
+    the worst records (each linked to its record page when ``record_links``; ``link(path)`` adds the scope)."""
     e = html.escape
-    parts = [
-        "<!DOCTYPE html>",
-        '<html lang="en"><head><meta charset="utf-8"><title>ragtrace report</title>',
-        # The live page does not reload itself (that lost the reader's place and closed what was open): it
-        # says when new records have come, and the reader reloads. A written report may still refresh.
-        f'<meta http-equiv="refresh" content="{int(refresh_seconds)}">' if refresh_seconds and not record_links else "",
-        f"<style>{_CSS}</style>",
-        f"<script>{_plotly_js()}</script>",
-        "</head><body>",
-        "<h1>ragtrace</h1>",
-        f'<p class="muted">{e(iso(head.first_ns))} to {e(iso(head.last_ns))}</p>',
-        _fresh(last_row, refresh_seconds) if record_links else "",
-        '<div class="cards">',
-        f'<div class="card">records<b id="records">{head.records}</b></div>',
-        f'<div class="card">scored<b id="scored">{head.scored}</b></div>',
-        f'<div class="card">overall mean<b>{num(head.overall_mean)}</b></div>',
-        f'<div class="card">alerts firing<b id="firing">{len(head.firing)}</b></div>',
-        "</div>",
-    ]
-    for alert in head.firing:
-        where = ", ".join(f"{k}={alert[k]}" for k in ("service", "route") if alert[k] is not None)
-        parts.append(
-            f'<div class="firing"><b>{e(alert["rule"])}</b> {e(alert["metric"])} {e(where)}: '
-            f"{e(alert['message'])}</div>"
-        )
-    if alert_panel:
-        parts.append(alert_panel)
-    parts += ["<h2>Metrics</h2>", "<table><tr><th>metric</th><th>mean</th><th>scored</th><th>better</th></tr>"]
+    link = link or (lambda path: path)
+    parts = ["<h2>Metrics</h2>", "<table><tr><th>metric</th><th>mean</th><th>scored</th><th>better</th></tr>"]
     parts += [
         f"<tr><td>{e(m.metric)}</td><td>{m.mean:.3f}</td><td>{m.count}</td><td>{m.direction}</td></tr>"
         for m in head.metrics
     ]
     parts.append("</table>")
-    figures = _figures(series, marks, head)
     parts.append('<h2>Scores over time</h2><div id="charts">')
     parts += figures or ['<p class="muted">No scores stored yet.</p>']
     parts.append("</div>")
@@ -206,7 +181,11 @@ def html_page(
         parts.append(
             f'<p class="muted">service {e(p.service or "-")}, route {e(p.route or "-")}, {e(iso(p.time_ns))}, '
             f"trace {e(p.trace_id or '-')}, span {e(p.span_id)}"
-            + (f' · <a href="/records/{e(p.span_id)}">open the record and its claims</a>' if record_links else "")
+            + (
+                f' · <a href="{e(link(f"/records/{p.span_id}"))}">open the record and its claims</a>'
+                if record_links
+                else ""
+            )
             + "</p>"
         )
         parts.append(f"<p>Scores: {e(', '.join(f'{m} {v:.2f}' for m, v in p.scores.items()))}</p>")
@@ -219,5 +198,126 @@ def html_page(
                 parts.append(f"<li>{title}<pre>{e(str(chunk.get('content', '')))}</pre></li>")
             parts.append("</ol>")
         parts.append("</details>")
+    return parts
+
+
+def _cards(head: Summary, firing: int) -> list[str]:
+    return [
+        '<div class="cards">',
+        f'<div class="card">records<b id="records">{head.records}</b></div>',
+        f'<div class="card">scored<b id="scored">{head.scored}</b></div>',
+        f'<div class="card">overall mean<b>{num(head.overall_mean)}</b></div>',
+        f'<div class="card">alerts firing<b id="firing">{firing}</b></div>',
+        "</div>",
+    ]
+
+
+def html_page(
+    head: Summary,
+    worst: list[Problem],
+    threshold: float,
+    series: dict[str, list[tuple[int, float, int]]],
+    marks: list[dict[str, Any]],
+    recent: list[dict[str, Any]],
+    refresh_seconds: int | None,
+) -> str:
+    """The report as one self-contained file (``ragtrace-collector report``): plotly.js inlined, no collector
+    behind it; ``refresh_seconds`` makes it reload itself."""
+    e = html.escape
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8"><title>ragtrace report</title>',
+        f'<meta http-equiv="refresh" content="{int(refresh_seconds)}">' if refresh_seconds else "",
+        f"<style>{_CSS}</style>",
+        f"<script>{_plotly_js()}</script>",
+        "</head><body>",
+        "<h1>ragtrace</h1>",
+        f'<p class="muted">{e(iso(head.first_ns))} to {e(iso(head.last_ns))}</p>',
+        *_cards(head, len(head.firing)),
+    ]
+    for alert in head.firing:
+        where = ", ".join(f"{k}={alert[k]}" for k in ("service", "route") if alert[k] is not None)
+        parts.append(
+            f'<div class="firing"><b>{e(alert["rule"])}</b> {e(alert["metric"])} {e(where)}: '
+            f"{e(alert['message'])}</div>"
+        )
+    parts += _metrics_and_alerts(head, worst, threshold, _figures(series, marks, head), recent, record_links=False)
     parts.append("</body></html>")
     return "\n".join(p for p in parts if p)
+
+
+def empty_store(endpoint: str) -> str:
+    """What an empty store's overview says: where to send spans (the OTLP endpoints of this collector) and how."""
+    e = html.escape
+    base = endpoint.rstrip("/")
+    host = base.split("://", 1)[-1].rsplit(":", 1)[0]
+    return (
+        '<section class="empty" id="empty"><h2>No spans yet</h2>'
+        "<p>This collector has stored nothing yet. Send it your RAG app's spans over OTLP:</p><ul>"
+        f"<li>OTLP/HTTP: <code>{e(base)}/v1/traces</code> (and <code>/v1/logs</code> for late scores)</li>"
+        f"<li>OTLP/gRPC: <code>{e(host)}:4317</code> (the port <code>serve --grpc-port</code> set; 4317 by "
+        "default)</li></ul>"
+        "<p>From an app with ragtrace:</p>"
+        f'<pre>import ragtrace\nragtrace.configure(service_name="support-bot", endpoint="{e(base)}", '
+        "sample_rate=1.0)</pre>"
+        "<p>Or any OpenTelemetry SDK or OpenInference instrumentation:</p>"
+        f"<pre>export OTEL_EXPORTER_OTLP_ENDPOINT={e(base)}\nexport OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf</pre>"
+        "<p>With <code>--ingest-token</code> (or <code>--token</code>) set, senders add "
+        "<code>Authorization: Bearer &lt;token&gt;</code> (<code>OTEL_EXPORTER_OTLP_HEADERS</code>). Records show "
+        "here, and in the records list, as they arrive.</p></section>"
+    )
+
+
+def overview_page(
+    head: Summary,
+    worst: list[Problem],
+    threshold: float,
+    series: dict[str, list[tuple[int, float, int]]],
+    marks: list[dict[str, Any]],
+    recent: list[dict[str, Any]],
+    panel: AlertPanel,
+    *,
+    last_row: int,
+    poll_seconds: int,
+    scope: Scope,
+    services: Sequence[str],
+    endpoint: str,
+) -> str:
+    """The live overview (``/``) in the pages' shared frame: the counts, the alert banners and panel (one reading of
+    the alert groups, so they agree), the charts, the transitions and the worst records of ``scope``; an empty
+    store says where to send spans (``endpoint``: this collector's base URL). It polls for new records by arrival
+    order (``poll_seconds``) and never reloads itself."""
+    e = html.escape
+    firing = [g for g in panel.groups if g.state == "ALERT"]
+    parts = [
+        "<h1>Overview</h1>",
+        f'<p class="muted">{e(scope.describe())}: {e(iso(head.first_ns))} to {e(iso(head.last_ns))} · '
+        f'<a href="{e(scope.link("/records"))}">records</a> · <a href="{e(scope.link("/costs"))}">cost and '
+        "coverage</a></p>",
+        f'<p id="fresh" class="muted" role="status" aria-live="polite" data-after-row="{int(last_row)}" '
+        f'data-poll-ms="{int(poll_seconds) * 1000}" data-scope="{e(scope.query())}"></p>',
+    ]
+    if head.records == 0 and not head.metrics and not scope.params():
+        parts.append(empty_store(endpoint))
+    parts += _cards(head, len(firing) if panel.watched else len(head.firing))
+    if panel.watched:
+        parts += [f'<div class="firing"><b>ALERT</b> {describe(g, panel)}</div>' for g in firing]
+    else:
+        for alert in head.firing:
+            where = ", ".join(f"{k}={alert[k]}" for k in ("service", "route") if alert[k] is not None)
+            parts.append(
+                f'<div class="firing"><b>{e(alert["rule"])}</b> {e(alert["metric"])} {e(where)}: '
+                f"{e(alert['message'])}</div>"
+            )
+    parts.append(alert_panel_html(panel))
+    parts += _metrics_and_alerts(
+        head, worst, threshold, _figure_blocks(series, marks, head), recent, record_links=True, link=scope.link
+    )
+    return page(
+        "overview",
+        "\n".join(p for p in parts if p),
+        scope=scope,
+        services=services,
+        here="/",
+        scripts=(PLOTLY, "overview.js", "alerts.js"),
+    )

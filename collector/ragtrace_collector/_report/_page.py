@@ -1,4 +1,5 @@
-"""``report()`` (markdown or HTML), ``write_report()`` to a file, and the live page's routes."""
+"""``report()`` (markdown or HTML), ``write_report()`` to a file, ``overview()`` (the live overview page) and the
+live pages' routes."""
 
 from __future__ import annotations
 
@@ -12,9 +13,9 @@ if TYPE_CHECKING:
     from starlette.requests import Request
     from starlette.responses import Response
     from starlette.routing import BaseRoute
-from ragtrace_collector._report._alert_panel import alert_panel_html, read_alert_panel
+from ragtrace_collector._report._alert_panel import read_alert_panel
 from ragtrace_collector._report._format import Format
-from ragtrace_collector._report._html import html_page
+from ragtrace_collector._report._html import html_page, overview_page
 from ragtrace_collector._report._markdown import markdown
 from ragtrace_collector._store import RAG_RECORDS, ReadInterrupted, file_of, is_postgres
 from ragtrace_collector._store.dialect import table_names
@@ -26,8 +27,10 @@ from ragtrace_collector._store.report import (
     series,
     summary,
 )
-from ragtrace_collector._store.triage import last_row
-from ragtrace_collector._triage import triage_routes
+from ragtrace_collector._store.triage import last_row, services
+from ragtrace_collector._triage import FilterError, triage_routes
+from ragtrace_collector._triage._routes import error_response
+from ragtrace_collector._triage._scope import Scope, parse_scope
 
 
 def report(
@@ -39,13 +42,9 @@ def report(
     since_ns: int | None = None,
     until_ns: int | None = None,
     refresh_seconds: int | None = None,
-    alert_controls: bool = False,
 ) -> str:
-    """The report as markdown or as a self-contained HTML page with charts.
-
-    ``refresh_seconds`` (HTML only) makes the page reload itself, as the live page does; ``alert_controls``
-    (HTML only, the live page) adds the alert panel whose buttons acknowledge and silence through the alert API.
-    """
+    """The report as markdown or as a self-contained HTML page with charts (plotly.js inlined: it needs no
+    collector). ``refresh_seconds`` (HTML only) makes the page reload itself. The live overview is ``overview``."""
     if format not in ("markdown", "html"):
         raise ValueError(f"format must be 'markdown' or 'html', got {format!r}")
     head = summary(source, since_ns=since_ns, until_ns=until_ns)
@@ -57,19 +56,38 @@ def report(
             return markdown(head, worst, threshold, recent)
         scores_over_time = series(conn, tables, since_ns, until_ns)
         marks = alert_marks(conn, tables)
-        panel = alert_panel_html(read_alert_panel(conn, tables, time.time_ns())) if alert_controls else ""
+    return html_page(head, worst, threshold, scores_over_time, marks, recent, refresh_seconds)
+
+
+def overview(
+    source: object, scope: Scope, *, threshold: float = 0.6, limit: int = 20, poll_seconds: int = 60, endpoint: str
+) -> str:
+    """The live overview page of ``scope`` (``_report._html.overview_page``): the alert panel's buttons, the records'
+    links, the notice of new records; ``endpoint``, this collector's base URL, for an empty store's hint."""
+    since, until, service = scope.since_ns, scope.until_ns, scope.service
+    head = summary(source, since_ns=since, until_ns=until, service=service)
+    worst = problems(source, threshold, limit=limit, since_ns=since, until_ns=until, service=service)
+    with open_source(source) as conn:
+        tables = table_names(conn)
+        recent = recent_alerts(conn, tables)
+        scores_over_time = series(conn, tables, since, until, service=service)
+        marks = alert_marks(conn, tables)
+        panel = read_alert_panel(conn, tables, time.time_ns(), service)
         newest = last_row(conn) if RAG_RECORDS in tables else 0  # the triage pages' cursor, shared
-    return html_page(
+        names = services(conn) if RAG_RECORDS in tables else []
+    return overview_page(
         head,
         worst,
         threshold,
         scores_over_time,
         marks,
         recent,
-        refresh_seconds,
         panel,
-        record_links=alert_controls,
         last_row=newest,
+        poll_seconds=poll_seconds,
+        scope=scope,
+        services=names,
+        endpoint=endpoint,
     )
 
 
@@ -87,8 +105,9 @@ def write_report(
 
 
 def page_routes(store: object, *, refresh_seconds: int = 60) -> list[BaseRoute]:
-    """Starlette routes serving the live report at ``/`` (HTML with the alert panel; ``?format=markdown`` for text
-    and ``?threshold=`` to change the problem threshold) and the triage pages (``_triage``: records, a record,
+    """Starlette routes serving the live overview at ``/`` (HTML with the alert panel, of the scope its URL gives:
+    ``_triage._scope``; ``?format=markdown`` for text and ``?threshold=`` to change the problem threshold) and the
+    triage pages (``_triage``: records, a record,
     an alert, cost and coverage). Each request reads the store on a worker thread
     through its own read-only connection, so the page never blocks ingestion or the event loop."""
     from starlette.responses import HTMLResponse, PlainTextResponse
@@ -104,22 +123,41 @@ def page_routes(store: object, *, refresh_seconds: int = 60) -> list[BaseRoute]:
             if not 0.0 <= threshold <= 1.0:
                 raise ValueError
         except ValueError:
-            return PlainTextResponse("threshold must be a number in [0, 1]\n", status_code=400)
+            return error_response(400, "That address does not parse", "threshold= must be a number in [0, 1].")
+        try:
+            scope = parse_scope(request.query_params)
+        except FilterError as err:
+            return error_response(400, "That address does not parse", str(err))
         try:
             if request.query_params.get("format") == "markdown":
                 text = await bounded_call(
-                    request, DEFAULT_QUERY_SECONDS, functools.partial(report, source, "markdown", threshold=threshold)
+                    request,
+                    DEFAULT_QUERY_SECONDS,
+                    functools.partial(
+                        report,
+                        source,
+                        "markdown",
+                        threshold=threshold,
+                        since_ns=scope.since_ns,
+                        until_ns=scope.until_ns,
+                    ),
                 )
                 return PlainTextResponse(text, media_type="text/markdown; charset=utf-8")
             body = await bounded_call(
                 request,
                 DEFAULT_QUERY_SECONDS,
                 functools.partial(
-                    report, source, "html", threshold=threshold, refresh_seconds=refresh_seconds, alert_controls=True
+                    overview,
+                    source,
+                    scope,
+                    threshold=threshold,
+                    poll_seconds=refresh_seconds,
+                    endpoint=str(request.base_url),
                 ),
             )
         except ReadInterrupted as why:
-            return interrupted_reply(request, why)
+            reply = interrupted_reply(request, why)
+            return error_response(503, "This view took too long to read", bytes(reply.body).decode().strip())
         return HTMLResponse(body)
 
     return [Route("/", page, methods=["GET"], name="report"), *triage_routes(source)]

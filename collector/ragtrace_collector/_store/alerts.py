@@ -49,6 +49,7 @@ __all__ = [
     "group_views_at",
     "groups_with_scores",
     "last_alert_rows",
+    "latest_alert_message",
     "save_evaluation",
     "score_values",
     "silences",
@@ -430,6 +431,18 @@ def group_views_at(path: str | os.PathLike[str], now_ns: int) -> list[GroupView]
         if not set(ALERT_TABLES) <= table_names(conn):
             return []
         return group_views(conn, now_ns)
+
+
+def latest_alert_message(conn: AnyConnection, rule: str, service: str | None, route: str | None) -> str | None:
+    """The message of a group's latest ALERT transition (what fired it), or None when it never fired. (The
+    ``alerts`` table keeps transitions only, a few per group, not every evaluation.)"""
+    same = dialect_of(conn).same
+    row = conn.execute(
+        f"SELECT message FROM {ALERTS} WHERE rule = ? AND service {same} ? AND route {same} ? AND state = 'ALERT' "
+        "ORDER BY time_ns DESC LIMIT 1",
+        (rule, service, route),
+    ).fetchone()
+    return None if row is None or row[0] is None else str(row[0])
 
 
 def group_state(conn: AnyConnection, rule: str, service: str | None, route: str | None) -> tuple[str, int] | None:

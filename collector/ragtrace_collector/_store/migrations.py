@@ -12,6 +12,7 @@ the work done.
 * PostgreSQL: the version is the one row of ``ragtrace_schema``; the lock is a transaction-scoped advisory
   lock (``pg_advisory_xact_lock``). DDL is transactional there too.
 
+Step 7 adds the index of scores by value (``SCORES_BY_VALUE``), which the records list sorted by a score walks.
 Step 6 adds records' metadata as rows (``record_metadata``, ``metadata.py``), filled from the records already
 stored. Step 5 adds the index of text search (``schema.TEXT_SEARCH``: FTS5 trigram on SQLite, ``pg_trgm`` GIN on
 PostgreSQL) and builds it over the rows the store holds. Step 4 adds what each model call took to ``spans``
@@ -38,6 +39,7 @@ from ragtrace_collector._store.schema import (
     RAG_RECORDS,
     RECORD_METADATA,
     REVIEWS,
+    SCORES,
     SPANS,
     TABLES,
     TEXT_SEARCH,
@@ -48,6 +50,7 @@ __all__ = [
     "CURRENT",
     "MODEL_CALLS",
     "MODEL_CALLS_INDEX",
+    "SCORES_BY_VALUE",
     "STEPS",
     "MissingExtension",
     "SchemaTooNew",
@@ -204,6 +207,16 @@ def _record_metadata(conn: AnyConnection, dialect: Dialect) -> None:
     metadata.fill(conn)
 
 
+SCORES_BY_VALUE: Final = f"idx_{SCORES}_metric_value_span_id"
+"""``scores(metric, value, span_id)``: a metric's records in the order of their score, a page at a time."""
+
+
+def _scores_by_value(conn: AnyConnection, dialect: Dialect) -> None:
+    """The index the records list sorted by a metric's score walks (``SCORES_BY_VALUE``), built over the scores
+    already stored; the span id in it makes the keyset cursor ``(value, span_id)`` one seek."""
+    conn.execute(f"CREATE INDEX IF NOT EXISTS {quoted(SCORES_BY_VALUE)} ON {quoted(SCORES)} (metric, value, span_id)")
+
+
 STEPS: Final[tuple[Callable[[AnyConnection, Dialect], None], ...]] = (
     _baseline,
     _claims,
@@ -211,6 +224,7 @@ STEPS: Final[tuple[Callable[[AnyConnection, Dialect], None], ...]] = (
     _model_calls,
     _text_search,
     _record_metadata,
+    _scores_by_value,
 )
 """Step ``i`` takes a store from version ``i`` to ``i + 1``."""
 CURRENT: Final = len(STEPS)

@@ -38,8 +38,15 @@ def open_source(source: object) -> Iterator[AnyConnection]:
         yield conn
 
 
-def _time_clause(column: str, since_ns: int | None, until_ns: int | None) -> tuple[str, list[int]]:
-    clauses, args = [], []
+def _time_clause(
+    column: str, since_ns: int | None, until_ns: int | None, service: str | None = None
+) -> tuple[str, list[Any]]:
+    """`` AND``-clauses keeping rows of ``column`` (their time) in ``[since_ns, until_ns]`` and of ``service``."""
+    clauses: list[str] = []
+    args: list[Any] = []
+    if service:
+        clauses.append("service = ?")
+        args.append(service)
     if since_ns is not None:
         clauses.append(f"{column} >= ?")
         args.append(since_ns)
@@ -54,14 +61,16 @@ def _overall(scores: dict[str, float]) -> float:
     return math.fsum(values) / len(values)
 
 
-def summary(source: object, *, since_ns: int | None = None, until_ns: int | None = None) -> Summary:
+def summary(
+    source: object, *, since_ns: int | None = None, until_ns: int | None = None, service: str | None = None
+) -> Summary:
     """Count, mean of each metric, min/mean/max of the overall score, first and last time, decision
-    coverage and the rule groups currently in ALERT."""
+    coverage (of ``service``'s records when given) and the rule groups currently in ALERT."""
     with open_source(source) as conn:
         tables = table_names(conn)
         records, first, last, decisions = 0, None, None, []
         if RAG in tables:
-            where, args = _time_clause("time_ns", since_ns, until_ns)
+            where, args = _time_clause("time_ns", since_ns, until_ns, service)
             records, first, last = conn.execute(
                 f"SELECT COUNT(*), MIN(time_ns), MAX(time_ns) FROM {RAG} WHERE 1 = 1{where}", args
             ).fetchone()
@@ -74,7 +83,7 @@ def summary(source: object, *, since_ns: int | None = None, until_ns: int | None
         metrics: list[MetricSummary] = []
         scored, o_mean, o_min, o_max = 0, None, None, None
         if SCORES in tables:
-            where, args = _time_clause("time_ns", since_ns, until_ns)
+            where, args = _time_clause("time_ns", since_ns, until_ns, service)
             for metric, count, mean in conn.execute(
                 f"SELECT metric, COUNT(value), AVG(value) FROM {SCORES} WHERE value IS NOT NULL{where} "
                 "GROUP BY metric ORDER BY metric",
@@ -146,9 +155,11 @@ def problems(
     limit: int | None = 50,
     since_ns: int | None = None,
     until_ns: int | None = None,
+    service: str | None = None,
 ) -> list[Problem]:
     """Records with any metric on the wrong side of ``threshold`` (direction-aware), worst overall first
-    (ties: newest first), at most ``limit``, each with its issues and its query, answer and chunks."""
+    (ties: newest first), at most ``limit`` (of ``service`` when given), each with its issues and its query, answer
+    and chunks."""
     if not 0.0 <= threshold <= 1.0:
         raise ValueError(f"threshold must be in [0, 1], got {threshold}")
     lower = sorted(LOWER_IS_BETTER)
@@ -156,7 +167,7 @@ def problems(
         tables = table_names(conn)
         if SCORES not in tables:
             return []
-        where, args = _time_clause("time_ns", since_ns, until_ns)
+        where, args = _time_clause("time_ns", since_ns, until_ns, service)
         marks = ", ".join("?" for _ in lower)
         goodness_sql = f"CASE WHEN metric IN ({marks}) THEN 1.0 - value ELSE value END"
         bad_sql = f"(metric IN ({marks}) AND value > ?) OR (metric NOT IN ({marks}) AND value < ?)"
@@ -252,12 +263,18 @@ def _chunks(raw: object) -> tuple[dict[str, Any], ...]:
 
 
 def series(
-    conn: AnyConnection, tables: set[str], since_ns: int | None, until_ns: int | None, buckets: int = 120
+    conn: AnyConnection,
+    tables: set[str],
+    since_ns: int | None,
+    until_ns: int | None,
+    buckets: int = 120,
+    service: str | None = None,
 ) -> dict[str, list[tuple[int, float, int]]]:
-    """Per metric: (bucket start ns, mean, count) over at most ``buckets`` equal time buckets."""
+    """Per metric: (bucket start ns, mean, count) over at most ``buckets`` equal time buckets (``service``'s
+    scores when given)."""
     if SCORES not in tables:
         return {}
-    where, args = _time_clause("time_ns", since_ns, until_ns)
+    where, args = _time_clause("time_ns", since_ns, until_ns, service)
     lo, hi = conn.execute(
         f"SELECT MIN(time_ns), MAX(time_ns) FROM {SCORES} WHERE value IS NOT NULL{where}", args
     ).fetchone()

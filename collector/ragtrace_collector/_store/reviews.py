@@ -122,15 +122,34 @@ class Agreeing:
     grounded: bool
 
 
-def agreement_rows(conn: AnyConnection, since_ns: int | None = None) -> list[Agreeing]:
-    """Every record reviewed as a whole that the judge scored, since ``since_ns``."""
+def agreement_rows(
+    conn: AnyConnection,
+    since_ns: int | None = None,
+    *,
+    records_since_ns: int | None = None,
+    records_until_ns: int | None = None,
+    service: str | None = None,
+) -> list[Agreeing]:
+    """Every record reviewed as a whole that the judge scored, reviewed since ``since_ns``; of records from
+    ``records_since_ns`` to ``records_until_ns`` (the record's own time, as every page's time range) and of
+    ``service``, when given."""
+    scope = ""
+    args: list[Any] = [ANSWER, since_ns or 0]
+    for clause, value in (
+        (" AND r.time_ns >= ?", records_since_ns),
+        (" AND r.time_ns <= ?", records_until_ns),
+        (" AND r.service = ?", service or None),
+    ):
+        if value is not None:
+            scope += clause
+            args.append(value)
     rows = conn.execute(
         f"SELECT v.span_id, r.judge, r.service, v.time_ns, f.value, h.value, v.grounded "
         f"FROM {REVIEWS} v JOIN {RAG_RECORDS} r ON r.span_id = v.span_id "
         f"LEFT JOIN {SCORES} f ON f.span_id = v.span_id AND f.metric = 'faithfulness' "
         f"LEFT JOIN {SCORES} h ON h.span_id = v.span_id AND h.metric = 'hallucination' "
-        f"WHERE v.claim = ? AND v.time_ns >= ? ORDER BY v.time_ns",
-        (ANSWER, since_ns or 0),
+        f"WHERE v.claim = ? AND v.time_ns >= ?{scope} ORDER BY v.time_ns",
+        args,
     ).fetchall()
     found = []
     for span_id, judge, service, time_ns, faithfulness, hallucination, grounded in rows:
@@ -141,19 +160,38 @@ def agreement_rows(conn: AnyConnection, since_ns: int | None = None) -> list[Agr
     return found
 
 
-def review_queue(conn: AnyConnection, *, days: int = QUEUE_DAYS, limit: int = 50) -> tuple[list[dict[str, Any]], int]:
-    """Up to ``limit`` records scored in the ``days`` before the newest record that nobody reviewed, the judge's
-    least sure first (faithfulness nearest its cut); each with its span id, time, service, query, faithfulness and
-    label. Returns them and the time they start from (ns)."""
-    newest = conn.execute(f"SELECT MAX(time_ns) FROM {RAG_RECORDS}").fetchone()[0]
-    since_ns = int(newest or 0) - days * _DAY_NS
+def review_queue(
+    conn: AnyConnection,
+    *,
+    days: int = QUEUE_DAYS,
+    limit: int = 50,
+    since_ns: int | None = None,
+    until_ns: int | None = None,
+    service: str | None = None,
+) -> tuple[list[dict[str, Any]], int]:
+    """Up to ``limit`` records scored nobody reviewed, the judge's least sure first (faithfulness nearest its cut);
+    each with its span id, time, service, query, faithfulness and label. They are the ``days`` before the newest
+    record (or before ``until_ns``), from ``since_ns`` when that is later, of ``service`` when given. Returns them
+    and the time they start from (ns)."""
+    newest = until_ns
+    if newest is None:
+        newest = conn.execute(f"SELECT MAX(time_ns) FROM {RAG_RECORDS}").fetchone()[0]
+    start = max(int(newest or 0) - days * _DAY_NS, since_ns or 0)
+    scope = ""
+    args: list[Any] = [start]
+    if until_ns is not None:
+        scope += " AND f.time_ns <= ?"
+        args.append(until_ns)
+    if service:
+        scope += " AND f.service = ?"
+        args.append(service)
     columns: Sequence[str] = ("span_id", "time_ns", "service", "query", "faithfulness", "label")
     rows = conn.execute(
         f"SELECT r.span_id, r.time_ns, r.service, r.query, f.value, f.label FROM {SCORES} f "
         f"JOIN {RAG_RECORDS} r ON r.span_id = f.span_id "
-        f"WHERE f.metric = 'faithfulness' AND f.time_ns >= ? AND f.value IS NOT NULL "
+        f"WHERE f.metric = 'faithfulness' AND f.time_ns >= ?{scope} AND f.value IS NOT NULL "
         f"AND NOT EXISTS (SELECT 1 FROM {REVIEWS} v WHERE v.span_id = f.span_id) "
         f"ORDER BY abs(f.value - ?), r.time_ns DESC LIMIT ?",
-        (since_ns, _CUT, limit),
+        [*args, _CUT, limit],
     ).fetchall()
-    return [dict(zip(columns, row, strict=True)) for row in rows], since_ns
+    return [dict(zip(columns, row, strict=True)) for row in rows], start

@@ -258,6 +258,7 @@ TABLES: Final = (
         SCORES,
         SCORE_COLUMNS,
         ("span_id", "metric"),
+        # + idx_scores_metric_value_span_id, a step-7 index (the records list sorted by a score)
         indexes=(("metric", "time_ns"), ("service", "metric", "time_ns"), ("route", "metric", "time_ns")),
         arrival=True,
     ),

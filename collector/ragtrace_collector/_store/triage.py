@@ -204,7 +204,9 @@ def list_records(conn: AnyConnection, f: RecordFilter) -> Page:
     it reckons common, reading every record when those that have it are old."""
     dialect = dialect_of(conn)
     rows: list[dict[str, Any]] | None = None
-    indexed = text_index(conn, f) if dialect is SQLITE else _indexed_text(f)
+    if not f.sort.default:
+        rows = _sorted(conn, f, dialect)
+    indexed = rows is None and (text_index(conn, f) if dialect is SQLITE else _indexed_text(f))
     if indexed:
         rows = _probe(conn, f, dialect)
         if rows is None:
@@ -218,7 +220,83 @@ def list_records(conn: AnyConnection, f: RecordFilter) -> Page:
     rows = rows[: f.limit]
     attach_scores(conn, rows)
     last = rows[-1] if rows else None
-    return Page(rows, f.page_after(last["time_ns"], last["span_id"]) if more and last else None)
+    return Page(rows, f.page_after(last) if more and last else None)
+
+
+def _sorted(conn: AnyConnection, f: RecordFilter, dialect: Dialect) -> list[dict[str, Any]]:
+    """``f.limit + 1`` records of ``f`` in its order other than newest first (``_triage._sorting``), past its
+    ``after`` cursor; each walks an index in the order asked and stops at the page:
+
+    * oldest first: ``rag_records(time_ns)`` forwards;
+    * by service: one service at a time, by ``rag_records(service, time_ns)`` (the next service is one index seek),
+      newest first within it, the records without a service last;
+    * by a metric's score: ``scores(metric, value, span_id)`` (migration step 7), joined to each record."""
+    where, args = where_clause(replace(f, before=None), dialect)
+    sort, key = f.sort, f.after
+    want = f.limit + 1
+    fields = ", ".join("r." + c for c in RAG_FIELDS)
+    if sort.by == "time":
+        clause = where
+        if key is not None:
+            clause = _and(clause, "r.time_ns >= ? AND (r.time_ns > ? OR r.span_id > ?)")
+            args = [*args, key[0], key[0], key[1]]
+        cursor = conn.execute(
+            f"SELECT {fields} FROM {RAG_RECORDS} r{clause} ORDER BY r.time_ns ASC, r.span_id ASC LIMIT ?",
+            [*args, want],
+        )
+        return [dict(zip(RAG_FIELDS, row, strict=True)) for row in cursor]
+    if sort.by == "score":
+        assert sort.metric is not None
+        op, direction = ("<", "DESC") if sort.descending else (">", "ASC")
+        clause = _and(where, "s.metric = ? AND s.value IS NOT NULL")
+        args = [*args, sort.metric]
+        if key is not None:
+            edge = "<=" if sort.descending else ">="
+            clause = _and(clause, f"s.value {edge} ? AND (s.value {op} ? OR s.span_id {op} ?)")
+            args += [key[0], key[0], key[1]]
+        cursor = conn.execute(
+            f"SELECT {fields}, s.value FROM {SCORES} s JOIN {RAG_RECORDS} r ON r.span_id = s.span_id{clause} "
+            f"ORDER BY s.value {direction}, s.span_id {direction} LIMIT ?",
+            [*args, want],
+        )
+        return [dict(zip((*RAG_FIELDS, "sort_value"), row, strict=True)) for row in cursor]
+    # By service: the current service's rest (past the cursor), then each next service's newest, until a page.
+    rows: list[dict[str, Any]] = []
+    same = dialect.same
+    current: str | None
+    if key is not None:
+        current = key[0]  # type: ignore[assignment]
+        rows += _service_rows(
+            conn, fields, _and(where, f"r.service {same} ? AND r.time_ns <= ? AND (r.time_ns < ? OR r.span_id < ?)"),
+            [*args, current, key[1], key[1], key[2]], want,
+        )  # fmt: skip
+        if current is None:
+            return rows
+    else:
+        current = conn.execute(f"SELECT MIN(r.service) FROM {RAG_RECORDS} r{where}", args).fetchone()[0]
+        if current is None:
+            return _service_rows(conn, fields, _and(where, "r.service IS NULL"), args, want)
+        rows += _service_rows(conn, fields, _and(where, "r.service = ?"), [*args, current], want)
+    while len(rows) < want:
+        found = conn.execute(
+            f"SELECT MIN(r.service) FROM {RAG_RECORDS} r{_and(where, 'r.service > ?')}", [*args, current]
+        ).fetchone()[0]
+        if found is None:
+            rows += _service_rows(conn, fields, _and(where, "r.service IS NULL"), args, want - len(rows))
+            break
+        current = found
+        rows += _service_rows(conn, fields, _and(where, "r.service = ?"), [*args, current], want - len(rows))
+    return rows
+
+
+def _service_rows(conn: AnyConnection, fields: str, where: str, args: list[Any], limit: int) -> list[dict[str, Any]]:
+    cursor = conn.execute(f"SELECT {fields} FROM {RAG_RECORDS} r{where} {_ORDER} LIMIT ?", [*args, limit])
+    return [dict(zip(RAG_FIELDS, row, strict=True)) for row in cursor]
+
+
+def _and(where: str, clause: str) -> str:
+    """``where`` (a ``WHERE`` clause with its leading space, or empty) narrowed by ``clause``."""
+    return f"{where} AND {clause}" if where else f" WHERE {clause}"
 
 
 _ORDER = "ORDER BY r.time_ns DESC, r.span_id DESC"

@@ -5,6 +5,7 @@ what the RAG app and its judging cost and whether every sampled record got its s
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from ragtrace_collector._store.triage import COSTS_DEFAULT_DAYS as DEFAULT_DAYS
@@ -77,8 +78,11 @@ def _spend(data: dict[str, Any], prices: dict[str, Price]) -> str:
     )
 
 
-def costs_page(data: dict[str, Any], f: RecordFilter, prices: dict[str, Price] | None = None) -> str:
-    """The cost and coverage page (``prices``: the price table, by default ``price_table()``)."""
+def costs_page(
+    data: dict[str, Any], f: RecordFilter, prices: dict[str, Price] | None = None, *, services: Sequence[str] = ()
+) -> str:
+    """The cost and coverage page (``prices``: the price table, by default ``price_table()``; ``services``: the
+    scope picker's choices)."""
     hours = data["hours"]
     calls = [(h * _HOUR_NS, float(c or 0) / n) for h, c, _, _, n in hours if n]
     tokens = [(h * _HOUR_NS, float(t or 0) / n) for h, _, t, _, n in hours if n]
@@ -109,4 +113,4 @@ def costs_page(data: dict[str, Any], f: RecordFilter, prices: dict[str, Price] |
         + "".join(f"<th>{e(d)}</th>" for d in decisions)
         + f"<th>all</th></tr></thead><tbody>{rows}</tbody></table>"
     )
-    return page("cost and coverage", body)
+    return page("cost and coverage", body, scope=f.scope, services=services, here="/costs")

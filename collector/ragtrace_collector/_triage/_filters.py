@@ -1,10 +1,12 @@
 """The records list's filters: parsed from a page's URL query, and written back into links, so a link
 keeps the reader's filters.
 
-``?since=&until=`` (ISO 8601 or ns since the epoch), ``service=``, ``route=``, ``decision=``, ``score=`` (repeatable or
-comma-separated: ``hallucination>0.5``, ``faithfulness<=0.3``), ``meta=`` (the same: ``key:value``, the record's
-OpenInference ``metadata`` or a span attribute of that name), ``q=`` (text in the query or the answer),
-``before=`` (the paging cursor: ``<time_ns>:<span_id>`` of the last record shown) and ``limit=``. A value
+``?range=`` (a period ending now: ``_scope.RANGES``), ``?since=&until=`` (ISO 8601 or ns since the epoch),
+``service=``, ``route=``, ``decision=``, ``score=`` (repeatable or comma-separated: ``hallucination>0.5``,
+``faithfulness<=0.3``), ``meta=`` (the same: ``key:value``, the record's OpenInference ``metadata`` or a span
+attribute of that name), ``q=`` (text in the query or the answer), ``sort=`` (``_sorting``: newest first by
+default), ``before=`` / ``after=`` (the paging cursors: ``before`` is ``<time_ns>:<span_id>`` of the last record
+shown newest first, ``after`` the opaque key of the last record shown in another order) and ``limit=``. A value
 that does not parse is a ``FilterError`` with a message for the reader that names the parameter, never a silent
 default and never an error further down (a time past what SQLite's integers hold, a digit that is not ASCII).
 
@@ -16,12 +18,15 @@ most ``MAX_TEXT_LENGTH`` characters and every other value at most ``MAX_VALUE_LE
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from urllib.parse import urlencode
 
 from ragtrace import semconv
+from ragtrace_collector._triage._scope import RANGES, Scope
+from ragtrace_collector._triage._sorting import NEWEST, Sort, parse_after, parse_sort
 
 __all__ = [
     "DEFAULT_LIMIT",
@@ -77,18 +82,24 @@ class RecordFilter:
     meta: tuple[tuple[str, str], ...] = ()
     text: str | None = None
     before: tuple[int, str] | None = None
-    """Keyset paging: records strictly older than this ``(time_ns, span_id)``."""
+    """Keyset paging newest first: records strictly older than this ``(time_ns, span_id)``."""
     limit: int = DEFAULT_LIMIT
+    range: str | None = None
+    """The scope's period ending now (a key of ``_scope.RANGES``); ``since_ns`` is its start, resolved."""
+    sort: Sort = NEWEST
+    """The list's order (``_sorting``); newest first by default."""
+    after: tuple[object, ...] | None = None
+    """Keyset paging in another order than newest first: the sort key of the last record shown, then its span id."""
+
+    @property
+    def scope(self) -> Scope:
+        """The time range and service of this filter: what the pages' links carry to one another."""
+        return Scope(self.range, self.since_ns, self.until_ns, self.service)
 
     def params(self, *, paging: bool = False) -> list[tuple[str, str]]:
         """The URL query of this filter (without the cursor unless ``paging``)."""
-        out: list[tuple[str, str]] = []
-        if self.since_ns is not None:
-            out.append(("since", str(self.since_ns)))
-        if self.until_ns is not None:
-            out.append(("until", str(self.until_ns)))
+        out: list[tuple[str, str]] = list(self.scope.params())
         for key, value in (
-            ("service", self.service),
             ("route", self.route),
             ("decision", self.decision),
             ("q", self.text),
@@ -97,23 +108,30 @@ class RecordFilter:
                 out.append((key, value))
         out += [("score", str(bound)) for bound in self.scores]
         out += [("meta", f"{key}:{value}") for key, value in self.meta]
+        if not self.sort.default:
+            out.append(("sort", str(self.sort)))
         if self.limit != DEFAULT_LIMIT:
             out.append(("limit", str(self.limit)))
         if paging and self.before is not None:
             out.append(("before", f"{self.before[0]}:{self.before[1]}"))
+        if paging and self.after is not None:
+            out.append(("after", self.sort.cursor(self.after)))
         return out
 
     def query(self, *, paging: bool = False) -> str:
         """``params`` as a URL query string (empty when nothing is filtered)."""
         return urlencode(self.params(paging=paging))
 
-    def page_after(self, time_ns: int, span_id: str) -> RecordFilter:
-        """The same filter, one page further (older than the given record)."""
-        return replace(self, before=(time_ns, span_id))
+    def page_after(self, record: Mapping[str, object]) -> RecordFilter:
+        """The same filter, one page further: past ``record`` (the last shown) in the list's order."""
+        if self.sort.default:
+            return replace(self, before=(int(record["time_ns"]), str(record["span_id"])))  # type: ignore[call-overload]
+        return replace(self, after=self.sort.key_of(record))
 
 
-def parse_filter(params: Mapping[str, str] | object) -> RecordFilter:
-    """A ``RecordFilter`` from a URL query (a Starlette ``QueryParams`` or a plain mapping)."""
+def parse_filter(params: Mapping[str, str] | object, *, now_ns: int | None = None) -> RecordFilter:
+    """A ``RecordFilter`` from a URL query (a Starlette ``QueryParams`` or a plain mapping); ``now_ns`` ends a
+    ``range=`` (default: the clock)."""
     many = getattr(params, "getlist", None)
 
     def values(key: str) -> list[str]:
@@ -146,8 +164,21 @@ def parse_filter(params: Mapping[str, str] | object) -> RecordFilter:
         raise FilterError(
             f"score= and meta=: at most {MAX_FILTERS} conditions together (got {len(scores) + len(meta)})"
         )
+    period = one("range")
+    since_ns = _time(one("since"), "since")
+    if period is not None:
+        if period not in RANGES:
+            raise FilterError(f"range={period!r}: use one of {', '.join(RANGES)}, or since= and until=")
+        since_ns = max(0, (time.time_ns() if now_ns is None else now_ns) - RANGES[period])
+    sort = parse_sort(one("sort"))
+    after = one("after")
+    if after is not None and sort.default:
+        raise FilterError("after= pages a list in another order than newest first: give its sort= too")
     return RecordFilter(
-        since_ns=_time(one("since"), "since"),
+        range=period,
+        sort=sort,
+        after=parse_after(sort, after) if after is not None else None,
+        since_ns=since_ns,
         until_ns=_time(one("until"), "until"),
         service=one("service"),
         route=one("route"),

@@ -1,8 +1,12 @@
-"""The triage pages' shared frame: one stylesheet, the navigation, escaping and the small SVG chart.
+"""Every page's shared frame (``page``): the stylesheet, the navigation between the pages and the scope picker (a
+time range and a service, kept in the URL: ``_scope``), each link carrying the scope; the error pages
+(``error_page``); escaping; and the small SVG chart.
 
-Everything is inline (no fonts, scripts or styles from the network), so the pages work on a machine
-without internet. Colours are paired with words and underline styles (a verdict is never told by colour
-alone) and meet WCAG AA contrast on white.
+Nothing comes from the network (no fonts, scripts or styles of another site), so the pages work on a machine
+without internet; the stylesheet and the scripts are this collector's own files at versioned URLs (``_assets``),
+kept by the browser, and no page holds a script of its own (the Content-Security-Policy forbids it). Colours are
+paired with words and underline styles (a verdict is never told by colour alone) and meet WCAG AA contrast on
+white.
 """
 
 from __future__ import annotations
@@ -11,52 +15,19 @@ import html
 from collections.abc import Sequence
 from datetime import datetime, timezone
 
-__all__ = ["e", "fmt_time", "page", "sparkline", "verdict_class"]
+from ragtrace_collector._triage._assets import asset_url
+from ragtrace_collector._triage._scope import RANGES, Scope
 
-_CSS = """
-:root { color-scheme: light; }
-body { font: 15px/1.45 system-ui, sans-serif; margin: 0; color: #1a1a1a; background: #fff; }
-header.top { background: #1f2a44; color: #fff; padding: .6rem 1rem; display: flex; gap: 1.2rem; align-items: baseline; }
-header.top a { color: #fff; }
-header.top b { font-size: 1.1rem; }
-main { padding: 1rem; max-width: 1200px; }
-a { color: #0645ad; }
-a:focus, button:focus, input:focus, select:focus { outline: 3px solid #f0a30a; outline-offset: 1px; }
-table { border-collapse: collapse; width: 100%; }
-th, td { text-align: left; padding: .3rem .5rem; border-bottom: 1px solid #ddd; vertical-align: top; }
-th { background: #f3f4f7; }
-tr.row:focus-within { background: #fff6dc; }
-.muted { color: #555; }
-.chip { display: inline-block; padding: 0 .35rem; margin: 0 .2rem .1rem 0; border-radius: 4px; background: #eef0f4;
-        font-size: .85rem; white-space: nowrap; }
-.chip.bad { background: #fbd9d9; color: #7a0c0c; }
-form.filters { display: flex; flex-wrap: wrap; gap: .5rem 1rem; align-items: end; margin: .5rem 0 1rem; }
-form.filters label { display: flex; flex-direction: column; font-size: .85rem; }
-.claim { text-decoration-thickness: 2px; text-underline-offset: 3px; color: inherit; padding: 0 .1rem; }
-.v-supported { background: #d9f2e0; text-decoration: underline solid #1b6b34; }
-.v-contradicted { background: #fbd9d9; text-decoration: underline wavy #a11212; }
-.v-unsupported { background: #fdf0c8; text-decoration: underline dashed #8a5a00; }
-.verdict { font-weight: 600; }
-.answer { font-size: 1.05rem; padding: .6rem .8rem; border: 1px solid #ddd; border-radius: 6px; }
-ol.chunks li { margin: .4rem 0; padding: .4rem .6rem; border: 1px solid #ddd; border-radius: 6px; }
-ol.chunks li:target { border: 3px solid #f0a30a; background: #fffaf0; }
-.notice { background: #e8f0fe; padding: .3rem .6rem; border-radius: 4px; }
-svg.chart { background: #fafbfc; border: 1px solid #ddd; }
-.sr-only { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; }
-kbd { border: 1px solid #bbb; border-radius: 3px; padding: 0 .25rem; font-size: .8rem; }
-.waterfall details.span { border-bottom: 1px solid #eee; }
-.waterfall summary { display: grid; grid-template-columns: minmax(12rem, 30%) 8rem 1fr 5.5rem; gap: .5rem;
-                     align-items: center; cursor: pointer; padding: .15rem 0; }
-.waterfall .sname { overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
-.waterfall .skind { font-size: .8rem; color: #555; }
-.waterfall .sbar { position: relative; height: .8rem; background: #f3f4f7; }
-.waterfall .bar { display: block; height: 100%; background: #3b6fb6; min-width: 2px; }
-.waterfall .bar.err { background: #a11212; }
-.waterfall b.err { color: #a11212; }
-.waterfall .sdur { text-align: right; font-variant-numeric: tabular-nums; }
-.waterfall details.focus > summary { background: #fff6dc; }
-table.attrs th { width: 30%; font-weight: normal; color: #555; background: none; }
-"""
+__all__ = ["NAV", "e", "error_page", "fmt_time", "page", "sparkline", "verdict_class"]
+
+NAV = (
+    ("/", "overview"),
+    ("/records", "records"),
+    ("/review", "review"),
+    ("/agreement", "agreement"),
+    ("/costs", "cost and coverage"),
+)
+"""The pages the navigation links, each with the scope of the page it is on."""
 
 
 def e(value: object) -> str:
@@ -76,16 +47,76 @@ def verdict_class(verdict: str) -> str:
     return f"v-{verdict}" if verdict in ("supported", "contradicted", "unsupported") else "v-unsupported"
 
 
-def page(title: str, body: str, *, script: str = "") -> str:
-    """A whole page: the frame around ``body``, with ``script`` inline at the end."""
+def page(
+    title: str,
+    body: str,
+    *,
+    scope: Scope | None = None,
+    services: Sequence[str] = (),
+    here: str | None = None,
+    scripts: Sequence[str] = (),
+) -> str:
+    """A whole page: the frame around ``body``. ``scope``: the page's time range and service, which every link of
+    the navigation carries and the picker shows (``services``: its choices); ``here``: the path of a page of the
+    navigation (marked as the current one, and where the picker goes); ``scripts``: the static scripts it runs
+    (``_assets`` names, loaded after the page is read, in order)."""
+    scope = scope if scope is not None else Scope()
+    current = ' aria-current="page"'
+    links = " · ".join(
+        f'<a href="{e(scope.link(path))}"{current if path == here else ""}>{e(name)}</a>' for path, name in NAV
+    )
+    loaded = "".join(f'<script src="{asset_url(name)}" defer></script>' for name in ("pages.js", *scripts))
     return (
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>{e(title)} - ragtrace</title><style>{_CSS}</style></head><body>"
-        '<header class="top"><b>ragtrace</b><nav aria-label="pages"><a href="/">overview</a> · '
-        '<a href="/records">records</a> · <a href="/review">review</a> · <a href="/agreement">agreement</a> · '
-        '<a href="/costs">cost and coverage</a></nav></header>'
-        f'<main id="main">{body}</main>' + (f"<script>{script}</script>" if script else "") + "</body></html>"
+        f'<title>{e(title)} - ragtrace</title><link rel="stylesheet" href="{asset_url("pages.css")}">{loaded}'
+        '</head><body><header class="top"><b><a href="/">ragtrace</a></b>'
+        f'<nav aria-label="pages">{links}</nav>{_picker(scope, services, here)}</header>'
+        f'<main id="main">{body}</main></body></html>'
+    )
+
+
+def _picker(scope: Scope, services: Sequence[str], here: str | None) -> str:
+    """The scope picker: a time range and a service, applied to the page it is on (``here``); none on a page
+    outside the navigation (a record, an alert, an error), whose links carry the scope it came with."""
+    if here is None:
+        return ""
+    fixed = scope.range is None and (scope.since_ns is not None or scope.until_ns is not None)
+    # A period the URL fixed (since=, until=) is the first choice, kept by hidden fields; else all time.
+    first = f"{fmt_time(scope.since_ns) or 'start'} to {fmt_time(scope.until_ns) or 'now'}" if fixed else "all time"
+    ranges = [("", first), *((key, f"last {key}") for key in RANGES)]
+    range_options = "".join(
+        f'<option value="{e(value)}"{" selected" if value == (scope.range or "") else ""}>{e(label)}</option>'
+        for value, label in ranges
+    )
+    names = list(services)
+    if scope.service and scope.service not in names:
+        names.insert(0, scope.service)
+    service_options = '<option value="">every service</option>' + "".join(
+        f'<option value="{e(name)}"{" selected" if name == scope.service else ""}>{e(name)}</option>' for name in names
+    )
+    kept = "".join(
+        f'<input type="hidden" name="{key}" value="{value}">'
+        for key, value in (("since", scope.since_ns), ("until", scope.until_ns))
+        if value is not None and fixed
+    )
+    return (
+        f'<form class="scope" method="get" action="{e(here)}" aria-label="time range and service">{kept}'
+        f'<label>time <select name="range">{range_options}</select></label>'
+        f'<label>service <select name="service">{service_options}</select></label>'
+        '<button type="submit">apply</button></form>'
+    )
+
+
+def error_page(status: int, title: str, message: str, *, scope: Scope | None = None) -> str:
+    """The page of an error (a 404, a 400, a 503...): what went wrong and the ways back, in the shared frame."""
+    back = (scope or Scope()).link("/")
+    return page(
+        title,
+        f'<section class="error-page"><h1>{e(title)}</h1><p>{e(message)}</p>'
+        f'<p><a href="{e(back)}">back to the overview</a> · <a href="{e((scope or Scope()).link("/records"))}">'
+        f"the records</a> · HTTP {int(status)}</p></section>",
+        scope=scope,
     )
 
 

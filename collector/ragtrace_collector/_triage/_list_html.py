@@ -1,11 +1,12 @@
-"""The records list: the filter form, one row per record (newest first), the next-page link, and the
-script that adds new records at the top without moving the reader (live updates) and moves between rows
-from the keyboard (``j``/``k``, ``Enter`` opens, ``/`` searches)."""
+"""The records list: the filter form, one row per record (newest first, or in the order ``sort=`` asks: the
+column headings link each order), the next-page link, and the script (``static/records.js``) that adds new records
+at the top without moving the reader (live updates) and moves between rows from the keyboard (``j``/``k``,
+``Enter`` opens, ``/`` searches)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from ragtrace import semconv
@@ -13,6 +14,7 @@ from ragtrace_collector._drift import metric_direction
 from ragtrace_collector._store.triage import Page
 from ragtrace_collector._triage._filters import RecordFilter
 from ragtrace_collector._triage._layout import e, fmt_time, page
+from ragtrace_collector._triage._sorting import parse_sort
 
 __all__ = ["list_page", "row_html"]
 
@@ -60,7 +62,9 @@ def _form(f: RecordFilter, services: Sequence[str]) -> str:
     decisions = "".join(f"<option{' selected' if d == f.decision else ''}>{e(d)}</option>" for d in semconv.DECISIONS)
     return (
         '<form class="filters" method="get" action="/records" role="search">'
-        + field("since", "since", f.since_ns, "2026-11-24T09:00Z")
+        + (f'<input type="hidden" name="range" value="{e(f.range)}">' if f.range else "")
+        + ("" if f.sort.default else f'<input type="hidden" name="sort" value="{e(str(f.sort))}">')
+        + field("since", "since", None if f.range else f.since_ns, "2026-11-24T09:00Z")
         + field("until", "until", f.until_ns, "ns or ISO time")
         + f'<label>service<select name="service"><option value="">any</option>{service_options}</select></label>'
         + f'<label>decision<select name="decision"><option value="">any</option>{decisions}</select></label>'
@@ -71,46 +75,33 @@ def _form(f: RecordFilter, services: Sequence[str]) -> str:
     )
 
 
-_SCRIPT = """
-(function () {
-  const table = document.getElementById('records');
-  const note = document.getElementById('live');
-  const rows = () => Array.from(table.querySelectorAll('tr.row a.open'));
-  document.addEventListener('keydown', (ev) => {
-    if (ev.target.matches('input, select, textarea') || ev.ctrlKey || ev.metaKey || ev.altKey) return;
-    const links = rows(); const i = links.indexOf(document.activeElement);
-    if (ev.key === 'j') { (links[i + 1] || links[0]) && (links[i + 1] || links[0]).focus(); ev.preventDefault(); }
-    if (ev.key === 'k') { (links[i - 1] || links[0]) && (links[i - 1] || links[0]).focus(); ev.preventDefault(); }
-    if (ev.key === '/') { document.querySelector('input[name=q]').focus(); ev.preventDefault(); }
-  });
-  const live = table.dataset.live === '1';
-  if (!live) return;
-  let added = 0;
-  async function poll() {
-    let again = POLL_MS;
-    try {
-      const reply = await fetch('/api/records?' + table.dataset.query + (table.dataset.query ? '&' : '') +
-                                'after_row=' + table.dataset.lastRow, {headers: {'Accept': 'application/json'}});
-      if (reply.ok) {
-        const data = await reply.json();
-        table.dataset.lastRow = data.last_row;
-        if (data.rows_html.length) {
-          const y = window.scrollY, h = document.body.scrollHeight;
-          // They come in the order they arrived: each goes on top of the one before.
-          for (const row of data.rows_html) table.querySelector('tbody').insertAdjacentHTML('afterbegin', row);
-          // New rows above push the page down: keep the reader's rows where they were on screen.
-          if (y > 0) window.scrollTo(0, y + document.body.scrollHeight - h);
-          added += data.rows_html.length;
-          note.textContent = added + ' new record(s) added at the top since this page loaded';
-        }
-        if (data.more) again = 0;  // a burst: take the rest now, a page at a time
-      }
-    } catch (err) { /* the next poll tries again */ }
-    setTimeout(poll, again);
-  }
-  setTimeout(poll, POLL_MS);
-})();
-"""
+def _sort_link(f: RecordFilter, sort: str, text: str) -> str:
+    """A link to the list in order ``sort`` (its first page), marked when it is the order shown."""
+    chosen = str(f.sort) == sort
+    target = replace(f, sort=parse_sort(sort), before=None, after=None)
+    mark = ' aria-current="true" class="sorted"' if chosen else ""
+    return f'<a href="/records?{e(target.query())}"{mark}>{e(text)}</a>'
+
+
+def _orders(f: RecordFilter, result: Page) -> str:
+    """The orders the list offers: by time either way, by service, and by each metric on the page."""
+    shown: set[str] = {str(m) for r in result.records for m in (r.get("scores") or {})}
+    if f.sort.metric is not None:
+        shown.add(f.sort.metric)
+    by_score = " ".join(
+        f"{e(m)} {_sort_link(f, m, 'lowest')}/{_sort_link(f, '-' + m, 'highest')}" for m in sorted(shown)
+    )
+    return (
+        '<p class="muted" id="orders">Sort: '
+        + _sort_link(f, "-time", "newest")
+        + " · "
+        + _sort_link(f, "time", "oldest")
+        + " · "
+        + _sort_link(f, "service", "service")
+        + (f" · by score: {by_score}" if by_score else "")
+        + (f". Records without a {e(f.sort.metric)} score are not in this order." if f.sort.metric is not None else ".")
+        + "</p>"
+    )
 
 
 def list_page(
@@ -120,22 +111,32 @@ def list_page(
     it was read (the new records are the ones after it)."""
     query = f.query()
     rows = "".join(row_html(r, query) for r in result.records)
-    empty = '<tr><td colspan="6" class="muted">no record matches these filters</td></tr>' if not rows else ""
-    # Live updates only on the first page: a reader paging back in time is reading history.
-    live = "1" if f.before is None else "0"
+    empty = ""
+    if not rows:
+        empty = (
+            '<tr class="none"><td colspan="6" class="muted">No record matches these filters'
+            + (f" in {e(f.scope.describe())}" if f.scope.params() else "")
+            + '. <a href="/records">Every record</a>.</td></tr>'
+        )
+    # Live updates only on the first page newest first: a reader paging, or in another order, is reading history.
+    live = "1" if f.before is None and f.after is None and f.sort.default else "0"
     more = (
-        f'<p><a rel="next" href="/records?{e(result.next.query(paging=True))}">older records</a></p>'
+        f'<p><a rel="next" href="/records?{e(result.next.query(paging=True))}">'
+        + ("older records" if f.sort.default else "next page")
+        + "</a></p>"
         if result.next
         else ""
     )
     body = (
         "<h1>Records</h1>"
         + _form(f, services)
+        + _orders(f, result)
         + '<p class="muted">Keys: <kbd>j</kbd>/<kbd>k</kbd> next/previous record, <kbd>Enter</kbd> opens it, '
         + "<kbd>/</kbd> searches. New records appear at the top as they are scored.</p>"
         + '<p id="live" class="notice" role="status" aria-live="polite"></p>'
-        + f'<table id="records" data-live="{live}" data-query="{e(query)}" data-last-row="{last_row}">'
+        + f'<table id="records" data-live="{live}" data-query="{e(query)}" data-last-row="{last_row}" '
+        + f'data-poll-ms="{int(poll_ms)}">'
         + "<thead><tr><th>time</th><th>service</th><th>query</th><th>answer</th><th>decision</th><th>scores</th>"
         + f"</tr></thead><tbody>{rows}{empty}</tbody></table>{more}"
     )
-    return page("records", body, script=_SCRIPT.replace("POLL_MS", json.dumps(poll_ms)))
+    return page("records", body, scope=f.scope, services=services, here="/records", scripts=("records.js",))

@@ -10,7 +10,8 @@ from typing import Any
 from ragtrace import semconv
 from ragtrace_collector._store.triage import RecordDetail
 from ragtrace_collector._triage._layout import e, fmt_time, page, verdict_class
-from ragtrace_collector._triage._review_html import REVIEW_SCRIPT, claim_buttons, review_section
+from ragtrace_collector._triage._review_html import claim_buttons, review_section
+from ragtrace_collector._triage._scope import Scope
 from ragtrace_collector._triage._trace_html import trace_section
 
 __all__ = ["locate_claims", "record_page"]
@@ -131,9 +132,12 @@ def _scores_table(scores: list[dict[str, Any]]) -> str:
     )
 
 
-def record_page(detail: RecordDetail, *, back: str = "", trace_url: str | None = None) -> str:
+def record_page(
+    detail: RecordDetail, *, back: str = "", trace_url: str | None = None, scope: Scope | None = None
+) -> str:
     """The record view; ``back`` is the list's query to return to, ``trace_url`` a template with
-    ``{trace_id}`` (and optionally ``{span_id}``) linking to the user's tracing backend."""
+    ``{trace_id}`` (and optionally ``{span_id}``) linking to the user's tracing backend, ``scope`` the time range
+    and service the navigation's links carry on."""
     r = detail.record
     claims: list[dict[str, Any]] = next(
         (s["claims"] for m in _CLAIM_METRICS for s in detail.scores if s["metric"] == m and s["claims"]), []
@@ -186,4 +190,4 @@ def record_page(detail: RecordDetail, *, back: str = "", trace_url: str | None =
         + trace_section(detail.trace, r, cut=detail.trace_cut)
         + f'<h2>Chunks</h2><ol class="chunks">{chunks}</ol>'
     )
-    return page(f"record {r['span_id']}", body, script=REVIEW_SCRIPT)
+    return page(f"record {r['span_id']}", body, scope=scope, scripts=("review.js",))

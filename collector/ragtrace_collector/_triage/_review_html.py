@@ -2,8 +2,9 @@
 with a note), the review queue (``/review``: the records most worth a person's look) and the agreement page
 (``/agreement``: how well the judge agrees with the reviews, per judge and service and week by week).
 
-The controls post JSON to the review API (``_http/_review_api.py``) with ``fetch`` and reload the page; the
-session cookie goes along, with the CSRF token from the ``ragtrace_csrf`` cookie, as the alert panel's buttons do.
+The controls post JSON to the review API (``_http/_review_api.py``) with ``fetch`` (``static/review.js``) and
+reload the page; the session cookie goes along, with the CSRF token from the ``ragtrace_csrf`` cookie, as the alert
+panel's buttons do. The queue and the agreement are of the pages' scope (``_scope``: a time range and a service).
 """
 
 from __future__ import annotations
@@ -14,38 +15,9 @@ from typing import Any
 from ragtrace_collector._agreement import CUT, Agreement
 from ragtrace_collector._store.reviews import ANSWER
 from ragtrace_collector._triage._layout import e, fmt_time, page
+from ragtrace_collector._triage._scope import Scope
 
-__all__ = ["REVIEW_SCRIPT", "agreement_page", "claim_buttons", "queue_page", "review_section"]
-
-REVIEW_SCRIPT = """
-document.addEventListener("click", async (event) => {
-  const button = event.target.closest("button[data-grounded]");
-  if (!button) return;
-  const form = document.getElementById("review");
-  const token = new URLSearchParams(location.search).get("token");
-  const claim = button.dataset.claim === "" ? null : Number(button.dataset.claim);
-  const body = {span_id: form.dataset.span, claim: claim, grounded: button.dataset.grounded === "true",
-                note: form.elements.note.value || null, author: form.elements.author.value || null};
-  button.disabled = true;
-  const url = "/api/reviews" + (token ? "?token=" + encodeURIComponent(token) : "");
-  // The CSRF token the guard (_http/_auth.py) set beside the session: only this collector's pages can read it.
-  const csrf = (document.cookie.split("; ").find((c) => c.startsWith("ragtrace_csrf=")) || "").slice(14);
-  const reply = await fetch(url, {method: "POST", headers: {"Content-Type": "application/json", "X-CSRF-Token": csrf},
-                                  body: JSON.stringify(body)});
-  if (!reply.ok) {
-    const said = await reply.json().catch(() => ({}));
-    document.getElementById("review-status").textContent = said.error || ("HTTP " + reply.status);
-    button.disabled = false;
-    return;
-  }
-  if (form.elements.author.value) localStorage.setItem("ragtrace-author", form.elements.author.value);
-  location.reload();
-});
-document.addEventListener("DOMContentLoaded", () => {
-  const form = document.getElementById("review");
-  if (form && !form.elements.author.value) form.elements.author.value = localStorage.getItem("ragtrace-author") || "";
-});
-"""
+__all__ = ["agreement_page", "claim_buttons", "queue_page", "review_section"]
 
 
 def _verdict(review: dict[str, Any]) -> str:
@@ -84,30 +56,35 @@ def review_section(span_id: str, reviews: Sequence[dict[str, Any]]) -> str:
     )
 
 
-def queue_page(rows: Sequence[dict[str, Any]], since_ns: int) -> str:
-    """``/review``: scored records nobody reviewed, the judge's least sure first."""
+def queue_page(
+    rows: Sequence[dict[str, Any]], since_ns: int, *, scope: Scope | None = None, services: Sequence[str] = ()
+) -> str:
+    """``/review``: scored records nobody reviewed, the judge's least sure first, in ``scope``."""
+    scope = scope or Scope()
     if not rows:
         body = (
             "<h1>Review queue</h1>"
-            f'<p class="notice">Nothing to review: every record scored since {e(fmt_time(since_ns))} has been '
-            "reviewed, or none was scored. Records appear here once the judge scores them; see "
-            '<a href="/records">records</a>.</p>'
+            f'<p class="notice">Nothing to review in {e(scope.describe())}: every record scored since '
+            f"{e(fmt_time(since_ns))} has been reviewed, or none was scored. Records appear here once the judge "
+            f'scores them; see <a href="{e(scope.link("/records"))}">records</a>.</p>'
         )
-        return page("review queue", body)
+        return page("review queue", body, scope=scope, services=services, here="/review")
     items = "".join(
-        f'<tr><td><a href="/records/{e(r["span_id"])}">{e(fmt_time(r["time_ns"]))}</a></td><td>{e(r["service"])}</td>'
+        f'<tr><td><a href="/records/{e(r["span_id"])}{"?" + e(scope.query()) if scope.query() else ""}">'
+        f"{e(fmt_time(r['time_ns']))}</a></td><td>{e(r['service'])}</td>"
         f"<td>{e((r['query'] or '')[:160])}</td><td>{r['faithfulness']:.3f}</td><td>{e(r['label'])}</td></tr>"
         for r in rows
     )
     body = (
         "<h1>Review queue</h1>"
-        f'<p class="muted">Scored since {e(fmt_time(since_ns))} and not reviewed, the judge\'s least sure first '
+        f'<p class="muted">{e(scope.describe())}: scored since {e(fmt_time(since_ns))} and not reviewed, '
+        "the judge's least sure first "
         f"(faithfulness nearest its cut, {CUT}). Open one, read its claims and chunks, and say whether the judge was "
         "right.</p>"
         "<table><thead><tr><th>when</th><th>service</th><th>query</th><th>faithfulness</th><th>label</th></tr>"
         f"</thead><tbody>{items}</tbody></table>"
     )
-    return page("review queue", body)
+    return page("review queue", body, scope=scope, services=services, here="/review")
 
 
 def _figure(value: float | None, interval: tuple[float, float] | None) -> str:
@@ -126,8 +103,15 @@ def _rows(groups: Sequence[Agreement], first: str) -> str:
     )
 
 
-def agreement_page(groups: Sequence[Agreement], weeks: Sequence[tuple[int, Agreement]]) -> str:
-    """``/agreement``: the judge against the people who reviewed its records."""
+def agreement_page(
+    groups: Sequence[Agreement],
+    weeks: Sequence[tuple[int, Agreement]],
+    *,
+    scope: Scope | None = None,
+    services: Sequence[str] = (),
+) -> str:
+    """``/agreement``: the judge against the people who reviewed its records (records of ``scope``)."""
+    scope = scope or Scope()
     head = (
         "<table><thead><tr><th></th><th>judge</th><th>service</th><th>reviewed</th><th>said right</th>"
         "<th>AUROC [95 %]</th><th>balanced accuracy at the cut [95 %]</th></tr></thead><tbody>"
@@ -135,10 +119,11 @@ def agreement_page(groups: Sequence[Agreement], weeks: Sequence[tuple[int, Agree
     if not groups or groups[0].records == 0:
         body = (
             "<h1>The judge against people</h1>"
-            '<p class="notice">No review yet. Open a record (the <a href="/review">review queue</a> lists the ones '
-            "most worth a look) and say whether its answer is right: the judge's agreement with people shows here.</p>"
+            f'<p class="notice">No review yet. (Records of {e(scope.describe())}.) Open a record (the '
+            f'<a href="{e(scope.link("/review"))}">review queue</a> lists the ones most worth a look) and say whether '
+            "its answer is right: the judge's agreement with people shows here.</p>"
         )
-        return page("agreement", body)
+        return page("agreement", body, scope=scope, services=services, here="/agreement")
     by_week = "".join(
         f"<tr><td>{e(fmt_time(week)[:10])}</td><td>all</td><td>all</td><td>{a.records}</td><td>{a.grounded}</td>"
         f"<td>{_figure(a.auroc, a.auroc_interval)}</td>"
@@ -147,11 +132,12 @@ def agreement_page(groups: Sequence[Agreement], weeks: Sequence[tuple[int, Agree
     )
     body = (
         "<h1>The judge against people</h1>"
-        '<p class="muted">Each record a person reviewed as a whole, beside the judge\'s faithfulness of it (else one '
+        f'<p class="muted">Records of {e(scope.describe())}. Each record a person reviewed as a whole, beside the '
+        "judge's faithfulness of it (else one "
         "minus its hallucination). AUROC: how often the judge scores a record people call right above one they call "
         f"wrong (0.5 is chance). Balanced accuracy: how often its verdict at the cut ({CUT}) matches theirs, each "
         "kind weighed alike. Intervals: 95 % bootstrap.</p>"
         f"<h2>Per judge and service</h2>{head}{_rows(groups, 'all reviews')}</tbody></table>"
         f"<h2>Week by week</h2>{head.replace('<th></th>', '<th>week of</th>')}{by_week}</tbody></table>"
     )
-    return page("agreement", body)
+    return page("agreement", body, scope=scope, services=services, here="/agreement")
