@@ -15,9 +15,11 @@ from typing import Final
 import numpy as np
 
 from ragtrace.cli.calibration import balanced_accuracy, rank_auc
+from ragtrace_collector import _drift
+from ragtrace_collector._rule_types import AgreementParams
 from ragtrace_collector._store.reviews import Agreeing
 
-__all__ = ["CUT", "Agreement", "agreement", "weekly"]
+__all__ = ["CUT", "Agreement", "agreement", "agreement_state", "weekly"]
 
 CUT: Final = 0.5
 """The judge's cut: faithfulness at or above it is its "grounded" (the metrics' labels sit there)."""
@@ -94,3 +96,38 @@ def weekly(rows: Sequence[Agreeing], seed: int = 0) -> list[tuple[int, Agreement
     for row in rows:
         weeks.setdefault(row.time_ns // _WEEK_NS * _WEEK_NS, []).append(row)
     return [(week, _of("all", "all", group, seed)) for week, group in sorted(weeks.items())]
+
+
+def agreement_state(
+    rows: Sequence[Agreeing], params: AgreementParams, previous: str | None = None
+) -> _drift.Evaluation:
+    """An ``agreement`` rule's detector (pure): the judge's ``params.statistic`` over the reviews ``rows`` (one
+    group's, in the rule's window) against ``params.threshold``. NO_DATA with fewer than ``params.min_reviews``
+    reviews, or with reviews of one kind only (the statistic needs answers said right and answers said wrong).
+    An ALERT holds until the statistic is back at ``warning`` (the threshold without one), so agreement
+    hovering at the threshold does not flap."""
+    n = len(rows)
+    name = "balanced accuracy" if params.statistic == "balanced_accuracy" else "AUROC"
+    if n < params.min_reviews:
+        return _drift.Evaluation(_drift.NO_DATA, None, params.threshold, n, f"{n} reviews, need {params.min_reviews}")
+    scores = [r.score for r in rows]
+    labels = [r.grounded for r in rows]
+    if all(labels) or not any(labels):
+        said = "right" if labels[0] else "wrong"
+        return _drift.Evaluation(
+            _drift.NO_DATA, None, params.threshold, n,
+            f"all {n} reviews say the answer is {said}: agreement needs answers of both kinds",
+        )  # fmt: skip
+    value = (
+        balanced_accuracy(scores, labels, CUT) if params.statistic == "balanced_accuracy" else rank_auc(scores, labels)
+    )
+    warning = params.warning
+    out = params.threshold if warning is None else warning
+    if value < params.threshold or (previous == _drift.ALERT and value < out):
+        state: _drift.State = _drift.ALERT
+        words = f"is below {params.threshold:g}" if value < params.threshold else f"is not back at {out:g} yet"
+    elif warning is not None and value < warning:
+        state, words = _drift.WARNING, f"is below {warning:g}"
+    else:
+        state, words = _drift.OK, f"is at or above {params.threshold:g}"
+    return _drift.Evaluation(state, value, params.threshold, n, f"judge {name} {value:.3f} over {n} reviews {words}")

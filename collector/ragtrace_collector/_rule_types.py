@@ -5,11 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final, Literal
 
-RuleKind = Literal["threshold", "spike", "drift"]
+RuleKind = Literal["threshold", "spike", "drift", "agreement"]
 GroupBy = Literal["all", "service", "route", "service_route"]
 SinkType = str
 """A registered sink type: ``log``, ``stdout``, ``webhook`` or one added with ``_alerts.register_sink``."""
 DriftMethod = Literal["psi", "ks"]
+AgreementStatistic = Literal["balanced_accuracy", "auroc"]
 
 
 _NS_PER_S: Final = 1_000_000_000
@@ -61,7 +62,21 @@ class DriftParams:
     bins: int = 10
 
 
-Params = ThresholdParams | SpikeParams | DriftParams
+@dataclass(frozen=True, slots=True)
+class AgreementParams:
+    """The judge's agreement with the people who reviewed its records (``_agreement``: balanced accuracy at the
+    judge's cut, or AUROC) over the reviews given in the last ``window_ns``, against ``threshold``: ALERT below it,
+    WARNING below ``warning``. Fewer than ``min_reviews`` reviews, or reviews of one kind only (every answer said
+    right, or every one wrong: neither statistic is defined), is NO_DATA."""
+
+    threshold: float
+    warning: float | None = None
+    statistic: AgreementStatistic = "balanced_accuracy"
+    window_ns: int = 7 * 86400 * _NS_PER_S
+    min_reviews: int = 20
+
+
+Params = ThresholdParams | SpikeParams | DriftParams | AgreementParams
 
 
 DEFAULT_KEEP_FIRING_FOR_NS: Final = 15 * 60 * _NS_PER_S

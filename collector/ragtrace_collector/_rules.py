@@ -33,6 +33,8 @@ from ragtrace_collector._rule_types import (
     DEFAULT_KEEP_FIRING_FOR_NS,
     DEFAULT_NO_DATA_AFTER_NS,
     DEFAULT_SPIKE,
+    AgreementParams,
+    AgreementStatistic,
     AlertRule,
     DriftMethod,
     DriftParams,
@@ -109,6 +111,21 @@ def _parse_sink(data: object, index: int, source: str) -> SinkConfig:
 
 
 def _parse_params(table: Table, kind: RuleKind) -> Params:
+    if kind == "agreement":
+        table.require("threshold", "give the agreement below which it fires, e.g. threshold = 0.7")
+        agreement = AgreementParams(
+            threshold=table.number("threshold", None, low=0.0, high=1.0),
+            warning=table.number("warning", None, low=0.0, high=1.0),
+            statistic=table.choice("statistic", "balanced_accuracy", get_args(AgreementStatistic)),
+            window_ns=table.duration("window", 7 * 86400 * NS_PER_S),
+            min_reviews=table.integer("min_reviews", 20, low=2),
+        )
+        if agreement.warning is not None and agreement.warning < agreement.threshold:
+            raise ConfigurationError(
+                f"{table.where}: warning = {agreement.warning:g} is below threshold = {agreement.threshold:g}; "
+                "the warning comes first: make warning >= threshold"
+            )
+        return agreement
     if kind == "threshold":
         table.require("threshold", "give the level that raises ALERT, e.g. threshold = 0.5")
         params: Params = ThresholdParams(
@@ -166,10 +183,19 @@ def _parse_rule(data: object, index: int, source: str, defaults: _Timing, sink_n
     name = table.require("name", 'give each rule a unique name, e.g. name = "faithfulness-low"')
     if not isinstance(name, str) or not _NAME.match(name):
         raise ConfigurationError(f"{where}: `name` = {name!r}; use letters, digits, '_', '-', '.' or ':'")
-    kind = table.require("kind", 'say which detector: kind = "threshold", "spike" or "drift"')
+    kind = table.require("kind", 'say which detector: kind = "threshold", "spike", "drift" or "agreement"')
     if kind not in get_args(RuleKind):
-        raise ConfigurationError(f"{where}: `kind` = {kind!r}; use one of threshold, spike, drift")
-    metric = table.require("metric", 'name the metric, e.g. metric = "faithfulness"')
+        raise ConfigurationError(f"{where}: `kind` = {kind!r}; use one of threshold, spike, drift, agreement")
+    if kind == "agreement":
+        # The reviews are of the answer's groundedness, which the judge's faithfulness measures (_agreement).
+        metric = table.get("metric", "faithfulness")
+        if metric != "faithfulness":
+            raise ConfigurationError(
+                f"{where}: `metric` = {metric!r}; an agreement rule compares people's reviews with the judge's "
+                "faithfulness (else one minus its hallucination): leave `metric` out"
+            )
+    else:
+        metric = table.require("metric", 'name the metric, e.g. metric = "faithfulness"')
     if not isinstance(metric, str) or not _NAME.match(metric):
         raise ConfigurationError(f"{where}: `metric` = {metric!r} is not a metric name")
     params = _parse_params(table, kind)

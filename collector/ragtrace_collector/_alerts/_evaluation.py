@@ -1,15 +1,19 @@
-"""Evaluation of one rule over the store: which groups it covers and the state each is in now."""
+"""Evaluation of one rule over the store: which groups it covers and the state each is in now. A score rule
+(threshold, spike, drift) reads the group's scores; an agreement rule the reviews people gave the group's records
+(``_agreement.agreement_state``)."""
 
 from __future__ import annotations
 
 from ragtrace_collector import _drift
+from ragtrace_collector._agreement import agreement_state
 from ragtrace_collector._rule_types import (
+    AgreementParams,
     AlertRule,
     DriftParams,
     SpikeParams,
     ThresholdParams,
 )
-from ragtrace_collector._store import Connection, alerts
+from ragtrace_collector._store import Connection, alerts, reviews
 from ragtrace_collector._store.alerts import GroupKey
 
 
@@ -25,7 +29,7 @@ def group_key(rule: AlertRule, service: str | None, route: str | None) -> GroupK
 
 def _lookback_ns(rule: AlertRule) -> int:
     params = rule.params
-    if isinstance(params, ThresholdParams):
+    if isinstance(params, ThresholdParams | AgreementParams):
         return params.window_ns
     return params.window_ns + params.baseline_ns
 
@@ -39,7 +43,7 @@ def _values(
 def baseline_end(rule: AlertRule, now_ns: int) -> int | None:
     """Where the rule's sliding baseline window ends at ``now_ns`` (where its recent window starts); None for a
     threshold rule, which has no baseline."""
-    if isinstance(rule.params, ThresholdParams):
+    if isinstance(rule.params, ThresholdParams | AgreementParams):
         return None
     return now_ns - rule.params.window_ns
 
@@ -82,6 +86,9 @@ def _evaluate(
 ) -> _drift.Evaluation:
     direction = _drift.metric_direction(rule.metric)
     params = rule.params
+    if isinstance(params, AgreementParams):
+        rows = reviews.window_rows(conn, key, grouped_by(rule), now_ns - params.window_ns, now_ns)
+        return agreement_state(rows, params, previous)
     if isinstance(params, ThresholdParams):
         values = _values(conn, rule, key, now_ns - params.window_ns, now_ns)
         return _drift.threshold_state(
@@ -135,5 +142,8 @@ def _evaluate(
 def groups_of(conn: Connection, rule: AlertRule, now_ns: int) -> set[GroupKey]:
     """The rule's groups that have scores in its look-back window as of ``now_ns``."""
     restrict = (rule.service, rule.route)
+    if isinstance(rule.params, AgreementParams):
+        found = reviews.groups_with_reviews(conn, restrict, now_ns - rule.params.window_ns, now_ns)
+        return {group_key(rule, service, route) for service, route in found}
     found = alerts.groups_with_scores(conn, rule.metric, restrict, now_ns - _lookback_ns(rule), now_ns)
     return {group_key(rule, service, route) for service, route in found}

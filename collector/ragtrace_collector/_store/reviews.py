@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from ragtrace_collector._store.dialect import AnyConnection
+from ragtrace_collector._store.dialect import AnyConnection, dialect_of
 from ragtrace_collector._store.schema import RAG_RECORDS, REVIEW_COLUMNS, REVIEWS, SCORES
 
 __all__ = [
@@ -23,10 +23,12 @@ __all__ = [
     "QUEUE_DAYS",
     "Agreeing",
     "agreement_rows",
+    "groups_with_reviews",
     "labelled_records",
     "review_queue",
     "reviews_of",
     "save_review",
+    "window_rows",
 ]
 
 ANSWER: Final = -1
@@ -151,6 +153,12 @@ def agreement_rows(
         f"WHERE v.claim = ? AND v.time_ns >= ?{scope} ORDER BY v.time_ns",
         args,
     ).fetchall()
+    return _agreeing(rows)
+
+
+def _agreeing(rows: Sequence[Sequence[Any]]) -> list[Agreeing]:
+    """``Agreeing`` of each row (span id, judge, service, time, faithfulness, hallucination, grounded) the judge
+    scored (faithfulness, else one minus hallucination)."""
     found = []
     for span_id, judge, service, time_ns, faithfulness, hallucination, grounded in rows:
         score = faithfulness if faithfulness is not None else (1 - hallucination if hallucination is not None else None)
@@ -195,3 +203,51 @@ def review_queue(
         [*args, _CUT, limit],
     ).fetchall()
     return [dict(zip(columns, row, strict=True)) for row in rows], start
+
+
+def _group(
+    conn: AnyConnection, key: tuple[str | None, str | None], grouped: tuple[bool, bool]
+) -> tuple[str, list[Any]]:
+    """The clause keeping one alert group's records (as the alert rules group scores: a grouped column's None is
+    the records without one; an ungrouped column filters only when the rule restricts it)."""
+    same = dialect_of(conn).same
+    clause, args = "", []
+    for column, value, by in zip(("service", "route"), key, grouped, strict=True):
+        if by:
+            clause += f" AND r.{column} {same} ?"
+            args.append(value)
+        elif value is not None:
+            clause += f" AND r.{column} = ?"
+            args.append(value)
+    return clause, args
+
+
+def window_rows(
+    conn: AnyConnection, key: tuple[str | None, str | None], grouped: tuple[bool, bool], start: int, end: int
+) -> list[Agreeing]:
+    """An alert group's records reviewed as a whole in ``(start, end]`` (the review's time) that the judge scored,
+    as ``agreement_rows`` gives them: what an ``agreement`` rule evaluates. Read through ``reviews(time_ns)``."""
+    clause, args = _group(conn, key, grouped)
+    rows = conn.execute(
+        f"SELECT v.span_id, r.judge, r.service, v.time_ns, f.value, h.value, v.grounded "
+        f"FROM {REVIEWS} v JOIN {RAG_RECORDS} r ON r.span_id = v.span_id "
+        f"LEFT JOIN {SCORES} f ON f.span_id = v.span_id AND f.metric = 'faithfulness' "
+        f"LEFT JOIN {SCORES} h ON h.span_id = v.span_id AND h.metric = 'hallucination' "
+        f"WHERE v.claim = ? AND v.time_ns > ? AND v.time_ns <= ?{clause} ORDER BY v.time_ns",
+        [ANSWER, start, end, *args],
+    ).fetchall()
+    return _agreeing(rows)
+
+
+def groups_with_reviews(
+    conn: AnyConnection, restrict: tuple[str | None, str | None], start: int, end: int
+) -> set[tuple[str | None, str | None]]:
+    """The (service, route) pairs of records reviewed as a whole in ``(start, end]``, within the rule's own
+    restriction ``restrict`` (None: any)."""
+    clause, args = _group(conn, restrict, (False, False))
+    rows = conn.execute(
+        f"SELECT DISTINCT r.service, r.route FROM {REVIEWS} v JOIN {RAG_RECORDS} r ON r.span_id = v.span_id "
+        f"WHERE v.claim = ? AND v.time_ns > ? AND v.time_ns <= ?{clause}",
+        [ANSWER, start, end, *args],
+    ).fetchall()
+    return {(service, route) for service, route in rows}

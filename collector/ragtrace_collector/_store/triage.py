@@ -500,7 +500,7 @@ def alert_scope(conn: AnyConnection, alert_id: int) -> AlertScope | None:
     is none. They are its metric's records of its group (service and/or route) from the group's last OK (the
     hour before the alert, when it never was) to the alert, beyond a threshold rule's own threshold, else 0.5
     (the spike rule's default cutoff; a rule's own cutoff is in its rules file, not in the store); a drift
-    rule's are all of them."""
+    or agreement rule's are all of them."""
     names = column_names(conn, ALERTS)
     if not names:
         return None
@@ -514,7 +514,7 @@ def alert_scope(conn: AnyConnection, alert_id: int) -> AlertScope | None:
     ).fetchone()[0]
     since = ok if ok is not None else alert["time_ns"] - 3600 * 1_000_000_000
     cutoff = alert.get("threshold") if alert.get("kind") == "threshold" else _BAD_CUTOFF
-    if alert.get("kind") == "drift":
+    if alert.get("kind") in ("drift", "agreement"):  # about the whole period, not records past a level
         cutoff = None
     lower = metric_direction(alert["metric"]) == "lower"
     return AlertScope(alert, since, ok is not None, None if cutoff is None else float(cutoff), lower)
