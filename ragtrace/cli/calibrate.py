@@ -2,7 +2,9 @@
 the user labelled, and say what it changes.
 
 ``ragtrace calibrate FILE.jsonl [--label FIELD] [--field NAME=KEY ...] [--base-url URL] [--model M]
-[--api-key K]`` reads RAG records as ``ragtrace eval`` does, each with a boolean label (``--label``,
+[--api-key K]`` reads RAG records as ``ragtrace eval`` does (or, with ``--from URL`` instead of a file, the labels
+people gave on a ragtrace collector's pages: its ``/api/reviews.jsonl``, read with the collector's admin token from
+``--token-file``; a file keeps the token out of the command line and ``ps``), each with a boolean label (``--label``,
 default ``grounded``: true when the answer is supported by its chunks, false when it is not). For each
 record the judge splits the answer into claims and asks one yes/no question per claim
 (``OpenAIJudge.support``); the record's score is its least supported claim's P(yes). It prints the cut
@@ -19,7 +21,8 @@ rough with few of them.
 Exit status: 0 when it printed a fit (the records the judge failed on, if any, counted on stderr); 1 when
 the judge's failures left too few records to fit; 2 on a usage, data or configuration error (a file line
 that is not a record, a label that is not true or false, fewer than 2 records of either kind with claims,
-a judge that verifies batched: the cut is for per-claim verification).
+a judge that verifies batched: the cut is for per-claim verification, a collector that cannot be read or
+refuses the token).
 """
 
 from __future__ import annotations
@@ -28,8 +31,12 @@ import argparse
 import asyncio
 import json
 import sys
+import tempfile
+import urllib.error
+import urllib.request
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ragtrace._exceptions import ConfigurationError
@@ -40,7 +47,10 @@ if TYPE_CHECKING:
     from ragtrace._record import RagRecord
     from ragtrace.judges.openai import OpenAIJudge
 
-__all__ = ["Scored", "add_calibrate", "score_labelled"]
+__all__ = ["Scored", "add_calibrate", "fetch_labels", "score_labelled"]
+
+MAX_LABELS_BYTES = 512 * 1024 * 1024
+"""The most a collector's labels export may weigh (``--from``): a wrong URL costs no more memory or disk."""
 
 
 def add_calibrate(commands: Any) -> None:
@@ -50,7 +60,14 @@ def add_calibrate(commands: Any) -> None:
         help="fit the LLM judge's support_threshold to labelled records",
         description=__doc__.split("\n\n")[1],
     )
-    parser.add_argument("file", help="JSONL records, each with its label")
+    parser.add_argument("file", nargs="?", help="JSONL records, each with its label (or --from)")
+    parser.add_argument(
+        "--from",
+        dest="source",
+        metavar="URL",
+        help="read the labels people gave on a collector's pages: its /api/reviews.jsonl",
+    )
+    parser.add_argument("--token-file", help="a file holding the collector's admin token (with --from)")
     parser.add_argument("--label", default="grounded", help="the boolean field: true when the answer is grounded")
     parser.add_argument("--field", action="append", type=_fields, metavar="NAME=KEY", help="read field NAME from KEY")
     parser.add_argument("--base-url", help="the OpenAI-compatible endpoint (else RAGTRACE_JUDGE_BASE_URL)")
@@ -61,7 +78,18 @@ def add_calibrate(commands: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Read, score, fit and print; see the module docstring for the exit statuses."""
-    records, labels = read_labelled(args.file, args.label, dict(args.field or []))
+    if (args.file is None) == (args.source is None):
+        raise ValueError("give a labelled JSONL file, or --from a collector's /api/reviews.jsonl (one of them)")
+    if args.token_file and args.source is None:
+        raise ValueError("--token-file is the collector's token: use it with --from URL")
+    if args.source is not None:
+        token = _read_token(args.token_file) if args.token_file else None
+        with tempfile.TemporaryDirectory(prefix="ragtrace-calibrate-") as folder:
+            args.file = fetch_labels(args.source, token, f"{folder}/labels.jsonl")
+            records, labels = read_labelled(args.file, args.label, dict(args.field or []))
+            args.file = args.source  # what the messages name
+    else:
+        records, labels = read_labelled(args.file, args.label, dict(args.field or []))
     if min(sum(labels), len(labels) - sum(labels)) < 2:  # before any judge call: no failure can explain it
         raise ValueError(
             f"{args.file}: {sum(labels)} grounded and {len(labels) - sum(labels)} not grounded records; "
@@ -101,6 +129,43 @@ def run(args: argparse.Namespace) -> int:
     print(f"  balanced accuracy at the fitted cut {found.cut:.2f}: {found.at_cut:.3f} (held out: {found.held_out:.3f})")
     print(f"set RAGTRACE_JUDGE_SUPPORT_THRESHOLD={found.cut:.2f} (or OpenAIJudge(support_threshold={found.cut:.2f}))")
     return 0
+
+
+def _read_token(path: str) -> str:
+    token = Path(path).read_text(encoding="utf-8").strip()
+    if not token:
+        raise ValueError(f"{path}: the token file is empty")
+    return token
+
+
+def fetch_labels(url: str, token: str | None, out_path: str, *, timeout: float = 60.0) -> str:
+    """Download a collector's labels (``url``: its ``/api/reviews.jsonl``, JSON lines with ``query``, ``chunks``,
+    ``answer`` and ``grounded``) to ``out_path`` with ``token`` as the bearer, at most ``MAX_LABELS_BYTES``;
+    ``ValueError`` saying what to fix when the collector cannot be read, refuses the token or sends no JSONL."""
+    if not url.startswith(("http://", "https://")):
+        raise ValueError(f"--from {url!r}: give the collector's URL, e.g. http://127.0.0.1:4318/api/reviews.jsonl")
+    request = urllib.request.Request(url, headers={"Accept": "application/x-ndjson, application/json"})
+    if token:
+        request.add_header("Authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as reply, open(out_path, "wb") as out:
+            kind = reply.headers.get("Content-Type", "")
+            if "html" in kind:  # a page (the sign-in form), not the export
+                raise ValueError(f"{url}: the collector answered a page, not labels; is this its /api/reviews.jsonl?")
+            size = 0
+            while chunk := reply.read(1 << 20):
+                size += len(chunk)
+                if size > MAX_LABELS_BYTES:
+                    raise ValueError(f"{url}: more than {MAX_LABELS_BYTES >> 20} MB of labels; narrow it with ?since=")
+                out.write(chunk)
+    except urllib.error.HTTPError as err:
+        if err.code == 401:
+            hint = "give its admin token with --token-file" if not token else "the token in --token-file is refused"
+            raise ValueError(f"{url}: the collector needs its admin token (401): {hint}") from None
+        raise ValueError(f"{url}: the collector answered HTTP {err.code}") from None
+    except urllib.error.URLError as err:
+        raise ValueError(f"{url}: cannot reach the collector ({err.reason})") from None
+    return out_path
 
 
 def read_labelled(path: str, label: str, fields: dict[str, str]) -> tuple[list[RagRecord], list[bool]]:
