@@ -7,7 +7,6 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from ragtrace import ConfigurationError
 from ragtrace_collector._agreement import agreement_state
 from ragtrace_collector._alerts import Watcher
 from ragtrace_collector._otlp import Batch
@@ -16,6 +15,7 @@ from ragtrace_collector._rules import parse_rules
 from ragtrace_collector._store.reviews import ANSWER, Agreeing, save_review
 from ragtrace_collector._store.schema import RAG_COLUMNS, SCORE_COLUMNS
 
+from ragtrace import ConfigurationError
 from tests.collector._stores import dict_rows, whole_row
 
 NS = 1_000_000_000

@@ -1,8 +1,8 @@
 """The live page in a real headless Chromium, served by a real uvicorn on 127.0.0.1 over a real SQLite store.
 
 Chromium is Debian's package (``make system-deps`` installs it). The page must load offline (plotly.js
-is the collector's own cached file), draw its charts (plotly's ``main-svg`` elements in the rendered DOM) and a screenshot must
-not be blank.
+is the collector's own cached file), draw its charts (plotly's ``main-svg`` elements in the rendered DOM) and a
+screenshot must not be blank.
 """
 
 from __future__ import annotations

@@ -4,8 +4,8 @@ the records that made it fire, cost and coverage, and the live-update API."""
 
 from __future__ import annotations
 
-import json
 import html
+import json
 import re
 from collections.abc import Callable, Iterator
 from typing import Any

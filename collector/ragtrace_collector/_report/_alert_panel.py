@@ -37,7 +37,8 @@ class AlertPanel:
     fired: dict[tuple[str, str | None, str | None], str] = field(default_factory=dict)
     """Each firing group's message when it fired (its latest ALERT transition), by (rule, service, route)."""
     watched: bool = False
-    """Whether the store has the watcher's tables (else there is nothing to show but the alerts table's rows)."""
+    """Whether a watcher has evaluated a rule in this store (it keeps a state per group), else there is nothing to
+    show but the alerts table's rows."""
     scope_service: str | None = None
     """The page's service: only its groups (and those of every service) are shown."""
 
@@ -47,11 +48,10 @@ def read_alert_panel(conn: Connection, tables: set[str], now_ns: int, service: s
     watcher has not created its tables."""
     if not set(ALERT_TABLES) <= tables:
         return AlertPanel((), ())
-    groups = tuple(
-        v for v in group_views(conn, now_ns) if v.state != "OK" and (not service or v.service in (None, service))
-    )
+    views = group_views(conn, now_ns)
+    groups = tuple(v for v in views if v.state != "OK" and (not service or v.service in (None, service)))
     pending = tuple(s for s in silences(conn) if s.ends_ns > now_ns)
-    return AlertPanel(groups, pending, fired_messages(conn, groups), watched=True, scope_service=service)
+    return AlertPanel(groups, pending, fired_messages(conn, groups), watched=bool(views), scope_service=service)
 
 
 def fired_messages(conn: Connection, groups: tuple[GroupView, ...]) -> dict[tuple[str, str | None, str | None], str]:
@@ -112,8 +112,8 @@ def alert_panel_html(panel: AlertPanel) -> str:
     quiet = [g for g in panel.groups if g.state == "NO_DATA"]
     if not panel.watched:
         parts.append(
-            '<p class="muted">No alert rule has been evaluated in this store yet (the watcher runs with '
-            "<code>serve</code>; <code>--no-watch</code> turns it off).</p>"
+            '<p class="muted">No alert rule has been evaluated in this store yet: the collector\'s watcher evaluates '
+            "its rules (the defaults, or <code>serve --rules FILE</code>) once scored records arrive.</p>"
         )
     elif not measured:
         parts.append('<p class="muted">No alert group is firing or warning.</p>')
