@@ -19,6 +19,8 @@ from ragtrace_collector._store import SchemaTooNew, Store, connect
 from ragtrace_collector._store.migrations import CURRENT
 from ragtrace_collector._store.schema import TABLES
 
+from tests.collector._stores import rows
+
 _COLLECTOR = Path(_store.__file__).resolve().parent.parent
 
 
@@ -305,3 +307,17 @@ def test_spans_stored_before_the_model_call_columns_get_them_on_upgrade(
         ("c" * 16, None, None, None),
         ("d" * 16, None, None, None),
     ]
+
+
+def test_step_7_indexes_scores_by_value_for_the_sorted_list(store_target: str, open_store: Callable[[], Any]) -> None:
+    """Schema version 7: the index the records list sorted by a score walks, on either engine."""
+    from ragtrace_collector._store.migrations import SCORES_BY_VALUE, STEPS, _scores_by_value
+
+    assert STEPS.index(_scores_by_value) == 6 and CURRENT >= 7
+    open_store()
+    query = (
+        "SELECT indexname FROM pg_indexes WHERE tablename = 'scores'"
+        if str(store_target).startswith("postgresql://")
+        else "SELECT name FROM sqlite_master WHERE tbl_name = 'scores' AND type = 'index'"
+    )
+    assert SCORES_BY_VALUE in {name for (name,) in rows(store_target, query)}

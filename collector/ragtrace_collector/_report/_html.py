@@ -291,8 +291,10 @@ def overview_page(
     firing = [g for g in panel.groups if g.state == "ALERT"]
     parts = [
         "<h1>Overview</h1>",
-        f'<p class="muted">{e(scope.describe())}: {e(iso(head.first_ns))} to {e(iso(head.last_ns))} · '
-        f'<a href="{e(scope.link("/records"))}">records</a> · <a href="{e(scope.link("/costs"))}">cost and '
+        f'<p class="muted">{e(scope.describe())}'
+        + (f": {e(iso(head.first_ns))} to {e(iso(head.last_ns))}" if head.first_ns is not None else "")
+        + " · "
+        + f'<a href="{e(scope.link("/records"))}">records</a> · <a href="{e(scope.link("/costs"))}">cost and '
         "coverage</a></p>",
         f'<p id="fresh" class="muted" role="status" aria-live="polite" data-after-row="{int(last_row)}" '
         f'data-poll-ms="{int(poll_seconds) * 1000}" data-scope="{e(scope.query())}"></p>',
