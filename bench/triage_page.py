@@ -182,7 +182,7 @@ def build_postgres(url: str, n: int) -> None:
 
 
 def pages(n: int) -> dict[str, str]:
-    """The page loads measured: every filter of the list, deep paging, a record, an alert, a live poll."""
+    """The page loads measured: every filter and order of the list, deep paging, a record, an alert, a live poll."""
     middle = T0 + (n // 2) * NS
     return {
         "list, newest first": "/records",
@@ -192,6 +192,10 @@ def pages(n: int) -> dict[str, str]:
         "list, metadata user": "/records?meta=user%3Auser7",
         "list, a time window": f"/records?since={middle}&until={middle + 3600 * NS}",
         "list, a page half way back": f"/records?before={middle}:{'f' * 16}",
+        "list, oldest first": "/records?sort=time",
+        "list, by service": "/records?sort=service",
+        "list, by hallucination, highest first": "/records?sort=-hallucination",
+        "list, by faithfulness, one service": "/records?sort=faithfulness&service=docs",
         "record view": f"/records/{n - 5:016x}",
         "alert view": "/alerts/1",
         "live poll": f"/api/records?after={T0 + (n - 3) * NS}:{n - 3:016x}",
