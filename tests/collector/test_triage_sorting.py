@@ -107,9 +107,9 @@ def test_records_arriving_between_pages_neither_repeat_nor_skip_a_row(store: Any
     [
         ("sort=<script>", "sort="),
         ("sort=-service", "sort="),
-        ("sort=time&after=notbase64!", "paging cursor"),
-        ("sort=time&after=WyJ4Il0", "paging cursor"),  # ["x"]: not this order's key
-        ("after=WzEsImEiXQ", "give its sort= too"),
+        ("sort=time&cursor=notbase64!", "paging cursor"),
+        ("sort=time&cursor=WyJ4Il0", "paging cursor"),  # ["x"]: not this order's key
+        ("cursor=WzEsImEiXQ", "give its sort= too"),
         ("range=2w", "range="),
     ],
 )

@@ -5,8 +5,8 @@ keeps the reader's filters.
 ``service=``, ``route=``, ``decision=``, ``score=`` (repeatable or comma-separated: ``hallucination>0.5``,
 ``faithfulness<=0.3``), ``meta=`` (the same: ``key:value``, the record's OpenInference ``metadata`` or a span
 attribute of that name), ``q=`` (text in the query or the answer), ``sort=`` (``_sorting``: newest first by
-default), ``before=`` / ``after=`` (the paging cursors: ``before`` is ``<time_ns>:<span_id>`` of the last record
-shown newest first, ``after`` the opaque key of the last record shown in another order) and ``limit=``. A value
+default), ``before=`` / ``cursor=`` (the paging cursors: ``before`` is ``<time_ns>:<span_id>`` of the last record
+shown newest first, ``cursor`` the opaque key of the last record shown in another order) and ``limit=``. A value
 that does not parse is a ``FilterError`` with a message for the reader that names the parameter, never a silent
 default and never an error further down (a time past what SQLite's integers hold, a digit that is not ASCII).
 
@@ -115,7 +115,7 @@ class RecordFilter:
         if paging and self.before is not None:
             out.append(("before", f"{self.before[0]}:{self.before[1]}"))
         if paging and self.after is not None:
-            out.append(("after", self.sort.cursor(self.after)))
+            out.append(("cursor", self.sort.cursor(self.after)))
         return out
 
     def query(self, *, paging: bool = False) -> str:
@@ -171,9 +171,9 @@ def parse_filter(params: Mapping[str, str] | object, *, now_ns: int | None = Non
             raise FilterError(f"range={period!r}: use one of {', '.join(RANGES)}, or since= and until=")
         since_ns = max(0, (time.time_ns() if now_ns is None else now_ns) - RANGES[period])
     sort = parse_sort(one("sort"))
-    after = one("after")
+    after = one("cursor")
     if after is not None and sort.default:
-        raise FilterError("after= pages a list in another order than newest first: give its sort= too")
+        raise FilterError("cursor= pages a list in another order than newest first: give its sort= too")
     return RecordFilter(
         range=period,
         sort=sort,

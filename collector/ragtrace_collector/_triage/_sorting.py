@@ -1,11 +1,11 @@
-"""The records list's orders (``?sort=``) and their paging cursors (``?after=``).
+"""The records list's orders (``?sort=``) and their paging cursors (``?cursor=``).
 
 ``sort=`` is ``-time`` (newest first, the default), ``time`` (oldest first), ``service`` (by service name, newest
 first within one; records without a service last), or a metric's name: ``faithfulness`` lowest first, ``-faithfulness``
 highest first (records without that score are not in a list sorted by it).
 
 Paging is by keyset in every order, never ``OFFSET``: a page's "next" link carries the sort key of its last record
-(``after=``, opaque: URL-safe base64 of a JSON list ending in the span id), and the next page starts strictly past
+(``cursor=``, opaque: URL-safe base64 of a JSON list ending in the span id), and the next page starts strictly past
 it, so records arriving meanwhile neither repeat nor skip a row. Newest first keeps its own cursor (``before=``,
 as links written before sorting existed say it).
 """
@@ -54,7 +54,7 @@ class Sort:
         return (record["time_ns"], record["span_id"])
 
     def cursor(self, key: tuple[object, ...]) -> str:
-        """``key`` as the ``after=`` value."""
+        """``key`` as the ``cursor=`` value."""
         return base64.urlsafe_b64encode(json.dumps(list(key), separators=(",", ":")).encode()).decode().rstrip("=")
 
 
@@ -83,10 +83,10 @@ def parse_sort(value: str | None) -> Sort:
 
 
 def parse_after(sort: Sort, value: str) -> tuple[object, ...]:
-    """The keyset cursor an ``after=`` value holds, checked against ``sort``'s key; ``FilterError`` otherwise."""
+    """The keyset cursor a ``cursor=`` value holds, checked against ``sort``'s key; ``FilterError`` otherwise."""
     from ragtrace_collector._triage._filters import FilterError
 
-    hint = f"after={value[:60]!r}: a paging cursor of this order; follow the page's links"
+    hint = f"cursor={value[:60]!r}: a paging cursor of this order; follow the page's links"
     if len(value) > _MAX_CURSOR:
         raise FilterError(hint)
     try:
