@@ -33,7 +33,10 @@ from tests.collector._spans import start_collector
 from tests.collector._stores import whole_row
 from tests.collector._triage_seed import insert_alerts, seed_triage, span_id
 
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Debian chromium is not installed: run `make system-deps`")
+pytestmark = [
+    pytest.mark.skipif(CHROMIUM is None, reason="Debian chromium is not installed: run `make system-deps`"),
+    pytest.mark.slow,  # a collector and a browser each: 5 to 30 s a test on the 2-core machine
+]
 __all__ = ["browser"]  # the fixture, imported for pytest
 
 TOKEN = "s3cret"
