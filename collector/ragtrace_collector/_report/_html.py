@@ -212,6 +212,19 @@ def _cards(head: Summary, firing: int) -> list[str]:
     ]
 
 
+def _firing_banners(head: Summary) -> list[str]:
+    """A banner per firing alert of the alerts table (where no watcher keeps group states to describe them)."""
+    e = html.escape
+    banners = []
+    for alert in head.firing:
+        where = ", ".join(f"{k}={alert[k]}" for k in ("service", "route") if alert[k] is not None)
+        banners.append(
+            f'<div class="firing"><b>{e(alert["rule"])}</b> {e(alert["metric"])} {e(where)}: '
+            f"{e(alert['message'])}</div>"
+        )
+    return banners
+
+
 def html_page(
     head: Summary,
     worst: list[Problem],
@@ -235,12 +248,7 @@ def html_page(
         f'<p class="muted">{e(iso(head.first_ns))} to {e(iso(head.last_ns))}</p>',
         *_cards(head, len(head.firing)),
     ]
-    for alert in head.firing:
-        where = ", ".join(f"{k}={alert[k]}" for k in ("service", "route") if alert[k] is not None)
-        parts.append(
-            f'<div class="firing"><b>{e(alert["rule"])}</b> {e(alert["metric"])} {e(where)}: '
-            f"{e(alert['message'])}</div>"
-        )
+    parts += _firing_banners(head)
     parts += _metrics_and_alerts(head, worst, threshold, _figures(series, marks, head), recent, record_links=False)
     parts.append("</body></html>")
     return "\n".join(p for p in parts if p)
@@ -305,12 +313,7 @@ def overview_page(
     if panel.watched:
         parts += [f'<div class="firing"><b>ALERT</b> {describe(g, panel)}</div>' for g in firing]
     else:
-        for alert in head.firing:
-            where = ", ".join(f"{k}={alert[k]}" for k in ("service", "route") if alert[k] is not None)
-            parts.append(
-                f'<div class="firing"><b>{e(alert["rule"])}</b> {e(alert["metric"])} {e(where)}: '
-                f"{e(alert['message'])}</div>"
-            )
+        parts += _firing_banners(head)
     parts.append(alert_panel_html(panel))
     parts += _metrics_and_alerts(
         head, worst, threshold, _figure_blocks(series, marks, head), recent, record_links=True, link=scope.link

@@ -37,15 +37,15 @@ def _statements(dialect: Dialect, where: str) -> list[str]:
     # attributes costs several times more, and most spans carry no metadata).
     names = {semconv.METADATA: f"p.attributes LIKE '%\"{semconv.METADATA}\"%'"}
     names.update({name: f"p.attributes LIKE '%\"{name}\"%'" for name in ATTRIBUTES})
-    columns = f"INSERT INTO {RECORD_METADATA} (span_id, key, value, time_ns)"
     if dialect is SQLITE:
+        insert = f"INSERT OR IGNORE INTO {RECORD_METADATA} (span_id, key, value, time_ns)"
         # Nested CASEs: SQLite's json_extract raises on text that is not JSON, so nothing reads it unchecked.
         metadata = (
             "CASE WHEN json_valid(p.attributes) THEN CASE WHEN json_valid(json_extract(p.attributes, '$.metadata')) "
             "THEN json_extract(p.attributes, '$.metadata') END END"
         )
         statements = [
-            f"{columns.replace('INSERT', 'INSERT OR IGNORE')} SELECT r.span_id, j.key, CAST(j.value AS TEXT), "
+            f"{insert} SELECT r.span_id, j.key, CAST(j.value AS TEXT), "
             f"r.time_ns FROM {records}, json_each({metadata}) j WHERE {where} AND {names[semconv.METADATA]} "
             "AND j.key IS NOT NULL "
             "AND j.type NOT IN ('object', 'array', 'null')"
@@ -55,23 +55,24 @@ def _statements(dialect: Dialect, where: str) -> list[str]:
             value = f"CASE WHEN json_valid(p.attributes) THEN json_extract(p.attributes, {path}) END"
             kind = f"CASE WHEN json_valid(p.attributes) THEN json_type(p.attributes, {path}) END"
             statements.append(
-                f"{columns.replace('INSERT', 'INSERT OR IGNORE')} SELECT r.span_id, '{name}', CAST({value} AS TEXT), "
+                f"{insert} SELECT r.span_id, '{name}', CAST({value} AS TEXT), "
                 f"r.time_ns FROM {records} WHERE {where} AND {names[name]} "
                 f"AND {kind} IN ('text', 'integer', 'real', 'true', 'false')"
             )
         return statements
     # PostgreSQL: ragtrace_jsonb (a migration's function) is NULL for text that is not JSON.
+    insert = f"INSERT INTO {RECORD_METADATA} (span_id, key, value, time_ns)"
     attributes = "ragtrace_jsonb(p.attributes)"
     metadata = f"ragtrace_jsonb({attributes} ->> 'metadata')"
     statements = [
-        f"{columns} SELECT r.span_id, j.key, j.value #>> '{{}}', r.time_ns FROM {records} "
+        f"{insert} SELECT r.span_id, j.key, j.value #>> '{{}}', r.time_ns FROM {records} "
         f"CROSS JOIN LATERAL jsonb_each(CASE WHEN jsonb_typeof({metadata}) = 'object' THEN {metadata} END) j "
         f"WHERE {where} AND {names[semconv.METADATA]} AND jsonb_typeof(j.value) IN ('string', 'number', 'boolean') "
         "ON CONFLICT DO NOTHING"
     ]
     for name in ATTRIBUTES:
         statements.append(
-            f"{columns} SELECT r.span_id, '{name}', {attributes} ->> '{name}', r.time_ns FROM {records} "
+            f"{insert} SELECT r.span_id, '{name}', {attributes} ->> '{name}', r.time_ns FROM {records} "
             f"WHERE {where} AND {names[name]} "
             f"AND jsonb_typeof({attributes} -> '{name}') IN ('string', 'number', 'boolean') "
             "ON CONFLICT DO NOTHING"
