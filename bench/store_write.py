@@ -20,6 +20,12 @@ it (dropped after the store opened), interleaved in each round; spans/s of each 
 
     .venv/bin/python bench/store_write.py [--batches 24] [--writers 1 4] [--rounds 3]
     .venv/bin/python bench/store_write.py --index-cost [--writers 1]
+
+``--arrival-cost``: what the order of arrival (``xact`` and its index on ``rag_records`` and ``scores``,
+migration 8, ``_store/arrival.py``) costs PostgreSQL's writes: the same batches into stores with it as shipped
+and without it (dropped after the store opened), interleaved in each round; spans/s of each and the ratio.
+
+    .venv/bin/python bench/store_write.py --arrival-cost [--writers 1 4]
 """
 
 from __future__ import annotations
@@ -40,7 +46,7 @@ from ingest import SPANS_PER_BATCH, otlp_bodies  # noqa: E402  (bench/ingest.py:
 from ragtrace_collector._otlp import Batch, decode_protobuf  # noqa: E402
 from ragtrace_collector._store import open_store  # noqa: E402
 from ragtrace_collector._store.dialect import dialect_of  # noqa: E402
-from ragtrace_collector._store.schema import RAG_RECORDS, TEXT_SEARCH, TextSearch  # noqa: E402
+from ragtrace_collector._store.schema import RAG_RECORDS, TABLES, TEXT_SEARCH, XACT, TextSearch  # noqa: E402
 
 from tests.collector._postgres import running_postgres  # noqa: E402
 
@@ -130,14 +136,46 @@ def index_cost(work: Sequence[Batch], writers: Sequence[int], rounds: int) -> No
                     )
 
 
+def without_arrival(conn: Any) -> None:
+    """A ``prepare`` that drops ``xact`` and its index from the arrival tables (the store before migration 8)."""
+    for table in TABLES:
+        if table.arrival:
+            conn.execute(f'DROP INDEX IF EXISTS "idx_{table.name}_{XACT}_rowid"')
+            conn.execute(f'ALTER TABLE "{table.name}" DROP COLUMN IF EXISTS "{XACT}"')
+
+
+def arrival_cost(work: Sequence[Batch], writers: Sequence[int], rounds: int) -> None:
+    """PostgreSQL's spans/s with and without the order of arrival, best of ``rounds``, and their ratio."""
+    with running_postgres(durable=True) as server:
+        for n in writers:
+            best = {"with xact (shipped)": 0.0, "without": 0.0}
+            for round_ in range(rounds):
+                variants = list(best) if round_ % 2 == 0 else list(reversed(best))
+                for name in variants:
+                    url = server.database()
+                    prepare = without_arrival if name == "without" else None
+                    best[name] = max(best[name], spans_per_second(lambda u=url: open_store(u), work, n, prepare))
+            shipped, none = best["with xact (shipped)"], best["without"]
+            print(
+                f"writers={n} postgresql: with xact {shipped:,.0f} spans/s, without {none:,.0f} spans/s, "
+                f"with / without = {shipped / none:.2f}x",
+                flush=True,
+            )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--batches", type=int, default=24)
     parser.add_argument("--writers", type=int, nargs="+", default=[1, 4])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--index-cost", action="store_true", help="what the text search index costs the writes")
+    parser.add_argument("--arrival-cost", action="store_true", help="what PostgreSQL's order of arrival costs")
     args = parser.parse_args(argv)
     work = batches(args.batches)
+    if args.arrival_cost:
+        print(f"{args.batches} batches of {SPANS_PER_BATCH} RAG spans; best of {args.rounds} rounds")
+        arrival_cost(work, args.writers, args.rounds)
+        return 0
     if args.index_cost:
         print(f"{args.batches} batches of {SPANS_PER_BATCH} RAG spans; best of {args.rounds} rounds")
         index_cost(work, args.writers, args.rounds)

@@ -40,8 +40,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # tests/collector/_postgres.py: the throwaway server
 
 from ragtrace_collector._store import Store, metadata, open_store  # noqa: E402
+from ragtrace_collector._store.arrival import Arrival  # noqa: E402
 from ragtrace_collector._store.dialect import dialect_of  # noqa: E402
 from ragtrace_collector._store.schema import RAG_RECORDS, TEXT_SEARCH  # noqa: E402
+from ragtrace_collector._store.triage import last_row  # noqa: E402
 from ragtrace_collector._triage import triage_routes  # noqa: E402
 from starlette.applications import Starlette  # noqa: E402
 from starlette.testclient import TestClient  # noqa: E402
@@ -181,8 +183,9 @@ def build_postgres(url: str, n: int) -> None:
     store.close()
 
 
-def pages(n: int) -> dict[str, str]:
-    """The page loads measured: every filter and order of the list, deep paging, a record, an alert, a live poll."""
+def pages(n: int, newest: Arrival) -> dict[str, str]:
+    """The page loads measured: every filter and order of the list, deep paging, a record, an alert, a live poll
+    (three records new since the page, ``newest`` being the store's newest row)."""
     middle = T0 + (n // 2) * NS
     return {
         "list, newest first": "/records",
@@ -198,7 +201,7 @@ def pages(n: int) -> dict[str, str]:
         "list, by faithfulness, one service": "/records?sort=faithfulness&service=docs",
         "record view": f"/records/{n - 5:016x}",
         "alert view": "/alerts/1",
-        "live poll": f"/api/records?after={T0 + (n - 3) * NS}:{n - 3:016x}",
+        "live poll": f"/api/records?after_row={Arrival(newest.xact, newest.row - 3).text()}",
         **TEXT_PAGES,
     }
 
@@ -248,7 +251,7 @@ def run(target: Any, n: int, runs: int, fill: Callable[[], None], *, before: boo
         store.change(build_text_index)
         figures["index_seconds"] = time.perf_counter() - start
         print(f"text index built over {n:,} records in {figures['index_seconds']:.0f} s", flush=True)
-        figures["after"] = measure(target, pages(n), runs)
+        figures["after"] = measure(target, pages(n, store.read(last_row)), runs)
     finally:
         store.close()
     return figures

@@ -172,11 +172,6 @@ def _check_store(config: CollectorConfig) -> None:
                 f"--store {redacted_url(config.store)}: not a PostgreSQL URL; give postgresql://USER@HOST:PORT/DB, "
                 "or --db FILE for a SQLite file"
             )
-        if config.phoenix_url is not None:
-            raise ConfigurationError(
-                "--phoenix-url works with --db only for now: the Phoenix annotator reads new scores by the order "
-                "SQLite commits them, which PostgreSQL's row ids do not follow; run it against a SQLite store"
-            )
         return
     assert config.db is not None
     _check_db_directory(config.db)

@@ -14,7 +14,6 @@ import multiprocessing
 import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import uvicorn
@@ -118,7 +117,7 @@ class Collector:
             if config.phoenix_url:
                 # Started before, so stopped after, everything that writes scores: its last read sees them all.
                 annotator = self.annotator = PhoenixAnnotator(
-                    config.phoenix_url, Path(config.target), api_key=config.phoenix_api_key
+                    config.phoenix_url, config.target, api_key=config.phoenix_api_key
                 )
                 annotator.start()
                 stack.push_async_callback(annotator.stop)

@@ -1,4 +1,4 @@
-"""The collector posts its stored scores to Phoenix as span annotations (``_phoenix``).
+"""The collector posts its stored scores to Phoenix as span annotations (``_phoenix``), from either store engine.
 
 Phoenix is played by a real HTTP server on 127.0.0.1 that answers ``POST /v1/span_annotations?sync=true`` as
 Phoenix 20.x does: 404 ``Spans with IDs ... do not exist.`` (writing nothing) while a span is missing, else an
@@ -26,7 +26,7 @@ from ragtrace_collector._otlp import Batch
 from ragtrace_collector._phoenix import PhoenixAnnotator, annotations_url
 from ragtrace_collector._phoenix._wire import Delivery, classify
 from ragtrace_collector._server import CollectorConfig
-from ragtrace_collector._store import Store
+from ragtrace_collector._store import Store, open_store
 from ragtrace_collector._store.phoenix import ScoreTail, TailRow
 from ragtrace_collector._store.schema import RAG_COLUMNS, SCORE_COLUMNS
 
@@ -132,9 +132,14 @@ def phoenix() -> Iterator[FakePhoenix]:
     fake.close()
 
 
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    opened = Store(tmp_path / "a dir #1?" / "c.db", checkpoints=False)  # read back through a file: URI
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
+    """The collector's store on one engine: a SQLite file (in a directory whose name a file: URI must quote), or
+    a fresh database on the session's PostgreSQL server."""
+    if request.param == "sqlite":
+        opened: Any = Store(tmp_path / "a dir #1?" / "c.db", checkpoints=False)
+    else:
+        opened = open_store(request.getfixturevalue("postgres_server").database())
     yield opened
     opened.close()
 
@@ -170,7 +175,7 @@ async def wait_until(check: Callable[[], bool], what: str) -> None:
 def make_annotator(phoenix: FakePhoenix, store: Store, **options: Any) -> PhoenixAnnotator:
     settings: dict[str, Any] = {"poll_seconds": 0.02, "retry_seconds": 0.01, "span_retry_seconds": 0.01}
     settings.update(options)
-    return PhoenixAnnotator(phoenix.url, store.path, **settings)
+    return PhoenixAnnotator(phoenix.url, store.target, **settings)
 
 
 async def test_every_measured_score_becomes_one_annotation_with_the_stored_values(

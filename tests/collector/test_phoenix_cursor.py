@@ -1,8 +1,8 @@
 """The Phoenix annotator keeps how far it delivered in the store's file (``phoenix_cursor``) and resumes there.
 
 The same stand-in Phoenix, store and helpers as ``test_phoenix_annotations.py``: a real HTTP server, a real
-SQLite file written by the collector's ``Store``. A crash is the annotator's task cancelled: what it stored in
-the file is all the next annotator gets. Waits poll a real condition against a deadline; nothing sleeps to pass.
+SQLite file or PostgreSQL database written by the collector's store. A crash is the annotator's task cancelled:
+what it stored is all the next annotator gets. Waits poll a real condition against a deadline; nothing sleeps to pass.
 """
 
 from __future__ import annotations
@@ -11,12 +11,15 @@ import asyncio
 import contextlib
 import logging
 import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 from ragtrace_collector._otlp import Batch
 from ragtrace_collector._phoenix import annotations_url
 from ragtrace_collector._phoenix._cursor import DurableCursor
-from ragtrace_collector._store import PHOENIX_CURSOR, Store
+from ragtrace_collector._store import PHOENIX_CURSOR, SCORES, Store
 
 from tests.collector import test_phoenix_annotations as annotations
 from tests.collector.test_phoenix_annotations import FakePhoenix, make_annotator, score_row, store_scores, wait_until
@@ -25,16 +28,17 @@ phoenix = annotations.phoenix
 store = annotations.store
 
 
-def stored_cursor(store: Store, phoenix: FakePhoenix) -> int | None:
-    """The cursor the file holds for ``phoenix``'s annotation URL, read through a connection of its own."""
-    conn = sqlite3.connect(store.path)
-    try:
-        exists = conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (PHOENIX_CURSOR,)).fetchone()
-        sql = f"SELECT after_row FROM {PHOENIX_CURSOR} WHERE url = ?"
-        found = conn.execute(sql, (annotations_url(phoenix.url),)).fetchone() if exists else None
-    finally:
-        conn.close()
+def stored_cursor(store: Any, phoenix: FakePhoenix) -> int | None:
+    """The rowid of the cursor the store holds for ``phoenix``'s annotation URL (on PostgreSQL the cursor's
+    transaction goes with it, which these tests need not name)."""
+    sql = f"SELECT after_row FROM {PHOENIX_CURSOR} WHERE url = ?"
+    found = store.read(lambda conn: conn.execute(sql, (annotations_url(phoenix.url),)).fetchone())
     return None if found is None else int(found[0])
+
+
+def newest_row(store: Any) -> int:
+    """The rowid of the newest score the store holds."""
+    return int(store.read(lambda conn: conn.execute(f"SELECT max(rowid) FROM {SCORES}").fetchone()[0]))
 
 
 async def run_once(phoenix: FakePhoenix, store: Store) -> None:
@@ -131,15 +135,23 @@ async def test_each_phoenix_url_has_a_cursor_of_its_own(phoenix: FakePhoenix, st
         other.close()
 
 
+@pytest.fixture
+def sqlite_store(tmp_path: Path) -> Iterator[Store]:
+    opened = Store(tmp_path / "c.db", checkpoints=False)
+    yield opened
+    opened.close()
+
+
 async def test_a_locked_file_delays_the_cursor_not_the_delivery(
-    phoenix: FakePhoenix, store: Store, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    phoenix: FakePhoenix, sqlite_store: Store, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
+    store = sqlite_store  # another writer holding the file: SQLite's kind of lock
     await run_once(phoenix, store)
     span_ids = store_scores(store, 3)
-    tries: list[int] = []
+    tries: list[Any] = []
     write = DurableCursor._write
 
-    def counted(cursor: DurableCursor, after_row: int) -> None:
+    def counted(cursor: DurableCursor, after_row: Any) -> None:
         tries.append(after_row)
         write(cursor, after_row)
 
@@ -193,7 +205,7 @@ async def test_scores_stored_after_retention_emptied_the_table_are_sent_after_a_
     await wait_until(lambda: second.sent == 2, "both scores stored at rowids below the stored cursor")
     await second.stop()
     assert {(span_id, "faithfulness") for span_id in late} <= phoenix.names()
-    assert stored_cursor(store, phoenix) == 2
+    assert stored_cursor(store, phoenix) == newest_row(store)
 
 
 async def test_a_start_over_never_stores_a_cursor_above_rows_not_read(phoenix: FakePhoenix, store: Store) -> None:

@@ -239,7 +239,7 @@ def test_page_routes_serve_html_markdown_and_reject_bad_input(store: Any) -> Non
         # every 30 s and says so, from the newest record it shows.
         assert 'http-equiv="refresh"' not in response.text
         assert 'id="fresh"' in response.text and "30000" in response.text
-        (after,) = re.findall(r'data-after-row="(\d+)"', response.text)
+        (after,) = re.findall(r'data-after-row="([\d.]+)"', response.text)
         newer = client.get("/api/records", params={"after_row": after}).json()["records"]
         assert newer == []  # nothing is newer than what the page shows
         markdown = client.get("/", params={"format": "markdown", "threshold": "0.2"})

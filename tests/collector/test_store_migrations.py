@@ -188,7 +188,7 @@ def test_replicas_starting_at_once_on_one_postgresql_database_migrate_it_once(po
             "SELECT column_name FROM information_schema.columns "
             f"WHERE table_name = '{table.name}' ORDER BY ordinal_position",
         )
-        expected = [*table.all_columns, *(["rowid"] if table.arrival else [])]
+        expected = [*table.all_columns, *(["rowid", "xact"] if table.arrival else [])]
         assert [c for (c,) in columns] == expected, table.name
 
 
@@ -321,3 +321,52 @@ def test_step_7_indexes_scores_by_value_for_the_sorted_list(store_target: str, o
         else "SELECT name FROM sqlite_master WHERE tbl_name = 'scores' AND type = 'index'"
     )
     assert SCORES_BY_VALUE in {name for (name,) in rows(store_target, query)}
+
+
+def test_step_8_gives_a_store_at_version_7_the_order_rows_arrived_in(
+    store_target: str, open_store: Callable[[], Any]
+) -> None:
+    """Schema version 8, on a store at version 7 holding scores and a Phoenix cursor: PostgreSQL's arrival tables
+    get ``xact`` (0 for the rows already there, the writing transaction for new ones) and its index; the cursor
+    table gets ``after_xact`` on both engines, 0 for the cursor already stored."""
+    from ragtrace_collector._otlp import Batch
+    from ragtrace_collector._store.arrival import newest
+    from ragtrace_collector._store.phoenix import CursorTable
+    from ragtrace_collector._store.schema import SCORE_COLUMNS
+
+    from tests.collector._stores import whole_row
+
+    def score(span_id: str) -> dict[str, Any]:
+        return whole_row({"span_id": span_id, "metric": "faithfulness", "value": 0.5, "time_ns": 1}, SCORE_COLUMNS)
+
+    postgres = store_target.startswith("postgresql://")
+    store = open_store()
+
+    def back_to_version_7(conn: Any) -> None:
+        conn.execute("ALTER TABLE phoenix_cursor DROP COLUMN after_xact")
+        conn.execute("INSERT INTO phoenix_cursor (url, after_row, updated_ns) VALUES ('http://p/v1', 1, 1)")
+        if postgres:
+            for table in ("rag_records", "scores"):
+                conn.execute(f"DROP INDEX idx_{table}_xact_rowid")
+                conn.execute(f"ALTER TABLE {table} DROP COLUMN xact")
+            conn.execute("UPDATE ragtrace_schema SET version = 7")
+        else:
+            conn.execute("PRAGMA user_version = 7")
+
+    store.change(back_to_version_7)
+    store.write(Batch(scores=[score("a" * 16)]))
+    store.close()
+    upgraded = open_store()
+    assert upgraded.read(newest, "scores").row == 1
+    upgraded.write(Batch(scores=[score("b" * 16)]))
+    cursor = CursorTable(store_target, "http://p/v1", timeout=5.0)
+    try:
+        assert cursor.load() == (0, 1)  # the stored cursor, read as before
+    finally:
+        cursor.close()
+    if postgres:
+        assert [x for (x,) in rows(store_target, "SELECT xact FROM scores ORDER BY rowid")][0] == 0
+        assert rows(store_target, "SELECT xact > 0 FROM scores ORDER BY rowid")[1] == (True,)
+        indexes = {name for (name,) in rows(store_target, "SELECT indexname FROM pg_indexes")}
+        assert {"idx_rag_records_xact_rowid", "idx_scores_xact_rowid"} <= indexes
+    assert upgraded.read(newest, "scores").row == 2

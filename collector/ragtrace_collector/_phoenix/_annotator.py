@@ -17,13 +17,19 @@ Phoenix's replies (``_wire.classify``):
 Given-up annotations are logged and counted (``dropped``, by reason in ``dropped_by``). Phoenix upserts on
 (span, name, identifier), so a batch sent again after a lost reply leaves no duplicate.
 
-A crash or a restart loses nothing: how far it delivered is kept in the store's file (``DurableCursor``, a row
-per annotation URL) and ``start()`` resumes there, reading what was stored meanwhile in batches as usual. The
-stored value passes a score only once its annotation was delivered or given up: the smallest rowid still held
-minus one (one waiting for its span completes after later ones), else the read cursor. It is written in the
+A crash or a restart loses nothing: how far it delivered is kept in the store (``DurableCursor``, a row per
+annotation URL) and ``start()`` resumes there, reading what was stored meanwhile in batches as usual. The
+stored value passes a score only once its annotation was delivered or given up: just before the first row still
+held (one waiting for its span completes after later ones), else the read cursor. It is written in the
 background at start, after a delivered batch or a poll, and at ``stop``; what was delivered after the last
 write is sent again after a crash, which Phoenix's upsert makes harmless. With no cursor stored for the URL (a
-first start) it starts past the scores stored before ``start()``: it does not post the file's history.
+first start) it starts past the scores stored before ``start()``: it does not post the store's history.
+
+On PostgreSQL every replica runs an annotator and one of them posts: the one holding the annotator's advisory lock
+of its URL (``Leadership`` with ``phoenix_lock``, checked at every poll). The others read and store nothing. A
+replica that takes the lock over starts from the stored cursor, so what its predecessor delivered after its last
+write is sent again (Phoenix upserts); a predecessor that lost the lock without knowing it can at worst write back
+an older cursor, which also only sends annotations again, since every cursor written was delivered up to.
 """
 
 from __future__ import annotations
@@ -33,12 +39,14 @@ import contextlib
 import logging
 from collections import deque
 from dataclasses import dataclass
-from pathlib import Path
 
 import httpx
 
 from ragtrace_collector._phoenix._cursor import DurableCursor
 from ragtrace_collector._phoenix._wire import Annotation, Delivery, Reply, annotations_url, classify, request_body
+from ragtrace_collector._store.arrival import START, Arrival
+from ragtrace_collector._store.connection import Target, is_postgres
+from ragtrace_collector._store.leadership import Leadership, phoenix_lock
 from ragtrace_collector._store.phoenix import ScoreTail, TailRow
 
 __all__ = ["PhoenixAnnotator"]
@@ -63,12 +71,12 @@ _Key = tuple[str, str]
 
 
 class PhoenixAnnotator:
-    """Posts the scores the store at ``db`` commits to Phoenix at ``url``. ``start``/``stop`` on the event loop."""
+    """Posts the scores the store ``target`` commits to Phoenix at ``url``. ``start``/``stop`` on the event loop."""
 
     def __init__(
         self,
         url: str,
-        db: Path,
+        target: Target,
         *,
         api_key: str | None = None,
         batch_size: int = 100,
@@ -82,7 +90,15 @@ class PhoenixAnnotator:
         cursor_timeout: float = 5.0,  # how long a write of the stored cursor waits for the store's writers
     ) -> None:
         self.url = annotations_url(url)
-        self._db = db
+        self._target = target
+        self._leadership = (
+            Leadership(target, lock=phoenix_lock(self.url), role="the Phoenix annotator")
+            if is_postgres(target)
+            else None
+        )
+        self._leading = self._leadership is None
+        """Whether this process posts: always on SQLite; on PostgreSQL, while it holds the annotator's lock."""
+        self._first_end: Arrival | None = None
         self._headers = {"authorization": f"Bearer {api_key}"} if api_key else {}
         self._batch_size = batch_size
         self._queue_size = queue_size
@@ -100,7 +116,7 @@ class PhoenixAnnotator:
         """Every annotation found missing and not delivered or given up yet, waiting or back in line."""
         self._tail: ScoreTail | None = None
         self._stored: DurableCursor | None = None
-        self._cursor = 0
+        self._cursor = START
         self._drained = False
         self._read_failed = False
         self._wake = asyncio.Event()
@@ -126,12 +142,12 @@ class PhoenixAnnotator:
     def start(self) -> None:
         """Start posting (on the running loop) the scores after this URL's stored cursor; with none, from now on."""
         if self._task is None:
-            self._tail = ScoreTail(self._db)
-            self._stored = DurableCursor(self._db, self.url, timeout=self._cursor_timeout)
+            self._tail = ScoreTail(self._target)
+            self._stored = DurableCursor(self._target, self.url, timeout=self._cursor_timeout)
             # Read here, not in the task: a score committed between start() and the task's first read counts.
-            resumed = self._stored.load()
-            self._cursor = self._tail.end() if resumed is None else resumed
-            self._store_cursor()  # now: a crash before the first poll must not lose what is stored meanwhile
+            self._first_end = self._tail.end()
+            if self._leading:
+                self._resume(self._stored.load())
             self._task = asyncio.get_running_loop().create_task(self._run(), name="ragtrace-phoenix-annotator")
 
     async def stop(self, timeout: float = 5.0) -> None:
@@ -151,7 +167,10 @@ class PhoenixAnnotator:
                 if self.pending:
                     _log.warning("Phoenix annotator stopped, %d annotation(s) unsent: sent on restart", self.pending)
         if self._stored is not None:
-            await self._stored.close(self._delivered_up_to())  # idempotent
+            # idempotent; a replica that does not post never writes the cursor the posting one keeps
+            await self._stored.close(self._delivered_up_to() if self._leading else None)
+        if self._leadership is not None:
+            await asyncio.to_thread(self._leadership.close)  # after the last write: another replica takes over
         if self._tail is not None:
             tail, self._tail = self._tail, None
             await asyncio.to_thread(tail.close)  # waits for a read that a timed-out stop left running
@@ -183,7 +202,49 @@ class PhoenixAnnotator:
                     return
                 await self._pause(read_closing=closing)
 
+    def _resume(self, resumed: Arrival | None) -> None:
+        """Start a term of posting (on the loop): from ``resumed``, the stored cursor, or (none stored: a first
+        start) past the scores stored before ``start()``; stored now, as a crash before the first poll must not
+        lose what is stored meanwhile."""
+        assert self._first_end is not None
+        self._cursor = self._first_end if resumed is None else resumed
+        self._store_cursor()
+
+    async def _lead(self) -> bool:
+        """PostgreSQL: whether this replica posts this round; one that just took over resumes from the stored
+        cursor, and one that lost the lock lets go of what it held (the new holder reads it again)."""
+        if self._leadership is None:
+            return True
+        leadership = self._leadership
+
+        def hold() -> tuple[bool, bool]:
+            with leadership.lead() as session:
+                return session is not None, leadership.gained
+
+        try:
+            leading, gained = await asyncio.to_thread(hold)
+        except Exception:
+            _log.warning("Phoenix annotator could not tell whether it posts for the fleet", exc_info=True)
+            leading, gained = False, False
+        if leading and gained:
+            self._forget_held()
+            self._leading = True
+            assert self._stored is not None
+            self._resume(await asyncio.to_thread(self._stored.load))
+        elif not leading and self._leading:
+            self._forget_held()
+            self._leading = False
+        return leading
+
+    def _forget_held(self) -> None:
+        self._ready.clear()
+        self._waiting.clear()
+        self._missing.clear()
+
     async def _read(self) -> None:
+        if not await self._lead():
+            self._drained = True  # nothing to read here: stopping need not wait for this replica's reads
+            return
         room = self._queue_size - self.pending
         if room <= 0 or self._tail is None:
             return
@@ -197,15 +258,16 @@ class PhoenixAnnotator:
         self._read_failed = False
         self._ready.extend(_annotation(row) for row in found)
 
-    def _delivered_up_to(self) -> int:
+    def _delivered_up_to(self) -> Arrival:
         """The cursor to store: below every annotation still held (they complete out of order), else the read one."""
         held = [a.row for a in self._ready] + [a.row for a in self._posting] + [w.annotation.row for w in self._waiting]
         # Never above the read cursor: after a start-over (_tail) rows held from before have higher rowids.
-        return min(min(held) - 1, self._cursor) if held else self._cursor
+        return min(min(held).before(), self._cursor) if held else self._cursor
 
     def _store_cursor(self) -> None:
-        """Store the cursor in the background, unless it did not move or a write still runs."""
-        if self._stored is not None:
+        """Store the cursor in the background, unless it did not move, a write still runs, or another replica
+        posts."""
+        if self._stored is not None and self._leading:
             self._stored.save_soon(self._delivered_up_to())
 
     def _release_due(self) -> None:

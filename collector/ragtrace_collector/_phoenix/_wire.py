@@ -23,6 +23,7 @@ from typing import Any
 from ragtrace import __version__ as ragtrace_version
 from ragtrace import environment_variables as env
 from ragtrace_collector._address import endpoint_url
+from ragtrace_collector._store.arrival import Arrival
 
 __all__ = [
     "ANNOTATIONS_PATH",
@@ -65,15 +66,15 @@ class Annotation:
     """One metric's score on one span, as Phoenix shows it: name = metric, result = score, label, explanation.
 
     ``judge`` (the judge's name) and ``source`` (``app``, ``carrier``, ``collector``, ``log``: who scored) go in
-    the metadata when known, with the ragtrace version of the collector that sent it. ``row`` is the
-    ``scores`` rowid it was read from (not sent): the stored cursor stays below it until it is delivered or
-    given up.
+    the metadata when known, with the ragtrace version of the collector that sent it. ``row`` is the place in
+    ``scores`` it was read from (``Arrival``; not sent): the stored cursor stays below it until it is delivered
+    or given up.
     """
 
     span_id: str
     name: str
     score: float
-    row: int
+    row: Arrival
     label: str | None = None
     explanation: str | None = None
     judge: str | None = None

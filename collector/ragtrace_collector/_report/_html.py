@@ -285,7 +285,7 @@ def overview_page(
     recent: list[dict[str, Any]],
     panel: AlertPanel,
     *,
-    last_row: int,
+    last_row: str,
     poll_seconds: int,
     scope: Scope,
     services: Sequence[str],
@@ -304,7 +304,7 @@ def overview_page(
         + " · "
         + f'<a href="{e(scope.link("/records"))}">records</a> · <a href="{e(scope.link("/costs"))}">cost and '
         "coverage</a></p>",
-        f'<p id="fresh" class="muted" role="status" aria-live="polite" data-after-row="{int(last_row)}" '
+        f'<p id="fresh" class="muted" role="status" aria-live="polite" data-after-row="{e(last_row)}" '
         f'data-poll-ms="{int(poll_seconds) * 1000}" data-scope="{e(scope.query())}"></p>',
     ]
     if head.records == 0 and not head.metrics and not scope.params():

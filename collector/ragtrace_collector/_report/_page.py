@@ -73,7 +73,7 @@ def overview(
         scores_over_time = series(conn, tables, since, until, service=service)
         marks = alert_marks(conn, tables)
         panel = read_alert_panel(conn, tables, time.time_ns(), service)
-        newest = last_row(conn) if RAG_RECORDS in tables else 0  # the triage pages' cursor, shared
+        newest = last_row(conn).text() if RAG_RECORDS in tables else "0"  # the triage pages' cursor, shared
         names = services(conn) if RAG_RECORDS in tables else []
     return overview_page(
         head,

@@ -1,4 +1,5 @@
-"""``Leadership``: which process runs the work that must run once per store (the alert watcher and its sinks).
+"""``Leadership``: which process runs the work that must run once per store (the alert watcher and its sinks; the
+Phoenix annotator, under a lock of its own so that it need not share the watcher's replica).
 
 On PostgreSQL, several replicas share one store and each runs a watcher; the one that holds a session-level
 advisory lock (``pg_try_advisory_lock``) on a dedicated session leads. The leader writes its state through that
@@ -19,24 +20,43 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
+import zlib
 from collections.abc import Iterator
 from typing import Any, Final
 
 from ragtrace_collector._store.connection import Target, connect, is_postgres
 from ragtrace_collector._store.urls import redacted_url
 
-__all__ = ["LEADER_LOCK", "Leadership"]
+__all__ = ["LEADER_LOCK", "Leadership", "phoenix_lock"]
 
 _log = logging.getLogger("ragtrace_collector")
 
 LEADER_LOCK: Final = 0x72616C64  # "rald": the advisory lock of the leader, one number for every replica
+_PHOENIX_LOCKS: Final = 0x72617068  # "raph": the advisory locks of the replicas that post to a Phoenix
+
+
+def phoenix_lock(url: str) -> int:
+    """The advisory lock of the replica that posts annotations to ``url``: one per Phoenix, so that two
+    annotation URLs may be served by different replicas."""
+    return (_PHOENIX_LOCKS << 32) | zlib.crc32(url.encode())
 
 
 class Leadership:
-    """Leadership of the store ``target`` for this process (see the module's doc)."""
+    """Leadership of the store ``target`` for this process (see the module's doc): of the work that
+    ``lock`` (an advisory lock's number) stands for, which ``role`` names in the log."""
 
-    def __init__(self, target: Target, *, keepalive_seconds: int = 10, statement_timeout_seconds: int = 30) -> None:
+    def __init__(
+        self,
+        target: Target,
+        *,
+        lock: int = LEADER_LOCK,
+        role: str = "the alert watcher",
+        keepalive_seconds: int = 10,
+        statement_timeout_seconds: int = 30,
+    ) -> None:
         self.target = target
+        self._key = lock
+        self._role = role
         self._postgres = is_postgres(target)
         self._keepalive = max(3, keepalive_seconds)
         self._statement_timeout = statement_timeout_seconds
@@ -62,9 +82,13 @@ class Leadership:
             was_leading = self.leading
             self.leading, self.gained = self._hold()
             if self.gained:
-                _log.info("this replica leads %s: it runs the alert watcher", redacted_url(str(self.target)))
+                _log.info("this replica leads %s: it runs %s", redacted_url(str(self.target)), self._role)
             elif was_leading and not self.leading:
-                _log.warning("this replica no longer leads %s: another takes over", redacted_url(str(self.target)))
+                _log.warning(
+                    "this replica no longer runs %s for %s: another takes over",
+                    self._role,
+                    redacted_url(str(self.target)),
+                )
             yield self._session if self.leading else None
 
     def _hold(self) -> tuple[bool, bool]:
@@ -78,7 +102,7 @@ class Leadership:
                 self._drop()
         try:
             self._session = self._connect()
-            held = bool(self._session.execute("SELECT pg_try_advisory_lock(?)", (LEADER_LOCK,)).fetchone()[0])
+            held = bool(self._session.execute("SELECT pg_try_advisory_lock(?)", (self._key,)).fetchone()[0])
         except Exception:
             _log.warning("could not reach %s to lead", redacted_url(str(self.target)), exc_info=True)
             self._drop()

@@ -12,16 +12,18 @@ the work done.
 * PostgreSQL: the version is the one row of ``ragtrace_schema``; the lock is a transaction-scoped advisory
   lock (``pg_advisory_xact_lock``). DDL is transactional there too.
 
-Step 7 adds the index of scores by value (``SCORES_BY_VALUE``), which the records list sorted by a score walks.
-Step 6 adds records' metadata as rows (``record_metadata``, ``metadata.py``), filled from the records already
-stored. Step 5 adds the index of text search (``schema.TEXT_SEARCH``: FTS5 trigram on SQLite, ``pg_trgm`` GIN on
-PostgreSQL) and builds it over the rows the store holds. Step 4 adds what each model call took to ``spans``
-(filled for the spans already stored) and the index of model calls by time. Step 3 adds people's reviews of
-records. Step 2 adds the claims of work that several replicas share (the join, server-side scoring). Step 1 is
-the baseline: every table and index of ``schema.py``, made where missing, and the columns an earlier collector's
-SQLite file lacks (``rag_records.reason``, ``scores.claims``, ``alerts.silenced``), added with their rows kept. A
-later change of schema is a new step appended to ``STEPS`` (never an edit of an old one), and ``schema.py``
-shows the result.
+Step 8 adds the order PostgreSQL's rows arrived in: an ``xact`` column (the writing transaction) on the tables read
+in that order, and its index, and the cursor's second half (``phoenix_cursor.after_xact``) on both engines
+(``arrival.py``). Step 7 adds the index of scores by value (``SCORES_BY_VALUE``), which the records list sorted by
+a score walks. Step 6 adds records' metadata as rows (``record_metadata``, ``metadata.py``), filled from the
+records already stored. Step 5 adds the index of text search (``schema.TEXT_SEARCH``: FTS5 trigram on SQLite,
+``pg_trgm`` GIN on PostgreSQL) and builds it over the rows the store holds. Step 4 adds what each model call took
+to ``spans`` (filled for the spans already stored) and the index of model calls by time. Step 3 adds people's
+reviews of records. Step 2 adds the claims of work that several replicas share (the join, server-side scoring).
+Step 1 is the baseline: every table and index of ``schema.py``, made where missing, and the columns an earlier
+collector's SQLite file lacks (``rag_records.reason``, ``scores.claims``, ``alerts.silenced``), added with their
+rows kept. A later change of schema is a new step appended to ``STEPS`` (never an edit of an old one), and
+``schema.py`` shows the result.
 
 A store whose version is above ``CURRENT`` was written by a newer collector: ``SchemaTooNew``, since this one
 would misread it.
@@ -36,6 +38,7 @@ from ragtrace_collector._store import metadata
 from ragtrace_collector._store.dialect import SQLITE, AnyConnection, Dialect, column_names, dialect_of
 from ragtrace_collector._store.schema import (
     ALERT_ACKS,
+    PHOENIX_CURSOR,
     RAG_RECORDS,
     RECORD_METADATA,
     REVIEWS,
@@ -43,6 +46,7 @@ from ragtrace_collector._store.schema import (
     SPANS,
     TABLES,
     TEXT_SEARCH,
+    XACT,
     quoted,
 )
 
@@ -217,6 +221,23 @@ def _scores_by_value(conn: AnyConnection, dialect: Dialect) -> None:
     conn.execute(f"CREATE INDEX IF NOT EXISTS {quoted(SCORES_BY_VALUE)} ON {quoted(SCORES)} (metric, value, span_id)")
 
 
+def _arrival_order(conn: AnyConnection, dialect: Dialect) -> None:
+    """PostgreSQL: ``xact`` on each arrival table and the ``(xact, rowid)`` index its readers walk; both engines:
+    ``phoenix_cursor.after_xact``. Rows already stored get ``xact`` 0 (a constant default, so no table is
+    rewritten): they all come before any row written from now on, which is the order a reader needs."""
+    for table in TABLES:
+        present = set(column_names(conn, table.name))
+        if table.name == PHOENIX_CURSOR and "after_xact" not in present:
+            conn.execute(f"ALTER TABLE {quoted(table.name)} ADD COLUMN {table.column_ddl('after_xact', dialect)}")
+        if not (table.arrival and dialect.arrival_xact is not None):
+            continue
+        if XACT not in present:
+            conn.execute(f"ALTER TABLE {quoted(table.name)} ADD COLUMN {quoted(XACT)} BIGINT NOT NULL DEFAULT 0")
+        conn.execute(f"ALTER TABLE {quoted(table.name)} ALTER COLUMN {quoted(XACT)} SET DEFAULT {dialect.arrival_xact}")
+        for ddl in table.arrival_index_ddl(dialect):
+            conn.execute(ddl)
+
+
 STEPS: Final[tuple[Callable[[AnyConnection, Dialect], None], ...]] = (
     _baseline,
     _claims,
@@ -225,6 +246,7 @@ STEPS: Final[tuple[Callable[[AnyConnection, Dialect], None], ...]] = (
     _text_search,
     _record_metadata,
     _scores_by_value,
+    _arrival_order,
 )
 """Step ``i`` takes a store from version ``i`` to ``i + 1``."""
 CURRENT: Final = len(STEPS)

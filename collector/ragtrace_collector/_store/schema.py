@@ -7,7 +7,9 @@ so a table's name is written once.
 
 Both engines get the same tables and columns. Where rows are read in the order they arrived (``arrival``:
 ``rag_records`` for the pages' live updates, ``scores`` for the Phoenix annotator), SQLite's implicit ``rowid``
-numbers them; PostgreSQL gets an explicit ``rowid`` identity column, so the same SQL reads both.
+numbers them; PostgreSQL gets an explicit ``rowid`` identity column, so the same SQL reads both, and an ``xact``
+column, the transaction that wrote the row, which its readers need because its writers commit out of rowid
+order (``arrival.py``).
 
 Column types and index names follow what sqlite-utils writes (``TEXT``, ``idx_<table>_<columns>``), so the file
 opens as it is in Datasette and a file an earlier collector made with sqlite-utils is the same schema.
@@ -46,6 +48,7 @@ __all__ = [
     "SPAN_COLUMNS",
     "TABLES",
     "TEXT_SEARCH",
+    "XACT",
     "Table",
     "TextSearch",
     "quoted",
@@ -68,7 +71,10 @@ RECORD_METADATA: Final = "record_metadata"
 """One row per (record, metadata key, value): what the pages' ``meta=key:value`` filter looks up."""
 """People's verdicts on records: the whole answer (``claim`` -1) or one claim (its index) right or wrong."""
 PHOENIX_CURSOR: Final = "phoenix_cursor"
-"""How far the Phoenix annotator delivered: one row per annotation URL (``after_row``: a ``scores`` rowid)."""
+"""How far the Phoenix annotator delivered: one row per annotation URL (``after_xact``, ``after_row``: a
+``scores`` row's place, ``arrival.Arrival``)."""
+XACT: Final = "xact"
+"""PostgreSQL: the column of an arrival table holding the transaction that wrote the row (``arrival.py``)."""
 
 
 def quoted(name: str) -> str:
@@ -119,6 +125,8 @@ class Table:
             parts.append(f"PRIMARY KEY ({', '.join(map(quoted, self.pk))})")
         if self.arrival and dialect.arrival is not None:
             parts.append(f"{quoted('rowid')} {dialect.arrival} UNIQUE")
+        if self.arrival and dialect.arrival_xact is not None:
+            parts.append(f"{quoted(XACT)} BIGINT NOT NULL DEFAULT {dialect.arrival_xact}")
         return f"CREATE TABLE IF NOT EXISTS {quoted(self.name)} ({', '.join(parts)})"
 
     def index_ddl(self) -> list[str]:
@@ -127,6 +135,15 @@ class Table:
             f"CREATE INDEX IF NOT EXISTS {quoted(f'idx_{self.name}_' + '_'.join(cols))} "
             f"ON {quoted(self.name)} ({', '.join(map(quoted, cols))})"
             for cols in self.indexes
+        ]
+
+    def arrival_index_ddl(self, dialect: Dialect) -> list[str]:
+        """PostgreSQL, an arrival table: the index of ``(xact, rowid)`` its readers walk (``arrival.py``)."""
+        if not (self.arrival and dialect.arrival_xact is not None):
+            return []
+        return [
+            f"CREATE INDEX IF NOT EXISTS {quoted(f'idx_{self.name}_{XACT}_rowid')} "
+            f"ON {quoted(self.name)} ({quoted(XACT)}, rowid)"
         ]
 
 
@@ -300,9 +317,10 @@ TABLES: Final = (
     ),
     Table(
         PHOENIX_CURSOR,
-        {"url": str, "after_row": int, "updated_ns": int},
+        {"url": str, "after_row": int, "updated_ns": int, "after_xact": int},
         ("url",),
-        not_null=("after_row", "updated_ns"),
+        not_null=("after_row", "updated_ns", "after_xact"),
+        defaults=(("after_xact", "0"),),
     ),
 )
 """Every table the store holds, in creation order."""

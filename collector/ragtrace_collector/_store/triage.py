@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from ragtrace import wire
 from ragtrace_collector._drift import metric_direction
 from ragtrace_collector._store import metadata
+from ragtrace_collector._store.arrival import Arrival, newest, order, position, within
 from ragtrace_collector._store.dialect import SQLITE, AnyConnection, Dialect, column_names, dialect_of, table_names
 from ragtrace_collector._store.migrations import MODEL_CALLS
 from ragtrace_collector._store.reviews import reviews_of
@@ -348,28 +349,32 @@ def _probe(conn: AnyConnection, f: RecordFilter, dialect: Dialect) -> list[dict[
     return rows if bound is None or len(rows) > f.limit else None
 
 
-def newer_records(conn: AnyConnection, f: RecordFilter, after_row: int) -> tuple[list[dict[str, Any]], int, bool]:
-    """Records ``f`` selects that the store received after row ``after_row`` (``last_row`` of the page the
-    reader has), in the order they arrived, at most ``f.limit``; with the cursor to ask from next and
-    whether more are waiting. Arrival order, not the records' own times: a record that arrives late
-    with an older time is new to the reader too, and a burst larger than a page is taken page by page."""
-    where, args = where_clause(f, dialect_of(conn))
-    newer = "r.rowid > ?"
+def newer_records(conn: AnyConnection, f: RecordFilter, after: Arrival) -> tuple[list[dict[str, Any]], Arrival, bool]:
+    """Records ``f`` selects that the store received after ``after`` (``last_row`` of the page the reader has),
+    in the order they arrived, at most ``f.limit``; with the cursor to ask from next and whether more are
+    waiting. Arrival order, not the records' own times: a record that arrives late with an older time is new to
+    the reader too, and a burst larger than a page is taken page by page. On PostgreSQL a record committed after
+    one written later (another replica's) is still read once (``arrival.py``)."""
+    dialect = dialect_of(conn)
+    # The newest row first, then the rows up to it: one committed between the two reads is left for the next
+    # poll rather than passed over. A cursor past the newest row (the store was replaced, or pruned empty, and
+    # rowids start again) comes back to it.
+    upto = newest(conn, RAG_RECORDS)
+    where, args = where_clause(f, dialect)
+    newer, newer_args = within(dialect, "r", min(after, upto), upto)
     where = f"{where} AND {newer}" if where else f" WHERE {newer}"
     cursor = conn.execute(
-        f"SELECT r.rowid, {', '.join('r.' + c for c in RAG_FIELDS)} FROM {RAG_RECORDS} r{where} "
-        "ORDER BY r.rowid LIMIT ?",
-        [*args, after_row, f.limit + 1],
+        f"SELECT {position(dialect, 'r')}, {', '.join('r.' + c for c in RAG_FIELDS)} FROM {RAG_RECORDS} r{where} "
+        f"ORDER BY {order(dialect, 'r')} LIMIT ?",
+        [*args, *newer_args, f.limit + 1],
     )
-    fetched = [(row[0], dict(zip(RAG_FIELDS, row[1:], strict=True))) for row in cursor]
+    fetched = [(Arrival(int(row[0]), int(row[1])), dict(zip(RAG_FIELDS, row[2:], strict=True))) for row in cursor]
     more = len(fetched) > f.limit
     fetched = fetched[: f.limit]
     rows = [row for _, row in fetched]
     attach_scores(conn, rows)
-    # Past the filter's misses too: the next poll need not read them again. A cursor past the store's
-    # newest row (the store was replaced, or pruned empty, and rowids start again) comes back to it.
-    next_row = fetched[-1][0] if more else last_row(conn)
-    return rows, next_row, more
+    # Past the filter's misses too: the next poll need not read them again.
+    return rows, fetched[-1][0] if more else upto, more
 
 
 def attach_scores(conn: AnyConnection, rows: list[dict[str, Any]]) -> None:
@@ -456,9 +461,10 @@ def services(conn: AnyConnection) -> Sequence[str]:
     ]
 
 
-def last_row(conn: AnyConnection) -> int:
-    """The newest ``rag_records`` row (0: none); rows after it are new to a page read now (``after_row=``)."""
-    return int(conn.execute(f"SELECT COALESCE(MAX(rowid), 0) FROM {RAG_RECORDS}").fetchone()[0])
+def last_row(conn: AnyConnection) -> Arrival:
+    """The newest ``rag_records`` row (``START``: none); rows after it are new to a page read now (``after_row=``,
+    ``Arrival.text``)."""
+    return newest(conn, RAG_RECORDS)
 
 
 # -- an alert and the records that made it fire -----------------------------------------------------------------

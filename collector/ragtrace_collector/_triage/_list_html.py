@@ -105,7 +105,7 @@ def _orders(f: RecordFilter, result: Page) -> str:
 
 
 def list_page(
-    result: Page, f: RecordFilter, services: Sequence[str], *, last_row: int = 0, poll_ms: int = 10_000
+    result: Page, f: RecordFilter, services: Sequence[str], *, last_row: str = "0", poll_ms: int = 10_000
 ) -> str:
     """The records list page for ``result`` under filter ``f``; ``last_row``: the store's newest row when
     it was read (the new records are the ones after it)."""
@@ -134,7 +134,7 @@ def list_page(
         + '<p class="muted">Keys: <kbd>j</kbd>/<kbd>k</kbd> next/previous record, <kbd>Enter</kbd> opens it, '
         + "<kbd>/</kbd> searches. New records appear at the top as they are scored.</p>"
         + '<p id="live" class="notice" role="status" aria-live="polite"></p>'
-        + f'<table id="records" data-live="{live}" data-query="{e(query)}" data-last-row="{last_row}" '
+        + f'<table id="records" data-live="{live}" data-query="{e(query)}" data-last-row="{e(last_row)}" '
         + f'data-poll-ms="{int(poll_ms)}">'
         + "<thead><tr><th>time</th><th>service</th><th>query</th><th>answer</th><th>decision</th><th>scores</th>"
         + f"</tr></thead><tbody>{rows}{empty}</tbody></table>{more}"

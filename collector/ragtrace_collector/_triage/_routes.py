@@ -20,6 +20,7 @@ from ragtrace import environment_variables as env
 from ragtrace_collector._agreement import agreement, weekly
 from ragtrace_collector._http._bounded import DEFAULT_QUERY_SECONDS, bounded_call, interrupted_reply
 from ragtrace_collector._store import ReadInterrupted, snapshot
+from ragtrace_collector._store.arrival import Arrival
 from ragtrace_collector._store.reviews import agreement_rows, review_queue
 from ragtrace_collector._store.triage import (
     alert_detail,
@@ -119,22 +120,25 @@ def triage_routes(
         if not isinstance(f, RecordFilter):
             return f
         result, names, row = await read(request, lambda c: (list_records(c, f), services(c), last_row(c)))
-        return HTMLResponse(list_page(result, f, names, last_row=row, poll_ms=poll_ms))
+        return HTMLResponse(list_page(result, f, names, last_row=row.text(), poll_ms=poll_ms))
 
     async def api_records(request: Request) -> Response:
         f = filtered(request, api=True)
         if not isinstance(f, RecordFilter):
             return f
-        after_text = request.query_params.get("after_row", "0")
-        if not (after_text.isascii() and after_text.isdigit() and len(after_text) < 19):
+        try:
+            after = Arrival.parse(request.query_params.get("after_row", "0"))
+        except ValueError:
+            after = None
+        if after is None or max(after) >= 2**63:
             return PlainTextResponse("after_row must be the last_row a page was given\n", status_code=400)
-        rows, next_row, more = await read(request, lambda c: newer_records(c, f, int(after_text)))
+        rows, next_row, more = await read(request, lambda c: newer_records(c, f, after))
         back = f.query()
         return JSONResponse(
             {
                 "records": [_public(r) for r in rows],
                 "rows_html": [row_html(r, back) for r in rows],
-                "last_row": next_row,
+                "last_row": next_row.text(),
                 "more": more,
             }
         )
