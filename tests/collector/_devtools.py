@@ -22,7 +22,7 @@ import uvicorn
 from starlette.applications import Starlette
 from websockets.sync.client import ClientConnection, connect
 
-__all__ = ["CHROMIUM", "DevTools", "browser", "devtools", "served"]
+__all__ = ["CHROMIUM", "DevTools", "browser", "devtools", "launch", "served"]
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
@@ -57,10 +57,11 @@ class DevTools:
         self.wait_for("Page.loadEventFired")
 
 
-@pytest.fixture
-def browser(tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]:
+@contextlib.contextmanager
+def launch(profile: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """Debian's headless Chromium with its profile in ``profile``, listening for DevTools on a free loopback port;
+    stopped after the block."""
     assert CHROMIUM is not None
-    profile = tmp_path / "chromium-profile"
     process = subprocess.Popen(
         [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
          "--disable-component-update", "--disable-sync", "--no-first-run", "--remote-debugging-address=127.0.0.1",
@@ -68,9 +69,17 @@ def browser(tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]:
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     process.profile = profile  # type: ignore[attr-defined]
-    yield process
-    process.terminate()
-    process.wait(timeout=60)
+    try:
+        yield process
+    finally:
+        process.terminate()
+        process.wait(timeout=60)
+
+
+@pytest.fixture
+def browser(tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]:
+    with launch(tmp_path / "chromium-profile") as process:
+        yield process
 
 
 def _written(active: Path) -> bool:
