@@ -12,9 +12,9 @@ from functools import lru_cache
 from typing import Any
 
 from ragtrace_collector._drift import metric_direction
-from ragtrace_collector._report._alert_panel import AlertPanel, alert_panel_html, describe
 from ragtrace_collector._report._format import chunk_label, cut, iso, num, scope
 from ragtrace_collector._store.summaries import Problem, Summary
+from ragtrace_collector._triage._alert_panel import AlertPanel, alert_panel_html, describe
 from ragtrace_collector._triage._assets import PLOTLY
 from ragtrace_collector._triage._layout import page
 from ragtrace_collector._triage._scope import Scope

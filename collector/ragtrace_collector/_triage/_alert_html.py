@@ -1,9 +1,11 @@
 """One alert: its rule, group and message, the statistic over time (every evaluation of its group), the
-period it covers, and the records that made it fire, each a link to its record view."""
+period it covers, the records that made it fire, each a link to its record view, and its group's controls
+(acknowledge, silence, end a silence: ``_alert_panel``, the buttons working through ``static/alerts.js``)."""
 
 from __future__ import annotations
 
 from ragtrace_collector._store.triage import AlertDetail, AlertScope
+from ragtrace_collector._triage._alert_panel import AlertPanel, group_controls_html
 from ragtrace_collector._triage._filters import RecordFilter, ScoreBound
 from ragtrace_collector._triage._layout import e, fmt_time, page, sparkline
 from ragtrace_collector._triage._list_html import row_html
@@ -24,8 +26,8 @@ def alert_records_filter(scope: AlertScope) -> RecordFilter:
     )
 
 
-def alert_page(detail: AlertDetail) -> str:
-    """The alert view."""
+def alert_page(detail: AlertDetail, controls: AlertPanel) -> str:
+    """The alert view, with ``controls``: its group's (``_alert_panel.read_group_panel``)."""
     scope = detail.scope
     a, lower = scope.alert, scope.lower
     group = ", ".join(f"{k}={a[k]}" for k in ("service", "route") if a.get(k)) or "all services"
@@ -59,7 +61,10 @@ def alert_page(detail: AlertDetail) -> str:
     body = (
         f"<h1>Alert: {e(a['rule'])} ({e(a['metric'])}, {e(group)})</h1>"
         f'<p><span class="chip bad">{e(a["state"])}</span> at {e(fmt_time(a["time_ns"]))}: {e(a.get("message"))}</p>'
-        f"<h2>{e(a['metric'])} over time</h2>{chart}"
+        + group_controls_html(
+            controls, rule=str(a["rule"]), service=a.get("service") or None, route=a.get("route") or None
+        )
+        + f"<h2>{e(a['metric'])} over time</h2>{chart}"
         f"<details><summary>the rule's state changes</summary><ul>{states}</ul></details>"
         "<h2>Records that made it fire</h2>"
         f'<p class="muted">{beyond} records in {e(group)}, from {e(fmt_time(scope.since_ns))} ({e(since)}) to the '
@@ -67,4 +72,4 @@ def alert_page(detail: AlertDetail) -> str:
         '<table id="alert-records"><thead><tr><th>time</th><th>service</th><th>query</th><th>answer</th>'
         f"<th>decision</th><th>scores</th></tr></thead><tbody>{rows}</tbody></table>"
     )
-    return page(f"alert {a['rule']}", body)
+    return page(f"alert {a['rule']}", body, scripts=("alerts.js",))

@@ -1,7 +1,10 @@
-"""The live page's alert panel: each group that is not OK, its acknowledgement and silences, with buttons that
-acknowledge, silence and end a silence through the alert API (``_http/_alert_api.py``).
+"""The pages' alert controls: the overview's panel (each group that is not OK, its acknowledgement and silences) and
+an alert page's controls of its own group, with buttons that acknowledge, silence and end a silence through the
+alert API (``_http/_alert_api.py``).
 
-Only the live page has it (a report written to a file has no collector behind it). The buttons send JSON with
+Only the live pages have them (a report written to a file has no collector behind it). It lives with the pages
+(``_triage``) so that both the overview (``_report``, which imports the pages) and the alert page use it: layers
+import one way, the report the pages, never back. The buttons send JSON with
 ``fetch`` (``_triage/static/alerts.js``) and then reload the page; the browser's session cookie goes along, and the
 CSRF token from the ``ragtrace_csrf`` cookie in ``X-CSRF-Token`` (``_http/_auth.py``).
 Every value shown is HTML-escaped, and the group a button acts on travels in ``data-*`` attributes, never in
@@ -21,11 +24,11 @@ import json
 from dataclasses import dataclass, field
 from urllib.parse import urlencode
 
-from ragtrace_collector._report._format import iso
 from ragtrace_collector._store import ALERT_TABLES, Connection
 from ragtrace_collector._store.alerts import GroupView, Silence, group_views, latest_alert_message, silences
+from ragtrace_collector._triage._layout import fmt_time as iso
 
-__all__ = ["AlertPanel", "alert_panel_html", "describe", "read_alert_panel"]
+__all__ = ["AlertPanel", "alert_panel_html", "describe", "group_controls_html", "read_alert_panel", "read_group_panel"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +54,19 @@ def read_alert_panel(conn: Connection, tables: set[str], now_ns: int, service: s
     views = group_views(conn, now_ns)
     groups = tuple(v for v in views if v.state != "OK" and (not service or v.service in (None, service)))
     pending = tuple(s for s in silences(conn) if s.ends_ns > now_ns)
+    return AlertPanel(groups, pending, fired_messages(conn, groups), watched=bool(views), scope_service=service)
+
+
+def read_group_panel(
+    conn: Connection, tables: set[str], now_ns: int, rule: str, service: str | None, route: str | None
+) -> AlertPanel:
+    """One group's controls (an alert page's): the group in whatever state the watcher keeps it (none when it keeps
+    none), and the silences not over yet that cover it."""
+    if not set(ALERT_TABLES) <= tables:
+        return AlertPanel((), ())
+    views = group_views(conn, now_ns)
+    groups = tuple(v for v in views if (v.rule, v.service, v.route) == (rule, service, route))
+    pending = tuple(s for s in silences(conn) if s.ends_ns > now_ns and s.matches(rule, service, route))
     return AlertPanel(groups, pending, fired_messages(conn, groups), watched=bool(views), scope_service=service)
 
 
@@ -106,7 +122,6 @@ def _button(label: str, method: str, api: str, body: str = "") -> str:
 def alert_panel_html(panel: AlertPanel) -> str:
     """The panel as HTML (its buttons work with ``static/alerts.js``), or a line saying nothing is firing. Groups
     with no data are folded under one line that says why."""
-    e = html.escape
     parts = ['<h2>Alerts</h2><section id="alerts">', '<p id="alert-error" class="issue" role="alert"></p>']
     measured = [g for g in panel.groups if g.state != "NO_DATA"]
     quiet = [g for g in panel.groups if g.state == "NO_DATA"]
@@ -130,23 +145,62 @@ def alert_panel_html(panel: AlertPanel) -> str:
             + "".join(_group_html(group, panel) for group in quiet)
             + "</details>"
         )
-    if panel.silences:
-        parts.append('<h3>Silences</h3><ul id="silences">')
-        for item in panel.silences:
-            who = f" by {item.author}" if item.author else ""
-            why = f": {item.comment}" if item.comment else ""
-            parts.append(
-                f"<li>#{item.id} {e(item.rule or 'every rule')} ({e(_scope(item.service, item.route))}) until "
-                f"{e(iso(item.ends_ns))}{e(who)}{e(why)} "
-                + _button("End silence", "DELETE", f"/api/silences/{item.id}")
-                + "</li>"
-            )
-        parts.append("</ul>")
+    parts.append(_silences_html(panel))
     parts.append("</section>")
     return "\n".join(parts)
 
 
-def _group_html(group: GroupView, panel: AlertPanel) -> str:
+def group_controls_html(panel: AlertPanel, *, rule: str, service: str | None, route: str | None) -> str:
+    """An alert page's controls of its group (``read_group_panel``): its state now, the button that acknowledges its
+    current ALERT (the group's, which may be a later one than the alert on the page), silence, and the silences
+    that cover it, each with its End button. A group the watcher keeps no state for can still be silenced."""
+    parts = [
+        '<h2>Acknowledge or silence</h2><section id="alerts">',
+        '<p id="alert-error" class="issue" role="alert"></p>',
+    ]
+    if panel.groups:
+        parts += [_group_html(group, panel, link=False) for group in panel.groups]
+    else:
+        # No state: the watcher does not run this rule now (a rules file changed), or this store has no watcher.
+        target = json.dumps({"rule": rule, "service": service, "route": route})
+        parts.append(
+            '<form class="alert-group"><span class="muted">The watcher keeps no state for this group now (its rule '
+            "is not among the rules it runs, or no watcher evaluated this store): there is nothing to acknowledge."
+            "</span><br>" + _silence_controls(target) + "</form>"
+        )
+    parts.append(_silences_html(panel))
+    parts.append("</section>")
+    return "\n".join(parts)
+
+
+def _silences_html(panel: AlertPanel) -> str:
+    """The silences not over yet, each with its End button; "" when there is none."""
+    e = html.escape
+    if not panel.silences:
+        return ""
+    parts = ['<h3>Silences</h3><ul id="silences">']
+    for item in panel.silences:
+        who = f" by {item.author}" if item.author else ""
+        why = f": {item.comment}" if item.comment else ""
+        parts.append(
+            f"<li>#{item.id} {e(item.rule or 'every rule')} ({e(_scope(item.service, item.route))}) until "
+            f"{e(iso(item.ends_ns))}{e(who)}{e(why)} "
+            + _button("End silence", "DELETE", f"/api/silences/{item.id}")
+            + "</li>"
+        )
+    parts.append("</ul>")
+    return "".join(parts)
+
+
+def _silence_controls(target: str) -> str:
+    return (
+        '<label>silence for <select name="duration"><option>1h</option><option>4h</option>'
+        "<option>24h</option></select></label> " + _button("Silence", "POST", "/api/silences", target)
+    )
+
+
+def _group_html(group: GroupView, panel: AlertPanel, *, link: bool = True) -> str:
+    """A group's state, words, notes and buttons; ``link``: with a link to its alert's page (not on that page)."""
     e = html.escape
     target = json.dumps({"rule": group.rule, "service": group.service, "route": group.route})
     notes = []
@@ -158,14 +212,15 @@ def _group_html(group: GroupView, panel: AlertPanel) -> str:
     buttons = []
     if group.state == "ALERT" and group.ack is None:
         buttons.append(_button("Acknowledge", "POST", "/api/alerts/ack", target))
-    buttons.append(
-        '<label>silence for <select name="duration"><option>1h</option><option>4h</option>'
-        "<option>24h</option></select></label> " + _button("Silence", "POST", "/api/silences", target)
-    )
+    buttons.append(_silence_controls(target))
     return (
         f'<form class="alert-group state-{e(group.state)}">'
         f"<b>{e(group.state)}</b> {describe(group, panel)}"
         + (f' <span class="muted">[{e("; ".join(notes))}]</span>' if notes else "")
-        + f' <a class="alert-view" href="/alert?{e(_group_query(group))}">the alert and its records</a>'
+        + (
+            f' <a class="alert-view" href="/alert?{e(_group_query(group))}">the alert and its records</a>'
+            if link
+            else ""
+        )
         + f"<br>{' '.join(buttons)}</form>"
     )
