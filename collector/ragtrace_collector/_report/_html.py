@@ -11,6 +11,7 @@ from datetime import datetime, timezone
 from functools import lru_cache
 from typing import Any
 
+from ragtrace.metrics import score_range
 from ragtrace_collector._drift import metric_direction
 from ragtrace_collector._report._format import chunk_label, cut, iso, num, scope
 from ragtrace_collector._store.summaries import Problem, Summary
@@ -68,15 +69,23 @@ def _figure_objects(
 
     divs = []
     for metric, points in series.items():
+        # The axis is the metric's documented range (a cosine's goes below 0); a mean outside it (a sender's bug:
+        # the store keeps what came) is drawn at the range's edge, and its hover says the value and that.
+        low, high = score_range(metric)
+        pad = high - low
         fig = go.Figure()
         fig.add_trace(
             go.Scatter(
                 x=[when(t) for t, _, _ in points],
-                y=[mean for _, mean, _ in points],
-                customdata=[count for _, _, count in points],
+                y=[min(high, max(low, mean)) for _, mean, _ in points],
+                customdata=[[count, mean] for _, mean, count in points],
+                text=[
+                    "" if low <= mean <= high else f" (outside [{low:g}, {high:g}]: drawn at its edge)"
+                    for _, mean, _ in points
+                ],
                 mode="lines+markers",
                 name=_text(f"mean {metric}"),
-                hovertemplate="%{x}<br>mean %{y:.3f} over %{customdata} records<extra></extra>",
+                hovertemplate="%{x}<br>mean %{customdata[1]:.3f} over %{customdata[0]} records%{text}<extra></extra>",
             )
         )
         fired = [m for m in marks if m["metric"] == metric]
@@ -86,7 +95,7 @@ def _figure_objects(
                 fig.add_trace(
                     go.Scatter(
                         x=[when(m["time_ns"]) for m in these],
-                        y=[1.05] * len(these),
+                        y=[high + 0.05 * pad] * len(these),
                         mode="markers",
                         marker={"symbol": symbol, "size": 13, "color": color},
                         name="alert" if state == "ALERT" else "resolved",
@@ -99,7 +108,7 @@ def _figure_objects(
             title=_text(f"{metric} over time ({better} is better)"),
             height=320,
             margin={"l": 50, "r": 20, "t": 50, "b": 40},
-            yaxis={"range": [-0.05, 1.12]},
+            yaxis={"range": [low - 0.05 * pad, high + 0.12 * pad]},
             legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "xanchor": "right", "x": 1.0},
         )
         divs.append(fig)

@@ -4,6 +4,7 @@ period it covers, the records that made it fire, each a link to its record view,
 
 from __future__ import annotations
 
+from ragtrace.metrics import score_range
 from ragtrace_collector._store.triage import AlertDetail, AlertScope
 from ragtrace_collector._triage._alert_panel import AlertPanel, group_controls_html
 from ragtrace_collector._triage._filters import RecordFilter, ScoreBound
@@ -45,6 +46,7 @@ def alert_page(detail: AlertDetail, controls: AlertPanel) -> str:
         detail.series,
         level=level,
         marks=marks,
+        bounds=score_range(str(a["metric"])),  # the score's documented range, whatever the values
         label=f"mean {a['metric']} of {group} over time"
         + (", the rule's threshold dashed" if level is not None else ""),
     )

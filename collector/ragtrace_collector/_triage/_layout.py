@@ -129,19 +129,26 @@ def sparkline(
     label: str,
     unit: str = "",
     marks: Sequence[tuple[int, str]] = (),
+    bounds: tuple[float, float] | None = None,
 ) -> str:
     """An inline SVG line chart of ``(time_ns, value)`` points with its axes: values at the bottom, middle and top
     of the value axis (``unit`` after each, or a ``$`` before), the first, middle and last times under the time
     axis, each point's time and value on hover, a dashed line at ``level`` when given, and a labelled vertical line
     at each ``(time_ns, text)`` of ``marks`` (when an alert fired and resolved). ``label`` names it for screen
-    readers."""
+    readers. ``bounds``: the value axis, fixed (a score's documented range): a value outside it is drawn at its edge,
+    its hover saying the value, and the label says so; without, the axis spans the values and 0."""
     if not points:
         return f'<p class="muted">{e(label)}: no data</p>'
     left, right, top, bottom = 64, 12, 10, 26  # room for the value labels and the time labels
     times = [t for t, _ in points] + [t for t, _ in marks]
     values = [v for _, v in points] + ([level] if level is not None else [])
     t0, t1 = min(times), max(times)
-    v0, v1 = min(0.0, min(values)), max(max(values), 0.0)
+    if bounds is not None:
+        v0, v1 = bounds
+        if any(not v0 <= v <= v1 for v in values):
+            label += f" (values outside [{v0:g}, {v1:g}] drawn at its edge)"
+    else:
+        v0, v1 = min(0.0, min(values)), max(max(values), 0.0)
     if v1 == v0:
         v1 = v0 + 1.0
     span_t, span_v = (t1 - t0) or 1, v1 - v0
@@ -151,6 +158,7 @@ def sparkline(
         return left + plot_w * ((t - t0) / span_t if t1 > t0 else 0.5)
 
     def y(v: float) -> float:
+        v = min(v1, max(v0, v))  # only a fixed axis has values beyond it
         return top + plot_h - plot_h * (v - v0) / span_v
 
     def shown(v: float) -> str:
