@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import hashlib
 import hmac
 import os
@@ -91,8 +92,11 @@ def hash_password(password: str, *, salt: bytes | None = None) -> PasswordHash:
     return PasswordHash(_N, _R, _P, salt, key)
 
 
-_DUMMY = hash_password("", salt=b"\0" * _SALT_BYTES)
-"""What an unknown name is checked against, so it costs what a known one does."""
+@functools.cache
+def _dummy() -> PasswordHash:
+    """What an unknown name is checked against, so it costs what a known one does. Made on first use, not at import:
+    scrypt takes 16 MiB for a moment, which a collector without a users file should not (its peak RSS is tested)."""
+    return hash_password("", salt=b"\0" * _SALT_BYTES)
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,7 +111,7 @@ class Users:
     def check(self, name: str, password: str) -> str | None:
         """``name`` when it is in the file and ``password`` is its password, else None (in the same time)."""
         found = self.hashes.get(name)
-        right = (found or _DUMMY).matches(password)
+        right = (found or _dummy()).matches(password)
         return name if found is not None and right else None
 
 
