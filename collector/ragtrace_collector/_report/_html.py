@@ -13,7 +13,7 @@ from typing import Any
 
 from ragtrace.metrics import score_range
 from ragtrace_collector._drift import metric_direction
-from ragtrace_collector._report._format import chunk_label, cut, iso, num, scope
+from ragtrace_collector._report._format import chunk_label, cut, iso, num, period, scope
 from ragtrace_collector._store.summaries import Problem, Summary
 from ragtrace_collector._triage._alert_panel import AlertPanel, alert_panel_html, describe
 from ragtrace_collector._triage._assets import PLOTLY
@@ -211,14 +211,23 @@ def _metrics_and_alerts(
 
 
 def _cards(head: Summary, firing: int) -> list[str]:
-    return [
+    """The counts: the period's records, those of them scored (never more than the records), the overall mean and
+    the alerts firing; and, under them, the scored spans whose record is not in the period, when there are any."""
+    cards = [
         '<div class="cards">',
         f'<div class="card">records<b id="records">{head.records}</b></div>',
-        f'<div class="card">scored<b id="scored">{head.scored}</b></div>',
+        f'<div class="card">of them scored<b id="scored">{head.scored}</b></div>',
         f'<div class="card">overall mean<b>{num(head.overall_mean)}</b></div>',
         f'<div class="card">alerts firing<b id="firing">{firing}</b></div>',
         "</div>",
     ]
+    if head.scored_elsewhere:
+        cards.append(
+            f'<p class="muted" id="scored-elsewhere">{head.scored_elsewhere} more scored '
+            f"span{'s' if head.scored_elsewhere != 1 else ''} whose record is not in this period (a late score, or "
+            "a score-only export): the metrics and the overall mean count their scores.</p>"
+        )
+    return cards
 
 
 def _firing_banners(head: Summary) -> list[str]:
@@ -254,7 +263,7 @@ def html_page(
         f"<script>{_plotly_js()}</script>",
         "</head><body>",
         "<h1>ragtrace</h1>",
-        f'<p class="muted">{e(iso(head.first_ns))} to {e(iso(head.last_ns))}</p>',
+        f'<p class="muted">{e(period(head.first_ns, head.last_ns))}</p>',
         *_cards(head, len(head.firing)),
     ]
     parts += _firing_banners(head)
@@ -308,8 +317,7 @@ def overview_page(
     firing = [g for g in panel.groups if g.state == "ALERT"]
     parts = [
         "<h1>Overview</h1>",
-        f'<p class="muted">{e(scope.describe())}'
-        + (f": {e(iso(head.first_ns))} to {e(iso(head.last_ns))}" if head.first_ns is not None else "")
+        f'<p class="muted">{e(scope.describe())}: {e(period(head.first_ns, head.last_ns))}'
         + " · "
         + f'<a href="{e(scope.link("/records"))}">records</a> · <a href="{e(scope.link("/costs"))}">cost and '
         "coverage</a></p>",
