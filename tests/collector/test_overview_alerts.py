@@ -10,6 +10,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from markupsafe import escape
 from ragtrace_collector._alerts import Watcher
 from ragtrace_collector._otlp import Batch
 from ragtrace_collector._report import page_routes
@@ -114,7 +115,7 @@ def test_an_alert_page_acknowledges_and_silences_its_own_group(
         url = redirect.headers["location"]
         page = client.get(url).text
         (controls,) = re.findall(r'<section id="alerts">(.*?)</section>', page, flags=re.S)
-        target = html.escape('{"rule": "faithfulness-low", "service": "shop", "route": null}', quote=True)
+        target = escape('{"rule": "faithfulness-low", "service": "shop", "route": null}')
         assert f'data-api="/api/alerts/ack" data-body="{target}"' in controls
         assert f'data-api="/api/silences" data-body="{target}"' in controls
         assert "docs" not in controls  # its own group's, no other

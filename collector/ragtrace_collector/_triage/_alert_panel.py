@@ -7,8 +7,8 @@ Only the live pages have them (a report written to a file has no collector behin
 import one way, the report the pages, never back. The buttons send JSON with
 ``fetch`` (``_triage/static/alerts.js``) and then reload the page; the browser's session cookie goes along, and the
 CSRF token from the ``ragtrace_csrf`` cookie in ``X-CSRF-Token`` (``_http/_auth.py``).
-Every value shown is HTML-escaped, and the group a button acts on travels in ``data-*`` attributes, never in
-script text.
+Every value shown is HTML-escaped (``templates/alert_controls.html``, autoescaped), and the group a button acts on
+travels in ``data-*`` attributes, never in script text.
 
 A group's words (``describe``) are the same in the page's banner and in the panel: the message of the evaluation
 that fired it, and, when the latest evaluation said something else (a window left without data while the alert
@@ -19,14 +19,15 @@ with no data fold away under one line that says why.
 
 from __future__ import annotations
 
-import html
 import json
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import urlencode
 
 from ragtrace_collector._store import ALERT_TABLES, Connection
 from ragtrace_collector._store.alerts import GroupView, Silence, group_views, latest_alert_message, silences
-from ragtrace_collector._triage._layout import fmt_time as iso
+from ragtrace_collector._triage._templates import macro
+from ragtrace_collector._triage._time import fmt_time
 
 __all__ = ["AlertPanel", "alert_panel_html", "describe", "group_controls_html", "read_alert_panel", "read_group_panel"]
 
@@ -85,21 +86,86 @@ def fired_messages(conn: Connection, groups: tuple[GroupView, ...]) -> dict[tupl
 def describe(group: GroupView, panel: AlertPanel) -> str:
     """A group's words, as HTML (escaped): its rule, metric and scope, since when, what fired it, and the latest
     evaluation when it said something else. The banner and the panel both use it."""
-    e = html.escape
-    fired = panel.fired.get((group.rule, group.service, group.route))
-    text = (
-        f"{e(group.rule)} ({e(group.metric)}, {e(_scope(group.service, group.route))}) since {e(iso(group.since_ns))}"
+    return macro("alert_controls.html", "describe", _view(group, panel))
+
+
+def alert_panel_html(panel: AlertPanel) -> str:
+    """The panel as HTML (its buttons work with ``static/alerts.js``), or a line saying nothing is firing. Groups
+    with no data are folded under one line that says why."""
+    views = [_view(g, panel) for g in panel.groups]
+    return macro(
+        "alert_controls.html",
+        "panel",
+        {
+            "watched": panel.watched,
+            "measured": [v for v in views if v["state"] != "NO_DATA"],
+            "quiet": [v for v in views if v["state"] == "NO_DATA"],
+            "silences": _silences(panel),
+        },
     )
-    if group.state == "ALERT" and fired is not None:
-        text += f": {e(fired)}"
-        if group.detected != group.state and group.message and group.message != fired:
-            text += (
-                f'<br><span class="muted">latest evaluation ({e(iso(group.evaluated_ns))}): '
-                f"{e(group.detected or '-')}, "
-                f"{e(group.message)}; the alert holds until the group is measured OK again</span>"
-            )
-        return text
-    return text + (f': <span class="muted">{e(group.message)}</span>' if group.message else "")
+
+
+def group_controls_html(panel: AlertPanel, *, rule: str, service: str | None, route: str | None) -> str:
+    """An alert page's controls of its group (``read_group_panel``): its state now, the button that acknowledges its
+    current ALERT (the group's, which may be a later one than the alert on the page), silence, and the silences
+    that cover it, each with its End button. A group the watcher keeps no state for can still be silenced."""
+    return macro(
+        "alert_controls.html",
+        "group_controls",
+        {
+            "groups": [_view(g, panel, link=False) for g in panel.groups],
+            "target": json.dumps({"rule": rule, "service": service, "route": route}),
+            "silences": _silences(panel),
+        },
+    )
+
+
+def _view(group: GroupView, panel: AlertPanel, *, link: bool = True) -> dict[str, Any]:
+    """What the templates show of a group: its words (``describe``), notes, buttons' target, and ``link``: whether
+    to link its alert's page (not on that page)."""
+    fired = panel.fired.get((group.rule, group.service, group.route)) if group.state == "ALERT" else None
+    notes = []
+    if group.ack is not None:
+        who = f" by {group.ack.author}" if group.ack.author else ""
+        notes.append(f"acknowledged{who} at {fmt_time(group.ack.time_ns)}")
+    if group.silenced_by:
+        notes.append("silenced (" + ", ".join(f"#{i}" for i in group.silenced_by) + ")")
+    return {
+        "rule": group.rule,
+        "metric": group.metric,
+        "scope": _scope(group.service, group.route),
+        "state": group.state,
+        "since_ns": group.since_ns,
+        "evaluated_ns": group.evaluated_ns,
+        "fired": fired,
+        # What the latest evaluation said, when it differs from what fired the alert (a window left without data
+        # while the alert holds).
+        "latest": fired is not None
+        and group.detected != group.state
+        and bool(group.message)
+        and group.message != fired,
+        "detected": group.detected or "-",
+        "message": group.message,
+        "notes": "; ".join(notes),
+        "can_ack": group.state == "ALERT" and group.ack is None,
+        "target": json.dumps({"rule": group.rule, "service": group.service, "route": group.route}),
+        "link": link,
+        "query": _group_query(group),
+    }
+
+
+def _silences(panel: AlertPanel) -> list[dict[str, Any]]:
+    return [
+        {
+            "id": item.id,
+            "rule": item.rule or "every rule",
+            "scope": _scope(item.service, item.route),
+            "ends_ns": item.ends_ns,
+            "author": item.author,
+            "comment": item.comment,
+        }
+        for item in panel.silences
+    ]
 
 
 def _group_query(group: GroupView) -> str:
@@ -111,116 +177,3 @@ def _group_query(group: GroupView) -> str:
 
 def _scope(service: str | None, route: str | None) -> str:
     return ", ".join(f"{k}={v}" for k, v in (("service", service), ("route", route)) if v is not None) or "all"
-
-
-def _button(label: str, method: str, api: str, body: str = "") -> str:
-    e = html.escape
-    data = f' data-body="{e(body)}"' if body else ""
-    return f'<button type="button" data-method="{method}" data-api="{e(api)}"{data}>{e(label)}</button>'
-
-
-def alert_panel_html(panel: AlertPanel) -> str:
-    """The panel as HTML (its buttons work with ``static/alerts.js``), or a line saying nothing is firing. Groups
-    with no data are folded under one line that says why."""
-    parts = ['<h2>Alerts</h2><section id="alerts">', '<p id="alert-error" class="issue" role="alert"></p>']
-    measured = [g for g in panel.groups if g.state != "NO_DATA"]
-    quiet = [g for g in panel.groups if g.state == "NO_DATA"]
-    if not panel.watched:
-        parts.append(
-            '<p class="muted">No alert rule has been evaluated in this store yet: the collector\'s watcher evaluates '
-            "its rules (the defaults, or <code>serve --rules FILE</code>) once scored records arrive.</p>"
-        )
-    elif not measured:
-        parts.append('<p class="muted">No alert group is firing or warning.</p>')
-    for group in measured:
-        parts.append(_group_html(group, panel))
-    if quiet:
-        parts.append(
-            f'<details class="quiet" id="no-data"><summary>{len(quiet)} group{"s" if len(quiet) != 1 else ""} with '
-            "no data</summary>"
-            '<p class="muted">A group has no data when its window holds fewer scored records than its rule needs '
-            "(<code>min_count</code>; for a drift rule, in the baseline too): the service sent nothing lately, its "
-            "records were not sampled or not scored, or the rule's window is short for its traffic. Not measured is "
-            "not fine: each says what it lacked.</p>"
-            + "".join(_group_html(group, panel) for group in quiet)
-            + "</details>"
-        )
-    parts.append(_silences_html(panel))
-    parts.append("</section>")
-    return "\n".join(parts)
-
-
-def group_controls_html(panel: AlertPanel, *, rule: str, service: str | None, route: str | None) -> str:
-    """An alert page's controls of its group (``read_group_panel``): its state now, the button that acknowledges its
-    current ALERT (the group's, which may be a later one than the alert on the page), silence, and the silences
-    that cover it, each with its End button. A group the watcher keeps no state for can still be silenced."""
-    parts = [
-        '<h2>Acknowledge or silence</h2><section id="alerts">',
-        '<p id="alert-error" class="issue" role="alert"></p>',
-    ]
-    if panel.groups:
-        parts += [_group_html(group, panel, link=False) for group in panel.groups]
-    else:
-        # No state: the watcher does not run this rule now (a rules file changed), or this store has no watcher.
-        target = json.dumps({"rule": rule, "service": service, "route": route})
-        parts.append(
-            '<form class="alert-group"><span class="muted">The watcher keeps no state for this group now (its rule '
-            "is not among the rules it runs, or no watcher evaluated this store): there is nothing to acknowledge."
-            "</span><br>" + _silence_controls(target) + "</form>"
-        )
-    parts.append(_silences_html(panel))
-    parts.append("</section>")
-    return "\n".join(parts)
-
-
-def _silences_html(panel: AlertPanel) -> str:
-    """The silences not over yet, each with its End button; "" when there is none."""
-    e = html.escape
-    if not panel.silences:
-        return ""
-    parts = ['<h3>Silences</h3><ul id="silences">']
-    for item in panel.silences:
-        who = f" by {item.author}" if item.author else ""
-        why = f": {item.comment}" if item.comment else ""
-        parts.append(
-            f"<li>#{item.id} {e(item.rule or 'every rule')} ({e(_scope(item.service, item.route))}) until "
-            f"{e(iso(item.ends_ns))}{e(who)}{e(why)} "
-            + _button("End silence", "DELETE", f"/api/silences/{item.id}")
-            + "</li>"
-        )
-    parts.append("</ul>")
-    return "".join(parts)
-
-
-def _silence_controls(target: str) -> str:
-    return (
-        '<label>silence for <select name="duration"><option>1h</option><option>4h</option>'
-        "<option>24h</option></select></label> " + _button("Silence", "POST", "/api/silences", target)
-    )
-
-
-def _group_html(group: GroupView, panel: AlertPanel, *, link: bool = True) -> str:
-    """A group's state, words, notes and buttons; ``link``: with a link to its alert's page (not on that page)."""
-    e = html.escape
-    target = json.dumps({"rule": group.rule, "service": group.service, "route": group.route})
-    notes = []
-    if group.ack is not None:
-        who = f" by {group.ack.author}" if group.ack.author else ""
-        notes.append(f"acknowledged{who} at {iso(group.ack.time_ns)}")
-    if group.silenced_by:
-        notes.append("silenced (" + ", ".join(f"#{i}" for i in group.silenced_by) + ")")
-    buttons = []
-    if group.state == "ALERT" and group.ack is None:
-        buttons.append(_button("Acknowledge", "POST", "/api/alerts/ack", target))
-    buttons.append(_silence_controls(target))
-    return (
-        f'<form class="alert-group state-{e(group.state)}">'
-        f"<b>{e(group.state)}</b> {describe(group, panel)}"
-        + (f' <span class="muted">[{e("; ".join(notes))}]</span>' if notes else "")
-        + (
-            f' <a class="alert-view" href="/alert?{e(_group_query(group))}">the alert and its records</a>'
-            if link
-            else ""
-        )
-        + f"<br>{' '.join(buttons)}</form>"
-    )

@@ -13,8 +13,9 @@ from ragtrace import semconv
 from ragtrace_collector._drift import metric_direction
 from ragtrace_collector._store.triage import Page
 from ragtrace_collector._triage._filters import RecordFilter
-from ragtrace_collector._triage._layout import e, fmt_time, page
+from ragtrace_collector._triage._layout import e, page
 from ragtrace_collector._triage._sorting import parse_sort
+from ragtrace_collector._triage._templates import render
 
 __all__ = ["list_page", "row_html"]
 
@@ -26,26 +27,28 @@ def _cut(text: object) -> str:
     return value if len(value) <= _CUT else value[: _CUT - 1] + "…"
 
 
-def _chips(scores: dict[str, dict[str, Any]]) -> str:
+def _chips(scores: dict[str, dict[str, Any]]) -> list[tuple[str, float, bool]]:
+    """Each measured score as (metric, value, bad): bad past 0.5 on the metric's wrong side."""
     chips = []
     for metric in sorted(scores):
         value = scores[metric].get("value")
         if value is None:
             continue
         bad = value > 0.5 if metric_direction(metric) == "lower" else value < 0.5
-        chips.append(f'<span class="chip{" bad" if bad else ""}">{e(metric)} {value:.2f}</span>')
-    return "".join(chips)
+        chips.append((metric, float(value), bad))
+    return chips
 
 
 def row_html(record: dict[str, Any], back: str) -> str:
-    """One record as a table row; its link keeps the list's filters (``back``) for the way back."""
-    link = f"/records/{e(record['span_id'])}" + (f"?{e(back)}" if back else "")
-    return (
-        f'<tr class="row" data-time="{record["time_ns"]}" data-span="{e(record["span_id"])}">'
-        f"<td>{e(fmt_time(record['time_ns']))}</td><td>{e(record['service'])}</td>"
-        f'<td><a class="open" href="{link}">{e(_cut(record["query"]) or record["span_id"])}</a></td>'
-        f"<td>{e(_cut(record['answer']))}</td><td>{e(record['decision'])}</td>"
-        f"<td>{_chips(record.get('scores') or {})}</td></tr>"
+    """One record as a table row (``templates/record_row.html``); its link keeps the list's filters (``back``) for
+    the way back."""
+    return render(
+        "record_row.html",
+        r=record,
+        back=back,
+        query=_cut(record["query"]),
+        answer=_cut(record["answer"]),
+        chips=_chips(record.get("scores") or {}),
     )
 
 
