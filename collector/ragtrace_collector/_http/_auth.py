@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import html
 import secrets
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
@@ -368,38 +367,12 @@ async def _read_small(request: Request) -> bytes | None:
 
 
 def _signin_page(target: str, *, error: str | None, status: int = 200, named: bool = False) -> HTMLResponse:
-    """The sign-in form in the pages' frame (a page of the triage package: imported here, when the form is asked
-    for, so the guard does not load the pages to guard the receivers): the admin token, or with a users file
+    """The sign-in form (``templates/signin.html``, a page of the triage package: imported here, when the form is
+    asked for, so the guard does not load the pages to guard the receivers): the admin token, or with a users file
     (``named``) a name and a password."""
-    from ragtrace_collector._triage._layout import page
+    from ragtrace_collector._triage._templates import render_page
 
-    said = f'<p role="alert" class="notice">{html.escape(error)}</p>' if error else ""
-    if named:
-        fields = (
-            '<label>Name <input type="text" name="name" autocomplete="username" required autofocus></label>'
-            '<label>Password <input type="password" name="password" autocomplete="current-password" required>'
-            "</label>"
-        )
-        hint = (
-            "<p>Your name and password are in this collector's users file (<code>serve --users-file</code>); "
-            "<code>ragtrace-collector users add NAME --file FILE</code> adds a person.</p>"
-        )
-    else:
-        fields = (
-            '<label>Admin token <input type="password" name="token" autocomplete="current-password" required '
-            "autofocus></label>"
-        )
-        hint = (
-            "<p>The token is the collector's admin token (<code>--admin-token-file</code>, or <code>--token</code>); "
-            "the link <code>serve</code> prints signs you in too.</p>"
-        )
     return HTMLResponse(
-        page(
-            "Sign in",
-            "<h1>Sign in</h1>"
-            f'<form method="post" action="{SIGNIN_PATH}" class="filters">{said}{fields}'
-            f'<input type="hidden" name="next" value="{html.escape(target, quote=True)}">'
-            f'<button type="submit">Sign in</button></form>{hint}',
-        ),
+        render_page("signin.html", title="Sign in", action=SIGNIN_PATH, error=error, named=named, next=target),
         status_code=status,
     )

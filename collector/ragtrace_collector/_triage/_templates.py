@@ -72,8 +72,10 @@ def render_page(
     scripts: Sequence[str] = (),
     **context: Any,
 ) -> str:
-    """A whole page: the template ``name`` (which extends ``layout.html``) in the frame ``frame`` describes."""
-    return render(name, frame=frame(title, scope, services, here, scripts), **context)
+    """A whole page: the template ``name`` (which extends ``layout.html``) in the frame ``frame`` describes; the
+    template has ``scope`` (``Scope()`` when None) and ``context`` too."""
+    scope = scope if scope is not None else Scope()
+    return render(name, frame=frame(title, scope, services, here, scripts), scope=scope, **context)
 
 
 def frame(
