@@ -1,7 +1,6 @@
-"""Every page's shared frame (``page``, for a body already HTML; the pages written as templates extend
-``templates/layout.html`` through ``_templates.render_page``): the stylesheet, the navigation between the pages and
-the scope picker (a time range and a service, kept in the URL: ``_scope``), each link carrying the scope; the error
-pages (``error_page``); escaping; and the small SVG chart (``sparkline``, drawn by ``templates/chart.html``).
+"""The pages' shared pieces besides the frame (``templates/layout.html``, rendered by ``_templates.render_page``):
+the error pages (``error_page``), a claim verdict's class, and the small SVG chart (``sparkline``, drawn by
+``templates/chart.html``).
 
 Nothing comes from the network (no fonts, scripts or styles of another site), so the pages work on a machine
 without internet; the stylesheet and the scripts are this collector's own files at versioned URLs (``_assets``),
@@ -12,40 +11,18 @@ white.
 
 from __future__ import annotations
 
-import html
 from collections.abc import Sequence
 
 from ragtrace_collector._triage._scope import Scope
-from ragtrace_collector._triage._templates import NAV, Markup, render, render_page
+from ragtrace_collector._triage._templates import NAV, render, render_page
 from ragtrace_collector._triage._time import fmt_time
 
-__all__ = ["NAV", "e", "error_page", "fmt_time", "page", "sparkline", "verdict_class"]
-
-
-def e(value: object) -> str:
-    """HTML-escaped text of ``value`` (None is empty), for the pages not yet written as templates."""
-    return "" if value is None else html.escape(str(value), quote=True)
+__all__ = ["NAV", "error_page", "fmt_time", "sparkline", "verdict_class"]
 
 
 def verdict_class(verdict: str) -> str:
     """The CSS class of a claim verdict (``supported``, ``contradicted``, ``unsupported``)."""
     return f"v-{verdict}" if verdict in ("supported", "contradicted", "unsupported") else "v-unsupported"
-
-
-def page(
-    title: str,
-    body: str,
-    *,
-    scope: Scope | None = None,
-    services: Sequence[str] = (),
-    here: str | None = None,
-    scripts: Sequence[str] = (),
-) -> str:
-    """A whole page: the frame (``_templates.frame`` says what each argument does) around ``body``, HTML the caller
-    made and escaped."""
-    return render_page(
-        "frame.html", title=title, scope=scope, services=services, here=here, scripts=scripts, body=Markup(body)
-    )
 
 
 def error_page(status: int, title: str, message: str, *, scope: Scope | None = None) -> str:

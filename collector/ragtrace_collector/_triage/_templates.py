@@ -1,5 +1,6 @@
 """The pages' HTML templates (``templates/``, Jinja2) and how they are rendered: ``render`` for a part (a chart, the
-alert controls, a records row), ``render_page`` for a whole page in the shared frame (``templates/layout.html``).
+trace, a records row) or the report file, ``macro`` for a template's macro (the alert controls), ``render_page``
+for a whole page in the shared frame (``templates/layout.html``). Every page is one: no page writes HTML by hand.
 
 Autoescape is on for every template: a value is HTML-escaped where it is put, unless it is ``Markup`` (HTML another
 template or ``sparkline`` made, wrapped by the code that hands it over), so a span's text can only ever show as
