@@ -49,6 +49,7 @@ from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
 from itsdangerous import BadSignature, URLSafeTimedSerializer
+from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import MutableHeaders
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
@@ -300,7 +301,10 @@ class PageGuard:
         target = _local(fields.get("next"))
         if self.access.users is not None:
             # The password is read, checked and dropped: never logged, never stored, never put back in the form.
-            user = self.access.users.check(fields.get("name", "").strip(), fields.get("password", ""))
+            # On a worker thread: scrypt takes tens of ms by design, which the event loop (ingestion's) must not.
+            user = await run_in_threadpool(
+                self.access.users.check, fields.get("name", "").strip(), fields.get("password", "")
+            )
             if user is None:
                 return _signin_page(target, error="That name and password do not match.", status=401, named=True)
             self._sign_in(request, new_cookies, secrets.token_urlsafe(24), user)
