@@ -3,16 +3,16 @@
 
 Builds a SQLite store as ``bench/triage_page.py`` does (records a second apart over two services, one in five
 hallucinated, metadata with a user; the text search index built over them), raises an alert on it with the
-collector's own watcher (mean faithfulness under 0.8 in the last 30 minutes), and serves it with a real
-collector (``--token``). Then, as a person would, over the DevTools protocol: sign in with the link ``serve``
-prints, fetch the pages that aggregate the whole scope over all time (their status and time), open every page of
-the navigation over the last day of the store, follow every link of every page reached from the records list
-(each must answer 200), pick a service, sort (oldest, by hallucination), page on, search text, filter by metadata, open a
-record and mark a claim wrong, open the alert, acknowledge and silence it, and watch three new records arrive in
-the records list while it is open. Each step's page load (navigation to the load event, in the browser) is
-printed; a screenshot of each page goes to ``<out>/<step>.png`` for a person to look at. It fails (exit 1) on a
-link that does not answer 200, a violation of the Content-Security-Policy, or a step that does not show what it
-should; it goes on past each and lists them at the end.
+collector's own watcher (mean faithfulness under 0.8 in the last 30 minutes), and serves it with a real collector
+(``--token``). Then, as a person would, over the DevTools protocol: sign in with the link ``serve`` prints, fetch
+the pages that aggregate the whole scope over all time (their status and time), open every page of the navigation
+over the last day of the store, follow every link of every page reached from the records list (each must answer
+200), pick a service, sort (oldest, by hallucination), page on, search text, filter by metadata, open a record and
+mark a claim wrong, open the alert, acknowledge and silence it, and watch three new records arrive in the records
+list while it is open. Each step's page load (navigation to the load event, in the browser) is printed; a
+screenshot of each page goes to ``<out>/<step>.png`` for a person to look at. It fails (exit 1) on a link that does
+not answer 200, a violation of the Content-Security-Policy, or a step that does not show what it should; it goes on
+past each and lists them at the end.
 """
 
 from __future__ import annotations

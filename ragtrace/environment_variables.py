@@ -166,6 +166,9 @@ token of ``--token``/``RAGTRACE_COLLECTOR_TOKEN``."""
 RAGTRACE_COLLECTOR_ADMIN_TOKEN: Final = "RAGTRACE_COLLECTOR_ADMIN_TOKEN"
 """The token of people and the API alone (the pages' sign-in, ``/api/...``, ``/metrics``; same as
 ``--admin-token-file``'s content); unset: the one token of ``--token``/``RAGTRACE_COLLECTOR_TOKEN``."""
+RAGTRACE_COLLECTOR_USERS_FILE: Final = "RAGTRACE_COLLECTOR_USERS_FILE"
+"""The collector's users file (``serve --users-file``): people who sign in to the pages by name and password, one
+``NAME:HASH`` a line (``ragtrace-collector users add``); unset: the admin token signs in."""
 RAGTRACE_COLLECTOR_TRACE_URL: Final = "RAGTRACE_COLLECTOR_TRACE_URL"
 """URL template with ``{trace_id}`` (and ``{span_id}``) the record view links a trace to; unset: no link."""
 RAGTRACE_PHOENIX_URL: Final = "RAGTRACE_PHOENIX_URL"

@@ -1,5 +1,6 @@
 """``ragtrace-collector``: ``serve`` receives OTLP into SQLite; ``report`` writes the store's report to a file;
-``alerts`` lists, acknowledges and silences a running collector's alerts (``_alert_cli.py``).
+``alerts`` lists, acknowledges and silences a running collector's alerts (``_alert_cli.py``); ``users add`` puts a
+person in a users file (``_users_cli.py``).
 
 Configuration mistakes exit with status 2 and a message that names the fix (never a traceback). ``--help`` is
 plain text (``DESCRIPTION``, not this docstring); ``serve`` prints the live page's URL once it listens.
@@ -28,18 +29,20 @@ from ragtrace_collector._phoenix import PHOENIX_API_KEY_VARIABLE, PHOENIX_URL_VA
 from ragtrace_collector._server import Collector, CollectorConfig
 from ragtrace_collector._store import DatabaseError, SchemaTooNew, StoreError, is_postgres, redacted_url
 from ragtrace_collector._store.claims import LEASE_SECONDS
+from ragtrace_collector._users_cli import add_users_commands, run_users_command
 from ragtrace_collector._version import __version__
 
 TOKEN_VARIABLE = env.RAGTRACE_COLLECTOR_TOKEN
 """Bearer token the receivers require when ``--token`` is not given."""
 INGEST_TOKEN_VARIABLE = env.RAGTRACE_COLLECTOR_INGEST_TOKEN
 ADMIN_TOKEN_VARIABLE = env.RAGTRACE_COLLECTOR_ADMIN_TOKEN
+USERS_FILE_VARIABLE = env.RAGTRACE_COLLECTOR_USERS_FILE
 
 
 DESCRIPTION = (
     "Receive OTLP traces from ragtrace apps into a SQLite file, score what the apps did not score, watch the "
     "scores and alert (serve); write the store's report (report); list, acknowledge and silence a running "
-    "collector's alerts (alerts)."
+    "collector's alerts (alerts); add a person who signs in to the pages (users add)."
 )
 """What ``--help`` says: plain text, as a terminal shows it (the module docstring is reStructuredText)."""
 
@@ -105,6 +108,16 @@ def build_parser() -> argparse.ArgumentParser:
         help=(
             "a header a trusted proxy sets to the signed-in person (e.g. X-Forwarded-User behind oauth2-proxy): it "
             "authenticates, and acks and silences record the name; only when the port is reachable through it alone"
+        ),
+    )
+    serve.add_argument(
+        "--users-file",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help=(
+            "people who sign in to the pages by name and password (one NAME:HASH a line, written by `users add`); "
+            f"acks, silences and reviews record the name; needs an admin token (or {USERS_FILE_VARIABLE})"
         ),
     )
     serve.add_argument(
@@ -223,6 +236,7 @@ def build_parser() -> argparse.ArgumentParser:
     copy.add_argument("--db", type=Path, required=True, help="SQLite file written by serve (read only)")
     copy.add_argument("--store", required=True, metavar="URL", help="postgresql://USER@HOST:PORT/DB to copy into")
     add_alert_commands(commands)
+    add_users_commands(commands)
     return parser
 
 
@@ -241,6 +255,7 @@ def serve_config(args: argparse.Namespace) -> CollectorConfig:
         admin_token=_token_file(args.admin_token_file, "--admin-token-file") or env.read_str(ADMIN_TOKEN_VARIABLE),
         allowed_hosts=tuple(args.allowed_host),
         trusted_user_header=args.trusted_user_header,
+        users_file=args.users_file or _path(env.read_str(USERS_FILE_VARIABLE)),
         max_silence_days=args.max_silence_days,
         insecure=args.insecure,
         rules=args.rules,
@@ -261,6 +276,10 @@ def serve_config(args: argparse.Namespace) -> CollectorConfig:
             max_bytes=args.join_max_bytes,
         ),
     )
+
+
+def _path(value: str | None) -> Path | None:
+    return Path(value) if value else None
 
 
 def _token_file(path: Path | None, flag: str) -> str | None:
@@ -339,6 +358,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     if args.command == "alerts":
         return run_alert_command(args)
+    if args.command == "users":
+        return run_users_command(args)
     try:
         if args.command == "copy":
             return _copy(args)

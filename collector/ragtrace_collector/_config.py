@@ -14,6 +14,7 @@ from ragtrace_collector._address import is_loopback
 from ragtrace_collector._budget import DEFAULT_MAX_INFLIGHT_BYTES
 from ragtrace_collector._forward import traces_url
 from ragtrace_collector._http._body import DEFAULT_MAX_BODY_BYTES
+from ragtrace_collector._http._users import read_users
 from ragtrace_collector._join import JoinLimits
 from ragtrace_collector._phoenix import annotations_url
 from ragtrace_collector._store import is_postgres, redacted_url
@@ -81,6 +82,8 @@ class CollectorConfig:
     """A header a trusted proxy sets to the signed-in person's name (``X-Forwarded-User``); None: ignored."""
     max_silence_days: float = 30.0
     """The longest silence the alert API accepts."""
+    users_file: Path | None = None
+    """The people who sign in to the pages by name and password (``_http._users``); None: the admin token signs in."""
 
     @property
     def sender_token(self) -> str | None:
@@ -123,6 +126,14 @@ class CollectorConfig:
                     "--ingest-token-file and --admin-token-file, or RAGTRACE_COLLECTOR_TOKEN), or pass --insecure "
                     "to accept that."
                 )
+        if self.users_file is not None:
+            if not self.people_token:
+                raise ConfigurationError(
+                    "--users-file needs an admin token (--admin-token-file, --token-file or "
+                    "RAGTRACE_COLLECTOR_ADMIN_TOKEN): the sign-in's sessions are signed with a key derived from it, "
+                    "and without one the pages would be open to anyone anyway"
+                )
+            read_users(self.users_file)  # a wrong line stops the start, naming it
         if not 0 < self.max_silence_days <= 366:
             raise ConfigurationError(f"--max-silence-days {self.max_silence_days} must be more than 0, at most 366")
         for name, port in (("--port", self.port), ("--grpc-port", self.grpc_port)):

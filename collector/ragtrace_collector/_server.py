@@ -29,6 +29,7 @@ from ragtrace_collector._grpc import create_grpc_server
 from ragtrace_collector._http import alert_api_routes, create_app, review_api_routes
 from ragtrace_collector._http._auth import Access, default_hosts
 from ragtrace_collector._http._connections import ConcurrencyLimit, guarded_protocol
+from ragtrace_collector._http._users import read_users
 from ragtrace_collector._join import Settler
 from ragtrace_collector._memory import tune_allocator
 from ragtrace_collector._phoenix import PhoenixAnnotator
@@ -192,6 +193,7 @@ class Collector:
                     admin_token=config.people_token,
                     allowed_hosts=default_hosts(config.host, config.allowed_hosts),
                     user_header=config.trusted_user_header,
+                    users=read_users(config.users_file) if config.users_file is not None else None,
                 ),
                 max_body_bytes=config.max_body_bytes,
                 budget=self.budget,

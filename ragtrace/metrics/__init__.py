@@ -20,6 +20,7 @@ from ragtrace.metrics._registry import (
     build_suite,
     configured_suite,
     metric_by_name,
+    score_range,
 )
 from ragtrace.metrics._steps import ReplyError, Steps
 from ragtrace.metrics._suite import Suite, SuiteResult
@@ -81,4 +82,5 @@ __all__ = [
     "clear_geval_cache",
     "configured_suite",
     "metric_by_name",
+    "score_range",
 ]

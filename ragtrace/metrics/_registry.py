@@ -66,6 +66,17 @@ LOWER_IS_BETTER: frozenset[str] = frozenset(
 """The metrics for which a lower value is better, read from the metric classes' ``direction``; every other
 metric (user-named G-Eval ones included) is higher-is-better."""
 
+_UNIT = (0.0, 1.0)
+
+
+def score_range(name: str) -> tuple[float, float]:
+    """The documented range of metric ``name``'s values (docs/metric-contract.md): [0, 1], or the metric class's own
+    ``value_range`` (``answer_relevancy_embedding``, a mean cosine, is in [-1, 1]: reported as computed, never
+    clipped). Pages draw a metric's axis over it."""
+    found = getattr(_FACTORIES.get(name), "value_range", _UNIT)
+    return (float(found[0]), float(found[1]))
+
+
 REFERENCE_METRICS: tuple[str, ...] = (
     "noise_sensitivity",
     "relevant_noise_sensitivity",

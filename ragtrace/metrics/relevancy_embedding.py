@@ -65,6 +65,7 @@ class AnswerRelevancyEmbedding(JudgeMetric):
     """How well the answer answers the query, measured by embeddings; see the module docstring."""
 
     name = "answer_relevancy_embedding"
+    value_range = (-1.0, 1.0)  # a mean cosine: the contract reports it as computed, never clipped
     capabilities = frozenset({GENERATE_QUESTIONS, EMBED})
     uses_query = True
 

@@ -98,3 +98,47 @@ def test_acknowledge_silence_and_end_it_from_the_page(
             assert "Silences" not in tools.run("document.getElementById('alerts').innerText")
     finally:
         collector.stop()
+
+
+@pytest.mark.slow
+def test_acknowledge_silence_and_end_it_from_the_alert_page(
+    tmp_path: Path, browser: subprocess.Popen[bytes], store_target: str
+) -> None:
+    """The same from the alert's own page (issue 25: its controls were on the overview only)."""
+    rules = tmp_path / "rules.toml"
+    rules.write_text(RULES, encoding="utf-8")
+    collector = start_collector(store_target, watch=True, page=True, rules=rules, token="s3cret")
+    try:
+        port = collector.http_port or 0
+        api = f"http://127.0.0.1:{port}/api/alerts"
+        auth = {"Authorization": "Bearer s3cret"}
+        now = time.time_ns() - 60 * NS
+        _send_spike(port, now)
+        collector.watcher.evaluate_once(now)
+        opened = httpx.get(f"http://127.0.0.1:{port}/alert?rule=hallucination-spike&service=shop", headers=auth)
+        alert_path = opened.headers["location"]  # the group's latest alert
+        assert opened.status_code == 303 and alert_path.startswith("/alerts/"), opened
+        with devtools(browser, f"http://127.0.0.1:{port}{alert_path}?token=s3cret") as tools:
+            assert tools.run("location.href") == f"http://127.0.0.1:{port}{alert_path}"
+            tools.click_and_reload('button[data-api="/api/alerts/ack"]')
+            (group,) = httpx.get(api, headers=auth, timeout=60).json()["groups"]
+            assert group["ack"] is not None and (group["ack"]["rule"], group["ack"]["service"]) == (
+                "hallucination-spike",
+                "shop",
+            )
+            assert tools.run("location.pathname") == alert_path  # the page it was on, reloaded
+            assert "[acknowledged at " in tools.run("document.getElementById('alerts').innerText")
+            assert tools.run("document.querySelector('button[data-api=\"/api/alerts/ack\"]')") is None
+
+            tools.run("document.querySelector('select[name=duration]').value = '24h'")
+            tools.click_and_reload('button[data-api="/api/silences"]')
+            (silence,) = httpx.get(api, headers=auth, timeout=60).json()["silences"]
+            assert (silence["rule"], silence["service"], silence["route"]) == ("hallucination-spike", "shop", None)
+            assert silence["ends_ns"] - silence["starts_ns"] == 24 * HOUR
+            assert f"silenced (#{silence['id']})" in tools.run("document.getElementById('alerts').innerText")
+
+            tools.click_and_reload(f'button[data-api="/api/silences/{silence["id"]}"]')
+            assert httpx.get(api, headers=auth, timeout=60).json()["silences"] == []
+            assert "Silences" not in tools.run("document.getElementById('alerts').innerText")
+    finally:
+        collector.stop()

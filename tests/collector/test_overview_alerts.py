@@ -10,11 +10,13 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from markupsafe import escape
 from ragtrace_collector._alerts import Watcher
 from ragtrace_collector._otlp import Batch
 from ragtrace_collector._report import page_routes
 from ragtrace_collector._rules import parse_rules
 from ragtrace_collector._store.schema import SCORE_COLUMNS
+from ragtrace_collector._triage._assets import asset_url
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
@@ -90,3 +92,46 @@ def test_a_store_without_a_watcher_says_no_rule_ran(open_store: Callable[[], Any
         page = client.get("/").text
     assert "No alert rule has been evaluated in this store yet" in page
     assert "Every alert group is OK" not in page
+
+
+def test_an_alert_page_acknowledges_and_silences_its_own_group(
+    store_target: str, open_store: Callable[[], Any]
+) -> None:
+    """The alert page has its group's controls (issue 25: they were on the overview only): the Acknowledge button
+    while the group's ALERT is not acknowledged, Silence, and the silences covering the group with their End
+    buttons; each sends the group it acts on, and the page shows who acknowledged."""
+    from ragtrace_collector._store import writing
+    from ragtrace_collector._store.alerts import add_ack, add_silence, group_state
+
+    store = open_store()
+    store.write(Batch(scores=_scores("shop", [0.4] * 37, NOW) + _scores("docs", [0.9] * 12, NOW)))
+    watcher = Watcher(store_target, rules=parse_rules(RULES), sinks=[])
+    try:
+        watcher.evaluate_once(NOW)
+    finally:
+        watcher.stop()
+    with TestClient(Starlette(routes=page_routes(store))) as client:
+        redirect = client.get("/alert?rule=faithfulness-low&service=shop", follow_redirects=False)
+        url = redirect.headers["location"]
+        page = client.get(url).text
+        (controls,) = re.findall(r'<section id="alerts">(.*?)</section>', page, flags=re.S)
+        target = escape('{"rule": "faithfulness-low", "service": "shop", "route": null}')
+        assert f'data-api="/api/alerts/ack" data-body="{target}"' in controls
+        assert f'data-api="/api/silences" data-body="{target}"' in controls
+        assert "docs" not in controls  # its own group's, no other
+        assert f'<script src="{asset_url("alerts.js")}" defer>' in page and '<p id="alert-error"' in controls
+        assert "the alert and its records" not in controls  # no link to the page it is on
+
+        with writing(store_target) as conn:
+            state = group_state(conn, "faithfulness-low", "shop", None)
+            assert state is not None and state[0] == "ALERT"
+            add_ack(conn, rule="faithfulness-low", service="shop", route=None, episode_ns=state[1], now_ns=NOW,
+                    author="ana")  # fmt: skip
+            silence = add_silence(conn, rule="faithfulness-low", service=None, route=None, starts_ns=NOW,
+                                  ends_ns=NOW + 60 * MINUTE, author="bo")  # fmt: skip
+        page = client.get(url).text
+        (controls,) = re.findall(r'<section id="alerts">(.*?)</section>', page, flags=re.S)
+    assert 'data-api="/api/alerts/ack"' not in controls
+    assert "acknowledged by ana at " in _text(controls)
+    assert f'data-method="DELETE" data-api="/api/silences/{silence.id}"' in controls
+    assert f"#{silence.id} faithfulness-low (all) until " in _text(controls) and "by bo" in _text(controls)

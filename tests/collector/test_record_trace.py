@@ -66,7 +66,7 @@ def test_the_record_page_draws_the_trace_and_what_its_model_calls_cost(store_tar
         ("1.1", "answer"),
         ("2.2", "retrieve"),
         ("1.1", "chat gpt-4o-mini"),
-        ("1.1", "&lt;script&gt;alert(&quot;span&quot;)&lt;/script&gt;"),
+        ("1.1", "&lt;script&gt;alert(&#34;span&#34;)&lt;/script&gt;"),  # escaped as text (Jinja2's &#34;)
     ]
     assert waterfall.count("← this record") == 1 and f'class="span focus" id="span-{hex_span_id(rag)}"' in waterfall
     assert '<span class="chip bad">error</span> cache &lt;b&gt;down&lt;/b&gt;' in waterfall

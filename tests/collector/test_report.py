@@ -165,7 +165,7 @@ def test_markdown_report(store: Any) -> None:
     )
     assert "first sighting" not in text
     assert text.startswith("# ragtrace report\n")
-    assert "- Records: 4 (3 scored)" in text
+    assert "- 4 records, 3 of them scored" in text
     assert "| faithfulness | 0.467 | 3 | higher |" in text
     assert "| hallucination | 0.533 | 3 | lower |" in text
     assert "| not_sampled | 1 | 25.0% |" in text
@@ -257,7 +257,7 @@ def test_a_store_whose_name_has_uri_characters_is_read_not_another_file(tmp_path
     assert summary(path).records == 4
     app = Starlette(routes=page_routes(path))
     with TestClient(app) as client:
-        assert "Records: 4 (3 scored)" in client.get("/", params={"format": "markdown"}).text
+        assert "4 records, 3 of them scored" in client.get("/", params={"format": "markdown"}).text
     # No stray file opened beside it (only the store and its WAL files).
     assert {p.name for p in tmp_path.iterdir()} <= {name, f"{name}-wal", f"{name}-shm"}
 
@@ -313,3 +313,63 @@ def test_span_values_never_become_markup_in_a_chart(store: Any, tmp_path: Path) 
         texts = [s for s in _plotly_strings(page) if "evil.example" in s]
         assert texts, "the decision and the alert are in the charts"
         assert all("<a" not in s and "&lt;a href" in s for s in texts), texts
+
+
+def _late_and_lone_scores(store: Any) -> None:
+    """A record from before T0 whose score came at T0 + 5 s (a late score), and a score whose span has no record
+    (a score-only export): both scored "in" a period starting at T0, neither a record of it."""
+    early = "e" * 16
+    store.write(
+        Batch(
+            rag_records=[
+                whole_row(
+                    {"span_id": early, "trace_id": early * 2, "service": "shop", "time_ns": T0 - 600 * NS,
+                     "query": "q", "answer": "a", "chunks": "[]", "decision": "evaluated"},
+                    RAG_COLUMNS,
+                )
+            ],
+            scores=[
+                whole_row(
+                    {"span_id": span, "metric": "faithfulness", "value": 0.5, "trace_id": span * 2,
+                     "service": "shop", "time_ns": T0 + 5 * NS, "source": "app"},
+                    SCORE_COLUMNS,
+                )
+                for span in (early, "f" * 16)
+            ],
+        )
+    )  # fmt: skip
+
+
+def test_scored_counts_records_of_the_period_and_says_what_else_was_scored(store: Any) -> None:
+    """Issue 25 saw "scored 152" beside "records 140": scores were counted by their spans and their own time. Now
+    scored is the period's records with a score, and the others are said apart."""
+    _late_and_lone_scores(store)
+    head = summary(store, since_ns=T0)
+    assert (head.records, head.scored, head.scored_elsewhere) == (4, 3, 2)
+    assert head.scored <= head.records
+    assert head.means["faithfulness"] == pytest.approx((1.0 + 0.4 + 0.0 + 0.5 + 0.5) / 5)  # their scores count
+    everything = summary(store)
+    assert (everything.records, everything.scored, everything.scored_elsewhere) == (5, 4, 1)
+    assert summary(store, service="shop").scored_elsewhere == 1
+    app = Starlette(routes=page_routes(store))
+    with TestClient(app) as client:
+        page = client.get("/", params={"since": str(T0)}).text
+        markdown = client.get("/", params={"format": "markdown", "since": str(T0)}).text
+    assert '<b id="records">4</b>' in page and '<b id="scored">3</b>' in page
+    assert re.search(r'id="scored-elsewhere">2 more scored spans whose record is not in this period', page)
+    assert "- 4 records, 3 of them scored; and 2 scored spans whose record is not in this period" in markdown
+
+
+def test_an_empty_period_says_so(store: Any) -> None:
+    """Not "- to -": an empty scope's period, in words."""
+    app = Starlette(routes=page_routes(store))
+    with TestClient(app) as client:
+        page = client.get("/", params={"service": "nobody"}).text
+        markdown = client.get("/", params={"format": "markdown", "since": str(T0 + 3600 * NS)}).text
+    assert "all time, service nobody: nothing stored in this period yet" in page
+    assert "- Stored: nothing stored in this period yet" in markdown
+    text = report(store, "html", since_ns=T0 + 3600 * NS)
+    assert "nothing stored in this period yet" in text
+    for said in (page, markdown, text):
+        assert "- to -" not in said
+    assert "- Stored: from 2027-01-15 08:00:00 UTC to " in report(store, "markdown")

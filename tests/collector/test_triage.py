@@ -325,3 +325,24 @@ def test_route_is_a_filter_too(client: TestClient) -> None:
     assert len(_rows(client.get("/records", params={"route": "/ask", "limit": "500"}).text)) == N_RECORDS
     assert _rows(client.get("/records", params={"route": "/other"}).text) == []
     assert "route=%2Fask" in client.get("/records", params={"route": "/ask"}).text
+
+
+def test_an_alert_page_shows_hostile_text_as_text(client: TestClient, open_store: Callable[[], Any]) -> None:
+    """The alert page is a template (autoescaped): a rule, service, route and message carrying HTML and script show
+    as text, in the heading, the controls' data-body and the chart's label alike."""
+    hostile = '<script>alert("x")</script><img src=x onerror=alert(1)>'
+    store = open_store()
+    insert_alerts(
+        store,
+        [{"rule": f"r{hostile}", "kind": "threshold", "metric": "faithfulness", "service": f"s{hostile}",
+          "route": f"/{hostile}", "time_ns": T0 + 50 * MINUTE, "state": "ALERT", "previous_state": "OK",
+          "value": 0.2, "threshold": 0.5, "message": f"m{hostile}"}],
+    )  # fmt: skip
+    found = client.get("/alert", params={"rule": f"r{hostile}", "service": f"s{hostile}", "route": f"/{hostile}"},
+                       follow_redirects=False)  # fmt: skip
+    page = client.get(found.headers["location"]).text
+    assert "<script>alert" not in page and "<img src=x" not in page
+    assert page.count("&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;") >= 4
+    assert '<p id="alert-error" class="issue" role="alert"></p>' in page  # the controls are there, escaped
+    (body,) = re.findall(r'data-api="/api/silences" data-body="([^"]*)"', page)
+    assert json.loads(html.unescape(body)) == {"rule": f"r{hostile}", "service": f"s{hostile}", "route": f"/{hostile}"}

@@ -10,8 +10,11 @@ token themselves and are no use to a browser: their content types need a CORS pr
   ``alerts`` command), the session cookie a browser gets by signing in (``/signin``, a form) or by opening any
   page once with ``?token=<admin token>`` (answered with a redirect to the same URL without it, the cookie set),
   or, with ``Access.user_header`` set, that header (a trusted proxy such as oauth2-proxy authenticated the person
-  and names them). A page asked for without them redirects to the sign-in form; the API answers 401. ``?token=``
-  on an API path is still taken as it is, for the scripts that used it (deprecated: URLs end up in logs).
+  and names them). With ``Access.users`` (``serve --users-file``, ``_users``) the form asks a name and a password
+  instead of the token, and the session names the person: acks, silences and reviews record that name (a session
+  whose name left the file no longer counts). A page asked for without them redirects to the sign-in form; the API
+  answers 401. ``?token=`` on an API path is still taken as it is, for the scripts that used it (deprecated: URLs
+  end up in logs).
 * **State changes** (any method but GET, HEAD, OPTIONS): an ``Origin`` that is not this collector's own, or a
   ``Sec-Fetch-Site`` other than ``same-origin``, is a 403; and a request a browser makes (it carries the session
   cookie, the proxy's user header, or with no admin token set, any of ``Origin``, ``Sec-Fetch-Site`` or a cookie)
@@ -39,7 +42,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import html
 import secrets
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
@@ -47,12 +49,14 @@ from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
 from itsdangerous import BadSignature, URLSafeTimedSerializer
+from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import MutableHeaders
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ragtrace_collector._http._token import bearer_matches
+from ragtrace_collector._http._users import Users
 
 __all__ = [
     "CONTENT_SECURITY_POLICY",
@@ -73,8 +77,9 @@ CSRF_HEADER = "x-csrf-token"
 SIGNIN_PATH = "/signin"
 SIGNOUT_PATH = "/signout"
 USER_SCOPE_KEY = "ragtrace_user"
-"""Where the guard leaves the person's name (the trusted proxy's header) in the request's scope, for the alert API
-to record who acknowledged or silenced."""
+"""Where the guard leaves the person's name (the trusted proxy's header, or the users file's name a session was
+signed in with) in the request's scope, for the alert and review APIs to record who acknowledged, silenced or
+reviewed."""
 
 _SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 _LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
@@ -106,12 +111,14 @@ class Access:
     """What the guard lets through. ``admin_token``: None lets anyone who reaches the port read and change (as
     before it, on loopback only unless ``--insecure``); ``allowed_hosts``: ``"*"`` among them turns the Host check
     off (a proxy in front checks it); ``user_header``: a header a trusted proxy sets to the signed-in person's name
-    (then it authenticates: the port must be reachable only through that proxy)."""
+    (then it authenticates: the port must be reachable only through that proxy); ``users``: the people who sign in by
+    name and password (they need ``admin_token``, which keys the sessions)."""
 
     admin_token: str | None = field(default=None, repr=False)
     allowed_hosts: frozenset[str] = field(default_factory=lambda: default_hosts("127.0.0.1"))
     user_header: str | None = None
     session_seconds: int = 7 * 86_400
+    users: Users | None = field(default=None, repr=False)
 
     def host_allowed(self, host_header: str) -> bool:
         """Whether ``host_header`` (``name[:port]``, ``[v6]:port``) names a host the pages answer."""
@@ -227,6 +234,8 @@ class PageGuard:
         if via == "proxy":
             name = request.headers.get(self.access.user_header or "", "").strip()
             request.scope.setdefault("state", {})[USER_SCOPE_KEY] = name[:200]
+        elif via == "cookie" and session is not None and isinstance(session.get("user"), str):
+            request.scope.setdefault("state", {})[USER_SCOPE_KEY] = session["user"]
         return None
 
     def _identify(self, request: Request) -> tuple[str | None, dict[str, Any] | None]:
@@ -255,7 +264,12 @@ class PageGuard:
             value = self.sessions.loads(raw, max_age=self.access.session_seconds)
         except BadSignature:  # SignatureExpired included
             return None
-        return value if isinstance(value, dict) and isinstance(value.get("csrf"), str) else None
+        if not isinstance(value, dict) or not isinstance(value.get("csrf"), str):
+            return None
+        users = self.access.users
+        if "user" in value and (users is None or value["user"] not in users):
+            return None  # the person left the users file (or it is gone): signed out
+        return value
 
     def _csrf_expected(
         self, request: Request, via: str | None, session: dict[str, Any] | None, csrf_cookie: str
@@ -268,9 +282,9 @@ class PageGuard:
             return csrf_cookie or secrets.token_urlsafe(24)  # no cookie: a value nobody can send
         return None
 
-    def _sign_in(self, request: Request, new_cookies: list[str], csrf: str) -> None:
+    def _sign_in(self, request: Request, new_cookies: list[str], csrf: str, user: str | None = None) -> None:
         assert self.sessions is not None
-        signed = self.sessions.dumps({"csrf": csrf})
+        signed = self.sessions.dumps({"csrf": csrf, **({"user": user} if user is not None else {})})
         seconds = self.access.session_seconds
         new_cookies.append(_cookie(SESSION_COOKIE, signed, seconds, request))
         new_cookies.append(_cookie(CSRF_COOKIE, csrf, seconds, request, http_only=False))
@@ -279,11 +293,22 @@ class PageGuard:
         """``GET /signin``: the form; ``POST /signin``: check the token, set the cookie, go where ``next`` says."""
         if self.sessions is None:
             return RedirectResponse("/", status_code=303)  # nothing to sign in to
+        named = self.access.users is not None
         if request.method != "POST":
-            return _signin_page(_local(request.query_params.get("next")), error=None)
+            return _signin_page(_local(request.query_params.get("next")), error=None, named=named)
         body = await _read_small(request)
         fields = dict(parse_qsl(body.decode("utf-8", "replace"))) if body is not None else {}
         target = _local(fields.get("next"))
+        if self.access.users is not None:
+            # The password is read, checked and dropped: never logged, never stored, never put back in the form.
+            # On a worker thread: scrypt takes tens of ms by design, which the event loop (ingestion's) must not.
+            user = await run_in_threadpool(
+                self.access.users.check, fields.get("name", "").strip(), fields.get("password", "")
+            )
+            if user is None:
+                return _signin_page(target, error="That name and password do not match.", status=401, named=True)
+            self._sign_in(request, new_cookies, secrets.token_urlsafe(24), user)
+            return RedirectResponse(target, status_code=303)
         given = fields.get("token", "")
         assert self.access.admin_token is not None
         if not given or not hmac.compare_digest(given.encode("utf-8", "replace"), self.access.admin_token.encode()):
@@ -345,23 +370,13 @@ async def _read_small(request: Request) -> bytes | None:
     return b"".join(chunks)
 
 
-def _signin_page(target: str, *, error: str | None, status: int = 200) -> HTMLResponse:
-    """The sign-in form in the pages' frame (a page of the triage package: imported here, when the form is asked
-    for, so the guard does not load the pages to guard the receivers)."""
-    from ragtrace_collector._triage._layout import page
+def _signin_page(target: str, *, error: str | None, status: int = 200, named: bool = False) -> HTMLResponse:
+    """The sign-in form (``templates/signin.html``, a page of the triage package: imported here, when the form is
+    asked for, so the guard does not load the pages to guard the receivers): the admin token, or with a users file
+    (``named``) a name and a password."""
+    from ragtrace_collector._triage._templates import render_page
 
-    said = f'<p role="alert" class="notice">{html.escape(error)}</p>' if error else ""
     return HTMLResponse(
-        page(
-            "Sign in",
-            "<h1>Sign in</h1>"
-            f'<form method="post" action="{SIGNIN_PATH}" class="filters">{said}'
-            '<label>Admin token <input type="password" name="token" autocomplete="current-password" required '
-            "autofocus></label>"
-            f'<input type="hidden" name="next" value="{html.escape(target, quote=True)}">'
-            '<button type="submit">Sign in</button></form>'
-            "<p>The token is the collector's admin token (<code>--admin-token-file</code>, or <code>--token</code>); "
-            "the link <code>serve</code> prints signs you in too.</p>",
-        ),
+        render_page("signin.html", title="Sign in", action=SIGNIN_PATH, error=error, named=named, next=target),
         status_code=status,
     )

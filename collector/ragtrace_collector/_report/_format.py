@@ -15,6 +15,24 @@ def iso(ns: int | None) -> str:
     return datetime.fromtimestamp(ns / 1e9, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
+def period(first_ns: int | None, last_ns: int | None) -> str:
+    """The stored period in words: "from X to Y", or, when nothing is stored in it, that (not "- to -")."""
+    if first_ns is None or last_ns is None:
+        return "nothing stored in this period yet"
+    return f"from {iso(first_ns)} to {iso(last_ns)}"
+
+
+def scored_line(records: int, scored: int, elsewhere: int) -> str:
+    """ "140 records, 120 of them scored", and the spans scored in the period whose record is not in it."""
+    text = f"{records} record{'s' if records != 1 else ''}, {scored} of them scored"
+    if elsewhere:
+        text += (
+            f"; and {elsewhere} scored span{'s' if elsewhere != 1 else ''} whose record is not in this period (a late "
+            "score, or a score-only export): the metrics count their scores"
+        )
+    return text
+
+
 def num(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
 

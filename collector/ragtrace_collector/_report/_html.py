@@ -1,7 +1,9 @@
-"""The report as HTML: a self-contained file (``html_page``: plotly.js inlined once, so it renders offline with no
-CDN and no collector), and the live overview (``overview_page``: in the pages' shared frame, plotly.js loaded from
-the collector's own cached URL and each chart's figure in a JSON data block that ``static/overview.js`` draws, so
-the page holds no script of its own)."""
+"""The report as HTML: a self-contained file (``html_page``, ``templates/report_file.html``: plotly.js inlined once,
+so it renders offline with no CDN and no collector), and the live overview (``overview_page``,
+``templates/overview.html``: in the pages' shared frame, plotly.js loaded from the collector's own cached URL and
+each chart's figure in a JSON data block that ``static/overview.js`` draws, so the page holds no script of its
+own). Both are templates with autoescape (the pages' ``_triage._templates``); their shared parts are
+``templates/report_parts.html``."""
 
 from __future__ import annotations
 
@@ -11,13 +13,14 @@ from datetime import datetime, timezone
 from functools import lru_cache
 from typing import Any
 
+from ragtrace.metrics import score_range
 from ragtrace_collector._drift import metric_direction
-from ragtrace_collector._report._alert_panel import AlertPanel, alert_panel_html, describe
-from ragtrace_collector._report._format import chunk_label, cut, iso, num, scope
+from ragtrace_collector._report._format import chunk_label, cut, iso, num, period, scope
 from ragtrace_collector._store.summaries import Problem, Summary
+from ragtrace_collector._triage._alert_panel import AlertPanel, alert_panel_html, describe
 from ragtrace_collector._triage._assets import PLOTLY
-from ragtrace_collector._triage._layout import page
 from ragtrace_collector._triage._scope import Scope
+from ragtrace_collector._triage._templates import Markup, render, render_page
 
 
 @lru_cache(maxsize=1)
@@ -68,15 +71,23 @@ def _figure_objects(
 
     divs = []
     for metric, points in series.items():
+        # The axis is the metric's documented range (a cosine's goes below 0); a mean outside it (a sender's bug:
+        # the store keeps what came) is drawn at the range's edge, and its hover says the value and that.
+        low, high = score_range(metric)
+        pad = high - low
         fig = go.Figure()
         fig.add_trace(
             go.Scatter(
                 x=[when(t) for t, _, _ in points],
-                y=[mean for _, mean, _ in points],
-                customdata=[count for _, _, count in points],
+                y=[min(high, max(low, mean)) for _, mean, _ in points],
+                customdata=[[count, mean] for _, mean, count in points],
+                text=[
+                    "" if low <= mean <= high else f" (outside [{low:g}, {high:g}]: drawn at its edge)"
+                    for _, mean, _ in points
+                ],
                 mode="lines+markers",
                 name=_text(f"mean {metric}"),
-                hovertemplate="%{x}<br>mean %{y:.3f} over %{customdata} records<extra></extra>",
+                hovertemplate="%{x}<br>mean %{customdata[1]:.3f} over %{customdata[0]} records%{text}<extra></extra>",
             )
         )
         fired = [m for m in marks if m["metric"] == metric]
@@ -86,7 +97,7 @@ def _figure_objects(
                 fig.add_trace(
                     go.Scatter(
                         x=[when(m["time_ns"]) for m in these],
-                        y=[1.05] * len(these),
+                        y=[high + 0.05 * pad] * len(these),
                         mode="markers",
                         marker={"symbol": symbol, "size": 13, "color": color},
                         name="alert" if state == "ALERT" else "resolved",
@@ -99,7 +110,7 @@ def _figure_objects(
             title=_text(f"{metric} over time ({better} is better)"),
             height=320,
             margin={"l": 50, "r": 20, "t": 50, "b": 40},
-            yaxis={"range": [-0.05, 1.12]},
+            yaxis={"range": [low - 0.05 * pad, high + 0.12 * pad]},
             legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "xanchor": "right", "x": 1.0},
         )
         divs.append(fig)
@@ -137,92 +148,16 @@ pre { white-space: pre-wrap; background: #fafafa; padding: .4rem; }
 """
 
 
-def _metrics_and_alerts(
-    head: Summary,
-    worst: list[Problem],
-    threshold: float,
-    figures: list[str],
-    recent: list[dict[str, Any]],
-    record_links: bool,
-    link: Any = None,
-) -> list[str]:
-    """The part both the file and the live page show: the metrics table, the charts, the recent transitions and
-    the worst records (each linked to its record page when ``record_links``; ``link(path)`` adds the scope)."""
-    e = html.escape
-    link = link or (lambda path: path)
-    parts = ["<h2>Metrics</h2>", "<table><tr><th>metric</th><th>mean</th><th>scored</th><th>better</th></tr>"]
-    parts += [
-        f"<tr><td>{e(m.metric)}</td><td>{m.mean:.3f}</td><td>{m.count}</td><td>{m.direction}</td></tr>"
-        for m in head.metrics
-    ]
-    parts.append("</table>")
-    parts.append('<h2>Scores over time</h2><div id="charts">')
-    parts += figures or ['<p class="muted">No scores stored yet.</p>']
-    parts.append("</div>")
-    if recent:
-        parts.append('<h2>Recent alert transitions</h2><table id="transitions">')
-        parts.append("<tr><th>time</th><th>rule</th><th>metric</th><th>scope</th><th>change</th><th>message</th></tr>")
-        parts += [
-            f"<tr><td>{e(iso(a['time_ns']))}</td><td>{e(a['rule'])}</td><td>{e(a['metric'])}</td>"
-            f"<td>{e(scope(a))}</td><td>{e(a['previous_state'] or '-')} &rarr; {e(a['state'])}</td>"
-            f"<td>{e(a['message'] or '')}</td></tr>"
-            for a in recent
-        ]
-        parts.append("</table>")
-    parts.append(f"<h2>Worst traces (threshold {threshold:g})</h2>")
-    if not worst:
-        parts.append('<p class="muted">No record below the threshold.</p>')
-    for p in worst:
-        issues = ", ".join(str(i) for i in p.issues)
-        parts.append(
-            f'<details class="problem"><summary><b>{p.overall:.2f}</b> {e(cut(p.query, 120) or p.span_id)} '
-            f'<span class="issue">{e(issues)}</span></summary>'
-        )
-        parts.append(
-            f'<p class="muted">service {e(p.service or "-")}, route {e(p.route or "-")}, {e(iso(p.time_ns))}, '
-            f"trace {e(p.trace_id or '-')}, span {e(p.span_id)}"
-            + (
-                f' · <a href="{e(link(f"/records/{p.span_id}"))}">open the record and its claims</a>'
-                if record_links
-                else ""
-            )
-            + "</p>"
-        )
-        parts.append(f"<p>Scores: {e(', '.join(f'{m} {v:.2f}' for m, v in p.scores.items()))}</p>")
-        parts.append(f"<h4>Query</h4><pre>{e(p.query or '')}</pre><h4>Answer</h4><pre>{e(p.answer or '')}</pre>")
-        if p.chunks:
-            parts.append("<h4>Chunks</h4><ol start=0>")
-            for chunk in p.chunks:
-                label = chunk_label(chunk, score=True)
-                title = f"<b>{e(label)}</b>" if label else ""
-                parts.append(f"<li>{title}<pre>{e(str(chunk.get('content', '')))}</pre></li>")
-            parts.append("</ol>")
-        parts.append("</details>")
-    return parts
-
-
-def _cards(head: Summary, firing: int) -> list[str]:
-    return [
-        '<div class="cards">',
-        f'<div class="card">records<b id="records">{head.records}</b></div>',
-        f'<div class="card">scored<b id="scored">{head.scored}</b></div>',
-        f'<div class="card">overall mean<b>{num(head.overall_mean)}</b></div>',
-        f'<div class="card">alerts firing<b id="firing">{firing}</b></div>',
-        "</div>",
-    ]
-
-
-def _firing_banners(head: Summary) -> list[str]:
-    """A banner per firing alert of the alerts table (where no watcher keeps group states to describe them)."""
-    e = html.escape
-    banners = []
-    for alert in head.firing:
-        where = ", ".join(f"{k}={alert[k]}" for k in ("service", "route") if alert[k] is not None)
-        banners.append(
-            f'<div class="firing"><b>{e(alert["rule"])}</b> {e(alert["metric"])} {e(where)}: '
-            f"{e(alert['message'])}</div>"
-        )
-    return banners
+def _helpers() -> dict[str, Any]:
+    """What the report's templates (``report_parts.html``) call to write a value."""
+    return {
+        "num": num,
+        "iso": iso,
+        "cut": cut,
+        "chunk_label": lambda chunk: chunk_label(chunk, score=True),
+        "scope_of": scope,
+        "where": lambda alert: ", ".join(f"{k}={alert[k]}" for k in ("service", "route") if alert[k] is not None),
+    }
 
 
 def html_page(
@@ -234,45 +169,21 @@ def html_page(
     recent: list[dict[str, Any]],
     refresh_seconds: int | None,
 ) -> str:
-    """The report as one self-contained file (``ragtrace-collector report``): plotly.js inlined, no collector
-    behind it; ``refresh_seconds`` makes it reload itself."""
-    e = html.escape
-    parts = [
-        "<!DOCTYPE html>",
-        '<html lang="en"><head><meta charset="utf-8"><title>ragtrace report</title>',
-        f'<meta http-equiv="refresh" content="{int(refresh_seconds)}">' if refresh_seconds else "",
-        f"<style>{_CSS}</style>",
-        f"<script>{_plotly_js()}</script>",
-        "</head><body>",
-        "<h1>ragtrace</h1>",
-        f'<p class="muted">{e(iso(head.first_ns))} to {e(iso(head.last_ns))}</p>',
-        *_cards(head, len(head.firing)),
-    ]
-    parts += _firing_banners(head)
-    parts += _metrics_and_alerts(head, worst, threshold, _figures(series, marks, head), recent, record_links=False)
-    parts.append("</body></html>")
-    return "\n".join(p for p in parts if p)
-
-
-def empty_store(endpoint: str) -> str:
-    """What an empty store's overview says: where to send spans (the OTLP endpoints of this collector) and how."""
-    e = html.escape
-    base = endpoint.rstrip("/")
-    host = base.split("://", 1)[-1].rsplit(":", 1)[0]
-    return (
-        '<section class="empty" id="empty"><h2>No spans yet</h2>'
-        "<p>This collector has stored nothing yet. Send it your RAG app's spans over OTLP:</p><ul>"
-        f"<li>OTLP/HTTP: <code>{e(base)}/v1/traces</code> (and <code>/v1/logs</code> for late scores)</li>"
-        f"<li>OTLP/gRPC: <code>{e(host)}:4317</code> (the port <code>serve --grpc-port</code> set; 4317 by "
-        "default)</li></ul>"
-        "<p>From an app with ragtrace:</p>"
-        f'<pre>import ragtrace\nragtrace.configure(service_name="support-bot", endpoint="{e(base)}", '
-        "sample_rate=1.0)</pre>"
-        "<p>Or any OpenTelemetry SDK or OpenInference instrumentation:</p>"
-        f"<pre>export OTEL_EXPORTER_OTLP_ENDPOINT={e(base)}\nexport OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf</pre>"
-        "<p>With <code>--ingest-token</code> (or <code>--token</code>) set, senders add "
-        "<code>Authorization: Bearer &lt;token&gt;</code> (<code>OTEL_EXPORTER_OTLP_HEADERS</code>). Records show "
-        "here, and in the records list, as they arrive.</p></section>"
+    """The report as one self-contained file (``ragtrace-collector report``; ``templates/report_file.html``):
+    plotly.js inlined, no collector behind it; ``refresh_seconds`` makes it reload itself."""
+    return render(
+        "report_file.html",
+        head=head,
+        worst=worst,
+        threshold=threshold,
+        # plotly's own HTML and script: made by plotly from values it escapes (``_text``), not by a span.
+        figures=[Markup(f) for f in _figures(series, marks, head)],
+        plotly=Markup(_plotly_js()),
+        css=Markup(_CSS),
+        recent=recent,
+        refresh_seconds=int(refresh_seconds) if refresh_seconds else None,
+        period=period(head.first_ns, head.last_ns),
+        **_helpers(),
     )
 
 
@@ -291,38 +202,34 @@ def overview_page(
     services: Sequence[str],
     endpoint: str,
 ) -> str:
-    """The live overview (``/``) in the pages' shared frame: the counts, the alert banners and panel (one reading of
-    the alert groups, so they agree), the charts, the transitions and the worst records of ``scope``; an empty
-    store says where to send spans (``endpoint``: this collector's base URL). It polls for new records by arrival
-    order (``poll_seconds``) and never reloads itself."""
-    e = html.escape
+    """The live overview (``/``; ``templates/overview.html``) in the pages' shared frame: the counts, the alert
+    banners and panel (one reading of the alert groups, so they agree), the charts, the transitions and the worst
+    records of ``scope``; an empty store says where to send spans (``endpoint``: this collector's base URL). It
+    polls for new records by arrival order (``poll_seconds``) and never reloads itself."""
     firing = [g for g in panel.groups if g.state == "ALERT"]
-    parts = [
-        "<h1>Overview</h1>",
-        f'<p class="muted">{e(scope.describe())}'
-        + (f": {e(iso(head.first_ns))} to {e(iso(head.last_ns))}" if head.first_ns is not None else "")
-        + " · "
-        + f'<a href="{e(scope.link("/records"))}">records</a> · <a href="{e(scope.link("/costs"))}">cost and '
-        "coverage</a></p>",
-        f'<p id="fresh" class="muted" role="status" aria-live="polite" data-after-row="{e(last_row)}" '
-        f'data-poll-ms="{int(poll_seconds) * 1000}" data-scope="{e(scope.query())}"></p>',
-    ]
-    if head.records == 0 and not head.metrics and not scope.params():
-        parts.append(empty_store(endpoint))
-    parts += _cards(head, len(firing) if panel.watched else len(head.firing))
-    if panel.watched:
-        parts += [f'<div class="firing"><b>ALERT</b> {describe(g, panel)}</div>' for g in firing]
-    else:
-        parts += _firing_banners(head)
-    parts.append(alert_panel_html(panel))
-    parts += _metrics_and_alerts(
-        head, worst, threshold, _figure_blocks(series, marks, head), recent, record_links=True, link=scope.link
-    )
-    return page(
-        "overview",
-        "\n".join(p for p in parts if p),
+    base = endpoint.rstrip("/")
+    return render_page(
+        "overview.html",
+        title="overview",
         scope=scope,
         services=services,
         here="/",
         scripts=(PLOTLY, "overview.js", "alerts.js"),
+        head=head,
+        worst=worst,
+        threshold=threshold,
+        figures=[Markup(f) for f in _figure_blocks(series, marks, head)],  # JSON blocks, "<" written as \u003c
+        recent=recent,
+        period=period(head.first_ns, head.last_ns),
+        last_row=last_row,
+        poll_ms=int(poll_seconds) * 1000,
+        empty=head.records == 0 and not head.metrics and not scope.params(),
+        base=base,
+        host=base.split("://", 1)[-1].rsplit(":", 1)[0],
+        firing=len(firing) if panel.watched else len(head.firing),
+        # The groups' words and the panel: the alert controls' templates' HTML. Without a watcher's groups, the
+        # alerts table's firing rows are the banners.
+        banners=[Markup(describe(g, panel)) for g in firing] if panel.watched else None,
+        panel=Markup(alert_panel_html(panel)),
+        **_helpers(),
     )

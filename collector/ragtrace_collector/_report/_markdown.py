@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ragtrace_collector._report._format import chunk_label, cut, iso, md_cell, num, scope
+from ragtrace_collector._report._format import chunk_label, cut, iso, md_cell, num, period, scope, scored_line
 from ragtrace_collector._store.summaries import Problem, Summary
 
 
@@ -12,8 +12,8 @@ def markdown(head: Summary, worst: list[Problem], threshold: float, recent: list
     lines = [
         "# ragtrace report",
         "",
-        f"- Records: {head.records} ({head.scored} scored)",
-        f"- From {iso(head.first_ns)} to {iso(head.last_ns)}",
+        f"- {scored_line(head.records, head.scored, head.scored_elsewhere)}",
+        f"- Stored: {period(head.first_ns, head.last_ns)}",
         f"- Overall score: mean {num(head.overall_mean)}, min {num(head.overall_min)}, max {num(head.overall_max)}",
         "",
         "## Metrics",

@@ -13,7 +13,6 @@ if TYPE_CHECKING:
     from starlette.requests import Request
     from starlette.responses import Response
     from starlette.routing import BaseRoute
-from ragtrace_collector._report._alert_panel import read_alert_panel
 from ragtrace_collector._report._format import Format
 from ragtrace_collector._report._html import html_page, overview_page
 from ragtrace_collector._report._markdown import markdown
@@ -29,6 +28,7 @@ from ragtrace_collector._store.report import (
 )
 from ragtrace_collector._store.triage import last_row, services
 from ragtrace_collector._triage import FilterError, triage_routes
+from ragtrace_collector._triage._alert_panel import read_alert_panel
 from ragtrace_collector._triage._routes import error_response
 from ragtrace_collector._triage._scope import Scope, parse_scope
 

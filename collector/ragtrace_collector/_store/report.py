@@ -39,13 +39,15 @@ def open_source(source: object) -> Iterator[AnyConnection]:
 
 
 def _time_clause(
-    column: str, since_ns: int | None, until_ns: int | None, service: str | None = None
+    column: str, since_ns: int | None, until_ns: int | None, service: str | None = None, *, table: str = ""
 ) -> tuple[str, list[Any]]:
-    """`` AND``-clauses keeping rows of ``column`` (their time) in ``[since_ns, until_ns]`` and of ``service``."""
+    """`` AND``-clauses keeping rows of ``column`` (their time) in ``[since_ns, until_ns]`` and of ``service``;
+    ``table``: the alias the columns are named by (``r.``), where a subquery has columns of the same names."""
+    column = table + column
     clauses: list[str] = []
     args: list[Any] = []
     if service:
-        clauses.append("service = ?")
+        clauses.append(f"{table}service = ?")
         args.append(service)
     if since_ns is not None:
         clauses.append(f"{column} >= ?")
@@ -65,10 +67,17 @@ def summary(
     source: object, *, since_ns: int | None = None, until_ns: int | None = None, service: str | None = None
 ) -> Summary:
     """Count, mean of each metric, min/mean/max of the overall score, first and last time, decision
-    coverage (of ``service``'s records when given) and the rule groups currently in ALERT."""
+    coverage (of ``service``'s records when given) and the rule groups currently in ALERT.
+
+    ``records`` are the RAG records of the period (by the record's time) and ``scored`` those of them with a score,
+    so ``scored <= records`` always; ``scored_elsewhere`` counts the spans scored in the period (by the score's
+    time) whose record is not in it: stored outside the period (a late score) or never (a score-only export). The
+    metrics and the overall score are over the period's scores, theirs included. (The card once said "scored 152"
+    beside "records 140": it counted the scores' spans by the scores' time.)"""
     with open_source(source) as conn:
         tables = table_names(conn)
         records, first, last, decisions = 0, None, None, []
+        scored_records, elsewhere = 0, 0
         if RAG in tables:
             where, args = _time_clause("time_ns", since_ns, until_ns, service)
             records, first, last = conn.execute(
@@ -81,7 +90,7 @@ def summary(
                 )
             ]
         metrics: list[MetricSummary] = []
-        scored, o_mean, o_min, o_max = 0, None, None, None
+        o_mean, o_min, o_max = None, None, None
         if SCORES in tables:
             where, args = _time_clause("time_ns", since_ns, until_ns, service)
             for metric, count, mean in conn.execute(
@@ -93,7 +102,7 @@ def summary(
             # The overall score per record, aggregated in SQL so a large store is not read into Python.
             lower = sorted(LOWER_IS_BETTER)
             marks = ", ".join("?" for _ in lower)
-            scored, o_mean, o_min, o_max = conn.execute(
+            _, o_mean, o_min, o_max = conn.execute(
                 f"SELECT COUNT(*), AVG(o), MIN(o), MAX(o) FROM (SELECT AVG(CASE WHEN metric IN ({marks}) "
                 f"THEN 1.0 - value ELSE value END) AS o FROM {SCORES} WHERE value IS NOT NULL{where} "
                 "GROUP BY span_id) AS per_record",
@@ -105,10 +114,12 @@ def summary(
             ).fetchone()
             first = min((t for t in (first, s_first) if t is not None), default=None)
             last = max((t for t in (last, s_last) if t is not None), default=None)
+            scored_records, elsewhere = _scored_counts(conn, tables, since_ns, until_ns, service)
         firing = tuple(a for a in _latest_alerts(conn, tables) if a["state"] == "ALERT")
     return Summary(
         records=int(records or 0),
-        scored=int(scored or 0),
+        scored=int(scored_records or 0),
+        scored_elsewhere=int(elsewhere or 0),
         metrics=tuple(metrics),
         overall_mean=o_mean,
         overall_min=o_min,
@@ -118,6 +129,32 @@ def summary(
         decisions=tuple(decisions),
         firing=firing,
     )
+
+
+def _scored_counts(
+    conn: AnyConnection, tables: set[str], since_ns: int | None, until_ns: int | None, service: str | None
+) -> tuple[int, int]:
+    """(the period's records with a score, the spans scored in the period whose record is not in it)."""
+    if RAG not in tables:
+        count = conn.execute(
+            f"SELECT COUNT(DISTINCT s.span_id) FROM {SCORES} s WHERE s.value IS NOT NULL"
+            + _time_clause("time_ns", since_ns, until_ns, service, table="s.")[0],
+            _time_clause("time_ns", since_ns, until_ns, service)[1],
+        ).fetchone()[0]
+        return 0, int(count or 0)
+    r_where, r_args = _time_clause("time_ns", since_ns, until_ns, service, table="r.")
+    s_where, s_args = _time_clause("time_ns", since_ns, until_ns, service, table="s.")
+    (scored,) = conn.execute(
+        f"SELECT COUNT(*) FROM {RAG} r WHERE 1 = 1{r_where} AND EXISTS "
+        f"(SELECT 1 FROM {SCORES} s WHERE s.span_id = r.span_id AND s.value IS NOT NULL)",
+        r_args,
+    ).fetchone()
+    (elsewhere,) = conn.execute(
+        f"SELECT COUNT(DISTINCT s.span_id) FROM {SCORES} s WHERE s.value IS NOT NULL{s_where} AND NOT EXISTS "
+        f"(SELECT 1 FROM {RAG} r WHERE r.span_id = s.span_id{r_where})",
+        [*s_args, *r_args],
+    ).fetchone()
+    return int(scored or 0), int(elsewhere or 0)
 
 
 def _alert_rows(conn: AnyConnection, tables: set[str], sql: str, args: Sequence[Any] = ()) -> list[dict[str, Any]]:

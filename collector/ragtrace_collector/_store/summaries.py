@@ -25,7 +25,9 @@ class Summary:
     """The store at a glance. Times are ns since the epoch; ``None`` when there is nothing yet."""
 
     records: int
+    """The RAG records of the period (by the record's time)."""
     scored: int
+    """Those of ``records`` with a score (so never more than ``records``)."""
     metrics: tuple[MetricSummary, ...]
     overall_mean: float | None
     overall_min: float | None
@@ -34,6 +36,9 @@ class Summary:
     last_ns: int | None
     decisions: tuple[tuple[str, int], ...]
     firing: tuple[dict[str, Any], ...] = ()
+    scored_elsewhere: int = 0
+    """Spans scored in the period (by the score's time) whose record is not in it: stored outside the period (a
+    late score) or never (a score-only export). The metrics count their scores."""
 
     @property
     def means(self) -> dict[str, float]:

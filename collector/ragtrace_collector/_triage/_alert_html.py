@@ -1,12 +1,16 @@
 """One alert: its rule, group and message, the statistic over time (every evaluation of its group), the
-period it covers, and the records that made it fire, each a link to its record view."""
+period it covers, the records that made it fire, each a link to its record view, and its group's controls
+(acknowledge, silence, end a silence: ``_alert_panel``, the buttons working through ``static/alerts.js``)."""
 
 from __future__ import annotations
 
+from ragtrace.metrics import score_range
 from ragtrace_collector._store.triage import AlertDetail, AlertScope
+from ragtrace_collector._triage._alert_panel import AlertPanel, group_controls_html
 from ragtrace_collector._triage._filters import RecordFilter, ScoreBound
-from ragtrace_collector._triage._layout import e, fmt_time, page, sparkline
+from ragtrace_collector._triage._layout import sparkline
 from ragtrace_collector._triage._list_html import row_html
+from ragtrace_collector._triage._templates import Markup, render_page
 
 __all__ = ["alert_page", "alert_records_filter"]
 
@@ -24,8 +28,8 @@ def alert_records_filter(scope: AlertScope) -> RecordFilter:
     )
 
 
-def alert_page(detail: AlertDetail) -> str:
-    """The alert view."""
+def alert_page(detail: AlertDetail, controls: AlertPanel) -> str:
+    """The alert view (``templates/alert.html``), with ``controls``: its group's (``_alert_panel.read_group_panel``)."""
     scope = detail.scope
     a, lower = scope.alert, scope.lower
     group = ", ".join(f"{k}={a[k]}" for k in ("service", "route") if a.get(k)) or "all services"
@@ -43,28 +47,31 @@ def alert_page(detail: AlertDetail) -> str:
         detail.series,
         level=level,
         marks=marks,
+        bounds=score_range(str(a["metric"])),  # the score's documented range, whatever the values
         label=f"mean {a['metric']} of {group} over time"
         + (", the rule's threshold dashed" if level is not None else ""),
     )
-    states = "".join(
-        f"<li>{e(fmt_time(h['time_ns']))}: {e(h['state'])}"
-        + (f" ({h['value']:.2f})" if isinstance(h.get("value"), float | int) else "")
-        + "</li>"
+    states = [
+        {**h, "value": h.get("value") if isinstance(h.get("value"), float | int) else None}
         for h in detail.history[-12:]
+    ]
+    return render_page(
+        "alert.html",
+        title=f"alert {a['rule']}",
+        scripts=("alerts.js",),
+        a=a,
+        group=group,
+        # HTML made by templates (the controls, the chart, the rows): escaped there.
+        controls=Markup(
+            group_controls_html(
+                controls, rule=str(a["rule"]), service=a.get("service") or None, route=a.get("route") or None
+            )
+        ),
+        chart=Markup(chart),
+        states=states,
+        records=[Markup(row_html(r, "")) for r in detail.records],
+        since_ns=scope.since_ns,
+        since="the group was last OK" if scope.since_ok else "an hour before the alert: the group was never OK before",
+        beyond=f"{a['metric']} {'above' if lower else 'below'} {scope.cutoff:g}" if scope.cutoff is not None else "all",
+        listed=alert_records_filter(scope).query(),
     )
-    listed = alert_records_filter(scope)
-    rows = "".join(row_html(r, "") for r in detail.records)
-    since = "the group was last OK" if scope.since_ok else "an hour before the alert: the group was never OK before"
-    beyond = f"{e(a['metric'])} {'above' if lower else 'below'} {scope.cutoff:g}" if scope.cutoff is not None else "all"
-    body = (
-        f"<h1>Alert: {e(a['rule'])} ({e(a['metric'])}, {e(group)})</h1>"
-        f'<p><span class="chip bad">{e(a["state"])}</span> at {e(fmt_time(a["time_ns"]))}: {e(a.get("message"))}</p>'
-        f"<h2>{e(a['metric'])} over time</h2>{chart}"
-        f"<details><summary>the rule's state changes</summary><ul>{states}</ul></details>"
-        "<h2>Records that made it fire</h2>"
-        f'<p class="muted">{beyond} records in {e(group)}, from {e(fmt_time(scope.since_ns))} ({e(since)}) to the '
-        f'alert, worst first. <a href="/records?{e(listed.query())}">all of them in the records list</a></p>'
-        '<table id="alert-records"><thead><tr><th>time</th><th>service</th><th>query</th><th>answer</th>'
-        f"<th>decision</th><th>scores</th></tr></thead><tbody>{rows}</tbody></table>"
-    )
-    return page(f"alert {a['rule']}", body)

@@ -13,8 +13,8 @@ from ragtrace import semconv
 from ragtrace_collector._drift import metric_direction
 from ragtrace_collector._store.triage import Page
 from ragtrace_collector._triage._filters import RecordFilter
-from ragtrace_collector._triage._layout import e, fmt_time, page
 from ragtrace_collector._triage._sorting import parse_sort
+from ragtrace_collector._triage._templates import Markup, render, render_page
 
 __all__ = ["list_page", "row_html"]
 
@@ -26,117 +26,75 @@ def _cut(text: object) -> str:
     return value if len(value) <= _CUT else value[: _CUT - 1] + "…"
 
 
-def _chips(scores: dict[str, dict[str, Any]]) -> str:
+def _chips(scores: dict[str, dict[str, Any]]) -> list[tuple[str, float, bool]]:
+    """Each measured score as (metric, value, bad): bad past 0.5 on the metric's wrong side."""
     chips = []
     for metric in sorted(scores):
         value = scores[metric].get("value")
         if value is None:
             continue
         bad = value > 0.5 if metric_direction(metric) == "lower" else value < 0.5
-        chips.append(f'<span class="chip{" bad" if bad else ""}">{e(metric)} {value:.2f}</span>')
-    return "".join(chips)
+        chips.append((metric, float(value), bad))
+    return chips
 
 
 def row_html(record: dict[str, Any], back: str) -> str:
-    """One record as a table row; its link keeps the list's filters (``back``) for the way back."""
-    link = f"/records/{e(record['span_id'])}" + (f"?{e(back)}" if back else "")
-    return (
-        f'<tr class="row" data-time="{record["time_ns"]}" data-span="{e(record["span_id"])}">'
-        f"<td>{e(fmt_time(record['time_ns']))}</td><td>{e(record['service'])}</td>"
-        f'<td><a class="open" href="{link}">{e(_cut(record["query"]) or record["span_id"])}</a></td>'
-        f"<td>{e(_cut(record['answer']))}</td><td>{e(record['decision'])}</td>"
-        f"<td>{_chips(record.get('scores') or {})}</td></tr>"
+    """One record as a table row (``templates/record_row.html``); its link keeps the list's filters (``back``) for
+    the way back."""
+    return render(
+        "record_row.html",
+        r=record,
+        back=back,
+        query=_cut(record["query"]),
+        answer=_cut(record["answer"]),
+        chips=_chips(record.get("scores") or {}),
     )
 
 
-def _form(f: RecordFilter, services: Sequence[str]) -> str:
-    def field(name: str, label: str, value: object, hint: str = "") -> str:
-        return (
-            f'<label>{e(label)}<input name="{name}" value="{e(value or "")}" placeholder="{e(hint)}" '
-            f'aria-label="{e(label)}"></label>'
-        )
-
-    service_options = "".join(
-        f'<option value="{e(s)}"{" selected" if s == f.service else ""}>{e(s)}</option>' for s in services
-    )
-    decisions = "".join(f"<option{' selected' if d == f.decision else ''}>{e(d)}</option>" for d in semconv.DECISIONS)
-    return (
-        '<form class="filters" method="get" action="/records" role="search">'
-        + (f'<input type="hidden" name="range" value="{e(f.range)}">' if f.range else "")
-        + ("" if f.sort.default else f'<input type="hidden" name="sort" value="{e(str(f.sort))}">')
-        + field("since", "since", None if f.range else f.since_ns, "2026-11-24T09:00Z")
-        + field("until", "until", f.until_ns, "ns or ISO time")
-        + f'<label>service<select name="service"><option value="">any</option>{service_options}</select></label>'
-        + f'<label>decision<select name="decision"><option value="">any</option>{decisions}</select></label>'
-        + field("score", "score", ", ".join(str(b) for b in f.scores) or None, "hallucination>0.5")
-        + field("meta", "metadata", ", ".join(f"{k}:{v}" for k, v in f.meta) or None, "user:alice")
-        + field("q", "text", f.text, "words in query or answer")
-        + '<button type="submit">filter</button> <a href="/records">clear</a></form>'
-    )
-
-
-def _sort_link(f: RecordFilter, sort: str, text: str) -> str:
+def _sort_link(f: RecordFilter, sort: str, text: str) -> dict[str, Any]:
     """A link to the list in order ``sort`` (its first page), marked when it is the order shown."""
-    chosen = str(f.sort) == sort
     target = replace(f, sort=parse_sort(sort), before=None, after=None)
-    mark = ' aria-current="true" class="sorted"' if chosen else ""
-    return f'<a href="/records?{e(target.query())}"{mark}>{e(text)}</a>'
+    return {"query": target.query(), "chosen": str(f.sort) == sort, "text": text}
 
 
-def _orders(f: RecordFilter, result: Page) -> str:
+def _orders(f: RecordFilter, result: Page) -> dict[str, Any]:
     """The orders the list offers: by time either way, by service, and by each metric on the page."""
     shown: set[str] = {str(m) for r in result.records for m in (r.get("scores") or {})}
     if f.sort.metric is not None:
         shown.add(f.sort.metric)
-    by_score = " ".join(
-        f"{e(m)} {_sort_link(f, m, 'lowest')}/{_sort_link(f, '-' + m, 'highest')}" for m in sorted(shown)
-    )
-    return (
-        '<p class="muted" id="orders">Sort: '
-        + _sort_link(f, "-time", "newest")
-        + " · "
-        + _sort_link(f, "time", "oldest")
-        + " · "
-        + _sort_link(f, "service", "service")
-        + (f" · by score: {by_score}" if by_score else "")
-        + (f". Records without a {e(f.sort.metric)} score are not in this order." if f.sort.metric is not None else ".")
-        + "</p>"
-    )
+    return {
+        "newest": _sort_link(f, "-time", "newest"),
+        "oldest": _sort_link(f, "time", "oldest"),
+        "service": _sort_link(f, "service", "service"),
+        "by_score": [(m, _sort_link(f, m, "lowest"), _sort_link(f, "-" + m, "highest")) for m in sorted(shown)],
+    }
 
 
 def list_page(
     result: Page, f: RecordFilter, services: Sequence[str], *, last_row: str = "0", poll_ms: int = 10_000
 ) -> str:
-    """The records list page for ``result`` under filter ``f``; ``last_row``: the store's newest row when
-    it was read (the new records are the ones after it)."""
+    """The records list page (``templates/list.html``) for ``result`` under filter ``f``; ``last_row``: the store's
+    newest row when it was read (the new records are the ones after it)."""
     query = f.query()
-    rows = "".join(row_html(r, query) for r in result.records)
-    empty = ""
-    if not rows:
-        empty = (
-            '<tr class="none"><td colspan="6" class="muted">No record matches these filters'
-            + (f" in {e(f.scope.describe())}" if f.scope.params() else "")
-            + '. <a href="/records">Every record</a>.</td></tr>'
-        )
-    # Live updates only on the first page newest first: a reader paging, or in another order, is reading history.
-    live = "1" if f.before is None and f.after is None and f.sort.default else "0"
-    more = (
-        f'<p><a rel="next" href="/records?{e(result.next.query(paging=True))}">'
-        + ("older records" if f.sort.default else "next page")
-        + "</a></p>"
-        if result.next
-        else ""
+    return render_page(
+        "list.html",
+        title="records",
+        scope=f.scope,
+        services=services,
+        here="/records",
+        scripts=("records.js",),
+        f=f,
+        service_names=services,
+        sort=str(f.sort),
+        decisions=semconv.DECISIONS,
+        scores=", ".join(str(b) for b in f.scores),
+        meta=", ".join(f"{k}:{v}" for k, v in f.meta),
+        orders=_orders(f, result),
+        rows=[Markup(row_html(r, query)) for r in result.records],  # the row template's HTML
+        # Live updates only on the first page newest first: a reader paging, or in another order, reads history.
+        live="1" if f.before is None and f.after is None and f.sort.default else "0",
+        query=query,
+        last_row=last_row,
+        poll_ms=int(poll_ms),
+        next=result.next.query(paging=True) if result.next else None,
     )
-    body = (
-        "<h1>Records</h1>"
-        + _form(f, services)
-        + _orders(f, result)
-        + '<p class="muted">Keys: <kbd>j</kbd>/<kbd>k</kbd> next/previous record, <kbd>Enter</kbd> opens it, '
-        + "<kbd>/</kbd> searches. New records appear at the top as they are scored.</p>"
-        + '<p id="live" class="notice" role="status" aria-live="polite"></p>'
-        + f'<table id="records" data-live="{live}" data-query="{e(query)}" data-last-row="{e(last_row)}" '
-        + f'data-poll-ms="{int(poll_ms)}">'
-        + "<thead><tr><th>time</th><th>service</th><th>query</th><th>answer</th><th>decision</th><th>scores</th>"
-        + f"</tr></thead><tbody>{rows}{empty}</tbody></table>{more}"
-    )
-    return page("records", body, scope=f.scope, services=services, here="/records", scripts=("records.js",))

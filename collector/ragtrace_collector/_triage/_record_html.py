@@ -8,10 +8,11 @@ from __future__ import annotations
 from typing import Any
 
 from ragtrace import semconv
+from ragtrace_collector._store.reviews import ANSWER
 from ragtrace_collector._store.triage import RecordDetail
-from ragtrace_collector._triage._layout import e, fmt_time, page, verdict_class
-from ragtrace_collector._triage._review_html import claim_buttons, review_section
+from ragtrace_collector._triage._layout import verdict_class
 from ragtrace_collector._triage._scope import Scope
+from ragtrace_collector._triage._templates import Markup, render_page
 from ragtrace_collector._triage._trace_html import trace_section
 
 __all__ = ["locate_claims", "record_page"]
@@ -75,119 +76,80 @@ def _claim_title(claim: dict[str, Any], n_chunks: int) -> str:
     return f"{claim.get('verdict')}{where}{probability}"
 
 
-def _answer_html(answer: str, claims: list[dict[str, Any]], n_chunks: int) -> str:
-    parts: list[str] = []
+def _answer_parts(answer: str, claims: list[dict[str, Any]], n_chunks: int) -> list[dict[str, Any]]:
+    """The answer cut at its claims: plain text (``claim`` None), and each claim found in it with its verdict, the
+    chunk it links to and its title (the claim's own words stay what a screen reader reads; the verdict follows as
+    hidden text)."""
+    parts: list[dict[str, Any]] = []
     at = 0
     for start, end, index in locate_claims(answer, claims):
         claim = claims[index]
-        parts.append(e(answer[at:start]))
+        parts.append({"text": answer[at:start], "claim": None})
         chunk = claim.get("chunk")
-        target = f"chunk-{chunk}" if isinstance(chunk, int) and 0 <= chunk < n_chunks else f"claim-{index}"
-        # The claim's own words stay what a screen reader reads; the verdict follows as hidden text.
         parts.append(
-            f'<a class="claim {verdict_class(str(claim.get("verdict")))}" id="answer-claim-{index}" '
-            f'href="#{target}" title="{e(_claim_title(claim, n_chunks))}">{e(answer[start:end])}'
-            f'<span class="sr-only"> ({e(_claim_title(claim, n_chunks))})</span></a>'
+            {
+                "text": answer[start:end],
+                "claim": index,
+                "verdict_class": verdict_class(str(claim.get("verdict"))),
+                "target": f"chunk-{chunk}" if isinstance(chunk, int) and 0 <= chunk < n_chunks else f"claim-{index}",
+                "title": _claim_title(claim, n_chunks),
+            }
         )
         at = end
-    parts.append(e(answer[at:]))
-    return "".join(parts)
+    parts.append({"text": answer[at:], "claim": None})
+    return parts
 
 
-def _claims_table(claims: list[dict[str, Any]], n_chunks: int, reviews: list[dict[str, Any]]) -> str:
+def _claim_rows(claims: list[dict[str, Any]], n_chunks: int, reviews: list[dict[str, Any]]) -> list[dict[str, Any]]:
     rows = []
     for index, claim in enumerate(claims):
         chunk = claim.get("chunk")
-        chunk_cell = (
-            f'<a href="#chunk-{chunk}">chunk {chunk + 1}</a>' if isinstance(chunk, int) and chunk < n_chunks else "none"
-        )
-        support = claim.get("support")
         verdict = str(claim.get("verdict"))
         rows.append(
-            f'<tr id="claim-{index}"><td>{index + 1}</td><td>{e(claim.get("claim") or "(text not captured)")}</td>'
-            f'<td><span class="verdict claim {verdict_class(verdict)}">{e(verdict)}</span></td><td>{chunk_cell}</td>'
-            f"<td>{'' if support is None else f'{support:.2f}'}</td><td>{claim_buttons(index, reviews)}</td></tr>"
+            {
+                "index": index,
+                "text": claim.get("claim") or "(text not captured)",
+                "verdict": verdict,
+                "verdict_class": verdict_class(verdict),
+                "chunk": chunk if isinstance(chunk, int) and chunk < n_chunks else None,
+                "support": claim.get("support"),
+                "review": next((r for r in reviews if r["claim"] == index), None),
+            }
         )
-    return (
-        "<table><thead><tr><th>#</th><th>claim</th><th>verdict</th><th>decided by</th><th>support</th>"
-        "<th>a person says</th></tr></thead>"
-        f"<tbody>{''.join(rows)}</tbody></table>"
-    )
-
-
-def _scores_table(scores: list[dict[str, Any]]) -> str:
-    if not scores:
-        return '<p class="muted">No scores stored for this record.</p>'
-    rows = []
-    for s in scores:
-        value = s.get("value")
-        shown = f"{value:.3f}" if isinstance(value, float | int) else e(s.get("reason") or s.get("error_type") or "")
-        rows.append(
-            f"<tr><td>{e(s['metric'])}</td><td>{shown}</td><td>{e(s.get('label'))}</td>"
-            f"<td>{e(s.get('explanation'))}</td><td>{e(s.get('judge'))}</td><td>{e(s.get('source'))}</td></tr>"
-        )
-    return (
-        "<table><thead><tr><th>metric</th><th>value</th><th>label</th><th>explanation</th><th>judge</th>"
-        f"<th>scored by</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
-    )
+    return rows
 
 
 def record_page(
     detail: RecordDetail, *, back: str = "", trace_url: str | None = None, scope: Scope | None = None
 ) -> str:
-    """The record view; ``back`` is the list's query to return to, ``trace_url`` a template with
-    ``{trace_id}`` (and optionally ``{span_id}``) linking to the user's tracing backend, ``scope`` the time range
-    and service the navigation's links carry on."""
+    """The record view (``templates/record.html``); ``back`` is the list's query to return to, ``trace_url`` a
+    template with ``{trace_id}`` (and optionally ``{span_id}``) linking to the user's tracing backend, ``scope`` the
+    time range and service the navigation's links carry on."""
     r = detail.record
     claims: list[dict[str, Any]] = next(
         (s["claims"] for m in _CLAIM_METRICS for s in detail.scores if s["metric"] == m and s["claims"]), []
     )
-    trace = e(r["trace_id"])
+    link = None
     if trace_url and r.get("trace_id"):
         link = trace_url.replace("{trace_id}", str(r["trace_id"])).replace("{span_id}", str(r["span_id"]))
-        trace = f'<a href="{e(link)}">{trace}</a>'
-    chunks = "".join(
-        f'<li id="chunk-{k}"><b>chunk {k + 1}</b> <span class="muted">id {e(c.get("id") or "-")}, retrieval score '
-        f"{e(c.get('score') if c.get('score') is not None else '-')}</span><br>{e(c.get('content'))}</li>"
-        for k, c in enumerate(detail.chunks)
-    )
-    seconds = r.get("seconds")
-    cost = (
-        f"judge {e(r.get('judge') or '-')}: {e(r.get('calls') or 0)} call(s), "
-        f"{e(r.get('prompt_tokens') or 0)} prompt and {e(r.get('completion_tokens') or 0)} completion tokens, "
-        f"{'-' if seconds is None else f'{seconds:.2f}'} s"
-    )
-    legend = (
-        '<p class="muted">Claims: <span class="claim v-supported">supported</span> '
-        '<span class="claim v-contradicted">contradicted</span> <span class="claim v-unsupported">unsupported</span>; '
-        "each links to the chunk that decided it.</p>"
-        if claims
-        else ""
-    )
-    answer = (
-        f'<div class="answer" id="answer">{_answer_html(str(r["answer"]), claims, len(detail.chunks))}</div>'
-        if r["answer"]
-        else '<p class="muted" id="answer">No answer was captured (content capture off, redacted, or the call '
-        "failed first).</p>"
-    )
-    unscored = ""
+    unscored = None
     if r["decision"] != semconv.DECISION_EVALUATED:
-        why = _UNSCORED.get(str(r["decision"]), "it has no decision yet: the collector scores it when it picks it")
+        unscored = _UNSCORED.get(str(r["decision"]), "it has no decision yet: the collector scores it when it picks it")
         if r["decision"] == semconv.DECISION_NOT_SCORED and r.get("reason"):
-            why = _NOT_SCORED_REASONS.get(str(r["reason"]), f"{why} ({r['reason']})")
-        unscored = f'<p class="notice">Not scored: {e(why)}.</p>'
-    body = (
-        f'<p><a href="/records{"?" + e(back) if back else ""}">← records</a></p>'
-        f"<h1>Record {e(r['span_id'])}</h1>"
-        f'<p class="muted">{e(fmt_time(r["time_ns"]))} · service {e(r["service"])} · {e(r["route"])} · '
-        f"decision {e(r['decision'])} · trace {trace}</p>"
-        f"<h2>Query</h2><p>{e(r['query'])}</p>"
-        + unscored
-        + f"<h2>Answer</h2>{legend}{answer}"
-        + (f"<h2>Claims</h2>{_claims_table(claims, len(detail.chunks), detail.reviews)}" if claims else "")
-        + f'<h2>Scores</h2>{_scores_table(detail.scores)}<p class="muted">{cost}</p>'
-        + review_section(str(r["span_id"]), detail.reviews)
-        + trace_section(detail.trace, r, cut=detail.trace_cut)
-        + f'<h2>Chunks</h2><ol class="chunks">{chunks}</ol>'
+            unscored = _NOT_SCORED_REASONS.get(str(r["reason"]), f"{unscored} ({r['reason']})")
+    return render_page(
+        "record.html",
+        title=f"record {r['span_id']}",
+        scope=scope,
+        scripts=("review.js",),
+        r=r,
+        back=back,
+        trace_link=link,
+        unscored=unscored,
+        answer=_answer_parts(str(r["answer"]), claims, len(detail.chunks)) if r["answer"] else [],
+        claims=_claim_rows(claims, len(detail.chunks), detail.reviews),
+        scores=detail.scores,
+        answer_review=next((v for v in detail.reviews if v["claim"] == ANSWER), None),
+        trace=Markup(trace_section(detail.trace, r, cut=detail.trace_cut)),  # the trace template's HTML
+        chunks=detail.chunks,
     )
-    return page(f"record {r['span_id']}", body, scope=scope, scripts=("review.js",))

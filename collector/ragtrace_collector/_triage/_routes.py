@@ -13,6 +13,7 @@ back (``_layout.error_page``), the API in plain text.
 from __future__ import annotations
 
 import os
+import time
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
@@ -21,8 +22,10 @@ from ragtrace_collector._agreement import agreement, weekly
 from ragtrace_collector._http._bounded import DEFAULT_QUERY_SECONDS, bounded_call, interrupted_reply
 from ragtrace_collector._store import ReadInterrupted, snapshot
 from ragtrace_collector._store.arrival import Arrival
+from ragtrace_collector._store.dialect import table_names
 from ragtrace_collector._store.reviews import agreement_rows, review_queue
 from ragtrace_collector._store.triage import (
+    AlertDetail,
     alert_detail,
     alert_scope,
     last_row,
@@ -34,6 +37,7 @@ from ragtrace_collector._store.triage import (
     services,
 )
 from ragtrace_collector._triage._alert_html import alert_page, alert_records_filter
+from ragtrace_collector._triage._alert_panel import AlertPanel, read_group_panel
 from ragtrace_collector._triage._assets import asset_routes
 from ragtrace_collector._triage._costs import costs_page
 from ragtrace_collector._triage._filters import FilterError, RecordFilter, parse_filter
@@ -159,10 +163,10 @@ def triage_routes(
             return error_response(
                 400, "That address does not parse", f"alert id: at most {_MAX_ID}, as /alerts/{{id}} shows it."
             )
-        detail = await read(request, lambda c: alert_detail(c, alert_id))
+        detail, controls = await read(request, lambda c: _alert_and_controls(c, alert_id))
         if detail is None:
             return error_response(404, "No such alert", f"There is no alert {alert_id} in this store.")
-        return HTMLResponse(alert_page(detail))
+        return HTMLResponse(alert_page(detail, controls))
 
     async def group_alert(request: Request) -> Response:
         q = request.query_params
@@ -236,6 +240,19 @@ async def not_found_handler(request: Request, exc: Exception) -> Response:
     if path.startswith(("/api/", "/v1/", "/metrics", "/static/")):
         return PlainTextResponse("Not Found\n", status_code=404)
     return error_response(404, "No such page", f"This collector has no page at {path[:200]}.")
+
+
+def _alert_and_controls(conn: Any, alert_id: int) -> tuple[AlertDetail | None, AlertPanel]:
+    """An alert and its group's controls (acknowledge, silence), read in one snapshot so they agree."""
+    detail = alert_detail(conn, alert_id)
+    if detail is None:
+        return None, AlertPanel((), ())
+    a = detail.scope.alert
+    # The alerts table may keep an absent service or route as ""; the watcher's groups keep None.
+    controls = read_group_panel(
+        conn, table_names(conn), time.time_ns(), str(a["rule"]), a.get("service") or None, a.get("route") or None
+    )
+    return detail, controls
 
 
 def _public(record: dict[str, Any]) -> dict[str, Any]:

@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import urlencode
 
+from ragtrace_collector._triage._time import fmt_time
+
 __all__ = ["RANGES", "SCOPE_KEYS", "Scope", "parse_scope"]
 
 _HOUR_NS = 3600 * 1_000_000_000
@@ -58,8 +60,6 @@ class Scope:
         if self.range is not None:
             when = f"the last {self.range}"
         elif self.since_ns is not None or self.until_ns is not None:
-            from ragtrace_collector._triage._layout import fmt_time
-
             when = f"{fmt_time(self.since_ns) or 'the start'} to {fmt_time(self.until_ns) or 'now'}"
         else:
             when = "all time"

@@ -2,8 +2,8 @@
 and for how long, its status; its attributes on opening it), and the app's own LLM calls with their model, tokens
 and cost, next to what the judge spent on the record.
 
-Drawn in HTML and CSS alone (``<details>`` opens a span; bars are positioned boxes): no script, so it works
-under the pages' Content-Security-Policy and without the network. Costs are priced by ``_prices``.
+Drawn by ``templates/trace.html`` in HTML and CSS alone (``<details>`` opens a span; bars are positioned boxes): no
+script, so it works under the pages' Content-Security-Policy and without the network. Costs are priced by ``_prices``.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ragtrace import semconv
-from ragtrace_collector._triage._layout import e
 from ragtrace_collector._triage._prices import Price, cost, money, price_of, price_table
+from ragtrace_collector._triage._templates import render
 
 __all__ = ["LlmCall", "llm_calls", "trace_section"]
 
@@ -100,20 +100,13 @@ def _duration(ns: int) -> str:
     return f"{ns / 1e3:.0f} µs"
 
 
-def _attributes_table(attributes: Mapping[str, Any]) -> str:
-    items = sorted(attributes.items())
-    rows = "".join(f"<tr><th>{e(key)}</th><td>{e(_short(value))}</td></tr>" for key, value in items[:_ATTRIBUTES_SHOWN])
-    more = len(items) - _ATTRIBUTES_SHOWN
-    tail = f'<p class="muted">and {more} more attribute(s)</p>' if more > 0 else ""
-    return f'<table class="attrs">{rows}</table>{tail}' if rows else '<p class="muted">No attributes.</p>'
-
-
 def _short(value: object) -> str:
     text = value if isinstance(value, str) else repr(value)
     return text if len(text) <= _VALUE_CHARS else text[:_VALUE_CHARS] + "…"
 
 
-def _waterfall(spans: Sequence[Mapping[str, Any]], focus: str) -> str:
+def _waterfall(spans: Sequence[Mapping[str, Any]], focus: str) -> list[dict[str, Any]]:
+    """Each span's row: parents before children, its bar's place and width in percent of the trace."""
     starts = [int(s["start_ns"] or 0) for s in spans]
     ends = [int(s["end_ns"] or s["start_ns"] or 0) for s in spans]
     first, last = min(starts), max(ends)
@@ -124,49 +117,56 @@ def _waterfall(spans: Sequence[Mapping[str, Any]], focus: str) -> str:
         end = max(int(span["end_ns"] or start), start)
         left = 100 * (start - first) / width
         share = max(100 * (end - start) / width, 0.4)  # a zero-length span still shows as a tick
-        kind = span["attributes"].get(semconv.OPENINFERENCE_SPAN_KIND) or _KINDS.get(span["kind"], "")
-        error = span["status_code"] == _STATUS_ERROR
-        # The grid's cells stay the same on every row: the error's word in the kind cell, its message inside.
-        status = f'<p><span class="chip bad">error</span> {e(span["status_message"] or "")}</p>' if error else ""
-        kind_cell = f'{e(kind)} <b class="err">error</b>' if error else e(kind)
-        mark = " this record" if span["span_id"] == focus else ""
+        attributes = sorted(span["attributes"].items())
         rows.append(
-            f'<details class="span{" focus" if mark else ""}" id="span-{e(span["span_id"])}">'
-            f'<summary><span class="sname" style="padding-left:{depth * 1.1:.1f}rem">{e(span["name"])}'
-            f"{'<b> ← this record</b>' if mark else ''}</span>"
-            f'<span class="skind">{kind_cell}</span>'
-            f'<span class="sbar"><span class="bar{" err" if error else ""}" '
-            f'style="margin-left:{left:.2f}%;width:{min(share, 100 - left):.2f}%"></span></span>'
-            f'<span class="sdur">{_duration(end - start)}</span></summary>{status}'
-            f'<p class="muted">service {e(span["service"])} · span {e(span["span_id"])} · starts '
-            f"{_duration(start - first)} into the trace</p>{_attributes_table(span['attributes'])}</details>"
+            {
+                "span_id": span["span_id"],
+                "name": span["name"],
+                "service": span["service"],
+                "focus": span["span_id"] == focus,
+                "indent": f"{depth * 1.1:.1f}",
+                "kind": span["attributes"].get(semconv.OPENINFERENCE_SPAN_KIND) or _KINDS.get(span["kind"], ""),
+                # The grid's cells stay the same on every row: the error's word in the kind cell, its message inside.
+                "error": span["status_code"] == _STATUS_ERROR,
+                "status_message": span["status_message"] or "",
+                "left": f"{left:.2f}",
+                "width": f"{min(share, 100 - left):.2f}",
+                "duration": _duration(end - start),
+                "offset": _duration(start - first),
+                "attributes": [(key, _short(value)) for key, value in attributes[:_ATTRIBUTES_SHOWN]],
+                "more": max(len(attributes) - _ATTRIBUTES_SHOWN, 0),
+            }
         )
-    return f'<div class="waterfall">{"".join(rows)}</div>'
+    return rows
 
 
-def _calls_table(calls: Sequence[LlmCall], judge: Mapping[str, Any], prices: Mapping[str, Price]) -> str:
-    rows = "".join(
-        f'<tr><td><a href="#span-{e(c.span_id)}">{e(c.name)}</a></td><td>{e(c.model or "-")}</td>'
-        f"<td>{c.prompt_tokens}</td><td>{c.completion_tokens}</td><td>{money(c.usd)}</td></tr>"
-        for c in calls
-    )
+def _calls(calls: Sequence[LlmCall], judge: Mapping[str, Any], prices: Mapping[str, Price]) -> dict[str, Any]:
+    """The cost table's figures: the app's calls, their total, and the judge's."""
     priced = [c.usd for c in calls if c.usd is not None]
-    total = (
-        f"<tr><th>the app, all calls</th><th></th><th>{sum(c.prompt_tokens for c in calls)}</th>"
-        f"<th>{sum(c.completion_tokens for c in calls)}</th><th>{money(sum(priced) if priced else None)}"
-        f"{'' if len(priced) == len(calls) else ' (priced calls only)'}</th></tr>"
-    )
     judge_name = str(judge.get("judge") or "")
     judge_prompt, judge_completion = int(judge.get("prompt_tokens") or 0), int(judge.get("completion_tokens") or 0)
-    judge_usd = cost(judge_name, judge_prompt, judge_completion, prices)
-    judge_row = (
-        f"<tr><td>the judge ({e(judge_name or '-')}, {int(judge.get('calls') or 0)} call(s))</td><td></td>"
-        f"<td>{judge_prompt}</td><td>{judge_completion}</td><td>{money(judge_usd)}</td></tr>"
-    )
-    return (
-        "<table><thead><tr><th>call</th><th>model</th><th>prompt tokens</th><th>completion tokens</th>"
-        f"<th>cost (USD)</th></tr></thead><tbody>{rows}{total}{judge_row}</tbody></table>"
-    )
+    return {
+        "rows": [
+            {
+                "span_id": c.span_id,
+                "name": c.name,
+                "model": c.model,
+                "prompt_tokens": c.prompt_tokens,
+                "completion_tokens": c.completion_tokens,
+                "usd": money(c.usd),
+            }
+            for c in calls
+        ],
+        "prompt": sum(c.prompt_tokens for c in calls),
+        "completion": sum(c.completion_tokens for c in calls),
+        "usd": money(sum(priced) if priced else None),
+        "all_priced": len(priced) == len(calls),
+        "judge": judge_name,
+        "judge_calls": int(judge.get("calls") or 0),
+        "judge_prompt": judge_prompt,
+        "judge_completion": judge_completion,
+        "judge_usd": money(cost(judge_name, judge_prompt, judge_completion, prices)),
+    }
 
 
 def trace_section(
@@ -176,27 +176,20 @@ def trace_section(
     cut: bool,
     prices: Mapping[str, Price] | None = None,
 ) -> str:
-    """The trace and cost sections of the record page, or a line saying the trace's spans are not stored."""
+    """The trace and cost sections of the record page (``templates/trace.html``), or a line saying the trace's spans
+    are not stored."""
     if not spans:
-        return (
-            '<h2>Trace</h2><p class="muted">No span of this trace is stored here (the record came alone, or its spans '
-            "were pruned).</p>"
-        )
+        return render("trace.html", t=None)
     table = price_table() if prices is None else prices
     total = max(int(s["end_ns"] or 0) for s in spans) - min(int(s["start_ns"] or 0) for s in spans)
-    note = f"; the first {len(spans)} by start are shown" if cut else ""
     calls = llm_calls(spans, table)
-    costs = (
-        "<h2>What the model calls cost</h2>"
-        + (
-            _calls_table(calls, record, table)
-            if calls or record.get("prompt_tokens")
-            else '<p class="muted">No span of this trace says what its model calls took in tokens '
-            "(gen_ai.usage.* or llm.token_count.*), and the judge took none.</p>"
-        )
-        + '<p class="muted">Prices: ragtrace\'s list prices in US dollars, extended by RAGTRACE_JUDGE_PRICES.</p>'
-    )
-    return (
-        f'<h2>Trace</h2><p class="muted">{len(spans)} span(s) over {_duration(max(total, 0))}{note}; open a span '
-        f"for its attributes.</p>{_waterfall(spans, str(record['span_id']))}{costs}"
+    return render(
+        "trace.html",
+        t={
+            "count": len(spans),
+            "total": _duration(max(total, 0)),
+            "cut": cut,
+            "rows": _waterfall(spans, str(record["span_id"])),
+            "calls": _calls(calls, record, table) if calls or record.get("prompt_tokens") else None,
+        },
     )

@@ -1,4 +1,4 @@
-// The overview's alert panel: its buttons acknowledge, silence and end a silence through the alert API, with the
+// The alert controls of the overview's panel and of an alert's page: their buttons acknowledge, silence and end a silence through the alert API, with the
 // CSRF token the guard (_http/_auth.py) set beside the session, then reload the page. The group a button acts
 // on travels in its data-* attributes, never in script text.
 (function () {
