@@ -11,10 +11,12 @@ from __future__ import annotations
 import base64
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
+from ragtrace_collector._server import Collector
 
 from tests.collector._devtools import CHROMIUM, browser, devtools
 from tests.collector._spans import SpanFactory, otlp_bytes, start_collector
@@ -52,93 +54,88 @@ def _send_spike(port: int, now: int) -> None:
     assert reply.status_code == 200
 
 
-@pytest.mark.slow
-def test_acknowledge_silence_and_end_it_from_the_page(
-    tmp_path: Path, browser: subprocess.Popen[bytes], store_target: str
-) -> None:
+@pytest.fixture
+def spiked(tmp_path: Path, store_target: str) -> Iterator[Collector]:
+    """A real collector (watcher, pages, token ``s3cret``) whose watcher raised the spike alert from real OTLP."""
     rules = tmp_path / "rules.toml"
     rules.write_text(RULES, encoding="utf-8")
     collector = start_collector(store_target, watch=True, page=True, rules=rules, token="s3cret")
     try:
-        port = collector.http_port or 0
-        api = f"http://127.0.0.1:{port}/api/alerts"
-        auth = {"Authorization": "Bearer s3cret"}
         now = time.time_ns() - 60 * NS  # silences run on the wall clock
-        _send_spike(port, now)
+        _send_spike(collector.http_port or 0, now)
         collector.watcher.evaluate_once(now)
-        with devtools(browser, f"http://127.0.0.1:{port}/?token=s3cret") as tools:
-            # Signed in by the link, and the token gone from the address bar (and so from history and Referer).
-            assert tools.run("location.href") == f"http://127.0.0.1:{port}/"
-            assert "ragtrace_session" not in tools.run("document.cookie")  # HttpOnly: no script reads it
-            panel = tools.run("document.getElementById('alerts').innerText")
-            assert "ALERT hallucination-spike (hallucination, service=shop) since " in panel
-
-            tools.click_and_reload('button[data-api="/api/alerts/ack"]')
-            (group,) = httpx.get(api, headers=auth, timeout=60).json()["groups"]
-            assert group["ack"] is not None and group["ack"]["rule"] == "hallucination-spike"
-            assert "[acknowledged at " in tools.run("document.getElementById('alerts').innerText")
-            assert tools.run("document.querySelector('button[data-api=\"/api/alerts/ack\"]')") is None
-
-            tools.run("document.querySelector('select[name=duration]').value = '4h'")
-            tools.click_and_reload('button[data-api="/api/silences"]')
-            (silence,) = httpx.get(api, headers=auth, timeout=60).json()["silences"]
-            assert (silence["rule"], silence["service"]) == ("hallucination-spike", "shop")
-            assert silence["ends_ns"] - silence["starts_ns"] == 4 * HOUR
-            text = tools.run("document.getElementById('alerts').innerText")
-            assert (
-                f"silenced (#{silence['id']})" in text
-                and f"#{silence['id']} hallucination-spike (service=shop)" in text
-            )
-
-            shot = tools.call("Page.captureScreenshot", format="png", captureBeyondViewport=True)
-            (tmp_path / "alert-panel.png").write_bytes(base64.b64decode(shot["data"]))
-
-            tools.click_and_reload(f'button[data-api="/api/silences/{silence["id"]}"]')
-            assert httpx.get(api, headers=auth, timeout=60).json()["silences"] == []
-            assert "Silences" not in tools.run("document.getElementById('alerts').innerText")
+        yield collector
     finally:
         collector.stop()
+
+
+AUTH = {"Authorization": "Bearer s3cret"}
+
+
+@pytest.mark.slow
+def test_acknowledge_silence_and_end_it_from_the_page(
+    tmp_path: Path, browser: subprocess.Popen[bytes], spiked: Collector
+) -> None:
+    port = spiked.http_port or 0
+    api, auth = f"http://127.0.0.1:{port}/api/alerts", AUTH
+    with devtools(browser, f"http://127.0.0.1:{port}/?token=s3cret") as tools:
+        # Signed in by the link, and the token gone from the address bar (and so from history and Referer).
+        assert tools.run("location.href") == f"http://127.0.0.1:{port}/"
+        assert "ragtrace_session" not in tools.run("document.cookie")  # HttpOnly: no script reads it
+        panel = tools.run("document.getElementById('alerts').innerText")
+        assert "ALERT hallucination-spike (hallucination, service=shop) since " in panel
+
+        tools.click_and_reload('button[data-api="/api/alerts/ack"]')
+        (group,) = httpx.get(api, headers=auth, timeout=60).json()["groups"]
+        assert group["ack"] is not None and group["ack"]["rule"] == "hallucination-spike"
+        assert "[acknowledged at " in tools.run("document.getElementById('alerts').innerText")
+        assert tools.run("document.querySelector('button[data-api=\"/api/alerts/ack\"]')") is None
+
+        tools.run("document.querySelector('select[name=duration]').value = '4h'")
+        tools.click_and_reload('button[data-api="/api/silences"]')
+        (silence,) = httpx.get(api, headers=auth, timeout=60).json()["silences"]
+        assert (silence["rule"], silence["service"]) == ("hallucination-spike", "shop")
+        assert silence["ends_ns"] - silence["starts_ns"] == 4 * HOUR
+        text = tools.run("document.getElementById('alerts').innerText")
+        assert f"silenced (#{silence['id']})" in text and f"#{silence['id']} hallucination-spike (service=shop)" in text
+
+        shot = tools.call("Page.captureScreenshot", format="png", captureBeyondViewport=True)
+        (tmp_path / "alert-panel.png").write_bytes(base64.b64decode(shot["data"]))
+
+        tools.click_and_reload(f'button[data-api="/api/silences/{silence["id"]}"]')
+        assert httpx.get(api, headers=auth, timeout=60).json()["silences"] == []
+        assert "Silences" not in tools.run("document.getElementById('alerts').innerText")
 
 
 @pytest.mark.slow
 def test_acknowledge_silence_and_end_it_from_the_alert_page(
-    tmp_path: Path, browser: subprocess.Popen[bytes], store_target: str
+    browser: subprocess.Popen[bytes], spiked: Collector
 ) -> None:
     """The same from the alert's own page (issue 25: its controls were on the overview only)."""
-    rules = tmp_path / "rules.toml"
-    rules.write_text(RULES, encoding="utf-8")
-    collector = start_collector(store_target, watch=True, page=True, rules=rules, token="s3cret")
-    try:
-        port = collector.http_port or 0
-        api = f"http://127.0.0.1:{port}/api/alerts"
-        auth = {"Authorization": "Bearer s3cret"}
-        now = time.time_ns() - 60 * NS
-        _send_spike(port, now)
-        collector.watcher.evaluate_once(now)
-        opened = httpx.get(f"http://127.0.0.1:{port}/alert?rule=hallucination-spike&service=shop", headers=auth)
-        alert_path = opened.headers["location"]  # the group's latest alert
-        assert opened.status_code == 303 and alert_path.startswith("/alerts/"), opened
-        with devtools(browser, f"http://127.0.0.1:{port}{alert_path}?token=s3cret") as tools:
-            assert tools.run("location.href") == f"http://127.0.0.1:{port}{alert_path}"
-            tools.click_and_reload('button[data-api="/api/alerts/ack"]')
-            (group,) = httpx.get(api, headers=auth, timeout=60).json()["groups"]
-            assert group["ack"] is not None and (group["ack"]["rule"], group["ack"]["service"]) == (
-                "hallucination-spike",
-                "shop",
-            )
-            assert tools.run("location.pathname") == alert_path  # the page it was on, reloaded
-            assert "[acknowledged at " in tools.run("document.getElementById('alerts').innerText")
-            assert tools.run("document.querySelector('button[data-api=\"/api/alerts/ack\"]')") is None
+    port = spiked.http_port or 0
+    api, auth = f"http://127.0.0.1:{port}/api/alerts", AUTH
+    opened = httpx.get(f"http://127.0.0.1:{port}/alert?rule=hallucination-spike&service=shop", headers=auth)
+    alert_path = opened.headers["location"]  # the group's latest alert
+    assert opened.status_code == 303 and alert_path.startswith("/alerts/"), opened
+    with devtools(browser, f"http://127.0.0.1:{port}{alert_path}?token=s3cret") as tools:
+        assert tools.run("location.href") == f"http://127.0.0.1:{port}{alert_path}"
+        tools.click_and_reload('button[data-api="/api/alerts/ack"]')
+        (group,) = httpx.get(api, headers=auth, timeout=60).json()["groups"]
+        assert group["ack"] is not None and (group["ack"]["rule"], group["ack"]["service"]) == (
+            "hallucination-spike",
+            "shop",
+        )
+        assert tools.run("location.pathname") == alert_path  # the page it was on, reloaded
+        assert "[acknowledged at " in tools.run("document.getElementById('alerts').innerText")
+        assert tools.run("document.querySelector('button[data-api=\"/api/alerts/ack\"]')") is None
 
-            tools.run("document.querySelector('select[name=duration]').value = '24h'")
-            tools.click_and_reload('button[data-api="/api/silences"]')
-            (silence,) = httpx.get(api, headers=auth, timeout=60).json()["silences"]
-            assert (silence["rule"], silence["service"], silence["route"]) == ("hallucination-spike", "shop", None)
-            assert silence["ends_ns"] - silence["starts_ns"] == 24 * HOUR
-            assert f"silenced (#{silence['id']})" in tools.run("document.getElementById('alerts').innerText")
+        tools.run("document.querySelector('select[name=duration]').value = '24h'")
+        tools.click_and_reload('button[data-api="/api/silences"]')
+        (silence,) = httpx.get(api, headers=auth, timeout=60).json()["silences"]
+        assert (silence["rule"], silence["service"], silence["route"]) == ("hallucination-spike", "shop", None)
+        assert silence["ends_ns"] - silence["starts_ns"] == 24 * HOUR
+        assert f"silenced (#{silence['id']})" in tools.run("document.getElementById('alerts').innerText")
 
-            tools.click_and_reload(f'button[data-api="/api/silences/{silence["id"]}"]')
-            assert httpx.get(api, headers=auth, timeout=60).json()["silences"] == []
-            assert "Silences" not in tools.run("document.getElementById('alerts').innerText")
-    finally:
-        collector.stop()
+        tools.click_and_reload(f'button[data-api="/api/silences/{silence["id"]}"]')
+        assert httpx.get(api, headers=auth, timeout=60).json()["silences"] == []
+        assert "Silences" not in tools.run("document.getElementById('alerts').innerText")
