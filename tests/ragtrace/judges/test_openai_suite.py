@@ -19,14 +19,15 @@ ANSWER = "The capital of Brazil is Brasilia. It became the capital in 1960. Braz
 
 @pytest.mark.parametrize("chunks", [1, 20])
 @pytest.mark.parametrize("verify", ["batched", "per_claim"])
+@pytest.mark.parametrize("rated", [None, True])
 async def test_production_suite_costs_at_most_3_chat_and_1_embeddings_call(
-    stub: StubOpenAIServer, chunks: int, verify: Literal["batched", "per_claim"]
+    stub: StubOpenAIServer, chunks: int, verify: Literal["batched", "per_claim"], rated: bool | None
 ) -> None:
-    """Batched: extract, verify (the chunks rated in the same call), questions (3 chat) + 1 embeddings call,
-    whatever the claims and chunks. Per claim: the answer's 3 sentences are its claims (no call), one
-    question each (3, the first also rating the chunks), and the questions (1): 4 chat + 1 embeddings
-    call, i.e. 1 + one per claim. No rate_chunks call either way."""
-    judge = OpenAIJudge(base_url=stub.base_url, verify=verify)
+    """Batched: extract, verify (the chunks rated in the same call, no rate_chunks call), questions (3 chat)
+    + 1 embeddings call, whatever the claims and chunks. Per claim (the chunks rated apart by default): the
+    answer's 3 sentences are its claims (no call), one question each (3), rate chunks and questions (2): 5
+    chat + 1 embeddings call, i.e. 2 + one per claim; with ``rate_chunks_in_verify=True``, 1 + one per claim."""
+    judge = OpenAIJudge(base_url=stub.base_url, verify=verify, rate_chunks_in_verify=rated)
     record = RagRecord.of(
         query="What is the capital of Brazil?",
         chunks=[CHUNK] + [f"Unrelated note {i} about weather in Lima." for i in range(chunks - 1)],
@@ -38,10 +39,11 @@ async def test_production_suite_costs_at_most_3_chat_and_1_embeddings_call(
         await judge.aclose()
     assert set(result.scores) == set(PRODUCTION_METRICS)
     assert all(score.ok for score in result.scores.values()), result.scores
-    assert len(stub.chat_requests) == (3 if verify == "batched" else 1 + 3)
+    apart = verify == "per_claim" and rated is None
+    assert len(stub.chat_requests) == (3 if verify == "batched" else 1 + 3) + apart
     steps = [r.step for r in stub.chat_requests]
-    assert "rate_chunks" not in steps
-    assert steps.count("verify_rated" if verify == "batched" else "verify_claim_rated") == 1
+    assert steps.count("rate_chunks") == apart
+    assert steps.count("verify_rated" if verify == "batched" else "verify_claim_rated") == (not apart)
     assert all(not r.schema_errors for r in stub.chat_requests)
     assert len(stub.embedding_requests) <= 1
     assert all(r.status == 200 for r in stub.requests)
@@ -79,7 +81,7 @@ async def test_ratings_read_in_verification_equal_a_rate_chunks_call(
     """The ratings the verification call carries are the ones a rate_chunks call gives (the stub rates both
     alike), and every other score of the suite is unchanged; only the call is saved."""
     record = _record(chunks)
-    shared = await _scores(stub, build_suite(), record, verify=verify)
+    shared = await _scores(stub, build_suite(), record, verify=verify, rate_chunks_in_verify=True)
     shared_calls = len(stub.chat_requests)
     separate = await _scores(stub, build_suite(), record, verify=verify, rate_chunks_in_verify=False)
     second = stub.chat_requests[shared_calls:]
@@ -97,7 +99,7 @@ async def test_the_question_is_shown_to_verification_only_when_the_chunks_are_ra
 ) -> None:
     """Per claim: the first claim's question carries the record's question and asks for the ratings; the
     others are the plain yes/no question (one chunk: the one-word prompt)."""
-    await _scores(stub, build_suite(), _record(1), verify="per_claim")
+    await _scores(stub, build_suite(), _record(1), verify="per_claim", rate_chunks_in_verify=True)
     verifications = [r for r in stub.chat_requests if r.step in ("verify_claim", "verify_claim_rated")]
     assert [r.step for r in verifications].count("verify_claim_rated") == 1
     for request in verifications:
@@ -139,7 +141,8 @@ async def test_a_verification_that_fails_leaves_context_relevance_to_rate_chunks
         return {"results": []} if step in ("verify_rated", "verify_claim_rated") else None
 
     stub.responder = responder
-    scores = await _scores(stub, Suite([Faithfulness(), ContextRelevance()]), _record(), verify=verify)
+    suite = Suite([Faithfulness(), ContextRelevance()])
+    scores = await _scores(stub, suite, _record(), verify=verify, rate_chunks_in_verify=True)
     assert scores["faithfulness"][0] is None
     assert scores["context_relevance"][0] is not None
     assert [r.step for r in stub.chat_requests].count("rate_chunks") == 1
@@ -147,7 +150,7 @@ async def test_a_verification_that_fails_leaves_context_relevance_to_rate_chunks
 
 async def test_a_suite_that_rates_no_chunks_verifies_without_the_question(stub: StubOpenAIServer) -> None:
     """Nobody reads ratings in a suite without context relevance: verification is asked as it always was."""
-    await _scores(stub, Suite([Faithfulness()]), _record(1), verify="per_claim")
+    await _scores(stub, Suite([Faithfulness()]), _record(1), verify="per_claim", rate_chunks_in_verify=True)
     await _scores(stub, Suite([Faithfulness()]), _record(1), verify="batched")
     assert {r.step for r in stub.chat_requests} == {"verify_claim", "extract_claims", "verify"}
     verifications = [r for r in stub.chat_requests if r.step != "extract_claims"]
@@ -159,3 +162,13 @@ def test_rate_chunks_in_verify_takes_a_boolean() -> None:
 
     with pytest.raises(ConfigurationError, match="rate_chunks_in_verify"):
         OpenAIJudge(base_url="http://127.0.0.1:9/v1", rate_chunks_in_verify="yes")  # type: ignore[arg-type]
+
+
+def test_the_chunks_are_rated_in_verification_by_default_only_when_batched() -> None:
+    """Per claim (small self-hosted models) the one-word yes/no question stays as measured; batched (one JSON
+    call for every claim) rates the chunks there too."""
+    url = "http://127.0.0.1:9/v1"
+    assert OpenAIJudge(base_url=url, verify="batched").rates_chunks_in_verify is True
+    assert OpenAIJudge(base_url=url, verify="per_claim").rates_chunks_in_verify is False
+    assert OpenAIJudge(base_url=url, verify="per_claim", rate_chunks_in_verify=True).rates_chunks_in_verify is True
+    assert OpenAIJudge(base_url=url, verify="batched", rate_chunks_in_verify=False).rates_chunks_in_verify is False
