@@ -11,7 +11,10 @@ Calls and tokens are read from the server's log, so both are measured with the s
 
 ragas runs in its own virtualenv, ``bench/.venv-ragas``, which this script creates on first use
 (ragas needs ``langchain-community<0.4`` to import). If it cannot be installed, the script says so
-and prints ragtrace's figures alone.
+and prints ragtrace's figures alone. ``--verify batched`` measures ragtrace as it runs on api.openai.com (on
+this local stub ``auto`` verifies per claim); ``--rate-chunks-apart`` / ``--rate-chunks-in-verify`` force
+context relevance into a call of its own / into the verification call (``rate_chunks_in_verify``; by
+default the verification rates the chunks when batched only).
 
 Caveats, printed with the results: the stub's tokenizer is crude (words and punctuation marks), the
 same for both; completion tokens are what the stub wrote, not what a real model would write, so the
@@ -31,6 +34,7 @@ import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from ragtrace import RagRecord
 from ragtrace.judges.openai import OpenAIJudge
@@ -40,7 +44,15 @@ from ragtrace.testing._stub_openai import LoggedRequest, StubOpenAIServer
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT.parent / "shared" / "data" / "halueval_qa_dev.jsonl"
 RAGAS_VENV = ROOT / "bench" / ".venv-ragas"
-RAGAS_REQUIREMENTS = ("ragas>=0.4,<0.5", "langchain-community<0.4", "langchain-openai")
+# langchain-core 1.8 needs a langchain-protocol the package index lacks, and pip backtracks for many minutes
+# over instructor versions without the last two bounds: these install in one pass.
+RAGAS_REQUIREMENTS = (
+    "ragas>=0.4,<0.5",
+    "langchain-community<0.4",
+    "langchain-core<0.4",
+    "langchain-openai<0.4",
+    "instructor<1.12",
+)
 _PARAGRAPH_JOIN = re.compile(r"(?<=[.!?])(?=[A-Z])")
 
 RAGAS_RUNNER = textwrap.dedent(
@@ -138,10 +150,16 @@ def load_records(count: int, top_k: int | None = None) -> list[RagRecord]:
     return records
 
 
-async def score_with_ragtrace(server: StubOpenAIServer, records: Sequence[RagRecord]) -> tuple[Tally, int, int]:
+async def score_with_ragtrace(
+    server: StubOpenAIServer,
+    records: Sequence[RagRecord],
+    *,
+    verify: Literal["auto", "per_claim", "batched"] = "auto",
+    rate_chunks_in_verify: bool | None = None,
+) -> tuple[Tally, int, int]:
     """Score every record with the production suite; (usage, scores measured, scores expected)."""
     before = len(server.requests)
-    judge = OpenAIJudge(base_url=server.base_url)
+    judge = OpenAIJudge(base_url=server.base_url, verify=verify, rate_chunks_in_verify=rate_chunks_in_verify)
     suite = build_suite()
     measured = expected = 0
     try:
@@ -247,6 +265,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--top-k", type=int, default=None, help="pad every record to k chunks with distractors")
     parser.add_argument("--skip-ragas", action="store_true", help="measure ragtrace alone")
     parser.add_argument(
+        "--verify",
+        choices=("auto", "per_claim", "batched"),
+        default="auto",
+        help="ragtrace's verification (auto: per claim on this local stub; batched is the default on api.openai.com)",
+    )
+    rating = parser.add_mutually_exclusive_group()
+    rating.add_argument(
+        "--rate-chunks-apart",
+        action="store_true",
+        help="ragtrace's context_relevance in a rate_chunks call of its own (rate_chunks_in_verify=False)",
+    )
+    rating.add_argument(
+        "--rate-chunks-in-verify",
+        action="store_true",
+        help="the chunks rated in the verification call whatever the verification (rate_chunks_in_verify=True)",
+    )
+    parser.add_argument(
         "--ragas-bypass-n",
         action="store_true",
         help="make ragas send its 3 answer-relevancy questions as 3 calls (its cost where n is unsupported)",
@@ -256,7 +291,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"{len(records)} records from {DATA.name}, {sum(len(r.chunks) for r in records)} chunks in all")
     ragas_python, ragas_note = (None, "skipped (--skip-ragas)") if args.skip_ragas else ensure_ragas()
     with StubOpenAIServer() as server:
-        ours, measured, expected = asyncio.run(score_with_ragtrace(server, records))
+        rated = False if args.rate_chunks_apart else (True if args.rate_chunks_in_verify else None)
+        ours, measured, expected = asyncio.run(
+            score_with_ragtrace(server, records, verify=args.verify, rate_chunks_in_verify=rated)
+        )
         print(f"ragtrace production suite: {measured}/{expected} scores measured, {ours.failed} failed requests")
         theirs: Tally | None = None
         if ragas_python is None:

@@ -62,6 +62,10 @@ class JudgeReply(Generic[T]):
     cost: Cost = ZERO_COST
     judge: str | None = None
     support: list[list[float]] | None = None
+    relevance: list[float] | None = None
+    """For ``verify`` asked with the record's question (a judge whose ``rates_chunks_in_verify`` is True):
+    every chunk's relevance to the question in [0, 1], read in the same call, as ``rate_chunks`` rates it.
+    None otherwise."""
 
 
 @dataclass(frozen=True, slots=True)

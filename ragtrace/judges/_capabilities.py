@@ -65,8 +65,9 @@ class Step:
 
 STEPS: tuple[Step, ...] = (
     Step(EXTRACT_CLAIMS, ("extract_claims",), (EXTRACT_CLAIMS,)),
-    # Batched (one call per record) or per claim (one yes/no question each, scored from logprobs).
-    Step(VERIFY, ("verify",), (VERIFY, "verify_claim")),
+    # Batched (one call per record) or per claim (one yes/no question each, scored from logprobs); the
+    # "_rated" prompts also rate the chunks' relevance to the record's question in the same call.
+    Step(VERIFY, ("verify",), (VERIFY, "verify_claim", "verify_rated", "verify_claim_rated")),
     Step(CLASSIFY_CLAIMS, ("classify_claims",), (CLASSIFY_CLAIMS,)),
     Step(RATE_STATEMENTS, ("rate_statements",), (RATE_STATEMENTS,)),
     Step(GENERATE_QUESTIONS, ("generate_questions",), (GENERATE_QUESTIONS,)),

@@ -5,6 +5,11 @@ context_precision all need the answer's claims and the same verify matrix). The 
 the call; every later or concurrent caller awaits the same task, failures included. The proxy adds
 up the cost of the unique calls only.
 
+In a suite whose metrics both verify claims and rate chunks, the record's question goes with ``verify``
+to a judge that rates the chunks in the verification call (``rates_chunks_in_verify``):
+``relevance_in_verify`` is then True, and context_relevance reads the chunks' ratings from that one call
+instead of asking ``rate_chunks``.
+
 Every step result is also reported to the degenerate-judging monitor (``judges/_degenerate.py``), which
 warns when a judge's results stop varying across records.
 """
@@ -42,10 +47,16 @@ def _seen(task: asyncio.Future[Any]) -> None:
 class MemoJudge:
     """Wraps a judge for one record; see the module docstring. Satisfies ``Judge``."""
 
-    def __init__(self, inner: Judge) -> None:
+    def __init__(self, inner: Judge, *, question: str | None = None, shared_ratings: bool = False) -> None:
         self.inner = inner
         self.name = inner.name
         self.capabilities = inner.capabilities
+        self.relevance_in_verify = (
+            shared_ratings and question is not None and getattr(inner, "rates_chunks_in_verify", False) is True
+        )
+        """``verify`` carries ``question`` to the inner judge, whose reply rates the chunks (``JudgeReply.relevance``):
+        the suite both verifies and rates chunks (``shared_ratings``) and the judge offers it."""
+        self._question = question
         self.cost: Cost = ZERO_COST
         """What the unique calls cost (failed ones included)."""
         self.calls = 0
@@ -74,6 +85,8 @@ class MemoJudge:
         if isinstance(reply, JudgeReply):
             self.cost = self.cost + reply.cost
             watch(reply.judge or self.inner.name, step, reply.value)
+            if reply.relevance is not None:  # the chunks rated in the verification call, watched as rate_chunks
+                watch(reply.judge or self.inner.name, "rate_chunks", reply.relevance)
         return reply
 
     def close(self) -> None:
@@ -92,6 +105,11 @@ class MemoJudge:
         )
 
     async def verify(self, claims: Sequence[str], chunks: Sequence[str]) -> JudgeReply[list[list[Verdict]]]:
+        if self.relevance_in_verify:
+            return await self._once(
+                ("verify", _freeze(claims), _freeze(chunks)),
+                lambda: self.inner.verify(claims, chunks, question=self._question),  # type: ignore[call-arg]
+            )
         return await self._once(("verify", _freeze(claims), _freeze(chunks)), lambda: self.inner.verify(claims, chunks))
 
     async def classify_claims(self, claims: Sequence[str], reference: str) -> JudgeReply[list[bool]]:

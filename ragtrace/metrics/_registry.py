@@ -36,8 +36,10 @@ PRODUCTION_METRICS: tuple[str, ...] = (
     "answer_relevancy_embedding",
     "context_relevance",
 )
-"""The default production suite: at most 4 chat calls and 1 embeddings call per record, no reference needed
-(``hallucinated_claim``, the record-level signal, reads the same verification: no call of its own)."""
+"""The default production suite: at most 3 chat calls (a batched ``OpenAIJudge``; per claim, 2 + one per claim)
+and 1 embeddings call per record, no reference needed (``hallucinated_claim``, the record-level signal, reads
+the same verification, and ``context_relevance`` the chunk ratings that verification carries: no call of their
+own)."""
 
 _FACTORIES: dict[str, Callable[..., Metric]] = {
     "faithfulness": Faithfulness,

@@ -214,3 +214,20 @@ async def chunk_ratings(steps: Steps, query: str, chunks: Sequence[str]) -> list
     """Every chunk's relevance to the query in [0, 1], one call."""
     ratings = await steps(steps.judge.rate_chunks(query, list(chunks)))
     return check_ratings(ratings, len(chunks))
+
+
+async def record_chunk_ratings(steps: Steps, record: RagRecord) -> list[float]:
+    """Every chunk's relevance to the record's query in [0, 1]: read from the verification call the suite
+    makes anyway when the judge rates the chunks there (``MemoJudge.relevance_in_verify``; no call of its
+    own), else one ``rate_chunks`` call. An answer without claims (nothing is verified), a failed
+    verification or one without ratings falls back to ``rate_chunks``."""
+    if getattr(steps.judge, "relevance_in_verify", False) is True and record.answer.strip():
+        try:
+            claims = await answer_claims(steps, record)
+            if claims:
+                reply = await steps.reply(steps.judge.verify(claims, record.texts))
+                if reply.relevance is not None:
+                    return check_ratings(reply.relevance, len(record.chunks))
+        except JudgeError:
+            pass  # its cost is counted; the ratings are asked on their own
+    return await chunk_ratings(steps, record.query, record.texts)

@@ -3,7 +3,8 @@
 ``Suite.score`` wraps the judge in a per-record memoizing proxy (same step, same arguments: one
 call; concurrent callers await the same call) and runs the metrics concurrently. The answer's claims
 are extracted once, all claims x all chunks verified in one call, reference claims extracted once,
-and so on. Each ``Score.cost`` counts the steps that metric used; ``SuiteResult.cost`` counts the
+and so on; with a judge that rates the chunks in its verification call, context relevance is read
+there too. Each ``Score.cost`` counts the steps that metric used; ``SuiteResult.cost`` counts the
 unique calls, i.e. what the record really cost.
 """
 
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from ragtrace._exceptions import ConfigurationError
 from ragtrace._secrets import scrub
+from ragtrace.judges._capabilities import RATE_CHUNKS, VERIFY
 from ragtrace.metrics._base import REASON_JUDGE_ERROR, ZERO_COST, Cost, Metric, Score
 from ragtrace.metrics._memo import MemoJudge
 
@@ -74,7 +76,9 @@ class Suite:
     async def score(self, record: RagRecord, judge: Judge) -> SuiteResult:
         """Score the record with every metric. Never raises for judge failures: those are absent scores."""
         started = time.perf_counter()
-        memo = MemoJudge(judge)
+        # The question goes with verification when one metric verifies and another rates the chunks: a judge
+        # that rates them in that call answers both in one (``MemoJudge.relevance_in_verify``).
+        memo = MemoJudge(judge, question=record.query, shared_ratings={VERIFY, RATE_CHUNKS} <= self.capabilities)
         try:
             scores = await asyncio.gather(*(_guarded(m, record, memo) for m in self.metrics))
         finally:

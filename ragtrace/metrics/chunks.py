@@ -1,7 +1,8 @@
 """The chunk-level family: how good the retrieved chunks are, in rank order.
 
 - context_relevance: mean of the per-chunk ratings in [0, 1] (all chunks rated in one ``rate_chunks``
-  call); details carry the ratings and the count of chunks rated >= 0.5.
+  call, or, in a suite that verifies claims on a judge that rates the chunks in that call, read from it:
+  no call of its own); details carry the ratings and the count of chunks rated >= 0.5.
 - context_relevance_weighted: the same ratings with rank decay, sum(r_i * d^i) / sum(d^i), d = 0.9.
 - context_precision: average precision of the ranking, sum over k of precision@k * v_k / (relevant
   chunks); v_k = 1 when chunk k supports at least one reference claim (or, without a reference, at
@@ -19,7 +20,7 @@ from ragtrace._exceptions import ConfigurationError
 from ragtrace.judges._base import EXTRACT_CLAIMS, RATE_CHUNKS, VERIFY
 from ragtrace.metrics._base import DETAIL_METHOD, REASON_NO_ANSWER, REASON_NO_CLAIMS, Score
 from ragtrace.metrics._metric import NEEDS_CHUNKS, JudgeMetric
-from ragtrace.metrics._steps import Steps, answer_claims, chunk_ratings, reference_claims, verdicts
+from ragtrace.metrics._steps import Steps, answer_claims, record_chunk_ratings, reference_claims, verdicts
 from ragtrace.metrics.claims import supporting_chunks
 
 if TYPE_CHECKING:
@@ -65,7 +66,7 @@ class ContextRelevance(JudgeMetric):
     uses_answer = False
 
     async def _measure(self, record: RagRecord, steps: Steps) -> Score:
-        ratings = await chunk_ratings(steps, record.query, record.texts)
+        ratings = await record_chunk_ratings(steps, record)
         relevant = sum(r >= RELEVANT_RATING for r in ratings)
         return self.measured(
             math.fsum(ratings) / len(ratings),
@@ -90,7 +91,7 @@ class ContextRelevanceWeighted(JudgeMetric):
         self.decay = float(decay)
 
     async def _measure(self, record: RagRecord, steps: Steps) -> Score:
-        ratings = await chunk_ratings(steps, record.query, record.texts)
+        ratings = await record_chunk_ratings(steps, record)
         return self.measured(
             decayed_mean(ratings, self.decay),
             steps,

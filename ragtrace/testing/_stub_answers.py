@@ -6,7 +6,8 @@ parses for that step, deterministically from the stub's text rules (``_stub_text
 answer's sentences; a claim is supported by a chunk holding 60% of its content words, contradicted by
 one holding 30% that lacks some of them; relevance and scores are word overlap. ``ANSWERS`` maps a
 step name to its answer; a step missing from it gets the generic, schema-shaped reply
-(``_stub_generic``). ``yes_probability`` is the P(yes) a ``verify_claim`` reply's logprobs carry.
+(``_stub_generic``). ``yes_probability`` is the P(yes) a ``verify_claim`` (or ``verify_claim_rated``)
+reply's logprobs carry. The ``_rated`` verifications add the ``rate_chunks`` ratings to their reply.
 
 A new judge step that the stub should answer is one function here and one entry in ``ANSWERS``.
 """
@@ -33,6 +34,12 @@ def _section(user: str, title: str) -> str:
 def _items(part: str, label: str) -> list[str]:
     pieces = re.split(r"(?:^|\n)\[" + re.escape(label) + r" \d+\] ", part)
     return [p.strip() for p in pieces[1:]]
+
+
+def _chunks(user: str) -> list[str]:
+    """The ``[chunk N]`` items of the ``Context chunks:`` section (ending where a per-claim question's
+    ``Statement:`` starts)."""
+    return _items(_section(user, "Context chunks").split("\n\nStatement: ", 1)[0], "chunk")
 
 
 def _line(user: str, title: str) -> str:
@@ -67,7 +74,7 @@ def _answer_verify(user: str) -> Any:
 def _statement_support(user: str) -> tuple[float, float, int]:
     """(best overlap share, P(yes), best chunk number) of a verify_claim request's statement."""
     statement = _line(user, "Statement")
-    chunks = _items(_section(user, "Context chunks"), "chunk") or [_line(user, "Context")]
+    chunks = _chunks(user) or [_line(user, "Context")]
     shares = [overlap(statement, chunk) for chunk in chunks]
     best = max(range(len(shares)), key=lambda i: shares[i])
     share = shares[best]
@@ -88,8 +95,30 @@ def _answer_verify_claim(user: str) -> Any:
     return reply
 
 
+def _ratings(user: str) -> list[dict[str, Any]]:
+    """Every chunk's relevance to the request's ``Question:`` line, as ``rate_chunks`` answers it."""
+    query = _line(user, "Question")
+    chunks = _chunks(user)
+    return [{"chunk": i, "relevance": round(overlap(query, c), 2)} for i, c in enumerate(chunks, start=1)]
+
+
+def _answer_verify_rated(user: str) -> Any:
+    return {**_answer_verify(user), "ratings": _ratings(user)}
+
+
+def _answer_verify_claim_rated(user: str) -> Any:
+    share, p_yes, chunk = _statement_support(user)
+    reply: dict[str, Any] = {
+        "supported": "yes" if p_yes >= 0.5 else "no",
+        "contradicted": "yes" if 0.3 <= share < 0.6 else "no",
+    }
+    if len(_chunks(user)) > 1:
+        reply["chunk"] = chunk
+    return {**reply, "ratings": _ratings(user)}
+
+
 def yes_probability(step: str | None, messages: Sequence[Any]) -> float | None:
-    if step != "verify_claim":
+    if step not in ("verify_claim", "verify_claim_rated"):
         return None
     users = [message_text(m) for m in messages if isinstance(m, Mapping) and m.get("role") == "user"]
     return _statement_support(users[-1] if users else "")[1]
@@ -130,9 +159,7 @@ def _answer_questions(user: str) -> Any:
 
 
 def _answer_rate_chunks(user: str) -> Any:
-    query = _line(user, "Question")
-    chunks = _items(_section(user, "Context chunks"), "chunk")
-    return {"ratings": [{"chunk": i, "relevance": round(overlap(query, c), 2)} for i, c in enumerate(chunks, start=1)]}
+    return {"ratings": _ratings(user)}
 
 
 def _answer_rate_answer(user: str) -> Any:
@@ -153,6 +180,8 @@ ANSWERS: dict[str, Callable[[str], Any]] = {
     _base.EXTRACT_CLAIMS: lambda user: {"claims": _claims_of(user.split("Text:", 1)[-1])},
     _base.VERIFY: _answer_verify,
     "verify_claim": _answer_verify_claim,
+    "verify_rated": _answer_verify_rated,
+    "verify_claim_rated": _answer_verify_claim_rated,
     _base.CLASSIFY_CLAIMS: _answer_classify,
     _base.RATE_STATEMENTS: _answer_rate_statements,
     _base.GENERATE_QUESTIONS: _answer_questions,

@@ -23,6 +23,19 @@ QA rows (knowledge, question, right and hallucinated answers):
   claim that repeats its chunk word for word is supported: the first model, trained without these,
   rejected "The Eiffel Tower is in Paris." against that very sentence).
 
+Swap-aware QA kinds (``--swap-aware``; every word of the wrong text is in the passage; only reading which
+name, number or date goes with which fact tells it is wrong), built by ``bench/judge_sets.py``'s
+constructions on the train rows (the dev rows' sets are built by the same code, on other rows and seeds):
+- ``same_kind`` (0): another span of the passage of the right answer's kind (a year for a year, a name
+  for a name), joined to the question;
+- ``sentence_same_kind`` (0): the knowledge sentence that names the right answer, with the answer
+  replaced by that span;
+- ``swapped`` (0) and ``swapped_kept`` (1): a sentence of the passage with two same-kind spans swapped
+  (or one replaced by a same-kind span of another sentence), and the sentence as it is;
+- ``multi_swapped`` (0) and ``multi_kept`` (1): 2-5 sentences of the passage with one of them swapped so:
+  the wrong sentence's claim, and one of the others' claims (the claims ``extract_claims`` cuts from the
+  long answer, against their best windows: one wrong claim among supported ones).
+
 Summarization rows (document, right and hallucinated summaries):
 - ``summary`` (1): each claim of the right summary against its best window of the document;
 - ``summary_unsupported`` (0): a claim of the hallucinated summary that shares no more than half of
@@ -54,6 +67,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
+import judge_sets  # noqa: E402
 from judge_accuracy import DATA, length_controlled_span  # noqa: E402
 from support import best_windows, chunk_windows  # noqa: E402
 
@@ -159,7 +173,7 @@ def copies(passage: str, rng: random.Random, i: int) -> Iterator[Pair]:
             yield Pair(altered, sentence, 0, kind, i)
 
 
-def qa_pairs(rows: list[dict[str, str]]) -> Iterator[Pair]:
+def qa_pairs(rows: list[dict[str, str]], swap_aware: bool = False) -> Iterator[Pair]:
     for i, row in enumerate(rows):
         rng = random.Random(f"{SEED}:qa:{i}")
         knowledge, question, right = row["knowledge"], row["question"], row["right_answer"]
@@ -187,6 +201,46 @@ def qa_pairs(rows: list[dict[str, str]]) -> Iterator[Pair]:
                 if kind != "swap" or not naming:
                     yield Pair(altered, window_for(sentence, knowledge), 0, kind, i)
         yield from copies(knowledge, rng, i)
+        if swap_aware:
+            yield from swap_aware_pairs(row, i, naming[0] if naming else None)
+
+
+def swap_aware_pairs(row: dict[str, str], i: int, naming: str | None) -> Iterator[Pair]:
+    """The swap-aware kinds of one QA train row (see the module docstring)."""
+    knowledge, question, right = row["knowledge"], row["question"], row["right_answer"]
+    rng = random.Random(f"{SEED}:swap-aware:{i}")
+    same = judge_sets.same_kind_span(row, rng)
+    if same is not None:
+        for claim in text.extract_claims(same[1], question):
+            yield Pair(claim, window_for(claim, knowledge), 0, "same_kind", i)
+        if naming is not None and right.lower() in naming.lower():
+            at = naming.lower().index(right.lower())
+            wrong = naming[:at] + same[1] + naming[at + len(right) :]
+            yield Pair(wrong, window_for(naming, knowledge), 0, "sentence_same_kind", i)
+    single = judge_sets.swapped_sentence(row, rng)
+    if single is not None:
+        yield from _changed_claims(single, question, knowledge, i, "swapped", rng)
+    multi = judge_sets.multi_sentence(row, rng, "swapped")
+    if multi is not None:
+        yield from _changed_claims(multi, question, knowledge, i, "multi_swapped", rng)
+
+
+_KEPT = {"swapped": "swapped_kept", "multi_swapped": "multi_kept"}
+
+
+def _changed_claims(
+    pair: tuple[str, str], question: str, knowledge: str, i: int, kind: str, rng: random.Random
+) -> Iterator[Pair]:
+    """The claims of ``pair``'s wrong text that its right text does not make (0, ``kind``), and one claim of
+    the right text (1, ``_KEPT[kind]``), each against its best window of the passage."""
+    right = text.extract_claims(pair[0], question)
+    wrong = [c for c in text.extract_claims(pair[1], question) if c not in right]
+    if not right or not wrong:
+        return
+    for claim in wrong:
+        yield Pair(claim, window_for(claim, knowledge), 0, kind, i)
+    kept = rng.choice(right)
+    yield Pair(kept, window_for(kept, knowledge), 1, _KEPT[kind], i)
 
 
 def summarization_pairs(rows: list[dict[str, str]]) -> Iterator[Pair]:
@@ -209,6 +263,21 @@ def summarization_pairs(rows: list[dict[str, str]]) -> Iterator[Pair]:
         yield from copies(document, rng, i)
 
 
+def per_kind(pairs: list[Pair], limits: str) -> list[Pair]:
+    """At most the given number of pairs of each kind (``limits``: ``kind=N,...``, ``*=N`` for the rest),
+    a seeded sample of each, in their original order."""
+    caps = {k: int(n) for k, n in (item.split("=") for item in limits.split(","))}
+    by_kind: dict[str, list[int]] = {}
+    for index, pair in enumerate(pairs):
+        by_kind.setdefault(pair.kind, []).append(index)
+    keep: set[int] = set()
+    rng = random.Random(SEED)
+    for kind, indices in sorted(by_kind.items()):
+        cap = caps.get(kind, caps.get("*", len(indices)))
+        keep.update(indices if len(indices) <= cap else rng.sample(indices, cap))
+    return [p for index, p in enumerate(pairs) if index in keep]
+
+
 def _merged(first: list[Pair], second: list[Pair]) -> list[Pair]:
     """Both lists without repeated (claim, context) pairs, shuffled together."""
     seen: set[tuple[str, str]] = set()
@@ -227,18 +296,33 @@ def main() -> int:
     parser.add_argument("--max-pairs", type=int, default=9000, help="keep a random sample of this many (0: all)")
     parser.add_argument("--kinds", help="keep only these kinds, comma-separated (e.g. answer,span)")
     parser.add_argument(
+        "--per-kind",
+        help="at most this many pairs of each kind, as kind=N pairs, comma-separated, '*' for the other kinds "
+        "(e.g. '*=300,swapped=900'; a seeded sample, before --max-pairs)",
+    )
+    parser.add_argument("--from", dest="source", type=Path, help="read the pairs from this file instead of building")
+    parser.add_argument(
+        "--swap-aware", action="store_true", help="add the swap-aware QA kinds (off: the pairs the shipped model saw)"
+    )
+    parser.add_argument(
         "--full-kinds",
         default="answer,span",
         help="kinds kept in full beside the sample (default answer,span: the pairs that teach reading the question)",
     )
     args = parser.parse_args()
-    pairs = [
-        *qa_pairs(read("halueval_qa_train.jsonl")),
-        *summarization_pairs(read("halueval_summarization_train.jsonl")),
-    ]
+    if args.source:
+        with open(args.source, encoding="utf-8") as handle:
+            pairs = [Pair(**json.loads(line)) for line in handle]
+    else:
+        pairs = [
+            *qa_pairs(read("halueval_qa_train.jsonl"), swap_aware=args.swap_aware),
+            *summarization_pairs(read("halueval_summarization_train.jsonl")),
+        ]
     if args.kinds:
         wanted = set(args.kinds.split(","))
         pairs = [p for p in pairs if p.kind in wanted]
+    if args.per_kind:
+        pairs = per_kind(pairs, args.per_kind)
     full_kinds = set(args.full_kinds.split(",")) if args.full_kinds else set()
     full = [p for p in pairs if p.kind in full_kinds]
     random.Random(SEED).shuffle(full)

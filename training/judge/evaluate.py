@@ -3,8 +3,8 @@
 A record's score is its least-supported claim's support (each claim's best logit over its
 windows of the chunk): a text is as faithful as its weakest claim. Printed for the calibration split
 (first 80 %, where a model is chosen) and the test split (last 20 %), for QA, summarization and the
-length-controlled set (``bench/judge_accuracy.py``), with the bag-of-words baseline and 95 %
-paired-bootstrap intervals.
+length-controlled set (``bench/judge_accuracy.py``; ``--sets`` adds the hard-negative constructions of
+``bench/judge_sets.py``), with the bag-of-words baseline and 95 % paired-bootstrap intervals.
 
     python training/judge/evaluate.py [--model training/.work/support-minilm-l6-int8.onnx]
 """
@@ -20,6 +20,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from judge_accuracy import LENGTH_CONTROLLED, SETS, auroc, bag_of_words, bootstrap_intervals, load  # noqa: E402
+from judge_sets import CONSTRUCTIONS  # noqa: E402
 from support import MODEL_FILE, SupportModel  # noqa: E402
 
 from ragtrace.judges.offline import text  # noqa: E402
@@ -29,11 +30,19 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", type=Path, default=MODEL_FILE)
     parser.add_argument("--limit", type=int, default=0, help="at most this many records per set and split")
+    parser.add_argument(
+        "--sets",
+        nargs="+",
+        choices=(*SETS, LENGTH_CONTROLLED, *CONSTRUCTIONS),
+        default=[*SETS, LENGTH_CONTROLLED],
+        help="the sets to measure (the hard-negative constructions of bench/judge_sets.py too)",
+    )
+    parser.add_argument("--splits", nargs="+", choices=("train", "test"), default=["train", "test"])
     args = parser.parse_args()
     model = SupportModel(str(args.model))
     print(f"{'split':<7}{'set':<22}{'n':>6}{'model AUROC':>13}{'base AUROC':>12}  95 % intervals")
-    for split in ("train", "test"):
-        for name in (*SETS, LENGTH_CONTROLLED):
+    for split in args.splits:
+        for name in args.sets:
             examples = load(name, split)
             if args.limit:
                 examples = examples[: args.limit]

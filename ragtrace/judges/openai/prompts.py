@@ -173,6 +173,50 @@ VERIFY_CLAIM = StepPrompt(
     ),
 )
 
+# Verification with the chunks' relevance read in the same call (the production suite's context_relevance
+# then costs no call of its own): the question is shown, and the reply rates every chunk as RATE_CHUNKS
+# does, after the verdicts (whose tokens, and logprobs, stay where the plain prompts put them).
+_RELEVANCE = (
+    "Also rate each chunk's relevance to the question from 0 to 1 (1: holds the answer, 0.5: related, 0: unrelated)."
+)
+_RATINGS_SHAPE = '"ratings": [{"chunk": <chunk number>, "relevance": <0 to 1>}, ...]'
+
+VERIFY_RATED_STEP = "verify_rated"
+"""Step name of batched verification that also rates the chunks (a part of ``verify``)."""
+
+VERIFY_RATED = StepPrompt(
+    step=VERIFY_RATED_STEP,
+    instructions=f"{VERIFY.instructions} {_RELEVANCE} One rating per chunk.",
+    shape=(
+        '{"results": [{"claim": <claim number>, "supported_by": [<chunk number>, ...], '
+        f'"contradicted_by": [<chunk number>, ...]}}, ...], {_RATINGS_SHAPE}}} with exactly one result per claim '
+        "and one rating per chunk"
+    ),
+    schema=object_schema(
+        results=array_schema(
+            object_schema(claim=INT, supported_by=array_schema(INT), contradicted_by=array_schema(INT))
+        ),
+        ratings=array_schema(object_schema(chunk=INT, relevance=NUM)),
+    ),
+)
+
+VERIFY_CLAIM_RATED_STEP = "verify_claim_rated"
+"""Step name of the per-claim question that also rates the chunks (a record's first claim asks it)."""
+
+VERIFY_CLAIM_RATED = StepPrompt(
+    step=VERIFY_CLAIM_RATED_STEP,
+    instructions=(
+        "You check statements against a context. Say whether the context supports the statement (states "
+        "it or clearly implies it) and whether it contradicts it (states the opposite). " + _RELEVANCE
+    ),
+    shape=f'{{"supported": <"yes" or "no">, "contradicted": <"yes" or "no">, {_RATINGS_SHAPE}}}',
+    schema=object_schema(
+        supported={"type": "string", "enum": ["yes", "no"]},
+        contradicted={"type": "string", "enum": ["yes", "no"]},
+        ratings=array_schema(object_schema(chunk=INT, relevance=NUM)),
+    ),
+)
+
 CLASSIFY_CLAIMS = StepPrompt(
     step=_base.CLASSIFY_CLAIMS,
     instructions=(
@@ -205,6 +249,26 @@ def verify_claim_schema(n_chunks: int) -> dict[str, Any]:
     return object_schema(supported=_YES_NO, contradicted=_YES_NO, chunk=numbers_schema(n_chunks))
 
 
+def _ratings_schema(n_chunks: int) -> dict[str, Any]:
+    relevance = {"type": "number", "minimum": 0, "maximum": 1}
+    return array_schema(object_schema(chunk=numbers_schema(n_chunks), relevance=relevance))
+
+
+def verify_rated_schema(n_claims: int, n_chunks: int) -> dict[str, Any]:
+    """VERIFY_RATED's schema for one request: VERIFY's, and a rating per chunk."""
+    results = verify_schema(n_claims, n_chunks)["properties"]["results"]
+    return object_schema(results=results, ratings=_ratings_schema(n_chunks))
+
+
+def verify_claim_rated_schema(n_chunks: int) -> dict[str, Any]:
+    """VERIFY_CLAIM_RATED's schema: the yes/no answers, the chunk the answer rests on (several chunks), the
+    ratings."""
+    answers: dict[str, Any] = {"supported": _YES_NO, "contradicted": _YES_NO}
+    if n_chunks > 1:
+        answers["chunk"] = numbers_schema(n_chunks)
+    return object_schema(**answers, ratings=_ratings_schema(n_chunks))
+
+
 def classify_schema(n_claims: int) -> dict[str, Any]:
     return object_schema(results=array_schema(object_schema(claim=numbers_schema(n_claims), correct=BOOL)))
 
@@ -225,6 +289,21 @@ def render_verify_claim(claim: str, chunks: Sequence[str]) -> str:
     return (
         f"Context chunks:\n{numbered('chunk', chunks)}\n\nStatement: {statement}\n\n"
         "Is the statement supported by the context? Which chunk does your answer rest on?"
+    )
+
+
+def render_verify_rated(question: str, claims: Sequence[str], chunks: Sequence[str]) -> str:
+    return f"Question: {question}\n\n{render_verify(claims, chunks)}"
+
+
+def render_verify_claim_rated(question: str, claim: str, chunks: Sequence[str]) -> str:
+    """The per-claim question with the record's question first and the ratings asked for last."""
+    asks = "Is the statement supported by the context?"
+    if len(chunks) > 1:
+        asks += " Which chunk does your answer rest on?"
+    return (
+        f"Question: {question}\n\nContext chunks:\n{numbered('chunk', chunks)}\n\nStatement: {render_statement(claim)}"
+        f"\n\n{asks}"
     )
 
 
@@ -364,6 +443,8 @@ ALL_PROMPTS: tuple[StepPrompt, ...] = (
     VERIFY,
     VERIFY_CLAIM,
     VERIFY_CLAIM_WORD,
+    VERIFY_RATED,
+    VERIFY_CLAIM_RATED,
     CLASSIFY_CLAIMS,
     RATE_STATEMENTS,
     GENERATE_QUESTIONS,

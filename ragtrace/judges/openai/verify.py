@@ -6,6 +6,11 @@ concurrently and scored by P(yes) from the logprobs of the answer token; the ste
 its calls fails, carrying what all of them spent. Batched, one VERIFY call asks for every claim
 against every chunk. A reply naming a claim or chunk the request does not have, or the wrong number
 of them, is ``InvalidReply``.
+
+Asked with the record's ``question``, the same call also rates every chunk's relevance to it (the
+reply's ``relevance``, what ``rate_chunks`` would say): batched, the one VERIFY_RATED call; per claim,
+the first claim's call asks VERIFY_CLAIM_RATED (its answer read as VERIFY_CLAIM's), the others as
+without a question. The production suite's context_relevance reads it and makes no call of its own.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from ragtrace.judges.openai.parsing import (
     InvalidReply,
     ReplyParseError,
     align,
+    as_number,
     index_set,
     pick,
     pick_list,
@@ -43,6 +49,7 @@ async def verify(
     *,
     mode: Literal["per_claim", "batched"],
     support_threshold: float,
+    question: str | None = None,
 ) -> JudgeReply[list[list[Verdict]]]:
     """``value[claim][chunk]``: one yes/no question per claim (``mode == "per_claim"``, the
     calls sent concurrently) or all claims against all chunks in one call (``"batched"``).
@@ -58,6 +65,9 @@ async def verify(
     Batched, a chunk the judge lists both as supporting and contradicting a claim counts as
     neither: a self-contradictory verdict is not evidence either way.
 
+    With ``question``, the call (per claim: the first claim's) also rates each chunk's relevance to it,
+    returned as ``JudgeReply.relevance``.
+
     A reply naming a claim or chunk the request does not have, or the wrong number of results,
     fails with ``invalid_reply``.
     """
@@ -66,7 +76,7 @@ async def verify(
     if not chunks:
         return JudgeReply(value=[[] for _ in claims])
     if mode == "per_claim":
-        reply = await _claim_answers(transport, claims, chunks)
+        reply = await _claim_answers(transport, claims, chunks, question)
         n = len(chunks)
         cut = support_threshold
         verdicts = [answer.verdicts(n, cut) for answer in reply.value]
@@ -74,8 +84,8 @@ async def verify(
             [agreeing(p, v, cut) for p, v in zip(answer.probabilities(n), row, strict=True)]
             for answer, row in zip(reply.value, verdicts, strict=True)
         ]
-        return JudgeReply(verdicts, reply.cost, support=support)
-    return await _verify_batched(transport, claims, chunks)
+        return JudgeReply(verdicts, reply.cost, support=support, relevance=reply.relevance)
+    return await _verify_batched(transport, claims, chunks, question)
 
 
 async def support(transport: Transport, claims: Sequence[str], chunks: Sequence[str]) -> JudgeReply[list[list[float]]]:
@@ -95,10 +105,23 @@ async def support(transport: Transport, claims: Sequence[str], chunks: Sequence[
     return JudgeReply([answer.probabilities(len(chunks)) for answer in reply.value], reply.cost)
 
 
+def _read_ratings(obj: Any, count: int) -> list[float]:
+    """Every chunk's relevance in [0, 1] from a reply's ``ratings`` (as ``rate_chunks`` reads them)."""
+    items = pick_list(obj, "ratings", "relevance")
+    return align(
+        items,
+        count,
+        key="chunk",
+        read=lambda item: as_number(pick(item, "relevance", "score", "rating"), "relevance", low=0.0, high=1.0),
+        what="chunk",
+    )
+
+
 async def _claim_answers(
-    transport: Transport, claims: Sequence[str], chunks: Sequence[str]
+    transport: Transport, claims: Sequence[str], chunks: Sequence[str], question: str | None = None
 ) -> JudgeReply[list[_ClaimAnswer]]:
-    """One VERIFY_CLAIM call per claim, concurrently; the step fails when any of them fails."""
+    """One VERIFY_CLAIM call per claim, concurrently; the step fails when any of them fails. With
+    ``question`` the first claim's call is VERIFY_CLAIM_RATED, and its ratings are the reply's ``relevance``."""
     count = len(chunks)
     schema = _prompts.verify_claim_schema(count)
     prompt = _prompts.VERIFY_CLAIM_WORD if count == 1 else _prompts.VERIFY_CLAIM
@@ -108,11 +131,31 @@ async def _claim_answers(
             return _read_claim_word(obj, reply)
         return _read_claim_answer(obj, reply, count)
 
+    def read_rated(obj: Any, reply: _ChatReply) -> tuple[_ClaimAnswer, list[float]]:
+        # The answer as VERIFY_CLAIM's (one chunk: no chunk number, the only chunk), then the ratings.
+        return _read_claim_answer(obj, reply, count), _read_ratings(obj, count)
+
+    ratings: list[float] | None = None
+
     async def one(claim: str) -> JudgeReply[_ClaimAnswer]:
         user = _prompts.render_verify_claim(claim, chunks)
         return await transport.ask(prompt, user, read, logprobs=True, schema=schema)
 
-    outcomes = await asyncio.gather(*(one(c) for c in claims), return_exceptions=True)
+    async def first(claim: str, asked: str) -> JudgeReply[_ClaimAnswer]:
+        nonlocal ratings
+        user = _prompts.render_verify_claim_rated(asked, claim, chunks)
+        rated = await transport.ask(
+            _prompts.VERIFY_CLAIM_RATED,
+            user,
+            read_rated,
+            logprobs=True,
+            schema=_prompts.verify_claim_rated_schema(count),
+        )
+        ratings = rated.value[1]
+        return JudgeReply(rated.value[0], rated.cost)
+
+    asks = [first(c, question) if k == 0 and question is not None else one(c) for k, c in enumerate(claims)]
+    outcomes = await asyncio.gather(*asks, return_exceptions=True)
     cost = Cost()
     answers: list[_ClaimAnswer] = []
     failure: BaseException | None = None
@@ -132,11 +175,11 @@ async def _claim_answers(
         raise JudgeError(str(failure), error_type=failure.error_type, cost=cost) from failure
     if failure is not None:
         raise failure
-    return JudgeReply(answers, cost)
+    return JudgeReply(answers, cost, relevance=ratings)
 
 
 async def _verify_batched(
-    transport: Transport, claims: Sequence[str], chunks: Sequence[str]
+    transport: Transport, claims: Sequence[str], chunks: Sequence[str], question: str | None = None
 ) -> JudgeReply[list[list[Verdict]]]:
     count = len(chunks)
 
@@ -169,5 +212,17 @@ async def _verify_batched(
         items = pick_list(obj, "results", "claims", "verdicts")
         return align(items, len(claims), key="claim", read=read_item, what="claim")
 
-    schema = _prompts.verify_schema(len(claims), count)
-    return await transport.ask(_prompts.VERIFY, _prompts.render_verify(claims, chunks), read, schema=schema)
+    if question is None:
+        schema = _prompts.verify_schema(len(claims), count)
+        return await transport.ask(_prompts.VERIFY, _prompts.render_verify(claims, chunks), read, schema=schema)
+
+    def read_rated(obj: Any, reply: _ChatReply) -> tuple[list[list[Verdict]], list[float]]:
+        return read(obj, reply), _read_ratings(obj, count)
+
+    rated = await transport.ask(
+        _prompts.VERIFY_RATED,
+        _prompts.render_verify_rated(question, claims, chunks),
+        read_rated,
+        schema=_prompts.verify_rated_schema(len(claims), count),
+    )
+    return JudgeReply(rated.value[0], rated.cost, relevance=rated.value[1])
