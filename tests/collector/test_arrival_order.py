@@ -22,9 +22,12 @@ from ragtrace_collector._store.schema import RAG_COLUMNS
 from ragtrace_collector._store.triage import last_row, newer_records
 from ragtrace_collector._triage import RecordFilter
 
+from tests.collector import test_phoenix_annotations as annotations
 from tests.collector._postgres import PostgresServer
 from tests.collector._stores import whole_row
 from tests.collector.test_phoenix_annotations import FakePhoenix, make_annotator, score_row, store_scores, wait_until
+
+phoenix = annotations.phoenix  # the stand-in Phoenix, a real HTTP server
 
 
 @pytest.fixture
@@ -37,13 +40,6 @@ def store(target: str) -> Iterator[Any]:
     opened = open_store(target)
     yield opened
     opened.close()
-
-
-@pytest.fixture
-def phoenix() -> Iterator[FakePhoenix]:
-    fake = FakePhoenix()
-    yield fake
-    fake.close()
 
 
 def record(span_id: str) -> dict[str, Any]:
