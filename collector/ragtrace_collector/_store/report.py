@@ -58,6 +58,30 @@ def _time_clause(
     return "".join(f" AND {c}" for c in clauses), args
 
 
+_METRICS_SQL = (
+    f"WITH RECURSIVE m(metric) AS (SELECT MIN(metric) FROM {SCORES} UNION ALL "
+    f"SELECT (SELECT MIN(metric) FROM {SCORES} WHERE metric > m.metric) FROM m WHERE m.metric IS NOT NULL) "
+    "SELECT metric FROM m WHERE metric IS NOT NULL"
+)
+"""The metrics ``scores`` holds, one index seek each (a walk of ``(metric, ...)`` from name to next name)."""
+
+
+def _scores_clause(
+    conn: AnyConnection, since_ns: int | None, until_ns: int | None, service: str | None = None, *, table: str = ""
+) -> tuple[str, list[Any]]:
+    """``_time_clause`` for ``scores``: with a time bound, also ``metric IN`` the store's metrics. That condition
+    keeps every row, and it lets the time bound range over the ``(metric, time_ns)`` and ``(service, metric,
+    time_ns)`` indexes, one range per metric: without it a time bound on ``scores`` reads the whole table (neither
+    engine skips an index's first column here; SQLite would with statistics, which the store does not gather)."""
+    where, args = _time_clause("time_ns", since_ns, until_ns, service, table=table)
+    if since_ns is None and until_ns is None:
+        return where, args
+    metrics = [row[0] for row in conn.execute(_METRICS_SQL)]
+    if not metrics:
+        return where, args
+    return f"{where} AND {table}metric IN ({', '.join('?' for _ in metrics)})", [*args, *metrics]
+
+
 def _overall(scores: dict[str, float]) -> float:
     values = [1.0 - v if metric_direction(m) == "lower" else v for m, v in scores.items()]
     return math.fsum(values) / len(values)
@@ -92,7 +116,7 @@ def summary(
         metrics: list[MetricSummary] = []
         o_mean, o_min, o_max = None, None, None
         if SCORES in tables:
-            where, args = _time_clause("time_ns", since_ns, until_ns, service)
+            where, args = _scores_clause(conn, since_ns, until_ns, service)
             for metric, count, mean in conn.execute(
                 f"SELECT metric, COUNT(value), AVG(value) FROM {SCORES} WHERE value IS NOT NULL{where} "
                 "GROUP BY metric ORDER BY metric",
@@ -135,15 +159,13 @@ def _scored_counts(
     conn: AnyConnection, tables: set[str], since_ns: int | None, until_ns: int | None, service: str | None
 ) -> tuple[int, int]:
     """(the period's records with a score, the spans scored in the period whose record is not in it)."""
+    s_where, s_args = _scores_clause(conn, since_ns, until_ns, service, table="s.")
     if RAG not in tables:
         count = conn.execute(
-            f"SELECT COUNT(DISTINCT s.span_id) FROM {SCORES} s WHERE s.value IS NOT NULL"
-            + _time_clause("time_ns", since_ns, until_ns, service, table="s.")[0],
-            _time_clause("time_ns", since_ns, until_ns, service)[1],
+            f"SELECT COUNT(DISTINCT s.span_id) FROM {SCORES} s WHERE s.value IS NOT NULL{s_where}", s_args
         ).fetchone()[0]
         return 0, int(count or 0)
     r_where, r_args = _time_clause("time_ns", since_ns, until_ns, service, table="r.")
-    s_where, s_args = _time_clause("time_ns", since_ns, until_ns, service, table="s.")
     (scored,) = conn.execute(
         f"SELECT COUNT(*) FROM {RAG} r WHERE 1 = 1{r_where} AND EXISTS "
         f"(SELECT 1 FROM {SCORES} s WHERE s.span_id = r.span_id AND s.value IS NOT NULL)",
@@ -204,7 +226,7 @@ def problems(
         tables = table_names(conn)
         if SCORES not in tables:
             return []
-        where, args = _time_clause("time_ns", since_ns, until_ns, service)
+        where, args = _scores_clause(conn, since_ns, until_ns, service)
         marks = ", ".join("?" for _ in lower)
         goodness_sql = f"CASE WHEN metric IN ({marks}) THEN 1.0 - value ELSE value END"
         bad_sql = f"(metric IN ({marks}) AND value > ?) OR (metric NOT IN ({marks}) AND value < ?)"
@@ -311,7 +333,7 @@ def series(
     scores when given)."""
     if SCORES not in tables:
         return {}
-    where, args = _time_clause("time_ns", since_ns, until_ns, service)
+    where, args = _scores_clause(conn, since_ns, until_ns, service)
     lo, hi = conn.execute(
         f"SELECT MIN(time_ns), MAX(time_ns) FROM {SCORES} WHERE value IS NOT NULL{where}", args
     ).fetchone()
