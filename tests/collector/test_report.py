@@ -373,3 +373,25 @@ def test_an_empty_period_says_so(store: Any) -> None:
     for said in (page, markdown, text):
         assert "- to -" not in said
     assert "- Stored: from 2027-01-15 08:00:00 UTC to " in report(store, "markdown")
+
+
+@pytest.mark.parametrize("names", [3, 250])
+def test_a_time_bounded_summary_keeps_the_period_whatever_the_number_of_metric_names(
+    open_store: Callable[[], Any], names: int
+) -> None:
+    """A time bound on scores is read through ``metric IN`` the store's metric names (an index range each), or,
+    past 200 names, without it: either way every score of the period counts and none outside it."""
+    store = open_store()
+
+    def score(span: str, metric: str, value: float, time_ns: int) -> dict[str, Any]:
+        row = {"span_id": span, "metric": metric, "value": value, "time_ns": time_ns, "service": "shop"}
+        return whole_row(row, SCORE_COLUMNS)
+
+    inside = [score(f"{k:016x}", f"m{k:03d}", 0.25, 10) for k in range(names)]
+    outside = [score(f"{k + 1000:016x}", f"m{k:03d}", 0.75, 1) for k in range(names)]
+    store.write(Batch(scores=inside + outside))
+    head = summary(store, since_ns=5, service="shop")
+    assert [(m.metric, m.count, m.mean) for m in head.metrics] == [(f"m{k:03d}", 1, 0.25) for k in range(names)]
+    assert (head.first_ns, head.last_ns) == (10, 10)
+    worst = problems(store, 0.6, limit=None, since_ns=5, until_ns=20)
+    assert sorted(p.span_id for p in worst) == sorted(row["span_id"] for row in inside)

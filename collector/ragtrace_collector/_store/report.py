@@ -58,10 +58,13 @@ def _time_clause(
     return "".join(f" AND {c}" for c in clauses), args
 
 
+_MAX_NAMED_METRICS = 200
+"""Past this many metric names (senders name metrics), a time-bounded read does without ``metric IN``: the list
+would cost more than it saves, and could pass the engine's bound on parameters."""
 _METRICS_SQL = (
     f"WITH RECURSIVE m(metric) AS (SELECT MIN(metric) FROM {SCORES} UNION ALL "
     f"SELECT (SELECT MIN(metric) FROM {SCORES} WHERE metric > m.metric) FROM m WHERE m.metric IS NOT NULL) "
-    "SELECT metric FROM m WHERE metric IS NOT NULL"
+    f"SELECT metric FROM m WHERE metric IS NOT NULL LIMIT {_MAX_NAMED_METRICS + 1}"
 )
 """The metrics ``scores`` holds, one index seek each (a walk of ``(metric, ...)`` from name to next name)."""
 
@@ -77,7 +80,7 @@ def _scores_clause(
     if since_ns is None and until_ns is None:
         return where, args
     metrics = [row[0] for row in conn.execute(_METRICS_SQL)]
-    if not metrics:
+    if not metrics or len(metrics) > _MAX_NAMED_METRICS:
         return where, args
     return f"{where} AND {table}metric IN ({', '.join('?' for _ in metrics)})", [*args, *metrics]
 
@@ -236,8 +239,9 @@ def problems(
             for row in conn.execute(
                 f"SELECT span_id FROM {SCORES} WHERE value IS NOT NULL{where} GROUP BY span_id "
                 f"HAVING SUM(CASE WHEN {bad_sql} THEN 1 ELSE 0 END) > 0 "
-                f"ORDER BY AVG({goodness_sql}) ASC, MAX(time_ns) DESC, span_id LIMIT ?",
-                [*args, *lower, 1.0 - threshold, *lower, threshold, *lower, -1 if limit is None else limit],
+                f"ORDER BY AVG({goodness_sql}) ASC, MAX(time_ns) DESC, span_id"
+                + ("" if limit is None else " LIMIT ?"),  # no limit: PostgreSQL refuses SQLite's LIMIT -1
+                [*args, *lower, 1.0 - threshold, *lower, threshold, *lower, *([] if limit is None else [limit])],
             )
         ]
         found: dict[str, dict[str, Any]] = {
