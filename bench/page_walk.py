@@ -38,10 +38,9 @@ from ragtrace_collector._store import Store  # noqa: E402
 from ragtrace_collector._store.schema import RAG_COLUMNS, SCORE_COLUMNS  # noqa: E402
 from triage_page import NS, T0, build, build_text_index  # noqa: E402
 
-from tests.collector._devtools import CHROMIUM, DevTools, devtools, launch  # noqa: E402
+from tests.collector._devtools import CHROMIUM, WATCH_CSP, DevTools, crawl_script, devtools, launch  # noqa: E402
 from tests.collector._spans import start_collector  # noqa: E402
 from tests.collector._stores import whole_row  # noqa: E402
-from tests.collector.test_pages_chromium import CRAWL, WATCH_CSP  # noqa: E402
 
 TOKEN = "walk-s3cret"
 RULES = """
@@ -162,7 +161,7 @@ def walk(walker: Walk, n: int, collector: Any) -> None:
     for step, path in NAV_PAGES.items():
         walker.go(step, f"{path}?{day}")
     walker.go("overview", f"/?{day}")
-    crawl = tools.run(CRAWL.replace("MAX_PAGES", "40").replace("queue = ['/']", f"queue = ['/records?{day}']"))
+    crawl = tools.run(crawl_script(f"/records?{day}", max_pages=40))
     print(f"{'every link, 40 pages parsed':<34} {crawl['seen']:8d} URLs  not 200: {crawl['bad']}")
     check(crawl["bad"] == [] and crawl["parsed"] == 40, f"links that do not answer 200: {crawl}")
 

@@ -22,9 +22,49 @@ import uvicorn
 from starlette.applications import Starlette
 from websockets.sync.client import ClientConnection, connect
 
-__all__ = ["CHROMIUM", "DevTools", "browser", "devtools", "launch", "served"]
+__all__ = ["CHROMIUM", "WATCH_CSP", "DevTools", "browser", "crawl_script", "devtools", "launch", "served"]
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+WATCH_CSP = """
+window.__csp = [];
+document.addEventListener('securitypolicyviolation', (e) => {
+  window.__csp.push(e.violatedDirective + ' ' + e.blockedURI + ' ' + (e.sample || ''));
+});
+"""
+"""Keeps every CSP violation a page raises in ``window.__csp`` (install it before any page script runs:
+``Page.addScriptToEvaluateOnNewDocument``)."""
+
+_CRAWL = """
+(async () => {
+  const seen = new Set(), queue = [START], bad = [];
+  let parsed = 0;
+  while (queue.length && seen.size < 400) {
+    const path = queue.shift();
+    if (seen.has(path)) continue;
+    seen.add(path);
+    const reply = await fetch(path, {headers: {'Accept': 'text/html'}});
+    if (reply.status !== 200) { bad.push(path + ' ' + reply.status); continue; }
+    if (!(reply.headers.get('content-type') || '').startsWith('text/html') || parsed >= MAX_PAGES) continue;
+    parsed += 1;
+    const doc = new DOMParser().parseFromString(await reply.text(), 'text/html');
+    for (const el of doc.querySelectorAll('a[href], link[href], script[src]')) {
+      const url = new URL(el.getAttribute('href') || el.getAttribute('src'), location.origin + path);
+      if (url.origin !== location.origin) continue;
+      const key = url.pathname + url.search;
+      if (!seen.has(key)) queue.push(key);
+    }
+  }
+  return {bad: bad, seen: seen.size, parsed: parsed};
+})()
+"""
+
+
+def crawl_script(start: str, *, max_pages: int) -> str:
+    """A script for ``DevTools.run``: from the page the browser is on, fetch every same-origin URL its pages link
+    (a, link, script), breadth first from ``start``, parsing at most ``max_pages`` of the HTML answers (400 URLs
+    at most); it returns ``{bad, seen, parsed}``, ``bad`` the URLs that did not answer 200, with their status."""
+    return _CRAWL.replace("START", json.dumps(start)).replace("MAX_PAGES", str(int(max_pages)))
 
 
 class DevTools:

@@ -28,7 +28,7 @@ from ragtrace_collector._otlp import Batch
 from ragtrace_collector._server import Collector
 from ragtrace_collector._store.schema import RAG_COLUMNS, SCORE_COLUMNS, SPAN_COLUMNS
 
-from tests.collector._devtools import CHROMIUM, DevTools, browser, devtools
+from tests.collector._devtools import CHROMIUM, WATCH_CSP, DevTools, browser, crawl_script, devtools
 from tests.collector._spans import start_collector
 from tests.collector._stores import whole_row
 from tests.collector._triage_seed import insert_alerts, seed_triage, span_id
@@ -41,40 +41,6 @@ __all__ = ["browser"]  # the fixture, imported for pytest
 
 TOKEN = "s3cret"
 NAV_PAGES = ["/", "/records", "/review", "/agreement", "/costs"]
-
-# Every CSP violation a page raises, kept where the test can read it (installed before any page script runs).
-WATCH_CSP = """
-window.__csp = [];
-document.addEventListener('securitypolicyviolation', (e) => {
-  window.__csp.push(e.violatedDirective + ' ' + e.blockedURI + ' ' + (e.sample || ''));
-});
-"""
-
-# From the page the browser is on: fetch every same-origin URL its pages link (a, link, script), breadth first
-# from the overview, parsing at most MAX_PAGES of the HTML answers; return the ones that did not answer 200.
-CRAWL = """
-(async () => {
-  const seen = new Set(), queue = ['/'], bad = [];
-  let parsed = 0;
-  while (queue.length && seen.size < 400) {
-    const path = queue.shift();
-    if (seen.has(path)) continue;
-    seen.add(path);
-    const reply = await fetch(path, {headers: {'Accept': 'text/html'}});
-    if (reply.status !== 200) { bad.push(path + ' ' + reply.status); continue; }
-    if (!(reply.headers.get('content-type') || '').startsWith('text/html') || parsed >= MAX_PAGES) continue;
-    parsed += 1;
-    const doc = new DOMParser().parseFromString(await reply.text(), 'text/html');
-    for (const el of doc.querySelectorAll('a[href], link[href], script[src]')) {
-      const url = new URL(el.getAttribute('href') || el.getAttribute('src'), location.origin + path);
-      if (url.origin !== location.origin) continue;
-      const key = url.pathname + url.search;
-      if (!seen.has(key)) queue.push(key);
-    }
-  }
-  return {bad: bad, seen: seen.size, parsed: parsed};
-})()
-"""
 
 
 def _go(tools: DevTools, url: str) -> None:
@@ -144,7 +110,7 @@ def test_one_app_signed_in_every_link_answers_and_no_page_breaks_the_policy(
         assert size < 300_000, size  # the overview is its own text, not 4.8 MB of plotly.js
 
         # Every link of every page reached from the overview answers 200 to the signed-in browser.
-        crawl = tools.run(CRAWL.replace("MAX_PAGES", "40"))
+        crawl = tools.run(crawl_script("/", max_pages=40))
         assert crawl["bad"] == [] and crawl["parsed"] == 40 and crawl["seen"] > 100, crawl
     finally:
         cm.__exit__(None, None, None)

@@ -62,7 +62,7 @@ class ScoreTail:
     def __init__(self, target: Target) -> None:
         # read-only: the annotator never writes the scores
         self._conn = connect_readonly(target, check_same_thread=False)
-        dialect = dialect_of(self._conn)
+        dialect = self._dialect = dialect_of(self._conn)
         self._columns = f"{position(dialect, 's')}, s.span_id, s.metric, s.value, s.label, s.explanation, s.source"
         self._order = order(dialect, "s")
         self._lock = threading.Lock()
@@ -91,7 +91,7 @@ class ScoreTail:
                 after = START
             if last <= after:
                 return [], after, True
-            span, args = within(dialect_of(self._conn), "s", after, last)
+            span, args = within(self._dialect, "s", after, last)
             rows = self._conn.execute(
                 f"SELECT {self._columns}, r.judge FROM {SCORES} s LEFT JOIN {RAG_RECORDS} r ON r.span_id = s.span_id "
                 f"WHERE {span} ORDER BY {self._order} LIMIT ?",
