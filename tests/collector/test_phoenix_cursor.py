@@ -215,6 +215,9 @@ async def test_a_start_over_never_stores_a_cursor_above_rows_not_read(phoenix: F
     first.start()
     store.write(Batch(scores=[score_row(held, "faithfulness", 0.9), score_row(late, "faithfulness", 0.1)]))
     await wait_until(lambda: first.sent == 1 and first.pending == 1, "row 2 waiting for its span")
+    # The first start stored 0 (the empty table's end): wait for row 1's cursor, so that the 0 awaited below
+    # can only be the start-over's.
+    await wait_until(lambda: stored_cursor(store, phoenix) == 1, "the cursor below the held row 2")
     store.prune(older_than_ns=2)  # retention empties the table: rowids start again at 1, below row 2
     # The next read starts over: the file must not hold 1 (row 2, still held, minus one), which would skip the
     # new rows 1 and 2 should the collector crash before reading them.
