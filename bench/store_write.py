@@ -26,16 +26,24 @@ migration 8, ``_store/arrival.py``) costs PostgreSQL's writes: the same batches 
 and without it (dropped after the store opened), interleaved in each round; spans/s of each and the ratio.
 
     .venv/bin/python bench/store_write.py --arrival-cost [--writers 1 4]
+
+``--rollup-cost``: what keeping the rollups (``_store/rollups.py``, migration 9: ``score_hours``, ``record_hours``,
+``record_quality``) costs each engine's writes: the same batches into stores with them as shipped and without
+(PostgreSQL: its triggers dropped after the store opened; SQLite: ingest's difference turned off), interleaved in
+each round.
+
+    .venv/bin/python bench/store_write.py --rollup-cost [--writers 1 4] [--engines sqlite postgresql]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +52,7 @@ sys.path.insert(0, str(ROOT))
 
 from ingest import SPANS_PER_BATCH, otlp_bodies  # noqa: E402  (bench/ingest.py: the same workload)
 from ragtrace_collector._otlp import Batch, decode_protobuf  # noqa: E402
+from ragtrace_collector._store import ingest as store_ingest  # noqa: E402
 from ragtrace_collector._store import open_store  # noqa: E402
 from ragtrace_collector._store.dialect import dialect_of  # noqa: E402
 from ragtrace_collector._store.schema import RAG_RECORDS, TABLES, TEXT_SEARCH, XACT, TextSearch  # noqa: E402
@@ -163,6 +172,58 @@ def arrival_cost(work: Sequence[Batch], writers: Sequence[int], rounds: int) -> 
             )
 
 
+def without_rollups(conn: Any) -> None:
+    """A ``prepare`` that drops PostgreSQL's rollup triggers (its writes as before migration 9)."""
+    for short, table in (("scores", "scores"), ("records", RAG_RECORDS)):
+        for event in ("insert", "update", "delete"):
+            conn.execute(f'DROP TRIGGER IF EXISTS rollup_{short}_{event} ON "{table}"')
+
+
+@contextlib.contextmanager
+def sqlite_without_rollups() -> Iterator[None]:
+    """SQLite's ingest adds the rollups' difference itself (``rollups.Snapshot``): with no span to follow it
+    skips that, as before migration 9."""
+    kept = store_ingest._rollup_spans
+    store_ingest._rollup_spans = lambda batch: []
+    try:
+        yield
+    finally:
+        store_ingest._rollup_spans = kept
+
+
+def rollup_cost(work: Sequence[Batch], writers: Sequence[int], rounds: int, engines: Sequence[str]) -> None:
+    """Each engine's spans/s with and without the rollups' triggers, best of ``rounds``, and their ratio."""
+    with tempfile.TemporaryDirectory() as tmp, running_postgres(durable=True) as server:
+        for n in writers:
+            best: dict[tuple[str, str], float] = {}
+            for round_ in range(rounds):
+                variants = ["with rollups (shipped)", "without"]
+                variants = variants if round_ % 2 == 0 else variants[::-1]
+                for engine in engines:
+                    for name in variants:
+                        if engine == "sqlite":
+                            path = Path(tmp) / f"r{n}-{round_}-{len(name)}.db"
+                            target: Callable[[], Any] = lambda p=path: open_store(p)  # noqa: E731
+                        else:
+                            url = server.database()
+                            target = lambda u=url: open_store(u)  # noqa: E731
+                        if name == "with rollups (shipped)":
+                            rate = spans_per_second(target, work, n)
+                        elif engine == "postgresql":
+                            rate = spans_per_second(target, work, n, without_rollups)
+                        else:
+                            with sqlite_without_rollups():
+                                rate = spans_per_second(target, work, n)
+                        best[engine, name] = max(best.get((engine, name), 0.0), rate)
+            for engine in engines:
+                shipped, none = best[engine, "with rollups (shipped)"], best[engine, "without"]
+                print(
+                    f"writers={n} {engine:<10}: with rollups {shipped:,.0f} spans/s, without {none:,.0f} spans/s, "
+                    f"with / without = {shipped / none:.2f}x",
+                    flush=True,
+                )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--batches", type=int, default=24)
@@ -170,8 +231,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--index-cost", action="store_true", help="what the text search index costs the writes")
     parser.add_argument("--arrival-cost", action="store_true", help="what PostgreSQL's order of arrival costs")
+    parser.add_argument("--rollup-cost", action="store_true", help="what the rollups' triggers cost the writes")
+    parser.add_argument("--engines", nargs="+", choices=["sqlite", "postgresql"], default=["sqlite", "postgresql"])
     args = parser.parse_args(argv)
     work = batches(args.batches)
+    if args.rollup_cost:
+        print(f"{args.batches} batches of {SPANS_PER_BATCH} RAG spans; best of {args.rounds} rounds")
+        rollup_cost(work, args.writers, args.rounds, args.engines)
+        return 0
     if args.arrival_cost:
         print(f"{args.batches} batches of {SPANS_PER_BATCH} RAG spans; best of {args.rounds} rounds")
         arrival_cost(work, args.writers, args.rounds)

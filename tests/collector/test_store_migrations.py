@@ -17,7 +17,7 @@ import pytest
 from ragtrace_collector import _store
 from ragtrace_collector._store import SchemaTooNew, Store, connect
 from ragtrace_collector._store.migrations import CURRENT
-from ragtrace_collector._store.schema import TABLES
+from ragtrace_collector._store.schema import ROLLUPS, TABLES
 
 from tests.collector._stores import rows
 
@@ -224,6 +224,8 @@ def test_copy_moves_a_sqlite_store_into_postgresql_whole_and_again_harmlessly(
     source, target = open_store(path), open_store(url)
     try:
         for table in TABLES:  # every column of every table, row for row
+            if table.name in ROLLUPS:
+                continue  # not copied: the target adds up its own, in its own slots (test_rollups.py)
             key = ", ".join(table.pk)
             columns = ", ".join(table.columns)
             assert rows(target, f"SELECT {columns} FROM {table.name} ORDER BY {key}") == rows(

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from ragtrace_collector._otlp import SOURCE_LOG, Batch, Row
-from ragtrace_collector._store import metadata
+from ragtrace_collector._store import metadata, rollups
 from ragtrace_collector._store.dialect import POSTGRESQL, SQLITE, AnyConnection, Dialect, dialect_of
 from ragtrace_collector._store.schema import (
     JOIN_PENDING,
@@ -183,6 +183,9 @@ def _upsert_rows(
 def upsert(conn: AnyConnection, batch: Batch) -> None:
     """Upsert the batch's rows on ``conn``, inside the caller's transaction."""
     dialect = dialect_of(conn)
+    # SQLite: the rollups follow these writes by their difference (PostgreSQL's triggers follow them there).
+    touched = _rollup_spans(batch) if dialect is SQLITE else []
+    before = rollups.Snapshot.read(conn, touched) if touched else None
     if batch.spans:
         _upsert_rows(conn, dialect, _SPANS_SQL, SPANS, SPAN_COLUMNS, 1, map(_span_values, batch.spans))
     if batch.rag_records:
@@ -201,10 +204,17 @@ def upsert(conn: AnyConnection, batch: Batch) -> None:
         # A record that arrives after its carrier: give the carrier's scores their route.
         _fill_routes_for(conn, batch.rag_records)
         metadata.fill(conn, [row["span_id"] for row in batch.rag_records])
+    if before is not None:
+        rollups.apply_difference(conn, before, rollups.Snapshot.read(conn, touched))
     if batch.settled:
         conn.executemany(_SETTLED_SQL, [(trace_id,) for trace_id in batch.settled])
     if batch.pending:
         conn.executemany(_PENDING_SQL, _pending(batch.pending))
+
+
+def _rollup_spans(batch: Batch) -> list[str]:
+    """The spans whose scores or record the batch may change (a record's carrier scores get its service)."""
+    return sorted({row["span_id"] for rows in (batch.scores, batch.log_scores, batch.rag_records) for row in rows})
 
 
 def _fill_routes_for(conn: AnyConnection, records: Sequence[Row]) -> None:

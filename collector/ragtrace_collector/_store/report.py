@@ -11,6 +11,7 @@ import contextlib
 import json
 import math
 import os
+from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,8 @@ from ragtrace.metrics import LOWER_IS_BETTER
 from ragtrace_collector._drift import metric_direction
 from ragtrace_collector._store.connection import is_postgres, reading
 from ragtrace_collector._store.dialect import AnyConnection, table_names
-from ragtrace_collector._store.schema import ALERTS, SCORES
+from ragtrace_collector._store.rollups import HOUR_NS, Period, read_record_hours, read_score_hours
+from ragtrace_collector._store.schema import ALERTS, RECORD_QUALITY, ROLLUPS, SCORES
 from ragtrace_collector._store.schema import RAG_RECORDS as RAG
 from ragtrace_collector._store.summaries import NO_DECISION, Issue, MetricSummary, Problem, Summary
 
@@ -100,49 +102,171 @@ def summary(
     so ``scored <= records`` always; ``scored_elsewhere`` counts the spans scored in the period (by the score's
     time) whose record is not in it: stored outside the period (a late score) or never (a score-only export). The
     metrics and the overall score are over the period's scores, theirs included. (The card once said "scored 152"
-    beside "records 140": it counted the scores' spans by the scores' time.)"""
+    beside "records 140": it counted the scores' spans by the scores' time.)
+
+    A migrated store answers from its rollups (``rollups.py``): the counts and means exactly, the per-record
+    figures (the overall score, ``scored``, ``scored_elsewhere``) taking a record at its scores' latest time and
+    service. A store read without migrating (a file an earlier collector wrote) is read row by row."""
     with open_source(source) as conn:
         tables = table_names(conn)
-        records, first, last, decisions = 0, None, None, []
-        scored_records, elsewhere = 0, 0
-        if RAG in tables:
-            where, args = _time_clause("time_ns", since_ns, until_ns, service)
-            records, first, last = conn.execute(
-                f"SELECT COUNT(*), MIN(time_ns), MAX(time_ns) FROM {RAG} WHERE 1 = 1{where}", args
-            ).fetchone()
-            decisions = [
-                (decision or NO_DECISION, count)
-                for decision, count in conn.execute(
-                    f"SELECT decision, COUNT(*) FROM {RAG} WHERE 1 = 1{where} GROUP BY decision ORDER BY 2 DESC", args
-                )
+        if set(ROLLUPS) <= tables:
+            return _summary(conn, tables, Period(since_ns, until_ns), service)
+        return _raw_summary(conn, tables, since_ns, until_ns, service)
+
+
+def _firing(conn: AnyConnection, tables: set[str]) -> tuple[dict[str, Any], ...]:
+    return tuple(a for a in _latest_alerts(conn, tables) if a["state"] == "ALERT")
+
+
+def _hourly_scores(
+    conn: AnyConnection, period: Period, service: str | None
+) -> dict[tuple[int, str], tuple[int, float]]:
+    """``(hour, metric) -> (count, sum)`` of ``period``'s scores with a value: its whole hours from the rollup,
+    its part-hours from the rows."""
+    out: dict[tuple[int, str], list[float]] = defaultdict(lambda: [0, 0.0])
+    for hour, metric, n, total in read_score_hours(conn, period, service):
+        out[hour, metric][0] += n
+        out[hour, metric][1] += total
+    for since, until in period.edges:
+        where, args = _scores_clause(conn, since, until, service)
+        for hour, metric, n, total in conn.execute(
+            f"SELECT time_ns / {HOUR_NS}, metric, COUNT(value), SUM(value) FROM {SCORES} "
+            f"WHERE value IS NOT NULL{where} GROUP BY 1, 2",
+            args,
+        ):
+            out[int(hour), metric][0] += n
+            out[int(hour), metric][1] += total
+    return {key: (int(n), float(total)) for key, (n, total) in out.items() if n}
+
+
+def _quality_clause(period: Period, service: str | None, column: str = "time_ns") -> tuple[str, list[Any]]:
+    return _time_clause(column, period.since_ns, period.until_ns, service)
+
+
+def _summary(conn: AnyConnection, tables: set[str], period: Period, service: str | None) -> Summary:
+    since_ns, until_ns = period.since_ns, period.until_ns
+    where, args = _time_clause("time_ns", since_ns, until_ns, service)
+    # Two subqueries, not MIN and MAX in one: each is then one seek of the time index.
+    first, last = conn.execute(
+        f"SELECT (SELECT MIN(time_ns) FROM {RAG} WHERE 1 = 1{where}), "
+        f"(SELECT MAX(time_ns) FROM {RAG} WHERE 1 = 1{where})",
+        [*args, *args],
+    ).fetchone()
+    decided: dict[str | None, int] = defaultdict(int)
+    for _hour, _service, decision, _judge, records, *_ in read_record_hours(conn, period, service):
+        decided[decision] += int(records)
+    for since, until in period.edges:
+        e_where, e_args = _time_clause("time_ns", since, until, service)
+        for decision, count in conn.execute(
+            f"SELECT decision, COUNT(*) FROM {RAG} WHERE 1 = 1{e_where} GROUP BY decision", e_args
+        ):
+            decided[decision] += int(count)
+    decisions = sorted(((d or NO_DECISION, n) for d, n in decided.items() if n), key=lambda item: -item[1])
+    hourly = _hourly_scores(conn, period, service)
+    by_metric: dict[str, list[float]] = defaultdict(lambda: [0, 0.0])
+    for (_hour, metric), (n, total) in hourly.items():
+        by_metric[metric][0] += n
+        by_metric[metric][1] += total
+    metrics = tuple(
+        MetricSummary(metric, metric_direction(metric), int(n), total / n)
+        for metric, (n, total) in sorted(by_metric.items())
+    )
+    q_where, q_args = _quality_clause(period, service)
+    _, o_mean, o_min, o_max = conn.execute(
+        f"SELECT COUNT(*), AVG(overall), MIN(overall), MAX(overall) FROM {RECORD_QUALITY} WHERE 1 = 1{q_where}", q_args
+    ).fetchone()
+    s_first, s_last = _score_bounds(conn, period, service, hourly)
+    first = min((t for t in (first, s_first) if t is not None), default=None)
+    last = max((t for t in (last, s_last) if t is not None), default=None)
+    r_where, r_args = _quality_clause(period, service, "recorded_ns")
+    (scored,) = conn.execute(
+        f"SELECT COUNT(*) FROM {RECORD_QUALITY} WHERE recorded_ns IS NOT NULL{r_where}", r_args
+    ).fetchone()
+    outside = ["recorded_ns IS NULL"]
+    outside += [f"recorded_ns {op} ?" for op, bound in (("<", since_ns), (">", until_ns)) if bound is not None]
+    bounds = [bound for bound in (since_ns, until_ns) if bound is not None]
+    (elsewhere,) = conn.execute(
+        f"SELECT COUNT(*) FROM {RECORD_QUALITY} WHERE ({' OR '.join(outside)}){q_where}", [*bounds, *q_args]
+    ).fetchone()
+    return Summary(
+        records=sum(n for _, n in decisions),
+        scored=int(scored or 0),
+        scored_elsewhere=int(elsewhere or 0),
+        metrics=metrics,
+        overall_mean=o_mean,
+        overall_min=o_min,
+        overall_max=o_max,
+        first_ns=first,
+        last_ns=last,
+        decisions=tuple(decisions),
+        firing=_firing(conn, tables),
+    )
+
+
+def _score_bounds(
+    conn: AnyConnection, period: Period, service: str | None, hourly: dict[tuple[int, str], tuple[int, float]]
+) -> tuple[int | None, int | None]:
+    """The first and last time of ``period``'s scores with a value: read in their first and last hour only."""
+    hours = sorted({hour for hour, _ in hourly if hour >= 0})
+    if not hours:
+        return None, None
+    found = []
+    for hour, aggregate in ((hours[0], "MIN"), (hours[-1], "MAX")):
+        since = max(hour * HOUR_NS, period.since_ns if period.since_ns is not None else 0)
+        until = (hour + 1) * HOUR_NS - 1 if period.until_ns is None else min((hour + 1) * HOUR_NS - 1, period.until_ns)
+        where, args = _scores_clause(conn, since, until, service)
+        found.append(
+            conn.execute(f"SELECT {aggregate}(time_ns) FROM {SCORES} WHERE value IS NOT NULL{where}", args).fetchone()[
+                0
             ]
-        metrics: list[MetricSummary] = []
-        o_mean, o_min, o_max = None, None, None
-        if SCORES in tables:
-            where, args = _scores_clause(conn, since_ns, until_ns, service)
-            for metric, count, mean in conn.execute(
-                f"SELECT metric, COUNT(value), AVG(value) FROM {SCORES} WHERE value IS NOT NULL{where} "
-                "GROUP BY metric ORDER BY metric",
-                args,
-            ):
-                metrics.append(MetricSummary(metric, metric_direction(metric), int(count), float(mean)))
-            # The overall score per record, aggregated in SQL so a large store is not read into Python.
-            lower = sorted(LOWER_IS_BETTER)
-            marks = ", ".join("?" for _ in lower)
-            _, o_mean, o_min, o_max = conn.execute(
-                f"SELECT COUNT(*), AVG(o), MIN(o), MAX(o) FROM (SELECT AVG(CASE WHEN metric IN ({marks}) "
-                f"THEN 1.0 - value ELSE value END) AS o FROM {SCORES} WHERE value IS NOT NULL{where} "
-                "GROUP BY span_id) AS per_record",
-                [*lower, *args],
-            ).fetchone()
-            # Scores can arrive without their records (late carrier scores, score-only exports).
-            s_first, s_last = conn.execute(
-                f"SELECT MIN(time_ns), MAX(time_ns) FROM {SCORES} WHERE 1 = 1{where}", args
-            ).fetchone()
-            first = min((t for t in (first, s_first) if t is not None), default=None)
-            last = max((t for t in (last, s_last) if t is not None), default=None)
-            scored_records, elsewhere = _scored_counts(conn, tables, since_ns, until_ns, service)
-        firing = tuple(a for a in _latest_alerts(conn, tables) if a["state"] == "ALERT")
+        )
+    return found[0], found[1]
+
+
+def _raw_summary(
+    conn: AnyConnection, tables: set[str], since_ns: int | None, until_ns: int | None, service: str | None
+) -> Summary:
+    """``summary`` read row by row: a store without the rollups."""
+    records, first, last, decisions = 0, None, None, []
+    scored_records, elsewhere = 0, 0
+    if RAG in tables:
+        where, args = _time_clause("time_ns", since_ns, until_ns, service)
+        records, first, last = conn.execute(
+            f"SELECT COUNT(*), MIN(time_ns), MAX(time_ns) FROM {RAG} WHERE 1 = 1{where}", args
+        ).fetchone()
+        decisions = [
+            (decision or NO_DECISION, count)
+            for decision, count in conn.execute(
+                f"SELECT decision, COUNT(*) FROM {RAG} WHERE 1 = 1{where} GROUP BY decision ORDER BY 2 DESC", args
+            )
+        ]
+    metrics: list[MetricSummary] = []
+    o_mean, o_min, o_max = None, None, None
+    if SCORES in tables:
+        where, args = _scores_clause(conn, since_ns, until_ns, service)
+        for metric, count, mean in conn.execute(
+            f"SELECT metric, COUNT(value), AVG(value) FROM {SCORES} WHERE value IS NOT NULL{where} "
+            "GROUP BY metric ORDER BY metric",
+            args,
+        ):
+            metrics.append(MetricSummary(metric, metric_direction(metric), int(count), float(mean)))
+        # The overall score per record, aggregated in SQL so a large store is not read into Python.
+        lower = sorted(LOWER_IS_BETTER)
+        marks = ", ".join("?" for _ in lower)
+        _, o_mean, o_min, o_max = conn.execute(
+            f"SELECT COUNT(*), AVG(o), MIN(o), MAX(o) FROM (SELECT AVG(CASE WHEN metric IN ({marks}) "
+            f"THEN 1.0 - value ELSE value END) AS o FROM {SCORES} WHERE value IS NOT NULL{where} "
+            "GROUP BY span_id) AS per_record",
+            [*lower, *args],
+        ).fetchone()
+        # Scores can arrive without their records (late carrier scores, score-only exports).
+        s_first, s_last = conn.execute(
+            f"SELECT MIN(time_ns), MAX(time_ns) FROM {SCORES} WHERE 1 = 1{where}", args
+        ).fetchone()
+        first = min((t for t in (first, s_first) if t is not None), default=None)
+        last = max((t for t in (last, s_last) if t is not None), default=None)
+        scored_records, elsewhere = _scored_counts(conn, tables, since_ns, until_ns, service)
+    firing = _firing(conn, tables)
     return Summary(
         records=int(records or 0),
         scored=int(scored_records or 0),
@@ -224,26 +348,14 @@ def problems(
     and chunks."""
     if not 0.0 <= threshold <= 1.0:
         raise ValueError(f"threshold must be in [0, 1], got {threshold}")
-    lower = sorted(LOWER_IS_BETTER)
     with open_source(source) as conn:
         tables = table_names(conn)
         if SCORES not in tables:
             return []
-        where, args = _scores_clause(conn, since_ns, until_ns, service)
-        marks = ", ".join("?" for _ in lower)
-        goodness_sql = f"CASE WHEN metric IN ({marks}) THEN 1.0 - value ELSE value END"
-        bad_sql = f"(metric IN ({marks}) AND value > ?) OR (metric NOT IN ({marks}) AND value < ?)"
-        # Rank in SQL (one pass over the range, top `limit` only), then read the chosen records' scores.
-        ranked_ids = [
-            row[0]
-            for row in conn.execute(
-                f"SELECT span_id FROM {SCORES} WHERE value IS NOT NULL{where} GROUP BY span_id "
-                f"HAVING SUM(CASE WHEN {bad_sql} THEN 1 ELSE 0 END) > 0 "
-                f"ORDER BY AVG({goodness_sql}) ASC, MAX(time_ns) DESC, span_id"
-                + ("" if limit is None else " LIMIT ?"),  # no limit: PostgreSQL refuses SQLite's LIMIT -1
-                [*args, *lower, 1.0 - threshold, *lower, threshold, *lower, *([] if limit is None else [limit])],
-            )
-        ]
+        if set(ROLLUPS) <= tables:
+            ranked_ids = _ranked_by_quality(conn, threshold, limit, since_ns, until_ns, service)
+        else:
+            ranked_ids = _ranked_by_scores(conn, threshold, limit, since_ns, until_ns, service)
         found: dict[str, dict[str, Any]] = {
             span_id: {"scores": {}, "trace_id": None, "service": None, "route": None, "time_ns": None}
             for span_id in ranked_ids
@@ -281,6 +393,43 @@ def problems(
             )
         )
     return out
+
+
+def _limit(limit: int | None) -> tuple[str, list[Any]]:
+    # No limit: no LIMIT clause (PostgreSQL refuses SQLite's LIMIT -1).
+    return ("", []) if limit is None else (" LIMIT ?", [limit])
+
+
+def _ranked_by_quality(
+    conn: AnyConnection, threshold: float, limit: int | None, since: int | None, until: int | None, service: str | None
+) -> list[str]:
+    """The problem records' span ids, worst first, from ``record_quality``: a walk of its ``(overall, time_ns)``
+    index from the lowest overall score up (a record whose overall is below the threshold has a score past it)."""
+    where, args = _time_clause("time_ns", since, until, service)
+    tail, tail_args = _limit(limit)
+    sql = f"SELECT span_id FROM {RECORD_QUALITY} WHERE worst < ?{where} ORDER BY overall, time_ns DESC, span_id{tail}"
+    return [row[0] for row in conn.execute(sql, [threshold, *args, *tail_args])]
+
+
+def _ranked_by_scores(
+    conn: AnyConnection, threshold: float, limit: int | None, since: int | None, until: int | None, service: str | None
+) -> list[str]:
+    """The problem records' span ids, worst first, ranked over ``scores`` (a store without the rollups)."""
+    lower = sorted(LOWER_IS_BETTER)
+    where, args = _scores_clause(conn, since, until, service)
+    marks = ", ".join("?" for _ in lower)
+    goodness_sql = f"CASE WHEN metric IN ({marks}) THEN 1.0 - value ELSE value END"
+    bad_sql = f"(metric IN ({marks}) AND value > ?) OR (metric NOT IN ({marks}) AND value < ?)"
+    tail, tail_args = _limit(limit)
+    return [
+        row[0]
+        for row in conn.execute(
+            f"SELECT span_id FROM {SCORES} WHERE value IS NOT NULL{where} GROUP BY span_id "
+            f"HAVING SUM(CASE WHEN {bad_sql} THEN 1 ELSE 0 END) > 0 "
+            f"ORDER BY AVG({goodness_sql}) ASC, MAX(time_ns) DESC, span_id{tail}",
+            [*args, *lower, 1.0 - threshold, *lower, threshold, *lower, *tail_args],
+        )
+    ]
 
 
 def _issues(scores: dict[str, float], threshold: float) -> tuple[Issue, ...]:
@@ -337,6 +486,11 @@ def series(
     scores when given)."""
     if SCORES not in tables:
         return {}
+    if set(ROLLUPS) <= tables:
+        hourly = _hourly_scores(conn, Period(since_ns, until_ns), service)
+        hours = [hour for hour, _ in hourly if hour >= 0]
+        if hours and max(hours) - min(hours) + 1 > _RAW_SERIES_HOURS:
+            return _hourly_series(hourly, min(hours), max(hours), buckets)
     where, args = _scores_clause(conn, since_ns, until_ns, service)
     lo, hi = conn.execute(
         f"SELECT MIN(time_ns), MAX(time_ns) FROM {SCORES} WHERE value IS NOT NULL{where}", args
@@ -352,6 +506,32 @@ def series(
     ):
         series.setdefault(metric, []).append((lo + int(bucket) * width + width // 2, float(mean), int(count)))
     return series
+
+
+_RAW_SERIES_HOURS = 24
+"""Scores spanning more hours than this are drawn from the hourly rollup (buckets of whole hours); fewer, from
+the rows, in finer buckets."""
+
+
+def _hourly_series(
+    hourly: dict[tuple[int, str], tuple[int, float]], first: int, last: int, buckets: int
+) -> dict[str, list[tuple[int, float, int]]]:
+    """``series`` from hourly sums: buckets of a whole number of hours, at most ``buckets`` of them."""
+    width = -(-(last - first + 1) // buckets)
+    sums: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(lambda: [0, 0.0]))
+    for (hour, metric), (n, total) in hourly.items():
+        if hour >= 0:
+            cell = sums[metric][(hour - first) // width]
+            cell[0] += n
+            cell[1] += total
+    middle = width * HOUR_NS // 2
+    return {
+        metric: [
+            ((first + bucket * width) * HOUR_NS + middle, total / n, int(n))
+            for bucket, (n, total) in sorted(cells.items())
+        ]
+        for metric, cells in sorted(sums.items())
+    }
 
 
 def alert_marks(conn: AnyConnection, tables: set[str]) -> list[dict[str, Any]]:

@@ -1,6 +1,7 @@
 """Retention: every row older than a cut, deleted from every table that grows (``serve --retention-days``).
 
-Each group's current state (``alert_groups``) and the Phoenix cursor are kept: they are state, not history.
+Each group's current state (``alert_groups``) and the Phoenix cursor are kept: they are state, not history. The
+rollups (``rollups.py``) follow the deletes by their triggers; the hours left at zero go at the end.
 
 Rows go in rounds of at most ``BATCH_ROWS`` a table, each round its own transaction: between two rounds the
 receivers' writes go in, so a first prune of a year of rows never holds the writers for the whole delete (on SQLite one
@@ -12,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Final
 
+from ragtrace_collector._store import rollups
 from ragtrace_collector._store.dialect import AnyConnection, dialect_of
 from ragtrace_collector._store.schema import (
     ALERT_ACKS,
@@ -68,7 +70,10 @@ def prune(transaction: Transaction, older_than_ns: int, batch_rows: int = BATCH_
 
         def round_(conn: AnyConnection, tables: tuple[tuple[str, str], ...] = tuple(left)) -> dict[str, int]:
             # Pure in what it leaves behind: a transaction run again (a retried deadlock) counts once.
-            return {table: prune_batch(conn, table, column, older_than_ns, batch_rows) for table, column in tables}
+            done = {table: prune_batch(conn, table, column, older_than_ns, batch_rows) for table, column in tables}
+            if any(done.values()):
+                rollups.prune_empty(conn)  # the rollups' hours the deletes emptied (their triggers took them to 0)
+            return done
 
         done = transaction(round_)
         for table, n in done.items():

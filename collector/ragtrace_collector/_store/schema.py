@@ -37,12 +37,16 @@ __all__ = [
     "PHOENIX_CURSOR",
     "RAG_COLUMNS",
     "RAG_RECORDS",
+    "RECORD_HOURS",
     "RECORD_METADATA",
     "RECORD_METADATA_COLUMNS",
+    "RECORD_QUALITY",
     "REVIEWS",
     "REVIEW_COLUMNS",
+    "ROLLUPS",
     "SCORES",
     "SCORE_COLUMNS",
+    "SCORE_HOURS",
     "SILENCE_COLUMNS",
     "SPANS",
     "SPAN_COLUMNS",
@@ -73,6 +77,11 @@ RECORD_METADATA: Final = "record_metadata"
 PHOENIX_CURSOR: Final = "phoenix_cursor"
 """How far the Phoenix annotator delivered: one row per annotation URL (``after_xact``, ``after_row``: a
 ``scores`` row's place, ``arrival.Arrival``)."""
+SCORE_HOURS: Final = "score_hours"
+RECORD_HOURS: Final = "record_hours"
+RECORD_QUALITY: Final = "record_quality"
+ROLLUPS: Final = (SCORE_HOURS, RECORD_HOURS, RECORD_QUALITY)
+"""What the overview and the costs page add up, kept added up by the database as rows change (``rollups.py``)."""
 XACT: Final = "xact"
 """PostgreSQL: the column of an arrival table holding the transaction that wrote the row (``arrival.py``)."""
 
@@ -130,10 +139,11 @@ class Table:
         return f"CREATE TABLE IF NOT EXISTS {quoted(self.name)} ({', '.join(parts)})"
 
     def index_ddl(self) -> list[str]:
-        """``CREATE INDEX IF NOT EXISTS`` for each index, named as sqlite-utils names them."""
+        """``CREATE INDEX IF NOT EXISTS`` for each index, named as sqlite-utils names them (a column written
+        ``"name DESC"`` is indexed in descending order, and named ``name_desc``)."""
         return [
-            f"CREATE INDEX IF NOT EXISTS {quoted(f'idx_{self.name}_' + '_'.join(cols))} "
-            f"ON {quoted(self.name)} ({', '.join(map(quoted, cols))})"
+            f"CREATE INDEX IF NOT EXISTS {quoted(f'idx_{self.name}_' + '_'.join(_index_name(c) for c in cols))} "
+            f"ON {quoted(self.name)} ({', '.join(map(_index_column, cols))})"
             for cols in self.indexes
         ]
 
@@ -145,6 +155,16 @@ class Table:
             f"CREATE INDEX IF NOT EXISTS {quoted(f'idx_{self.name}_{XACT}_rowid')} "
             f"ON {quoted(self.name)} ({quoted(XACT)}, rowid)"
         ]
+
+
+def _index_name(column: str) -> str:
+    name, _, order = column.partition(" ")
+    return f"{name}_{order.lower()}" if order else name
+
+
+def _index_column(column: str) -> str:
+    name, _, order = column.partition(" ")
+    return f"{quoted(name)} {order}" if order else quoted(name)
 
 
 CLAIM_COLUMNS: dict[str, type] = {"claimed_by": str, "claimed_until": int}
@@ -321,6 +341,64 @@ TABLES: Final = (
         ("url",),
         not_null=("after_row", "updated_ns", "after_xact"),
         defaults=(("after_xact", "0"),),
+    ),
+    Table(
+        SCORE_HOURS,
+        {"hour": int, "service": str, "metric": str, "slot": int, "n": int, "total": float},
+        ("hour", "service", "metric", "slot"),
+        not_null=("service", "metric", "n", "total"),
+    ),
+    Table(
+        RECORD_HOURS,
+        {
+            "hour": int,
+            "service": str,
+            "decision": str,
+            "judge": str,
+            "slot": int,
+            "records": int,
+            "costed": int,
+            "calls": int,
+            "prompt_tokens": int,
+            "completion_tokens": int,
+            "seconds": float,
+            "timed": int,
+        },
+        ("hour", "service", "decision", "judge", "slot"),
+        not_null=(
+            "service",
+            "decision",
+            "judge",
+            "records",
+            "costed",
+            "calls",
+            "prompt_tokens",
+            "completion_tokens",
+            "seconds",
+            "timed",
+        ),
+    ),
+    Table(
+        RECORD_QUALITY,
+        {
+            "span_id": str,
+            "service": str,
+            "time_ns": int,
+            "n": int,
+            "overall": float,
+            "worst": float,
+            "recorded_ns": int,
+        },
+        ("span_id",),
+        # The period's overall scores and its records scored elsewhere (a range of time, the rest read in the
+        # index, the service too: a narrower index per service would cost every write); the period's records
+        # with a score (by the record's time); the problem records, lowest overall first, newest first among equals.
+        indexes=(
+            ("time_ns", "recorded_ns", "overall", "service"),
+            ("recorded_ns", "service"),
+            ("overall", "time_ns DESC"),
+        ),
+        not_null=("n", "overall", "worst"),
     ),
 )
 """Every table the store holds, in creation order."""

@@ -7,7 +7,8 @@ whose key the target already has is left as the target has it (``ON CONFLICT DO 
 interrupted is simply run again. The rows of the alert tables, whose ids the database assigns, are matched on
 their content instead: one the target holds is skipped, another keeps its id where the target has no row of that
 id and gets a new one where it has (a target already in use keeps its own alerts and gets the copied ones too),
-and the target's own counters move past them so new rows get new ids.
+and the target's own counters move past them so new rows get new ids. The rollups (``rollups.py``) are not copied:
+the target adds up its own from the rows it took.
 """
 
 from __future__ import annotations
@@ -16,9 +17,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ragtrace_collector._store import rollups
 from ragtrace_collector._store.connection import Target, connect, connect_readonly
 from ragtrace_collector._store.dialect import SQLITE, AnyConnection, column_names, dialect_of, table_names
-from ragtrace_collector._store.schema import TABLES, quoted
+from ragtrace_collector._store.schema import ROLLUPS, TABLES, quoted
 
 __all__ = ["Copied", "copy_store"]
 
@@ -43,7 +45,7 @@ def copy_store(source: Target, target: Target, *, progress: Callable[[str, int],
     try:
         present = table_names(src)
         for table in TABLES:
-            if table.name not in present:
+            if table.name not in present or table.name in ROLLUPS:  # the target adds its own up
                 continue
             columns = [c for c in table.columns if c in set(column_names(src, table.name))]
             names = ", ".join(map(quoted, columns))
@@ -70,6 +72,11 @@ def copy_store(source: Target, target: Target, *, progress: Callable[[str, int],
                     f"SELECT setval(pg_get_serial_sequence('{table.name}', 'id'), "
                     f"GREATEST((SELECT MAX(id) FROM {quoted(table.name)}), 1))"
                 )
+        if dialect_of(dst) is SQLITE:
+            # PostgreSQL's triggers followed the copied rows; SQLite's rollups follow ingest's writes, so they are
+            # added up again from the rows now there.
+            with dst:
+                rollups.backfill(dst, SQLITE)
     finally:
         src.close()
         dst.close()

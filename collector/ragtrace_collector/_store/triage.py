@@ -17,12 +17,21 @@ from typing import TYPE_CHECKING, Any
 
 from ragtrace import wire
 from ragtrace_collector._drift import metric_direction
-from ragtrace_collector._store import metadata
+from ragtrace_collector._store import metadata, rollups
 from ragtrace_collector._store.arrival import Arrival, newest, order, position, within
 from ragtrace_collector._store.dialect import SQLITE, AnyConnection, Dialect, column_names, dialect_of, table_names
 from ragtrace_collector._store.migrations import MODEL_CALLS
 from ragtrace_collector._store.reviews import reviews_of
-from ragtrace_collector._store.schema import ALERTS, RAG_RECORDS, REVIEWS, SCORES, SPANS, TEXT_SEARCH, quoted
+from ragtrace_collector._store.schema import (
+    ALERTS,
+    RAG_RECORDS,
+    RECORD_HOURS,
+    REVIEWS,
+    SCORES,
+    SPANS,
+    TEXT_SEARCH,
+    quoted,
+)
 
 if TYPE_CHECKING:
     from ragtrace_collector._triage._filters import RecordFilter
@@ -593,36 +602,67 @@ COSTS_DEFAULT_DAYS = 7
 
 def read_costs(conn: AnyConnection, f: RecordFilter) -> dict[str, Any]:
     """Per hour: judge calls, tokens and mean seconds of the scored records; per service: decision counts.
-    Over ``f``'s time range, by default the ``COSTS_DEFAULT_DAYS`` before ``until`` (else the newest record)."""
+    Over ``f``'s time range, by default the ``COSTS_DEFAULT_DAYS`` before ``until`` (else the newest record).
+
+    A filter of time and service only (the page's) reads the whole hours from ``record_hours`` (``rollups.py``)
+    and the part-hours at the ends from the records; any other condition reads every record it keeps."""
     if f.since_ns is None:
         end = f.until_ns
         if end is None:
             end = conn.execute(f"SELECT MAX(time_ns) FROM {RAG_RECORDS}").fetchone()[0]
         if end is not None:
             f = replace(f, since_ns=int(end) - COSTS_DEFAULT_DAYS * 24 * HOUR_NS)
-    where, args = where_clause(f, dialect_of(conn))
-    scored = f"{where} AND r.calls IS NOT NULL" if where else " WHERE r.calls IS NOT NULL"
-    hours = conn.execute(
-        f"SELECT r.time_ns / {HOUR_NS} AS hour, SUM(r.calls), SUM(r.prompt_tokens) + SUM(r.completion_tokens), "
-        f"AVG(r.seconds), COUNT(*) FROM {RAG_RECORDS} r{scored} GROUP BY hour ORDER BY hour",
-        args,
-    ).fetchall()
-    coverage = conn.execute(
-        f"SELECT r.service, r.decision, COUNT(*) FROM {RAG_RECORDS} r{where} GROUP BY r.service, r.decision",
-        args,
-    ).fetchall()
-    judge_days = conn.execute(
-        f"SELECT r.time_ns / {DAY_NS} AS day, r.service, r.judge, SUM(r.prompt_tokens), SUM(r.completion_tokens), "
-        f"SUM(r.calls), COUNT(*) FROM {RAG_RECORDS} r{scored} GROUP BY day, r.service, r.judge ORDER BY day",
-        args,
-    ).fetchall()
+    plain = f.route is None and f.decision is None and not f.scores and not f.meta and not f.text
+    if plain and RECORD_HOURS in table_names(conn):
+        period = rollups.Period(f.since_ns, f.until_ns)
+        rows = list(rollups.read_record_hours(conn, period, f.service))
+        for since, until in period.edges:
+            rows += _record_sums(conn, replace(f, since_ns=since, until_ns=until))
+    else:
+        rows = _record_sums(conn, f)
+    hours: dict[int, list[float]] = {}
+    coverage: dict[tuple[Any, Any], int] = {}
+    judge_days: dict[tuple[int, Any, Any], list[float]] = {}
+    for hour, service, decision, judge, records, costed, calls, prompt, completion, seconds, timed in rows:
+        coverage[service, decision] = coverage.get((service, decision), 0) + int(records)
+        if not costed:
+            continue
+        h = hours.setdefault(int(hour), [0, 0, 0.0, 0, 0])
+        for i, value in enumerate((calls, prompt + completion, seconds, timed, costed)):
+            h[i] += value
+        d = judge_days.setdefault((int(hour) // 24, service, judge), [0, 0, 0, 0])
+        for i, value in enumerate((prompt, completion, calls, costed)):
+            d[i] += value
     return {
-        "hours": hours,
-        "coverage": coverage,
+        "hours": [
+            (hour, int(calls), int(tokens), seconds / timed if timed else None, int(costed))
+            for hour, (calls, tokens, seconds, timed, costed) in sorted(hours.items())
+        ],
+        "coverage": sorted(((s, d, n) for (s, d), n in coverage.items() if n), key=lambda r: (r[0] or "", r[1] or "")),
         "since_ns": f.since_ns,
-        "judge_days": judge_days,
+        "judge_days": [(day, s, j, *map(int, sums)) for (day, s, j), sums in sorted(judge_days.items(), key=_day_key)],
         "app_days": _app_model_days(conn, f),
     }
+
+
+def _day_key(item: tuple[tuple[int, Any, Any], Any]) -> tuple[int, str, str]:
+    (day, service, judge), _ = item
+    return day, service or "", judge or ""
+
+
+def _record_sums(conn: AnyConnection, f: RecordFilter) -> list[tuple[Any, ...]]:
+    """``rollups.read_record_hours``' rows, read from the records ``f`` keeps."""
+    where, args = where_clause(f, dialect_of(conn))
+    costed = "(CASE WHEN r.calls IS NULL THEN 0 ELSE 1 END)"
+    found = conn.execute(
+        f"SELECT r.time_ns / {HOUR_NS}, r.service, r.decision, r.judge, COUNT(*), SUM({costed}), "
+        f"SUM(COALESCE(r.calls, 0)), SUM({costed} * COALESCE(r.prompt_tokens, 0)), "
+        f"SUM({costed} * COALESCE(r.completion_tokens, 0)), SUM({costed} * COALESCE(r.seconds, 0.0)), "
+        f"SUM(CASE WHEN r.calls IS NULL OR r.seconds IS NULL THEN 0 ELSE 1 END) "
+        f"FROM {RAG_RECORDS} r{where} GROUP BY 1, 2, 3, 4",
+        args,
+    ).fetchall()
+    return [tuple(row) for row in found if row[0] is not None]
 
 
 DAY_NS = 24 * HOUR_NS

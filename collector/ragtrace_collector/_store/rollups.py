@@ -1,0 +1,456 @@
+"""Rollups: what the overview and the costs page add up, kept added up as rows arrive.
+
+The overview over a month of a million records read every score of the month: 6 s on SQLite, past the pages' 2 s
+read budget (``bench/page_walk.py``). Three tables hold the sums instead; the database keeps them in step with
+every write, whoever makes it (a receiver's upsert, server-side scoring, retention, ``transfer``):
+
+* ``score_hours``: per hour, service and metric, how many scores (``n``, non-NULL values only) and their sum.
+* ``record_hours``: per hour, service, decision and judge, how many records, and the judge's calls, tokens and
+  seconds of the records it scored (``costed``: those with ``calls``; ``timed``: those that also said ``seconds``).
+* ``record_quality``: per scored record, its overall score (the mean of its scores, each as "higher is
+  better"), its worst one, how many, its scores' service and latest time, and its record's time when the
+  record is stored (``recorded_ns``): the overview's overall score, its problem records and its scored counts.
+
+A key's NULL (a record with no decision, a score with no service) is stored as ``''`` (a primary key column
+cannot hold NULL on PostgreSQL); a row without a time goes to hour -1, which only an unbounded read counts, as a
+raw read would. Hours are ``time_ns // 3_600_000_000_000`` since the epoch, UTC.
+
+How they stay in step:
+
+* SQLite: row triggers, old row out and new row in (an upsert that changes nothing adds and takes away the same).
+* PostgreSQL: statement triggers with transition tables, one aggregated upsert a statement, in key order (so
+  concurrent writers lock shared rows in one order), into a ``slot`` of its own (the backend's pid modulo
+  ``SLOTS``): replicas that write at once rarely wait for each other's hour rows. Readers add the slots up.
+
+``record_quality`` is recomputed from a record's scores whenever one changes (not adjusted: a worst score
+cannot be taken away), so it is exact whatever the order of writes. Its overall and worst use
+``ragtrace.metrics.LOWER_IS_BETTER``, written into the trigger: a change of that set needs a migration step
+(``test_rollups`` fails until there is one).
+
+Readers split a period into the whole hours inside it, read from the rollups, and the part-hours at its ends,
+read from the rows (``Period``); every sum is then exact. The per-record figures take a record at its scores'
+latest time (the raw read counted each score at its own time; they differ only for a record whose scores
+straddle the period's edge).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from ragtrace.metrics import LOWER_IS_BETTER
+from ragtrace_collector._store.dialect import SQLITE, AnyConnection, Dialect
+from ragtrace_collector._store.schema import (
+    RAG_RECORDS,
+    RECORD_HOURS,
+    RECORD_QUALITY,
+    SCORE_HOURS,
+    SCORES,
+    quoted,
+)
+
+__all__ = [
+    "HOUR_NS",
+    "SLOTS",
+    "Period",
+    "Snapshot",
+    "apply_difference",
+    "backfill",
+    "install",
+    "lower_is_better_in_triggers",
+    "prune_empty",
+    "read_record_hours",
+    "read_score_hours",
+]
+
+HOUR_NS: Final = 3_600_000_000_000
+SLOTS: Final = 16
+"""PostgreSQL: rows of a key per hour, one a writer's backend picks; more spread concurrent writers wider."""
+
+_LOWER: Final = tuple(sorted(LOWER_IS_BETTER))
+
+
+def _goodness(alias: str) -> str:
+    """SQL: a score as "higher is better" (``1 - value`` for the metrics lower is better)."""
+    names = ", ".join(f"'{m}'" for m in _LOWER)  # the package's own metric names: plain words
+    return f"CASE WHEN {alias}.metric IN ({names}) THEN 1.0 - {alias}.value ELSE {alias}.value END"
+
+
+def lower_is_better_in_triggers() -> tuple[str, ...]:
+    """The metric names the installed triggers treat as lower-is-better (what ``_goodness`` writes)."""
+    return _LOWER
+
+
+# -- the contributions of rows, signed --------------------------------------------------------------------------
+
+
+def _hour(alias: str) -> str:
+    return f"COALESCE({alias}.time_ns / {HOUR_NS}, -1)"
+
+
+def _named(items: list[str], names: tuple[str, ...]) -> str:
+    return ", ".join(f"{item} AS {name}" for item, name in zip(items, names, strict=True))
+
+
+def _score_delta(alias: str, sign: str, slot: str) -> str:
+    """SELECT list: a ``scores`` row's key in ``score_hours`` (``slot`` its slot) and its signed count and sum."""
+    a = alias
+    items = [_hour(a), f"COALESCE({a}.service, '')", f"{a}.metric", slot, f"{sign}1", f"{sign}{a}.value"]
+    return _named(items, (*_SCORE_KEY, *_SCORE_SUMS))
+
+
+def _record_delta(alias: str, sign: str, slot: str) -> str:
+    """SELECT list: a ``rag_records`` row's key in ``record_hours`` and its signed counts and sums."""
+    a = alias
+    costed = f"(CASE WHEN {a}.calls IS NULL THEN 0 ELSE 1 END)"
+    items = [
+        _hour(a), f"COALESCE({a}.service, '')", f"COALESCE({a}.decision, '')", f"COALESCE({a}.judge, '')", slot,
+        f"{sign}1", f"{sign}{costed}", f"{sign}COALESCE({a}.calls, 0)",
+        f"{sign}{costed} * COALESCE({a}.prompt_tokens, 0)", f"{sign}{costed} * COALESCE({a}.completion_tokens, 0)",
+        f"{sign}{costed} * COALESCE({a}.seconds, 0.0)",
+        f"{sign}(CASE WHEN {a}.calls IS NULL OR {a}.seconds IS NULL THEN 0 ELSE 1 END)",
+    ]  # fmt: skip
+    return _named(items, (*_RECORD_KEY, *_RECORD_SUMS))
+
+
+_SCORE_KEY: Final = ("hour", "service", "metric", "slot")
+_SCORE_SUMS: Final = ("n", "total")
+_RECORD_KEY: Final = ("hour", "service", "decision", "judge", "slot")
+_RECORD_SUMS: Final = ("records", "costed", "calls", "prompt_tokens", "completion_tokens", "seconds", "timed")
+
+
+def _add(table: str, key: tuple[str, ...], sums: tuple[str, ...], select: str) -> str:
+    """An upsert adding the rows of ``select`` (the key, then the sums) to ``table``'s."""
+    columns = ", ".join((*key, *sums))
+    updates = ", ".join(f"{c} = {table}.{c} + excluded.{c}" for c in sums)
+    return f"INSERT INTO {table} ({columns}) {select} ON CONFLICT ({', '.join(key)}) DO UPDATE SET {updates}"
+
+
+def _quality_refresh(spans: str) -> list[str]:
+    """Recompute ``record_quality`` for the span ids ``spans`` (a subquery or one value): their row from their
+    scores, or none when they have none left."""
+    q, s, r = RECORD_QUALITY, SCORES, RAG_RECORDS
+    return [
+        f"DELETE FROM {q} WHERE span_id IN ({spans}) AND NOT EXISTS "
+        f"(SELECT 1 FROM {s} WHERE {s}.span_id = {q}.span_id AND {s}.value IS NOT NULL)",
+        f"INSERT INTO {q} (span_id, service, time_ns, n, overall, worst, recorded_ns) "
+        f"SELECT s.span_id, MAX(s.service), MAX(s.time_ns), COUNT(*), AVG({_goodness('s')}), MIN({_goodness('s')}), "
+        f"(SELECT r.time_ns FROM {r} r WHERE r.span_id = s.span_id) "
+        f"FROM {s} s WHERE s.span_id IN ({spans}) AND s.value IS NOT NULL GROUP BY s.span_id ORDER BY s.span_id "
+        f"ON CONFLICT (span_id) DO UPDATE SET service = excluded.service, time_ns = excluded.time_ns, "
+        f"n = excluded.n, overall = excluded.overall, worst = excluded.worst, recorded_ns = excluded.recorded_ns",
+    ]
+
+
+_RECORD_COLUMNS: Final = "time_ns, service, decision, judge, calls, prompt_tokens, completion_tokens, seconds"
+"""What a record's rollup reads: updates that change none of these (the claims) fire nothing on SQLite."""
+
+
+# -- SQLite: the writes' differences, and delete triggers -----------------------------------------------------
+
+
+def _sqlite_triggers() -> list[str]:
+    """Retention's deletes (and any other): each row's part taken away, its record's row recomputed. Inserts and
+    updates are ``ingest``'s, which adds their difference itself (``Snapshot``): a row trigger on them halved
+    SQLite's ingest (``bench/store_write.py --rollup-cost``)."""
+
+    def take_score(alias: str) -> str:
+        select = f"SELECT {_score_delta(alias, '-', '0')} WHERE {alias}.value IS NOT NULL"
+        return _add(SCORE_HOURS, _SCORE_KEY, _SCORE_SUMS, select) + ";"
+
+    def take_record(alias: str) -> str:
+        # WHERE: SQLite parses an upsert's SELECT without one as a join's ON.
+        return _add(RECORD_HOURS, _RECORD_KEY, _RECORD_SUMS, f"SELECT {_record_delta(alias, '-', '0')} WHERE 1") + ";"
+
+    refresh = " ".join(f"{sql};" for sql in _quality_refresh("old.span_id"))
+    s, r = quoted(SCORES), quoted(RAG_RECORDS)
+    return [
+        f"CREATE TRIGGER IF NOT EXISTS rollup_scores_ad AFTER DELETE ON {s} BEGIN {take_score('old')} {refresh} END",
+        f"CREATE TRIGGER IF NOT EXISTS rollup_records_ad AFTER DELETE ON {r} BEGIN {take_record('old')} "
+        f"UPDATE {RECORD_QUALITY} SET recorded_ns = NULL WHERE span_id = old.span_id; END",
+    ]
+
+
+_SCORE_READ: Final = (
+    f"SELECT span_id, metric, value, service, time_ns FROM {SCORES} WHERE value IS NOT NULL AND span_id IN "
+)
+_RECORD_READ: Final = (
+    f"SELECT span_id, time_ns, service, decision, judge, calls, prompt_tokens, completion_tokens, seconds "
+    f"FROM {RAG_RECORDS} WHERE span_id IN "
+)
+
+
+def _hour_of(time_ns: int | None) -> int:
+    return -1 if time_ns is None else time_ns // HOUR_NS
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """SQLite: what the rollups read of some spans (their scores with a value, their records), read before and
+    after a batch's upserts in its transaction; ``apply_difference`` adds the change to the rollups. It diffs
+    what the rows hold, so whatever the upserts' rules (a retry, a log record's score merged) the sums follow."""
+
+    scores: dict[tuple[str, str], tuple[float, str | None, int | None]]
+    records: dict[str, tuple[Any, ...]]
+
+    @classmethod
+    def read(cls, conn: AnyConnection, span_ids: Sequence[str]) -> Snapshot:
+        scores: dict[tuple[str, str], tuple[float, str | None, int | None]] = {}
+        records: dict[str, tuple[Any, ...]] = {}
+        for start in range(0, len(span_ids), 500):  # well under SQLite's bound on parameters
+            part = list(span_ids[start : start + 500])
+            marks = f"({', '.join('?' for _ in part)})"
+            for span_id, metric, value, service, time_ns in conn.execute(_SCORE_READ + marks, part):
+                scores[span_id, metric] = (value, service, time_ns)
+            for span_id, *rest in conn.execute(_RECORD_READ + marks, part):
+                records[span_id] = tuple(rest)
+        return cls(scores, records)
+
+
+def _score_sums(found: dict[tuple[str, str], tuple[float, str | None, int | None]], keys: set[Any], sign: int,
+                out: dict[tuple[Any, ...], list[float]]) -> None:  # fmt: skip
+    for key in keys:
+        if key in found:
+            value, service, time_ns = found[key]
+            cell = out[_hour_of(time_ns), service or "", key[1]]
+            cell[0] += sign
+            cell[1] += sign * value
+
+
+def _record_sums(found: dict[str, tuple[Any, ...]], keys: set[str], sign: int,
+                 out: dict[tuple[Any, ...], list[float]]) -> None:  # fmt: skip
+    for key in keys:
+        if key in found:
+            time_ns, service, decision, judge, calls, prompt, completion, seconds = found[key]
+            costed = calls is not None
+            sums = (1, costed, calls or 0, costed * (prompt or 0), costed * (completion or 0),
+                    costed * (seconds or 0.0), costed and seconds is not None)  # fmt: skip
+            cell = out[_hour_of(time_ns), service or "", decision or "", judge or ""]
+            for i, value in enumerate(sums):
+                cell[i] += sign * value
+
+
+def apply_difference(conn: AnyConnection, before: Snapshot, after: Snapshot) -> None:
+    """Add to the rollups what changed from ``before`` to ``after`` (SQLite, in the writes' transaction)."""
+    changed_scores = {
+        k for k in before.scores.keys() | after.scores.keys() if before.scores.get(k) != after.scores.get(k)
+    }
+    changed_records = {
+        k for k in before.records.keys() | after.records.keys() if before.records.get(k) != after.records.get(k)
+    }
+    hours: dict[tuple[Any, ...], list[float]] = defaultdict(lambda: [0, 0.0])
+    _score_sums(before.scores, changed_scores, -1, hours)
+    _score_sums(after.scores, changed_scores, 1, hours)
+    rows = [(*key, 0, *sums) for key, sums in sorted(hours.items()) if any(sums)]
+    if rows:
+        marks = ", ".join("?" for _ in (*_SCORE_KEY, *_SCORE_SUMS))
+        conn.executemany(_add(SCORE_HOURS, _SCORE_KEY, _SCORE_SUMS, f"VALUES ({marks})"), rows)
+    record_hours: dict[tuple[Any, ...], list[float]] = defaultdict(lambda: [0] * len(_RECORD_SUMS))
+    _record_sums(before.records, changed_records, -1, record_hours)
+    _record_sums(after.records, changed_records, 1, record_hours)
+    rows = [(*key, 0, *sums) for key, sums in sorted(record_hours.items()) if any(sums)]
+    if rows:
+        marks = ", ".join("?" for _ in (*_RECORD_KEY, *_RECORD_SUMS))
+        conn.executemany(_add(RECORD_HOURS, _RECORD_KEY, _RECORD_SUMS, f"VALUES ({marks})"), rows)
+    spans = sorted({span_id for span_id, _ in changed_scores} | changed_records)
+    scored = {span_id for span_id, _ in after.scores}
+    gone = [span_id for span_id in spans if span_id not in scored]  # no score left: the row goes
+    spans = [span_id for span_id in spans if span_id in scored]
+    for which, ids in ((0, gone), (1, spans)):  # _quality_refresh's DELETE, then its INSERT
+        for start in range(0, len(ids), 500):
+            part = ids[start : start + 500]
+            conn.execute(_quality_refresh(", ".join("?" for _ in part))[which], part)
+
+
+# -- PostgreSQL: statement triggers ------------------------------------------------------------------------------
+
+_PG_SLOT: Final = f"mod(pg_backend_pid(), {SLOTS})"
+_CASES: Final[tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...]] = (
+    ("INSERT", ("new_rows",), ()),
+    ("DELETE", (), ("old_rows",)),
+    ("UPDATE", ("new_rows",), ("old_rows",)),
+)
+"""Each event: its transition tables of rows added and of rows taken away."""
+
+
+def _pg_sums(
+    table: str, key: tuple[str, ...], sums: tuple[str, ...], delta: str, where: str, added: tuple[str, ...],
+    removed: tuple[str, ...],
+) -> str:  # fmt: skip
+    """One upsert of a statement's net change of ``table``, aggregated by key, in key order."""
+    parts = [f"SELECT {delta.format(alias='t', sign='')} FROM {t} t{where}" for t in added]
+    parts += [f"SELECT {delta.format(alias='t', sign='-')} FROM {t} t{where}" for t in removed]
+    keys = ", ".join(key)
+    net = " OR ".join(f"SUM({c}) <> 0" for c in sums)
+    select = (
+        f"SELECT {keys}, {', '.join(f'SUM({c})' for c in sums)} FROM ({' UNION ALL '.join(parts)}) AS d "
+        f"GROUP BY {keys} HAVING {net} ORDER BY {keys}"
+    )
+    return _add(table, key, sums, select)
+
+
+def _pg_function(name: str, bodies: dict[str, list[str]]) -> str:
+    branches = " ".join(
+        f"{'IF' if i == 0 else 'ELSIF'} TG_OP = '{op}' THEN {' '.join(f'{sql};' for sql in sqls)}"
+        for i, (op, sqls) in enumerate(bodies.items())
+    )
+    return (
+        f"CREATE OR REPLACE FUNCTION {name}() RETURNS trigger LANGUAGE plpgsql AS $$ "
+        f"BEGIN {branches} END IF; RETURN NULL; END $$"
+    )
+
+
+def _pg_ddl() -> list[str]:
+    score_delta = _score_delta("{alias}", "{sign}", _PG_SLOT)
+    record_delta = _record_delta("{alias}", "{sign}", _PG_SLOT)
+    scores: dict[str, list[str]] = {}
+    records: dict[str, list[str]] = {}
+    for op, added, removed in _CASES:
+        spans = " UNION ".join(f"SELECT span_id FROM {t}" for t in (*added, *removed))
+        scores[op] = [
+            _pg_sums(SCORE_HOURS, _SCORE_KEY, _SCORE_SUMS, score_delta, " WHERE t.value IS NOT NULL", added, removed),
+            *_quality_refresh(spans),
+        ]
+        records[op] = [_pg_sums(RECORD_HOURS, _RECORD_KEY, _RECORD_SUMS, record_delta, "", added, removed)]
+        time = "q.recorded_ns = t.time_ns" if added else "q.recorded_ns = NULL"
+        source = (added or removed)[0]
+        changed = " AND q.recorded_ns IS DISTINCT FROM t.time_ns" if added else ""
+        records[op].append(
+            f"UPDATE {RECORD_QUALITY} q SET {time.replace('q.', '', 1)} FROM {source} t "
+            f"WHERE q.span_id = t.span_id{changed}"
+        )
+    statements = [_pg_function("ragtrace_rollup_scores", scores), _pg_function("ragtrace_rollup_records", records)]
+    for table, function, short in (
+        (SCORES, "ragtrace_rollup_scores", "scores"),
+        (RAG_RECORDS, "ragtrace_rollup_records", "records"),
+    ):
+        for op, added, removed in _CASES:
+            referencing = " ".join([f"NEW TABLE AS {t}" for t in added] + [f"OLD TABLE AS {t}" for t in removed])
+            trigger = f"rollup_{short}_{op.lower()}"
+            statements.append(f"DROP TRIGGER IF EXISTS {trigger} ON {quoted(table)}")
+            statements.append(
+                f"CREATE TRIGGER {trigger} AFTER {op} ON {quoted(table)} REFERENCING {referencing} "
+                f"FOR EACH STATEMENT EXECUTE FUNCTION {function}()"
+            )
+    return statements
+
+
+# -- installing and filling --------------------------------------------------------------------------------------
+
+
+def install(conn: AnyConnection, dialect: Dialect) -> None:
+    """Create the triggers that keep the rollups in step (the tables are ``schema.py``'s); idempotent."""
+    for ddl in _sqlite_triggers() if dialect is SQLITE else _pg_ddl():
+        conn.execute(ddl)
+
+
+def backfill(conn: AnyConnection, dialect: Dialect) -> None:
+    """Fill the rollups from the rows stored (a migration: the triggers count only what is written after them)."""
+    slot = "0"
+    conn.execute(f"DELETE FROM {SCORE_HOURS}")
+    conn.execute(f"DELETE FROM {RECORD_HOURS}")
+    conn.execute(f"DELETE FROM {RECORD_QUALITY}")
+    keys, sums = ", ".join(_SCORE_KEY), ", ".join(f"SUM({c})" for c in _SCORE_SUMS)
+    conn.execute(
+        f"INSERT INTO {SCORE_HOURS} ({keys}, {', '.join(_SCORE_SUMS)}) SELECT {keys}, {sums} FROM "
+        f"(SELECT {_score_delta('t', '', slot)} FROM {SCORES} t WHERE t.value IS NOT NULL) AS d GROUP BY {keys}"
+    )
+    keys, sums = ", ".join(_RECORD_KEY), ", ".join(f"SUM({c})" for c in _RECORD_SUMS)
+    conn.execute(
+        f"INSERT INTO {RECORD_HOURS} ({keys}, {', '.join(_RECORD_SUMS)}) SELECT {keys}, {sums} FROM "
+        f"(SELECT {_record_delta('t', '', slot)} FROM {RAG_RECORDS} t) AS d GROUP BY {keys}"
+    )
+    conn.execute(_quality_refresh(f"SELECT span_id FROM {SCORES}")[1])
+
+
+def prune_empty(conn: AnyConnection) -> dict[str, int]:
+    """Delete the hour rows retention emptied (their counts are back to 0); the rows deleted by table."""
+    return {
+        table: int(conn.execute(f"DELETE FROM {table} WHERE {count} = 0").rowcount)
+        for table, count in ((SCORE_HOURS, "n"), (RECORD_HOURS, "records"))
+    }
+
+
+# -- reading -----------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Period:
+    """A period, its bounds inclusive, in ns since the epoch (None: open), split into the whole hours inside it,
+    which the rollups answer for, and the part-hours at its ends, which a reader reads from the rows."""
+
+    since_ns: int | None = None
+    until_ns: int | None = None
+
+    @property
+    def hours(self) -> tuple[int | None, int | None] | None:
+        """The first and last whole hour inside the period (None: open; hour -1, the rows without a time, only
+        counts in a period open at its start), or None when no whole hour fits."""
+        first = None if self.since_ns is None else -(-self.since_ns // HOUR_NS)
+        last = None if self.until_ns is None else (self.until_ns + 1) // HOUR_NS - 1
+        if first is not None and last is not None and first > last:
+            return None
+        return first, last
+
+    @property
+    def edges(self) -> tuple[tuple[int | None, int | None], ...]:
+        """The parts of the period outside ``hours``, as inclusive ``(since_ns, until_ns)`` bounds."""
+        hours = self.hours
+        if hours is None:
+            return ((self.since_ns, self.until_ns),)
+        first, last = hours
+        out = []
+        if first is not None and self.since_ns is not None and self.since_ns < first * HOUR_NS:
+            out.append((self.since_ns, first * HOUR_NS - 1))
+        if last is not None and self.until_ns is not None and self.until_ns >= (last + 1) * HOUR_NS:
+            out.append(((last + 1) * HOUR_NS, self.until_ns))
+        return tuple(out)
+
+
+def _where(hours: tuple[int | None, int | None], service: str | None) -> tuple[str, list[Any]]:
+    clauses: list[str] = ["1 = 1"]
+    args: list[Any] = []
+    for op, bound in ((">=", hours[0]), ("<=", hours[1])):
+        if bound is not None:
+            clauses.append(f"hour {op} ?")
+            args.append(bound)
+    if service:
+        clauses.append("service = ?")
+        args.append(service)
+    return " AND ".join(clauses), args
+
+
+def read_score_hours(conn: AnyConnection, period: Period, service: str | None) -> list[tuple[int, str, int, float]]:
+    """``(hour, metric, n, total)`` of ``period``'s whole hours (of ``service``'s scores when given)."""
+    if period.hours is None:
+        return []
+    where, args = _where(period.hours, service)
+    return [
+        (int(hour), metric, int(n), float(total))
+        for hour, metric, n, total in conn.execute(
+            f"SELECT hour, metric, SUM(n), SUM(total) FROM {SCORE_HOURS} WHERE {where} GROUP BY hour, metric", args
+        )
+        if n
+    ]
+
+
+def read_record_hours(conn: AnyConnection, period: Period, service: str | None) -> list[tuple[Any, ...]]:
+    """``(hour, service, decision, judge, records, costed, calls, prompt_tokens, completion_tokens, seconds,
+    timed)`` of ``period``'s whole hours (of ``service``'s records when given); NULL keys as None."""
+    if period.hours is None:
+        return []
+    where, args = _where(period.hours, service)
+    sums = ", ".join(f"SUM({c})" for c in _RECORD_SUMS)
+    found = conn.execute(
+        f"SELECT hour, service, decision, judge, {sums} FROM {RECORD_HOURS} WHERE {where} "
+        "GROUP BY hour, service, decision, judge",
+        args,
+    ).fetchall()
+    # PostgreSQL's SUM of integers is numeric (Decimal in Python): the counts as int, the seconds as float.
+    return [
+        (int(row[0]), *(v or None for v in row[1:4]), *(int(v) for v in row[4:9]), float(row[9]), int(row[10]))
+        for row in found
+        if row[4]
+    ]

@@ -1,0 +1,317 @@
+"""The rollups (``_store/rollups.py``) stay equal to the sums of the rows, whatever writes them, on both engines."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+from collections import defaultdict
+from typing import Any
+
+import pytest
+from ragtrace_collector._otlp import Batch
+from ragtrace_collector._store import rollups
+from ragtrace_collector._store.schema import (
+    RAG_COLUMNS,
+    RAG_RECORDS,
+    RECORD_HOURS,
+    RECORD_QUALITY,
+    SCORE_COLUMNS,
+    SCORE_HOURS,
+    SCORES,
+)
+
+from ragtrace.metrics import LOWER_IS_BETTER
+from tests.collector._stores import rows, whole_row
+
+HOUR = rollups.HOUR_NS
+METRICS = ("faithfulness", "hallucination", "answer_relevancy")
+
+
+def record(span_id: str, time_ns: int | None, rng: random.Random) -> dict[str, Any]:
+    scored = rng.random() < 0.7
+    return whole_row(
+        {
+            "span_id": span_id,
+            "trace_id": "ab" * 16,
+            "service": rng.choice(["shop", "docs", None]),
+            "time_ns": time_ns,
+            "decision": rng.choice(["evaluated", "not_sampled", None]) if scored else None,
+            "judge": rng.choice(["offline", "openai"]) if scored else None,
+            "calls": rng.randint(1, 4) if scored else None,
+            "prompt_tokens": rng.randint(10, 900) if scored else None,
+            "completion_tokens": rng.choice([None, rng.randint(1, 90)]) if scored else None,
+            "seconds": rng.choice([None, rng.random()]) if scored else None,
+        },
+        RAG_COLUMNS,
+    )
+
+
+def score(span_id: str, metric: str, time_ns: int | None, rng: random.Random, **columns: Any) -> dict[str, Any]:
+    value = rng.choice([None, round(rng.random(), 3), round(rng.random(), 3), round(rng.random(), 3)])
+    row = {"span_id": span_id, "metric": metric, "value": value, "trace_id": "ab" * 16, "time_ns": time_ns}
+    row.update({"service": rng.choice(["shop", "docs", None]), "source": "app", **columns})
+    return whole_row(row, SCORE_COLUMNS)
+
+
+def expected(store: Any) -> dict[str, Any]:
+    """The rollups computed from the rows, in Python."""
+    score_hours: dict[tuple[Any, ...], list[float]] = defaultdict(lambda: [0, 0.0])
+    by_span: dict[str, list[tuple[str, float, Any, Any]]] = defaultdict(list)
+    for span_id, metric, value, service, time_ns in rows(
+        store, f"SELECT span_id, metric, value, service, time_ns FROM {SCORES} WHERE value IS NOT NULL"
+    ):
+        key = (-1 if time_ns is None else time_ns // HOUR, service or "", metric)
+        score_hours[key][0] += 1
+        score_hours[key][1] += value
+        by_span[span_id].append((metric, value, service, time_ns))
+    record_hours: dict[tuple[Any, ...], list[float]] = defaultdict(lambda: [0.0] * 7)
+    record_times = {}
+    for span_id, time_ns, service, decision, judge, calls, prompt, completion, seconds in rows(
+        store,
+        f"SELECT span_id, time_ns, service, decision, judge, calls, prompt_tokens, completion_tokens, seconds "
+        f"FROM {RAG_RECORDS}",
+    ):
+        record_times[span_id] = time_ns
+        sums = record_hours[-1 if time_ns is None else time_ns // HOUR, service or "", decision or "", judge or ""]
+        sums[0] += 1
+        if calls is not None:
+            sums[1] += 1
+            sums[2] += calls
+            sums[3] += prompt or 0
+            sums[4] += completion or 0
+            sums[5] += seconds or 0.0
+            sums[6] += seconds is not None
+    quality = {}
+    for span_id, found in by_span.items():
+        good = [1.0 - v if m in LOWER_IS_BETTER else v for m, v, _, _ in found]
+        services = [s for _, _, s, _ in found if s is not None]
+        times = [t for _, _, _, t in found if t is not None]
+        quality[span_id] = (
+            max(services, default=None),
+            max(times, default=None),
+            len(good),
+            math.fsum(good) / len(good),
+            min(good),
+            record_times.get(span_id),
+        )
+    return {
+        "score_hours": {k: tuple(v) for k, v in score_hours.items()},
+        "record_hours": {k: tuple(v) for k, v in record_hours.items()},
+        "quality": quality,
+    }
+
+
+def stored(store: Any) -> dict[str, Any]:
+    """The rollups as the store holds them, the slots added up, the rows at zero left out."""
+    score_hours = {
+        tuple(key): (n, total)
+        for *key, n, total in rows(
+            store, f"SELECT hour, service, metric, SUM(n), SUM(total) FROM {SCORE_HOURS} GROUP BY hour, service, metric"
+        )
+        if n
+    }
+    record_hours = {
+        tuple(row[:4]): tuple(row[4:])
+        for row in rows(
+            store,
+            f"SELECT hour, service, decision, judge, SUM(records), SUM(costed), SUM(calls), SUM(prompt_tokens), "
+            f"SUM(completion_tokens), SUM(seconds), SUM(timed) FROM {RECORD_HOURS} "
+            "GROUP BY hour, service, decision, judge",
+        )
+        if row[4]
+    }
+    quality = {
+        span_id: tuple(rest)
+        for span_id, *rest in rows(
+            store, f"SELECT span_id, service, time_ns, n, overall, worst, recorded_ns FROM {RECORD_QUALITY}"
+        )
+    }
+    return {"score_hours": score_hours, "record_hours": record_hours, "quality": quality}
+
+
+def assert_in_step(store: Any) -> None:
+    want, got = expected(store), stored(store)
+    assert set(got["score_hours"]) == set(want["score_hours"])
+    for key, (n, total) in want["score_hours"].items():
+        assert got["score_hours"][key][0] == n, key
+        assert got["score_hours"][key][1] == pytest.approx(total, abs=1e-9), key
+    assert set(got["record_hours"]) == set(want["record_hours"])
+    for key, sums in want["record_hours"].items():
+        assert got["record_hours"][key] == pytest.approx(sums, abs=1e-9), key
+    assert set(got["quality"]) == set(want["quality"])
+    for span_id, (service, time_ns, n, overall, worst, recorded) in want["quality"].items():
+        assert got["quality"][span_id] == (service, time_ns, n, pytest.approx(overall), pytest.approx(worst), recorded)
+
+
+def test_the_rollups_follow_every_kind_of_write(open_store: Any) -> None:
+    """Inserts, retried and changed upserts, log-record scores, scores before their records, records updated by
+    server-side scoring, and retention: after each, the rollups equal the rows' sums."""
+    rng = random.Random(7)
+    store = open_store()
+    base = 1_800_000_000 * 10**9
+    times = [base + rng.randrange(0, 30 * HOUR) for _ in range(60)] + [None]
+    spans = [format(i + 1, "016x") for i in range(60)]
+    # Scores first for some spans (a carrier's late scores come before or without their record).
+    store.write(Batch(scores=[score(s, m, rng.choice(times), rng) for s in spans[:20] for m in METRICS]))
+    assert_in_step(store)
+    store.write(
+        Batch(
+            rag_records=[record(s, rng.choice(times), rng) for s in spans],
+            scores=[score(s, m, rng.choice(times), rng) for s in spans[10:50] for m in rng.sample(METRICS, 2)],
+        )
+    )
+    assert_in_step(store)
+    # The same batch again (a retried export), then changed values and a record's decision and cost changing.
+    again = [score(s, m, rng.choice(times), rng) for s in spans[30:60] for m in METRICS]
+    store.write(Batch(scores=again))
+    store.write(Batch(scores=again))
+    store.write(Batch(rag_records=[record(s, rng.choice(times), rng) for s in spans[:25]]))
+    store.write(Batch(log_scores=[score(s, "faithfulness", rng.choice(times), rng, source="log") for s in spans[::3]]))
+    assert_in_step(store)
+    # A claim taken (an update of columns the rollups do not read) changes nothing.
+    store.change(lambda conn: conn.execute(f"UPDATE {RAG_RECORDS} SET claimed_by = 'r1', claimed_until = 5"))
+    assert_in_step(store)
+    # Retention: half the hours go, then all of them.
+    store.prune(older_than_ns=base + 15 * HOUR, batch_rows=7)
+    assert_in_step(store)
+    store.prune(older_than_ns=base + 31 * HOUR)
+    assert_in_step(store)
+    leftover = rows(store, f"SELECT COUNT(*) FROM {SCORE_HOURS} WHERE n = 0")
+    assert leftover == [(0,)], "retention leaves no emptied hour behind"
+
+
+def test_a_store_from_before_the_rollups_gets_them_filled(store_target: str) -> None:
+    """Migrating a store written before step 9 fills the rollups from its rows."""
+    from ragtrace_collector._store import migrations, open_store, writing
+
+    rng = random.Random(3)
+    store = open_store(store_target)
+    spans = [format(i + 1, "016x") for i in range(30)]
+    store.write(
+        Batch(
+            rag_records=[record(s, 1_800_000_000 * 10**9 + i * HOUR // 3, rng) for i, s in enumerate(spans)],
+            scores=[
+                score(s, m, 1_800_000_000 * 10**9 + i * HOUR // 3, rng) for i, s in enumerate(spans) for m in METRICS
+            ],
+        )
+    )
+    want = expected(store)
+
+    def forget(conn: Any) -> None:  # the store as step 8 left it: no rollups, version 8
+        for table in (SCORE_HOURS, RECORD_HOURS, RECORD_QUALITY):
+            conn.execute(f"DELETE FROM {table}")
+
+    store.change(forget)
+    store.close()
+    with writing(store_target) as conn:
+        if "postgresql" in store_target:
+            conn.execute("UPDATE ragtrace_schema SET version = 8")
+        else:
+            conn.execute("PRAGMA user_version = 8")
+        conn.commit()
+        assert migrations.migrate(conn) == 8
+    reopened = open_store(store_target)
+    try:
+        assert stored(reopened)["score_hours"].keys() == want["score_hours"].keys()
+        assert_in_step(reopened)
+    finally:
+        reopened.close()
+
+
+def test_the_triggers_know_every_metric_lower_is_better() -> None:
+    """The triggers write the lower-is-better metrics into their SQL: a change of the set needs a migration."""
+    assert set(rollups.lower_is_better_in_triggers()) == set(LOWER_IS_BETTER)
+
+
+def test_a_copied_store_adds_up_its_own_rollups(store_target: str, tmp_path: Any) -> None:
+    """``copy`` leaves the rollups out and the target adds them up from the rows it took (SQLite into either)."""
+    from ragtrace_collector._store import Store, open_store
+    from ragtrace_collector._store.transfer import copy_store
+
+    rng = random.Random(5)
+    source = Store(tmp_path / "source.db")
+    spans = [format(i + 1, "016x") for i in range(40)]
+    base = 1_800_000_000 * 10**9
+    source.write(
+        Batch(
+            rag_records=[record(s, base + rng.randrange(0, 9 * HOUR), rng) for s in spans],
+            scores=[score(s, m, base + rng.randrange(0, 9 * HOUR), rng) for s in spans for m in METRICS],
+        )
+    )
+    want = stored(source)
+    source.close()
+    copy_store(tmp_path / "source.db", store_target)
+    copy_store(tmp_path / "source.db", store_target)  # a copy run again adds nothing
+    target = open_store(store_target)
+    try:
+        assert_in_step(target)
+        got = stored(target)["score_hours"]
+        assert got.keys() == want["score_hours"].keys()
+        assert all(got[k] == (n, pytest.approx(total)) for k, (n, total) in want["score_hours"].items())
+    finally:
+        target.close()
+
+
+def test_the_overview_reads_from_the_rollups_what_the_rows_say(open_store: Any) -> None:
+    """``summary``, ``problems`` and ``series`` read through the rollups (whole hours) and the rows (the part-hours
+    at a period's ends) give what reading every row gives, over periods of every shape."""
+    from ragtrace_collector._store import report
+    from ragtrace_collector._store.dialect import table_names
+
+    rng = random.Random(11)
+    store = open_store()
+    base = 1_800_000_000 * 10**9
+    spans = [format(i + 1, "016x") for i in range(300)]
+    records, scores = [], []
+    for span_id in spans:
+        at = base + rng.randrange(0, 60 * HOUR)
+        row = record(span_id, at, rng)
+        records.append(row)
+        # A record's scores share its time and service, as a span's evaluations do.
+        scores += [score(span_id, m, at, rng, service=row["service"]) for m in rng.sample(METRICS, rng.randint(1, 3))]
+    store.write(Batch(rag_records=records[:250], scores=scores))  # 50 scored records never arrive
+    target = store.target
+    periods = [
+        (None, None),
+        (base + 7 * HOUR, None),
+        (None, base + 20 * HOUR - 1),
+        (base + 5 * HOUR, base + 9 * HOUR - 1),
+    ]
+    periods += [(base + 3 * HOUR + 17, base + 3 * HOUR + 1_000_000)]  # inside one hour
+    for _ in range(6):
+        since = base + rng.randrange(-HOUR, 61 * HOUR)
+        periods.append((since, since + rng.randrange(1, 40 * HOUR)))
+    for since, until in periods:
+        for service in (None, "shop"):
+            with report.open_source(target) as conn:
+                tables = table_names(conn)
+                rolled = report._summary(conn, tables, rollups.Period(since, until), service)
+                raw = report._raw_summary(conn, tables, since, until, service)
+                assert (rolled.records, rolled.scored, rolled.scored_elsewhere) == (
+                    raw.records,
+                    raw.scored,
+                    raw.scored_elsewhere,
+                ), (since, until, service)
+                assert dict(rolled.decisions) == dict(raw.decisions)
+                assert [(m.metric, m.count) for m in rolled.metrics] == [(m.metric, m.count) for m in raw.metrics]
+                assert [m.mean for m in rolled.metrics] == pytest.approx([m.mean for m in raw.metrics])
+                for got, want in (
+                    (rolled.overall_mean, raw.overall_mean),
+                    (rolled.overall_min, raw.overall_min),
+                    (rolled.overall_max, raw.overall_max),
+                ):
+                    assert (got is None and want is None) or got == pytest.approx(want)
+                assert (rolled.first_ns, rolled.last_ns) == (raw.first_ns, raw.last_ns)
+                for threshold in (0.3, 0.6, 0.9):
+                    assert report._ranked_by_quality(conn, threshold, 20, since, until, service) == (
+                        report._ranked_by_scores(conn, threshold, 20, since, until, service)
+                    )
+                drawn = report.series(conn, tables, since, until, service=service)
+                for metric in drawn:
+                    want_count = [m.count for m in raw.metrics if m.metric == metric]
+                    assert sum(count for _, _, count in drawn[metric]) == want_count[0]
+    with report.open_source(target) as conn:
+        long = report.series(conn, table_names(conn), None, None)
+    times = [t for t, _, _ in long["faithfulness"]]
+    assert len(times) > 24 and all((b - a) % HOUR == 0 for a, b in itertools.pairwise(times))
