@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import math
 import random
+import threading
 from collections import defaultdict
 from typing import Any
 
@@ -50,6 +51,8 @@ def record(span_id: str, time_ns: int | None, rng: random.Random) -> dict[str, A
 def score(span_id: str, metric: str, time_ns: int | None, rng: random.Random, **columns: Any) -> dict[str, Any]:
     value = rng.choice([None, round(rng.random(), 3), round(rng.random(), 3), round(rng.random(), 3)])
     row = {"span_id": span_id, "metric": metric, "value": value, "trace_id": "ab" * 16, "time_ns": time_ns}
+    value = columns.pop("value", value)
+    row["value"] = value
     row.update({"service": rng.choice(["shop", "docs", None]), "source": "app", **columns})
     return whole_row(row, SCORE_COLUMNS)
 
@@ -315,3 +318,51 @@ def test_the_overview_reads_from_the_rollups_what_the_rows_say(open_store: Any) 
         long = report.series(conn, table_names(conn), None, None)
     times = [t for t, _, _ in long["faithfulness"]]
     assert len(times) > 24 and all((b - a) % HOUR == 0 for a, b in itertools.pairwise(times))
+
+
+def concurrently(url: str, first_batch: Batch, second_batch: Batch) -> None:
+    """Write ``first_batch`` in a transaction left open, ``second_batch`` in another (a second replica) meanwhile,
+    and check the second waits for the first: it cannot finish before the first commits."""
+    from ragtrace_collector._store import ingest, writing
+
+    with writing(url) as first, writing(url) as second:
+        first.begin()  # a transaction each, as a receiver's write is
+        ingest.upsert(first, first_batch)
+        done = threading.Event()
+
+        def write_second() -> None:
+            second.begin()
+            ingest.upsert(second, second_batch)
+            second.commit()
+            done.set()
+
+        thread = threading.Thread(target=write_second)
+        thread.start()
+        assert not done.wait(0.5), "the second write waits for the first's row of the record"
+        first.commit()
+        thread.join(timeout=30)
+        assert done.is_set()
+
+
+@pytest.mark.parametrize("first", ["record", "scores"])
+def test_two_replicas_writing_one_record_at_once_both_count(postgres_server: Any, first: str) -> None:
+    """PostgreSQL: a record and its scores, and two scores of one record, written at once by two replicas (a
+    carrier's late scores, server-side scoring): the rollup of the record holds all of them, whichever commits
+    first. (Without the rows held, the record's time was lost: the scores' transaction read it as missing.)"""
+    from ragtrace_collector._store import open_store
+
+    url = postgres_server.database()
+    open_store(url).close()  # migrated
+    span = "00000000000000aa"
+    rng = random.Random(1)
+    the_record = Batch(rag_records=[record(span, 7 * HOUR, rng)])
+    # Another hour for each score: the two share no row of score_hours, where the second would wait anyway.
+    one = Batch(scores=[score(span, "faithfulness", 5, rng, value=0.9)])
+    other = Batch(scores=[score(span, "answer_relevancy", 3 * HOUR, rng, value=0.2)])
+    concurrently(url, the_record, one) if first == "record" else concurrently(url, one, the_record)
+    concurrently(url, one if first == "record" else other, other if first == "record" else one)
+    ((n, overall, recorded),) = rows(
+        url, f"SELECT n, overall, recorded_ns FROM {RECORD_QUALITY} WHERE span_id = ?", (span,)
+    )
+    assert (n, overall, recorded) == (2, pytest.approx(0.55), 7 * HOUR)
+    assert_in_step(url)

@@ -302,6 +302,19 @@ def _pg_function(name: str, bodies: dict[str, list[str]]) -> str:
     )
 
 
+def _pg_hold_records(spans: str) -> list[str]:
+    """Lock the ``record_quality`` rows of ``spans`` (made, empty, where missing) in span order, before they are
+    recomputed. Two replicas writing one span's record and scores at once: each statement of a PL/pgSQL function
+    reads a snapshot of its own, so the one that waited for the other's row recomputes it with what the other
+    wrote, where without the wait it could miss it (a record's time read as NULL: measured)."""
+    q = RECORD_QUALITY
+    return [
+        f"INSERT INTO {q} (span_id, n, overall, worst) SELECT DISTINCT span_id, 0, 0.0, 0.0 FROM ({spans}) AS s "
+        f"ORDER BY span_id ON CONFLICT (span_id) DO NOTHING",
+        f"PERFORM 1 FROM {q} WHERE span_id IN ({spans}) ORDER BY span_id FOR UPDATE",
+    ]
+
+
 def _pg_ddl() -> list[str]:
     score_delta = _score_delta("{alias}", "{sign}", _PG_SLOT)
     record_delta = _record_delta("{alias}", "{sign}", _PG_SLOT)
@@ -311,16 +324,18 @@ def _pg_ddl() -> list[str]:
         spans = " UNION ".join(f"SELECT span_id FROM {t}" for t in (*added, *removed))
         scores[op] = [
             _pg_sums(SCORE_HOURS, _SCORE_KEY, _SCORE_SUMS, score_delta, " WHERE t.value IS NOT NULL", added, removed),
+            *_pg_hold_records(spans),
             *_quality_refresh(spans),
         ]
         records[op] = [_pg_sums(RECORD_HOURS, _RECORD_KEY, _RECORD_SUMS, record_delta, "", added, removed)]
-        time = "q.recorded_ns = t.time_ns" if added else "q.recorded_ns = NULL"
-        source = (added or removed)[0]
-        changed = " AND q.recorded_ns IS DISTINCT FROM t.time_ns" if added else ""
-        records[op].append(
-            f"UPDATE {RECORD_QUALITY} q SET {time.replace('q.', '', 1)} FROM {source} t "
-            f"WHERE q.span_id = t.span_id{changed}"
-        )
+        if added:
+            # The records' rows held too: a record and its scores written at once by two replicas, the later
+            # one reads the other's (its time, or its scores) once it committed.
+            records[op] += [*_pg_hold_records(spans), *_quality_refresh(spans)]
+        else:
+            records[op].append(
+                f"UPDATE {RECORD_QUALITY} q SET recorded_ns = NULL FROM {removed[0]} t WHERE q.span_id = t.span_id"
+            )
     statements = [_pg_function("ragtrace_rollup_scores", scores), _pg_function("ragtrace_rollup_records", records)]
     for table, function, short in (
         (SCORES, "ragtrace_rollup_scores", "scores"),
