@@ -232,6 +232,20 @@ def _record_sums(found: dict[str, tuple[Any, ...]], keys: set[str], sign: int,
                 cell[i] += sign * value
 
 
+def _add_cells(
+    conn: AnyConnection,
+    table: str,
+    key: tuple[str, ...],
+    sums: tuple[str, ...],
+    cells: dict[tuple[Any, ...], list[float]],
+) -> None:
+    """Add ``cells`` (key without the slot -> sums) to ``table``, in slot 0, in key order; nothing for a zero."""
+    rows = [(*cell, 0, *values) for cell, values in sorted(cells.items()) if any(values)]
+    if rows:
+        marks = ", ".join("?" for _ in (*key, *sums))
+        conn.executemany(_add(table, key, sums, f"VALUES ({marks})"), rows)
+
+
 def apply_difference(conn: AnyConnection, before: Snapshot, after: Snapshot) -> None:
     """Add to the rollups what changed from ``before`` to ``after`` (SQLite, in the writes' transaction)."""
     changed_scores = {
@@ -240,20 +254,14 @@ def apply_difference(conn: AnyConnection, before: Snapshot, after: Snapshot) -> 
     changed_records = {
         k for k in before.records.keys() | after.records.keys() if before.records.get(k) != after.records.get(k)
     }
-    hours: dict[tuple[Any, ...], list[float]] = defaultdict(lambda: [0, 0.0])
+    hours: dict[tuple[Any, ...], list[float]] = defaultdict(lambda: [0] * len(_SCORE_SUMS))
     _score_sums(before.scores, changed_scores, -1, hours)
     _score_sums(after.scores, changed_scores, 1, hours)
-    rows = [(*key, 0, *sums) for key, sums in sorted(hours.items()) if any(sums)]
-    if rows:
-        marks = ", ".join("?" for _ in (*_SCORE_KEY, *_SCORE_SUMS))
-        conn.executemany(_add(SCORE_HOURS, _SCORE_KEY, _SCORE_SUMS, f"VALUES ({marks})"), rows)
+    _add_cells(conn, SCORE_HOURS, _SCORE_KEY, _SCORE_SUMS, hours)
     record_hours: dict[tuple[Any, ...], list[float]] = defaultdict(lambda: [0] * len(_RECORD_SUMS))
     _record_sums(before.records, changed_records, -1, record_hours)
     _record_sums(after.records, changed_records, 1, record_hours)
-    rows = [(*key, 0, *sums) for key, sums in sorted(record_hours.items()) if any(sums)]
-    if rows:
-        marks = ", ".join("?" for _ in (*_RECORD_KEY, *_RECORD_SUMS))
-        conn.executemany(_add(RECORD_HOURS, _RECORD_KEY, _RECORD_SUMS, f"VALUES ({marks})"), rows)
+    _add_cells(conn, RECORD_HOURS, _RECORD_KEY, _RECORD_SUMS, record_hours)
     spans = sorted({span_id for span_id, _ in changed_scores} | changed_records)
     scored = {span_id for span_id, _ in after.scores}
     gone = [span_id for span_id in spans if span_id not in scored]  # no score left: the row goes
