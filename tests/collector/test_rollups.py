@@ -222,9 +222,27 @@ def test_a_store_from_before_the_rollups_gets_them_filled(store_target: str) -> 
         reopened.close()
 
 
-def test_the_triggers_know_every_metric_lower_is_better() -> None:
-    """The triggers write the lower-is-better metrics into their SQL: a change of the set needs a migration."""
-    assert set(rollups.lower_is_better_in_triggers()) == set(LOWER_IS_BETTER)
+def test_the_triggers_know_every_metric_lower_is_better(store_target: str) -> None:
+    """The stores' triggers hold the lower-is-better metrics written out (``LOWER_AT_STEP_9``): a metric added to
+    ``LOWER_IS_BETTER`` fails here until a migration step installs them again. And an installed store's record rows
+    read them so: a record of one hallucination of 0.2 is an overall 0.8."""
+    from ragtrace_collector._store import open_store
+
+    assert set(rollups.LOWER_AT_STEP_9) == set(LOWER_IS_BETTER), (
+        "a metric's direction changed: add a migration step that installs the rollups' triggers again and refills "
+        "record_quality, then update LOWER_AT_STEP_9"
+    )
+    store = open_store(store_target)
+    try:
+        store.write(
+            Batch(scores=[score("00000000000000ab", m, 5, random.Random(0), value=0.2) for m in LOWER_IS_BETTER])
+        )
+        ((overall,),) = rows(store, f"SELECT overall FROM {RECORD_QUALITY}")
+        assert overall == pytest.approx(0.8)
+        store.prune(older_than_ns=10)  # SQLite's delete trigger recomputes too: nothing left
+        assert rows(store, f"SELECT COUNT(*) FROM {RECORD_QUALITY}") == [(0,)]
+    finally:
+        store.close()
 
 
 def test_a_copied_store_adds_up_its_own_rollups(store_target: str, tmp_path: Any) -> None:

@@ -1,8 +1,7 @@
 """Rollups: what the overview and the costs page add up, kept added up as rows arrive.
 
-The overview over a month of a million records read every score of the month: 6 s on SQLite, past the pages' 2 s
-read budget (``bench/page_walk.py``). Three tables hold the sums instead; the database keeps them in step with
-every write, whoever makes it (a receiver's upsert, server-side scoring, retention, ``transfer``):
+The overview over all of a million records read every score: 6.9 s on SQLite, past the pages' 2 s read budget
+(``bench/page_walk.py``). Three tables hold the sums instead:
 
 * ``score_hours``: per hour, service and metric, how many scores (``n``, non-NULL values only) and their sum.
 * ``record_hours``: per hour, service, decision and judge, how many records, and the judge's calls, tokens and
@@ -15,17 +14,21 @@ A key's NULL (a record with no decision, a score with no service) is stored as `
 cannot hold NULL on PostgreSQL); a row without a time goes to hour -1, which only an unbounded read counts, as a
 raw read would. Hours are ``time_ns // 3_600_000_000_000`` since the epoch, UTC.
 
-How they stay in step:
+How they stay in step with ``scores`` and ``rag_records``:
 
-* SQLite: row triggers, old row out and new row in (an upsert that changes nothing adds and takes away the same).
-* PostgreSQL: statement triggers with transition tables, one aggregated upsert a statement, in key order (so
-  concurrent writers lock shared rows in one order), into a ``slot`` of its own (the backend's pid modulo
-  ``SLOTS``): replicas that write at once rarely wait for each other's hour rows. Readers add the slots up.
+* PostgreSQL: statement triggers with transition tables, whoever writes. One aggregated upsert a statement, in
+  key order (so concurrent writers lock shared rows in one order), into a ``slot`` of its own (the backend's pid
+  modulo ``SLOTS``): replicas that write at once rarely wait for each other's hour rows. Readers add the slots up.
+  A statement first takes the ``record_quality`` rows of its records (``_pg_hold_records``).
+* SQLite: ``ingest`` reads the spans of a batch before and after its upserts and adds the difference
+  (``Snapshot``, ``apply_difference``); delete triggers follow retention; ``transfer`` adds them up again after a
+  copy. Those are every writer of the two tables on SQLite. (Row triggers on insert halved SQLite's ingest.)
 
 ``record_quality`` is recomputed from a record's scores whenever one changes (not adjusted: a worst score
-cannot be taken away), so it is exact whatever the order of writes. Its overall and worst use
-``ragtrace.metrics.LOWER_IS_BETTER``, written into the trigger: a change of that set needs a migration step
-(``test_rollups`` fails until there is one).
+cannot be taken away), so it is exact whatever the order of writes. Its overall and worst read the metrics lower
+is better as ``LOWER_AT_STEP_9`` names them, which PostgreSQL's triggers hold written out: a change of
+``ragtrace.metrics.LOWER_IS_BETTER`` needs a migration step that installs the triggers again and refills
+``record_quality`` (``test_rollups`` fails until there is one).
 
 Readers split a period into the whole hours inside it, read from the rollups, and the part-hours at its ends,
 read from the rows (``Period``); every sum is then exact. The per-record figures take a record at its scores'
@@ -40,7 +43,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from ragtrace.metrics import LOWER_IS_BETTER
 from ragtrace_collector._store.dialect import SQLITE, AnyConnection, Dialect
 from ragtrace_collector._store.schema import (
     RAG_RECORDS,
@@ -53,13 +55,13 @@ from ragtrace_collector._store.schema import (
 
 __all__ = [
     "HOUR_NS",
+    "LOWER_AT_STEP_9",
     "SLOTS",
     "Period",
     "Snapshot",
     "apply_difference",
     "backfill",
     "install",
-    "lower_is_better_in_triggers",
     "prune_empty",
     "read_record_hours",
     "read_score_hours",
@@ -69,18 +71,22 @@ HOUR_NS: Final = 3_600_000_000_000
 SLOTS: Final = 16
 """PostgreSQL: rows of a key per hour, one a writer's backend picks; more spread concurrent writers wider."""
 
-_LOWER: Final = tuple(sorted(LOWER_IS_BETTER))
+LOWER_AT_STEP_9: Final = (
+    "context_contradiction",
+    "hallucinated_claim",
+    "hallucination",
+    "irrelevant_noise_sensitivity",
+    "noise_sensitivity",
+    "relevant_noise_sensitivity",
+)
+"""The metrics lower is better, as schema step 9 wrote them into the triggers (``ragtrace.metrics.LOWER_IS_BETTER``
+then)."""
 
 
 def _goodness(alias: str) -> str:
     """SQL: a score as "higher is better" (``1 - value`` for the metrics lower is better)."""
-    names = ", ".join(f"'{m}'" for m in _LOWER)  # the package's own metric names: plain words
+    names = ", ".join(f"'{m}'" for m in LOWER_AT_STEP_9)  # the package's own metric names: plain words
     return f"CASE WHEN {alias}.metric IN ({names}) THEN 1.0 - {alias}.value ELSE {alias}.value END"
-
-
-def lower_is_better_in_triggers() -> tuple[str, ...]:
-    """The metric names the installed triggers treat as lower-is-better (what ``_goodness`` writes)."""
-    return _LOWER
 
 
 # -- the contributions of rows, signed --------------------------------------------------------------------------
