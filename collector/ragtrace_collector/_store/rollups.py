@@ -344,8 +344,14 @@ def _pg_ddl() -> list[str]:
         records[op] = [_pg_sums(RECORD_HOURS, _RECORD_KEY, _RECORD_SUMS, record_delta, "", added, removed)]
         if added:
             # The records' rows held too: a record and its scores written at once by two replicas, the later
-            # one reads the other's (its time, or its scores) once it committed.
-            records[op] += [*_pg_hold_records(spans), *_quality_refresh(spans)]
+            # one reads the other's (its time, or its scores) once it committed. Held, a row with no score yet
+            # (n = 0) is the one just made here: it goes again.
+            records[op] += [
+                *_pg_hold_records(spans),
+                f"UPDATE {RECORD_QUALITY} q SET recorded_ns = t.time_ns FROM {added[0]} t "
+                "WHERE q.span_id = t.span_id AND q.recorded_ns IS DISTINCT FROM t.time_ns",
+                f"DELETE FROM {RECORD_QUALITY} WHERE span_id IN ({spans}) AND n = 0",
+            ]
         else:
             records[op].append(
                 f"UPDATE {RECORD_QUALITY} q SET recorded_ns = NULL FROM {removed[0]} t WHERE q.span_id = t.span_id"
