@@ -12,6 +12,9 @@ the work done.
 * PostgreSQL: the version is the one row of ``ragtrace_schema``; the lock is a transaction-scoped advisory
   lock (``pg_advisory_xact_lock``). DDL is transactional there too.
 
+Step 10 rebuilds PostgreSQL's text search indexes in the ``"C"`` collation, which the search reads in (nothing on
+SQLite); step 9 is reserved for another branch's step.
+
 Step 8 adds the order PostgreSQL's rows arrived in: an ``xact`` column (the writing transaction) on the tables read
 in that order, and its index, and the cursor's second half (``phoenix_cursor.after_xact``) on both engines
 (``arrival.py``). Step 7 adds the index of scores by value (``SCORES_BY_VALUE``), which the records list sorted by
@@ -238,6 +241,26 @@ def _arrival_order(conn: AnyConnection, dialect: Dialect) -> None:
             conn.execute(ddl)
 
 
+def _reserved_9(conn: AnyConnection, dialect: Dialect) -> None:
+    """Step 9 is another branch's (being written beside this one); the merge puts it here."""
+
+
+def _text_search_in_c(conn: AnyConnection, dialect: Dialect) -> None:
+    """PostgreSQL: the text search's trigram indexes again, of the columns in the ``"C"`` collation, which the
+    search's ``ILIKE`` now reads in (``schema.TextSearch``: ASCII's case folded only, as on SQLite, whatever the
+    database's locale, at half the cost a row); an index of step 5 (the database's collation) would serve it no
+    more. Built over the rows the store holds, in the migration's transaction (as step 5's). SQLite: nothing."""
+    if dialect is SQLITE:
+        return
+    for column in TEXT_SEARCH.columns:
+        name = TEXT_SEARCH.index(column)
+        (found,) = conn.execute("SELECT pg_get_indexdef(to_regclass(?))", (quoted(name),)).fetchone()
+        if found is not None and f"COLLATE {TEXT_SEARCH.COLLATION}" not in found:
+            conn.execute(f"DROP INDEX {quoted(name)}")
+    for ddl in TEXT_SEARCH.ddl(dialect):
+        conn.execute(ddl)
+
+
 STEPS: Final[tuple[Callable[[AnyConnection, Dialect], None], ...]] = (
     _baseline,
     _claims,
@@ -247,6 +270,8 @@ STEPS: Final[tuple[Callable[[AnyConnection, Dialect], None], ...]] = (
     _record_metadata,
     _scores_by_value,
     _arrival_order,
+    _reserved_9,
+    _text_search_in_c,
 )
 """Step ``i`` takes a store from version ``i`` to ``i + 1``."""
 CURRENT: Final = len(STEPS)
