@@ -98,6 +98,31 @@ def test_search_finds_what_reading_every_record_found(
         assert paged == _found(text), text
 
 
+@pytest.mark.parametrize(("walk_rows", "probe_rows"), [(2, 5), (0, 7)], ids=["walk-window-index", "window-index"])
+def test_records_of_one_time_are_listed_whole_across_the_steps(
+    open_store: Callable[[], Any], monkeypatch: pytest.MonkeyPatch, walk_rows: int, probe_rows: int
+) -> None:
+    """Records that share a time straddle the newest records' bound: each step still lists them by span id, none
+    left out, although they arrived (rowid) in another order than their span ids."""
+    monkeypatch.setattr(triage, "_WALK_ROWS", walk_rows)
+    monkeypatch.setattr(triage, "_PROBE_ROWS", probe_rows)
+    store = open_store()
+    order = [7, 2, 9, 0, 5, 11, 3, 8, 1, 10, 6, 4]  # arrival order; span ids by number
+    records = [_record(i, f"same time {i}", "needle" if i % 3 else "hay") for i in order]
+    for record in records:
+        record["time_ns"] = T0 + (NS if record["span_id"] >= f"{8:016x}" else 0)  # 8..11 newer, the rest one time
+    store.write(Batch(rag_records=records))
+    expected = [f"{i:016x}" for i in sorted((i for i in order if i % 3), reverse=True)]
+    for limit in (1, 2, 3, 50):
+        paged: list[str] = []
+        f: RecordFilter | None = RecordFilter(text="needle", limit=limit)
+        while f is not None:
+            page = store.read(triage.list_records, f)
+            paged += [r["span_id"] for r in page.records]
+            f = page.next
+        assert paged == expected, limit
+
+
 @pytest.mark.parametrize("probe_rows", [triage._PROBE_ROWS, 0], ids=["window", "index-only"])
 def test_unicode_case_stays_as_like_has_it_on_both_engines(
     open_store: Callable[[], Any], monkeypatch: pytest.MonkeyPatch, probe_rows: int

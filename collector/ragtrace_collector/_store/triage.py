@@ -412,7 +412,9 @@ def _search(conn: AnyConnection, f: RecordFilter, dialect: Dialect) -> list[dict
         complete = count < _PROBE_ROWS  # the newest _PROBE_ROWS are every record of the other filters
         text, text_args = _text_clause(f.text, dialect, fts=sqlite, from_rowid=int(lowest) if sqlite else None)
         if not complete:
-            text, text_args = f"r.time_ns >= ? AND {text}", [oldest, *text_args]
+            # Newer than the oldest of them: every such record is one of them (those as old as it may not all be,
+            # and SQLite's rowid bound holds for them only); every record past is as old as it, or older.
+            text, text_args = f"r.time_ns > ? AND {text}", [oldest, *text_args]
         with _bitmaps_only(conn, dialect):
             rows = _by_index(conn, f, _and(where, text), [*args, *text_args], dialect)
         if complete or len(rows) > f.limit:
