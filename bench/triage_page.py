@@ -14,6 +14,10 @@ The text search's index (``schema.TEXT_SEARCH``, migration 5) is dropped while t
 the text searches are measured without it first ("before": the scan of the previous collector), then it is built
 over the records (timed: what the upgrade of such a store costs) and every page is measured with it.
 
+The text and metadata pages' reads are measured apart too (``list_records`` in a snapshot of its own,
+connection included), beside what opening and closing a snapshot alone costs: on PostgreSQL a page's connection
+is a new server process, which is most of such a page's time.
+
 ``--store postgresql``: the same on a throwaway local PostgreSQL (Debian's, ``tests/collector/_postgres.py``, with
 its durable defaults), filled with ``COPY`` and ``ANALYZE``d, through the same pages.
 
@@ -41,11 +45,14 @@ sys.path.insert(0, str(ROOT))  # tests/collector/_postgres.py: the throwaway ser
 
 from ragtrace_collector._store import Store, metadata, open_store  # noqa: E402
 from ragtrace_collector._store.arrival import Arrival  # noqa: E402
+from ragtrace_collector._store.connection import snapshot  # noqa: E402
 from ragtrace_collector._store.dialect import dialect_of  # noqa: E402
 from ragtrace_collector._store.schema import RAG_RECORDS, TEXT_SEARCH  # noqa: E402
-from ragtrace_collector._store.triage import last_row  # noqa: E402
+from ragtrace_collector._store.triage import last_row, list_records  # noqa: E402
 from ragtrace_collector._triage import triage_routes  # noqa: E402
+from ragtrace_collector._triage._filters import parse_filter  # noqa: E402
 from starlette.applications import Starlette  # noqa: E402
+from starlette.datastructures import QueryParams  # noqa: E402
 from starlette.testclient import TestClient  # noqa: E402
 
 from tests.collector._postgres import running_postgres  # noqa: E402
@@ -236,6 +243,32 @@ def measure(target: Any, wanted: dict[str, str], runs: int) -> dict[str, tuple[f
     return out
 
 
+SEARCH_PAGES = ("list, metadata user", *TEXT_PAGES)
+"""The pages whose reads are measured apart too (the goal: 50 ms p95 at 1,000,000 records)."""
+
+
+def measure_reads(target: Any, wanted: dict[str, str], runs: int) -> dict[str, tuple[float, float]]:
+    """p50 and p95 seconds of the list's reads alone for each page of ``wanted``: ``list_records`` in a snapshot of
+    its own (connection included, as a page opens one), without the routes and the rendering; and under
+    ``"connection"``, a snapshot opened and closed with nothing read (what each page pays for its connection)."""
+    out: dict[str, tuple[float, float]] = {}
+    works: dict[str, Callable[[Any], object]] = {"connection": lambda conn: None}
+    for name, url in wanted.items():
+        f = parse_filter(QueryParams(url.partition("?")[2]))
+        works[name] = functools.partial(list_records, f=f)
+    for name, work in works.items():
+        times = []
+        for i in range(runs + 1):
+            start = time.perf_counter()
+            with snapshot(target) as conn:
+                work(conn)
+            if i:  # the first warms the caches
+                times.append(time.perf_counter() - start)
+        times.sort()
+        out[name] = (statistics.median(times), times[min(len(times) - 1, int(0.95 * len(times)))])
+    return out
+
+
 def run(target: Any, n: int, runs: int, fill: Callable[[], None], *, before: bool) -> dict[str, Any]:
     """Fill the store ``target`` with ``n`` records; measure the text pages without the text index when
     ``before``, build it (timed), measure every page. Returns the figures by name."""
@@ -251,7 +284,9 @@ def run(target: Any, n: int, runs: int, fill: Callable[[], None], *, before: boo
         store.change(build_text_index)
         figures["index_seconds"] = time.perf_counter() - start
         print(f"text index built over {n:,} records in {figures['index_seconds']:.0f} s", flush=True)
-        figures["after"] = measure(target, pages(n, store.read(last_row)), runs)
+        every = pages(n, store.read(last_row))
+        figures["after"] = measure(target, every, runs)
+        figures["reads"] = measure_reads(target, {name: every[name] for name in SEARCH_PAGES}, runs)
     finally:
         store.close()
     return figures
@@ -288,6 +323,12 @@ def main(argv: list[str] | None = None) -> int:
         p95_after = big["after"][name][1]
         print(f"{name:<38}{p95_before * 1e3:>9.1f} ms -> {p95_after * 1e3:>7.1f} ms   {p95_before / p95_after:>7.1f}x")
     print(f"building the index over {args.records:,} records: {big['index_seconds']:.0f} s")
+    print(f"\nthe list's reads alone (list_records in a snapshot of its own, connection included), {args.runs} loads")
+    print(f"{'reads of':<38}{'p50 ms':>9}{'p95 ms':>9}   {f'p95 at {args.baseline:,}':>14}{'ratio':>8}{'page p95':>10}")
+    for name, (p50, p95) in big["reads"].items():
+        base = small["reads"][name][1]
+        page = f"{big['after'][name][1] * 1e3:>10.1f}" if name in big["after"] else ""
+        print(f"{name:<38}{p50 * 1e3:>9.1f}{p95 * 1e3:>9.1f}   {base * 1e3:>14.1f}{p95 / base:>8.2f}{page}")
     return 0
 
 

@@ -375,3 +375,61 @@ def test_step_8_gives_a_store_at_version_7_the_order_rows_arrived_in(
         indexes = {name for (name,) in rows(store_target, "SELECT indexname FROM pg_indexes")}
         assert {"idx_rag_records_xact_rowid", "idx_scores_xact_rowid"} <= indexes
     assert upgraded.read(newest, "scores").row == 2
+
+
+def test_step_10_rebuilds_postgresql_text_indexes_in_the_c_collation(
+    store_target: str, open_store: Callable[[], Any]
+) -> None:
+    """Schema version 10, on a store at version 9 whose trigram indexes are step 5's (the database's collation):
+    PostgreSQL's are built again of the columns in the "C" collation, which the search's ILIKE reads in, and a
+    search finds the records stored before (ASCII's case folded only); SQLite's FTS5 table is left as it was."""
+    from ragtrace_collector._otlp import Batch
+    from ragtrace_collector._store import triage
+    from ragtrace_collector._store.migrations import STEPS, _text_search_in_c, version
+    from ragtrace_collector._store.schema import RAG_COLUMNS, TEXT_SEARCH
+    from ragtrace_collector._triage._filters import RecordFilter
+
+    from tests.collector._stores import whole_row
+
+    assert STEPS.index(_text_search_in_c) == 9 and CURRENT >= 10
+    postgres = store_target.startswith("postgresql://")
+    store = open_store()
+    texts = ["Où est la Tour Eiffel ?", "OÙ EST LA TOUR EIFFEL ?", "nothing"]
+    store.write(
+        Batch(
+            rag_records=[
+                whole_row({"span_id": f"{i:016x}", "time_ns": i + 1, "query": text, "answer": None}, RAG_COLUMNS)
+                for i, text in enumerate(texts)
+            ]
+        )
+    )
+
+    def back_to_version_9(conn: Any) -> None:
+        if postgres:
+            for column in TEXT_SEARCH.columns:
+                conn.execute(f"DROP INDEX {TEXT_SEARCH.index(column)}")
+                conn.execute(
+                    f"CREATE INDEX {TEXT_SEARCH.index(column)} ON rag_records USING gin ({column} gin_trgm_ops)"
+                )
+            conn.execute("UPDATE ragtrace_schema SET version = 9")
+        else:
+            conn.execute("PRAGMA user_version = 9")
+
+    store.change(back_to_version_9)
+    store.close()
+    upgraded = open_store()
+    assert upgraded.read(version) == CURRENT
+    if postgres:
+        definitions = dict(
+            rows(store_target, "SELECT indexname, indexdef FROM pg_indexes WHERE indexname LIKE '%_trgm'")
+        )
+        assert set(definitions) == {TEXT_SEARCH.index(column) for column in TEXT_SEARCH.columns}
+        assert all('COLLATE "C" gin_trgm_ops' in d for d in definitions.values()), definitions
+    else:
+        assert rows(store_target, f"SELECT count(*) FROM {TEXT_SEARCH.fts}") == [(3,)]
+
+    def listed(text: str) -> list[str]:
+        return [r["span_id"] for r in upgraded.read(triage.list_records, RecordFilter(text=text)).records]
+
+    assert listed("tour eiffel") == [f"{1:016x}", f"{0:016x}"]
+    assert listed("où est") == [f"{0:016x}"]  # Ù is not ù: ASCII's case only, as on SQLite

@@ -72,12 +72,17 @@ def _listed(store: Any, f: RecordFilter) -> list[str]:
     return [r["span_id"] for r in store.read(triage.list_records, f).records]
 
 
-@pytest.mark.parametrize("probe_rows", [triage._PROBE_ROWS, 3, 0], ids=["probe-only", "probe-then-index", "index-only"])
+@pytest.mark.parametrize(
+    ("walk_rows", "probe_rows"),
+    [(triage._WALK_ROWS, triage._PROBE_ROWS), (2, 5), (3, 3), (0, 0)],
+    ids=["defaults", "walk-window-index", "walk-then-index", "index-only"],
+)
 def test_search_finds_what_reading_every_record_found(
-    open_store: Callable[[], Any], monkeypatch: pytest.MonkeyPatch, probe_rows: int
+    open_store: Callable[[], Any], monkeypatch: pytest.MonkeyPatch, walk_rows: int, probe_rows: int
 ) -> None:
-    """Both of SQLite's steps (the newest records read first; the index when they do not fill the page) and
-    PostgreSQL's one statement find the same records, page by page."""
+    """Each of the search's steps (the newest records read; the index among the newest; the index over every
+    record) finds the same records, page by page, on both engines, whichever step fills the page."""
+    monkeypatch.setattr(triage, "_WALK_ROWS", walk_rows)
     monkeypatch.setattr(triage, "_PROBE_ROWS", probe_rows)
     store = open_store()
     store.write(Batch(rag_records=[_record(i, q, a) for i, (q, a) in enumerate(TEXTS)]))
@@ -93,17 +98,44 @@ def test_search_finds_what_reading_every_record_found(
         assert paged == _found(text), text
 
 
-def test_unicode_case_stays_as_like_has_it_on_sqlite(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The trigram index folds all of Unicode's case; the search keeps LIKE's, which folds ASCII's only."""
-    monkeypatch.setattr(triage, "_PROBE_ROWS", 0)
-    store = open_target(str(tmp_path / "c.db"))
-    try:
-        store.write(Batch(rag_records=[_record(0, "ÉCOLE normale", None), _record(1, "école normale", None)]))
-        assert _listed(store, RecordFilter(text="école")) == [f"{1:016x}"]
-        assert _listed(store, RecordFilter(text="ÉCOLE")) == [f"{0:016x}"]
-        assert _listed(store, RecordFilter(text="NORMALE")) == [f"{1:016x}", f"{0:016x}"]
-    finally:
-        store.close()
+@pytest.mark.parametrize(("walk_rows", "probe_rows"), [(2, 5), (0, 7)], ids=["walk-window-index", "window-index"])
+def test_records_of_one_time_are_listed_whole_across_the_steps(
+    open_store: Callable[[], Any], monkeypatch: pytest.MonkeyPatch, walk_rows: int, probe_rows: int
+) -> None:
+    """Records that share a time straddle the newest records' bound: each step still lists them by span id, none
+    left out, although they arrived (rowid) in another order than their span ids."""
+    monkeypatch.setattr(triage, "_WALK_ROWS", walk_rows)
+    monkeypatch.setattr(triage, "_PROBE_ROWS", probe_rows)
+    store = open_store()
+    order = [7, 2, 9, 0, 5, 11, 3, 8, 1, 10, 6, 4]  # arrival order; span ids by number
+    records = [_record(i, f"same time {i}", "needle" if i % 3 else "hay") for i in order]
+    for record in records:
+        record["time_ns"] = T0 + (NS if record["span_id"] >= f"{8:016x}" else 0)  # 8..11 newer, the rest one time
+    store.write(Batch(rag_records=records))
+    expected = [f"{i:016x}" for i in sorted((i for i in order if i % 3), reverse=True)]
+    for limit in (1, 2, 3, 50):
+        paged: list[str] = []
+        f: RecordFilter | None = RecordFilter(text="needle", limit=limit)
+        while f is not None:
+            page = store.read(triage.list_records, f)
+            paged += [r["span_id"] for r in page.records]
+            f = page.next
+        assert paged == expected, limit
+
+
+@pytest.mark.parametrize("probe_rows", [triage._PROBE_ROWS, 0], ids=["window", "index-only"])
+def test_unicode_case_stays_as_like_has_it_on_both_engines(
+    open_store: Callable[[], Any], monkeypatch: pytest.MonkeyPatch, probe_rows: int
+) -> None:
+    """The trigram indexes fold all of Unicode's case (and PostgreSQL's ILIKE would too in a C.UTF-8 database);
+    the search keeps LIKE's, which folds ASCII's only, on both engines."""
+    monkeypatch.setattr(triage, "_PROBE_ROWS", probe_rows)
+    store = open_store()
+    store.write(Batch(rag_records=[_record(0, "ÉCOLE normale", None), _record(1, "école normale", None)]))
+    assert _listed(store, RecordFilter(text="école")) == [f"{1:016x}"]
+    assert _listed(store, RecordFilter(text="ÉCOLE")) == [f"{0:016x}"]
+    assert _listed(store, RecordFilter(text="cOLE NORMALE")) == [f"{1:016x}", f"{0:016x}"]
+    assert _listed(store, RecordFilter(text="NORMALE")) == [f"{1:016x}", f"{0:016x}"]
 
 
 def _statements(store: Any, f: RecordFilter) -> list[str]:
@@ -124,19 +156,29 @@ def _statements(store: Any, f: RecordFilter) -> list[str]:
 def test_sqlite_searches_through_the_fts_table_when_the_newest_records_lack_the_text(
     tmp_path: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(triage, "_WALK_ROWS", 20)
     monkeypatch.setattr(triage, "_PROBE_ROWS", 50)  # of the 200 records
     store = open_target(str(tmp_path / "c.db"))
     try:
         store.write(Batch(rag_records=[_record(i, f"Question {i}", "It is in Paris.") for i in range(200)]))
-        rare = RecordFilter(text="Question 12")  # not among the newest: the probe comes back short
-        (indexed,) = [s for s in _statements(store, rare) if "MATCH" in s]
-        plan = " | ".join(r[-1] for r in rows(store, "EXPLAIN QUERY PLAN " + indexed))
-        assert f"{TEXT_SEARCH.fts} VIRTUAL TABLE" in plan, plan
-        # Records are fetched by rowid, none read for the text.
-        assert "SEARCH r USING INTEGER PRIMARY KEY (rowid=?)" in plan and not re.search(r"SCAN r\b", plan), plan
+        rare = RecordFilter(text="Question 12")  # not among the newest: the first two steps come back short
+        newest, every = [s for s in _statements(store, rare) if "MATCH" in s]
+        for indexed in (newest, every):
+            plan = " | ".join(r[-1] for r in rows(store, "EXPLAIN QUERY PLAN " + indexed))
+            assert f"{TEXT_SEARCH.fts} VIRTUAL TABLE" in plan, plan
+            # Records are fetched by rowid, none read for the text.
+            assert "SEARCH r USING INTEGER PRIMARY KEY (rowid=?)" in plan and not re.search(r"SCAN r\b", plan), plan
+        # The second step asks the index from the newest records' lowest rowid only.
+        assert "MATCH '\"Question 12\"' AND rowid >= 151)" in newest and "rowid >=" not in every, newest
         assert _listed(store, rare) == [f"{i:016x}" for i in (129, 128, 127, 126, 125, 124, 123, 122, 121, 120, 12)]
+        # A text in none of the newest records: one question to the index among them, one over every record.
+        assert len([s for s in _statements(store, RecordFilter(text="Lisbon")) if "MATCH" in s]) == 2
+        # A text in a few of the newest: the index among them fills the page.
+        few = RecordFilter(text="Question 17", limit=5)  # 170..179 and 17
+        assert len([s for s in _statements(store, few) if "MATCH" in s]) == 1
+        assert _listed(store, few) == [f"{i:016x}" for i in (179, 178, 177, 176, 175)]
         # A text of most records fills the page from the newest ones: the index is not asked.
-        assert not [s for s in _statements(store, RecordFilter(text="Paris", limit=20)) if "MATCH" in s]
+        assert not [s for s in _statements(store, RecordFilter(text="Paris", limit=10)) if "MATCH" in s]
         # Under 3 characters the trigram index finds nothing: the records are read, as before.
         assert not [s for s in _statements(store, RecordFilter(text="12")) if "MATCH" in s]
         assert len(_listed(store, RecordFilter(text="12", limit=100))) == len([i for i in range(200) if "12" in str(i)])
@@ -144,7 +186,9 @@ def test_sqlite_searches_through_the_fts_table_when_the_newest_records_lack_the_
         store.close()
 
 
-def test_postgresql_plans_the_search_on_its_trigram_indexes(postgres_server: PostgresServer) -> None:
+def test_postgresql_plans_the_search_on_its_trigram_indexes(
+    postgres_server: PostgresServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
     url = postgres_server.database()
     store = open_target(url)
     try:
@@ -165,6 +209,12 @@ def test_postgresql_plans_the_search_on_its_trigram_indexes(postgres_server: Pos
             listed = f"SELECT span_id FROM rag_records r{where} {triage._ORDER_UNINDEXED} LIMIT 51"
             plan = "\n".join(r[0] for r in conn.execute(f"EXPLAIN {listed}", args))
         assert "idx_rag_records_query_trgm" in plan and "idx_rag_records_time_ns" not in plan, plan
+        # The search among the newest records plans without plain index scans, and leaves the setting as it was
+        # for the page's other statements.
+        with store.connection() as conn, conn:
+            monkeypatch.setattr(triage, "_PROBE_ROWS", 100)
+            assert len(triage.list_records(conn, RecordFilter(text="Question 1999")).records) == 1
+            assert conn.execute("SELECT current_setting('enable_indexscan')").fetchone() == ("on",)
     finally:
         store.close()
 

@@ -12,11 +12,12 @@ the work done.
 * PostgreSQL: the version is the one row of ``ragtrace_schema``; the lock is a transaction-scoped advisory
   lock (``pg_advisory_xact_lock``). DDL is transactional there too.
 
-Step 9 adds the rollups the overview and the costs page read (``rollups.py``: ``score_hours``, ``record_hours``,
-``record_quality`` and the triggers that keep them), filled from the rows stored. Step 8 adds the order
-PostgreSQL's rows arrived in: an ``xact`` column (the writing transaction) on the tables read in that order, and
-its index, and the cursor's second half (``phoenix_cursor.after_xact``) on both engines (``arrival.py``). Step 7
-adds the index of scores by value (``SCORES_BY_VALUE``), which the records list sorted by a score walks. Step 6
+Step 10 rebuilds PostgreSQL's text search indexes in the ``"C"`` collation, which the search reads in (nothing on
+SQLite). Step 9 adds the rollups the overview and the costs page read (``rollups.py``: ``score_hours``,
+``record_hours``, ``record_quality`` and the triggers that keep them), filled from the rows stored. Step 8 adds the
+order PostgreSQL's rows arrived in: an ``xact`` column (the writing transaction) on the tables read in that order,
+and its index, and the cursor's second half (``phoenix_cursor.after_xact``) on both engines (``arrival.py``). Step
+7 adds the index of scores by value (``SCORES_BY_VALUE``), which the records list sorted by a score walks. Step 6
 adds records' metadata as rows (``record_metadata``, ``metadata.py``), filled from the records already stored. Step
 5 adds the index of text search (``schema.TEXT_SEARCH``: FTS5 trigram on SQLite, ``pg_trgm`` GIN on PostgreSQL) and
 builds it over the rows the store holds. Step 4 adds what each model call took to ``spans`` (filled for the spans
@@ -252,6 +253,22 @@ def _rollups(conn: AnyConnection, dialect: Dialect) -> None:
     rollups.backfill(conn, dialect)
 
 
+def _text_search_in_c(conn: AnyConnection, dialect: Dialect) -> None:
+    """PostgreSQL: the text search's trigram indexes again, of the columns in the ``"C"`` collation, which the
+    search's ``ILIKE`` now reads in (``schema.TextSearch``: ASCII's case folded only, as on SQLite, whatever the
+    database's locale, at half the cost a row); an index of step 5 (the database's collation) would serve it no
+    more. Built over the rows the store holds, in the migration's transaction (as step 5's). SQLite: nothing."""
+    if dialect is SQLITE:
+        return
+    for column in TEXT_SEARCH.columns:
+        name = TEXT_SEARCH.index(column)
+        (found,) = conn.execute("SELECT pg_get_indexdef(to_regclass(?))", (quoted(name),)).fetchone()
+        if found is not None and f"COLLATE {TEXT_SEARCH.COLLATION}" not in found:
+            conn.execute(f"DROP INDEX {quoted(name)}")
+    for ddl in TEXT_SEARCH.ddl(dialect):
+        conn.execute(ddl)
+
+
 STEPS: Final[tuple[Callable[[AnyConnection, Dialect], None], ...]] = (
     _baseline,
     _claims,
@@ -262,6 +279,7 @@ STEPS: Final[tuple[Callable[[AnyConnection, Dialect], None], ...]] = (
     _scores_by_value,
     _arrival_order,
     _rollups,
+    _text_search_in_c,
 )
 """Step ``i`` takes a store from version ``i`` to ``i + 1``."""
 CURRENT: Final = len(STEPS)

@@ -10,8 +10,9 @@ triage pages' ``RecordFilter``, read by attribute only.
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -132,20 +133,34 @@ def text_index(conn: AnyConnection, f: RecordFilter) -> bool:
     return found is not None
 
 
-def _text_clause(text: str, dialect: Dialect, *, fts: bool = False) -> tuple[str, list[Any]]:
-    """The clause keeping a record whose query or answer holds ``text`` (any ASCII case), and its arguments."""
+def _text_clause(
+    text: str, dialect: Dialect, *, fts: bool = False, from_rowid: int | None = None
+) -> tuple[str, list[Any]]:
+    """The clause keeping a record whose query or answer holds ``text`` (any ASCII case), and its arguments.
+    ``fts`` (SQLite): its candidates are the FTS5 table's, of rowid ``from_rowid`` or above when given."""
     pattern = "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-    # SQLite's LIKE ignores ASCII case; PostgreSQL's ILIKE does the same there.
-    like = "LIKE" if dialect is SQLITE else "ILIKE"
-    clause = f"(r.query {like} ? ESCAPE '\\' OR r.answer {like} ? ESCAPE '\\')"
+    # SQLite's LIKE ignores ASCII case; PostgreSQL's ILIKE in the "C" collation does the same, whatever the
+    # database's locale (in its own it would fold Unicode's case too, at twice the cost), and its trigram indexes
+    # are of the columns in that collation (schema.TextSearch), so they serve it.
+    if dialect is SQLITE:
+        clause = "(r.query LIKE ? ESCAPE '\\' OR r.answer LIKE ? ESCAPE '\\')"
+    else:
+        collate = f"COLLATE {TEXT_SEARCH.COLLATION}"
+        clause = f"(r.query {collate} ILIKE ? ESCAPE '\\' OR r.answer {collate} ILIKE ? ESCAPE '\\')"
     if not fts:
         return clause, [pattern, pattern]
     # The index's rowids are the candidates (a phrase of trigrams: the text as a substring, any case); LIKE on
     # them keeps what LIKE alone kept (the index folds all of Unicode's case, LIKE only ASCII's).
     fts_table = quoted(TEXT_SEARCH.fts)
+    phrase = '"' + text.replace('"', '""') + '"'
+    if from_rowid is not None:
+        return (
+            f"r.rowid IN (SELECT rowid FROM {fts_table} WHERE {fts_table} MATCH ? AND rowid >= ?) AND {clause}",
+            [phrase, from_rowid, pattern, pattern],
+        )
     return (
         f"r.rowid IN (SELECT rowid FROM {fts_table} WHERE {fts_table} MATCH ?) AND {clause}",
-        ['"' + text.replace('"', '""') + '"', pattern, pattern],
+        [phrase, pattern, pattern],
     )
 
 
@@ -198,30 +213,31 @@ def where_clause(
     return (" WHERE " + " AND ".join(clauses)) if clauses else "", args
 
 
+_WALK_ROWS = 1_000
+"""A text search, first step: how many of the newest records (of the other filters) are read for the text, newest
+first (about 1 ms): a text in one record in 20 or more fills a page of 50 there."""
 _PROBE_ROWS = 10_000
-"""A text search: how many of the newest records (of the other filters) are read for the text before the
-FTS5 index is asked (about 5 ms)."""
+"""A text search, second step: how many of the newest records (of the other filters) are searched through the
+index restricted to them (a few ms whatever the store holds, and nothing for a text in none of them) before the
+index is asked for every record."""
 
 
 def list_records(conn: AnyConnection, f: RecordFilter) -> Page:
     """The records ``f`` selects, newest first, at most ``f.limit``, with their scores.
 
-    A text search of 3 characters or more goes in two steps, as neither alone is bounded: the newest
-    ``_PROBE_ROWS`` records the other filters keep are read for the text, newest first (a common text fills the
-    page there, where the index would hand over every record that has it, to be sorted); only when they do not
-    fill the page is the trigram index asked (a rare text: the index hands over few records). SQLite asks its
-    FTS5 table; PostgreSQL is kept off the walk of ``time_ns``'s index, which its planner would take for a text
-    it reckons common, reading every record when those that have it are old."""
+    A text search of 3 characters or more goes in up to three steps (``_search``), each exact, as no one of
+    them is bounded alone: the newest records are read for the text (a common text fills the page there, where
+    the index would hand over every record that has it, to be sorted); then the index is asked for the text among
+    the newest ``_PROBE_ROWS`` only (a text found in a few of them, or in none); only when those do not fill the
+    page is the index asked for every record (a rare text, found in old records: the index hands over those that
+    have it, to be sorted)."""
     dialect = dialect_of(conn)
     rows: list[dict[str, Any]] | None = None
     if not f.sort.default:
         rows = _sorted(conn, f, dialect)
     indexed = rows is None and (text_index(conn, f) if dialect is SQLITE else _indexed_text(f))
     if indexed:
-        rows = _probe(conn, f, dialect)
-        if rows is None:
-            # _indexed_text: 3 characters or more
-            rows = _select(conn, f, *where_clause(f, dialect, fts=dialect is SQLITE), by_index=dialect is not SQLITE)
+        rows = _search(conn, f, dialect)
     if rows is None and f.meta:
         rows = _select(conn, f, *where_clause(f, dialect, by_metadata=True), by_metadata=True)
     if rows is None:
@@ -322,13 +338,12 @@ def _select(
     where: str,
     args: list[Any],
     *,
-    by_index: bool = False,
     by_metadata: bool = False,
 ) -> list[dict[str, Any]]:
-    """``f.limit + 1`` records of ``where``, newest first; ``by_index``: not by walking ``time_ns``'s index;
-    ``by_metadata``: by walking the first metadata condition's rows (``where_clause(by_metadata=True)``)."""
+    """``f.limit + 1`` records of ``where``, newest first; ``by_metadata``: by walking the first metadata
+    condition's rows (``where_clause(by_metadata=True)``)."""
     source = f"{metadata.DRIVEN} JOIN {RAG_RECORDS} r ON r.span_id = m.span_id" if by_metadata else f"{RAG_RECORDS} r"
-    order = _ORDER_METADATA if by_metadata else _ORDER_UNINDEXED if by_index else _ORDER
+    order = _ORDER_METADATA if by_metadata else _ORDER
     cursor = conn.execute(
         f"SELECT {', '.join('r.' + c for c in RAG_FIELDS)} FROM {source}{where} {order} LIMIT ?",
         [*args, f.limit + 1],
@@ -336,26 +351,84 @@ def _select(
     return [dict(zip(RAG_FIELDS, row, strict=True)) for row in cursor]
 
 
-def _probe(conn: AnyConnection, f: RecordFilter, dialect: Dialect) -> list[dict[str, Any]] | None:
-    """``f``'s first ``f.limit + 1`` records, read newest first among the newest ``_PROBE_ROWS`` the other filters
-    keep (the oldest of those bounds the read; a common text stops it after a few rows), when that is the answer:
-    they fill the page (every record past the bound is older), or the other filters keep no more records than
-    those. Else None."""
-    assert f.text is not None
-    if _PROBE_ROWS < 1:
-        return None
-    where, args = where_clause(replace(f, text=None), dialect)
-    bound = conn.execute(
-        f"SELECT r.time_ns, r.span_id FROM {RAG_RECORDS} r{where} {_ORDER} LIMIT 1 OFFSET ?",
-        [*args, _PROBE_ROWS - 1],
+def _by_index(
+    conn: AnyConnection, f: RecordFilter, where: str, args: list[Any], dialect: Dialect
+) -> list[dict[str, Any]]:
+    """``f.limit + 1`` records of ``where`` (whose text condition rides the index), newest first, in the order no
+    index gives (``_ORDER_UNINDEXED``): the candidates the index hands over are sorted by their key alone and the
+    page's rows read after, so a rare text's thousands of candidates are not each carried whole through the sort.
+    A walk of ``time_ns``'s index, which PostgreSQL's planner would take for a text it reckons common, would read
+    every record newer than the oldest that has it."""
+    key = "rowid" if dialect is SQLITE else "span_id"
+    cursor = conn.execute(
+        f"SELECT {', '.join('r.' + c for c in RAG_FIELDS)} FROM {RAG_RECORDS} r WHERE r.{key} IN "
+        f"(SELECT r.{key} FROM {RAG_RECORDS} r{where} {_ORDER_UNINDEXED} LIMIT ?) {_ORDER_UNINDEXED}",
+        [*args, f.limit + 1],
+    )
+    return [dict(zip(RAG_FIELDS, row, strict=True)) for row in cursor]
+
+
+@contextlib.contextmanager
+def _bitmaps_only(conn: AnyConnection, dialect: Dialect) -> Iterator[None]:
+    """PostgreSQL, inside the reader's transaction: plan the block's statement without plain index scans, so
+    that a text searched among the newest records is an AND of the trigram bitmap and ``time_ns``'s range (a text
+    in none of them costs no row read), not a walk of ``time_ns``'s index reading each of them for the text,
+    which the planner prefers for a text it reckons common. The setting is back as it was after the block."""
+    if dialect is SQLITE or not conn.in_transaction:
+        yield
+        return
+    (was, _) = conn.execute(
+        "SELECT current_setting('enable_indexscan'), set_config('enable_indexscan', 'off', true)"
     ).fetchone()
-    text, text_args = _text_clause(f.text, dialect)
-    if bound is not None:
-        # Within the newest _PROBE_ROWS, in the list's order (time_ns, then span_id, both descending).
-        text += " AND r.time_ns >= ? AND (r.time_ns > ? OR r.span_id >= ?)"
-        text_args += [bound[0], bound[0], bound[1]]
-    rows = _select(conn, f, f"{where} AND {text}" if where else f" WHERE {text}", [*args, *text_args])
-    return rows if bound is None or len(rows) > f.limit else None
+    yield
+    # Not after an error: the transaction is aborted then, and takes the setting with it.
+    conn.execute("SELECT set_config('enable_indexscan', ?, true)", (was,))
+
+
+def _search(conn: AnyConnection, f: RecordFilter, dialect: Dialect) -> list[dict[str, Any]]:
+    """``f``'s first ``f.limit + 1`` records when ``f.text`` rides the index (``_indexed_text``), newest first, in
+    up to three steps, each of which returns when its rows are the answer (they fill the page, and every record
+    left unread is older than them; or no record is left unread):
+
+    1. The newest ``_WALK_ROWS`` records (of the other filters) read for the text, newest first: a common text
+       fills the page after a few rows.
+    2. The text among the newest ``_PROBE_ROWS`` records, through the index restricted to them: SQLite's FTS5
+       table from their lowest rowid, PostgreSQL's trigram bitmap ANDed with the range of ``time_ns``
+       (``_bitmaps_only``). A text in none of them costs no read of a record.
+    3. The index over every record (``_by_index``): what is left is a text in few of the newest records, and the
+       index hands over the records that have it, to be sorted."""
+    assert f.text is not None
+    where, args = where_clause(replace(f, text=None), dialect)
+    sqlite = dialect is SQLITE
+    # The newest _PROBE_ROWS: how many there are (fewer: every record of the other filters), the oldest time
+    # among them and (SQLite) their lowest rowid; and the time of the newest _WALK_ROWS' oldest.
+    if min(_WALK_ROWS, _PROBE_ROWS) >= 1:
+        count, oldest, lowest, walked = conn.execute(
+            f"SELECT COUNT(*), MIN(w.time_ns), {'MIN(w.rowid)' if sqlite else 'NULL'}, "
+            f"(SELECT r.time_ns FROM {RAG_RECORDS} r{where} ORDER BY r.time_ns DESC LIMIT 1 OFFSET ?) "
+            f"FROM (SELECT r.time_ns{', r.rowid' if sqlite else ''} FROM {RAG_RECORDS} r{where} "
+            "ORDER BY r.time_ns DESC LIMIT ?) w",
+            [*args, _WALK_ROWS - 1, *args, _PROBE_ROWS],
+        ).fetchone()
+        if not count:
+            return []  # no record of the other filters
+        if walked is not None:
+            # Within the newest _WALK_ROWS: every record past them is as old as the oldest of them, or older.
+            text, text_args = _text_clause(f.text, dialect)
+            rows = _select(conn, f, _and(where, f"r.time_ns >= ? AND {text}"), [*args, walked, *text_args])
+            if len(rows) > f.limit:
+                return rows
+        complete = count < _PROBE_ROWS  # the newest _PROBE_ROWS are every record of the other filters
+        text, text_args = _text_clause(f.text, dialect, fts=sqlite, from_rowid=int(lowest) if sqlite else None)
+        if not complete:
+            # Newer than the oldest of them: every such record is one of them (those as old as it may not all be,
+            # and SQLite's rowid bound holds for them only); every record past is as old as it, or older.
+            text, text_args = f"r.time_ns > ? AND {text}", [oldest, *text_args]
+        with _bitmaps_only(conn, dialect):
+            rows = _by_index(conn, f, _and(where, text), [*args, *text_args], dialect)
+        if complete or len(rows) > f.limit:
+            return rows
+    return _by_index(conn, f, *where_clause(f, dialect, fts=sqlite), dialect)
 
 
 def newer_records(conn: AnyConnection, f: RecordFilter, after: Arrival) -> tuple[list[dict[str, Any]], Arrival, bool]:
