@@ -170,6 +170,10 @@ def test_cost_and_coverage(client: TestClient) -> None:
     )
     assert "<tr><td>docs</td><td>28</td><td>28</td></tr>" in page
     assert "<tr><td>shop</td><td>112</td><td>112</td></tr>" in page
+    # A narrowed page says how in words, not in its query's nanoseconds.
+    narrowed = client.get("/costs", params={"since": "1800000000000000000", "service": "shop", "route": "/ask"}).text
+    assert "filtered: 2027-01-15 08:00:00 UTC to now, service shop; route=/ask" in narrowed
+    assert "filtered: since=" not in narrowed
 
 
 def test_live_updates_return_what_arrived_after_the_page_in_arrival_order(

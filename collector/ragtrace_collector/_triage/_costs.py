@@ -80,6 +80,14 @@ def _spend(data: dict[str, Any], prices: dict[str, Price]) -> dict[str, Any] | N
     }
 
 
+def _in_words(f: RecordFilter) -> str:
+    """What narrows the page: its scope in words (not its query's nanoseconds), then any other condition."""
+    if not f.query():
+        return ""
+    scoped = {key for key, _ in f.scope.params()}
+    return "; ".join([f.scope.describe(), *(f"{key}={value}" for key, value in f.params() if key not in scoped)])
+
+
 def costs_page(
     data: dict[str, Any], f: RecordFilter, prices: dict[str, Price] | None = None, *, services: Sequence[str] = ()
 ) -> str:
@@ -111,7 +119,7 @@ def costs_page(
         services=services,
         here="/costs",
         since_ns=data.get("since_ns"),
-        filtered=f.query(),
+        filtered=_in_words(f),
         default_days=DEFAULT_DAYS,
         spend=spend,
         charts=charts,
