@@ -161,3 +161,37 @@ def _review_in_the_browser(collector: Collector, browser: subprocess.Popen[bytes
         assert tools.run("document.querySelector('#review input[name=author]').value") == "carol"
         tools.click_and_reload('#review button[data-grounded="false"]')
         assert "Reviewed: wrong by carol" in tools.run("document.body.innerText")
+
+
+def test_the_review_queue_ranks_the_newest_scored_records_of_its_week(
+    open_store: Callable[[], Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The queue ranks the period's newest ``QUEUE_WINDOW`` scored records: an older record nearer the cut waits
+    until the newer ones are reviewed or it is among them (a bounded read at any store size)."""
+    from ragtrace_collector._otlp import Batch
+    from ragtrace_collector._store import reviews
+    from ragtrace_collector._store.schema import RAG_COLUMNS, SCORE_COLUMNS
+
+    from tests.collector._stores import whole_row
+
+    store = open_store()
+    base = 1_800_000_000 * 10**9
+    values = [0.5, 0.9, 0.2, 0.75, 0.6]  # oldest first: the oldest sits right at the cut
+    spans = [format(i + 1, "016x") for i in range(len(values))]
+    store.write(
+        Batch(
+            rag_records=[
+                whole_row({"span_id": s, "trace_id": "ab" * 16, "time_ns": base + i, "service": "shop"}, RAG_COLUMNS)
+                for i, s in enumerate(spans)
+            ],
+            scores=[
+                whole_row({"span_id": s, "metric": "faithfulness", "value": v, "time_ns": base + i}, SCORE_COLUMNS)
+                for i, (s, v) in enumerate(zip(spans, values, strict=True))
+            ],
+        )
+    )
+    ranked = store.read(lambda conn: [r["span_id"] for r in reviews.review_queue(conn)[0]])
+    assert ranked == [spans[0], spans[4], spans[3], spans[2], spans[1]]  # 0.5, 0.6, 0.75, 0.2, 0.9
+    monkeypatch.setattr(reviews, "QUEUE_WINDOW", 3)
+    ranked = store.read(lambda conn: [r["span_id"] for r in reviews.review_queue(conn)[0]])
+    assert ranked == [spans[4], spans[3], spans[2]]  # the newest three only: 0.6, 0.75, 0.2

@@ -38,6 +38,10 @@ _CUT: Final = 0.5
 """The judge's cut on faithfulness (the metrics' labels and the alert levels sit at it)."""
 QUEUE_DAYS: Final = 7
 """How far back the review queue looks, from the newest record."""
+QUEUE_WINDOW: Final = 10_000
+"""The review queue ranks the newest this many scored records of its period: ranking a whole week sorted every
+score of it (1.7 s at 1,000,000 records on PostgreSQL, 3.7 s on SQLite, where faithfulness takes few values and
+ties are broken by time); a person reviews the recent ones first anyway."""
 _DAY_NS: Final = 86_400 * 1_000_000_000
 
 
@@ -177,10 +181,10 @@ def review_queue(
     until_ns: int | None = None,
     service: str | None = None,
 ) -> tuple[list[dict[str, Any]], int]:
-    """Up to ``limit`` records scored nobody reviewed, the judge's least sure first (faithfulness nearest its cut);
-    each with its span id, time, service, query, faithfulness and label. They are the ``days`` before the newest
-    record (or before ``until_ns``), from ``since_ns`` when that is later, of ``service`` when given. Returns them
-    and the time they start from (ns)."""
+    """Up to ``limit`` records scored nobody reviewed, the judge's least sure first (faithfulness nearest its cut),
+    newest first among equals; each with its span id, time, service, query, faithfulness and label. They are among
+    the newest ``QUEUE_WINDOW`` scored in the ``days`` before the newest record (or before ``until_ns``), from
+    ``since_ns`` when that is later, of ``service`` when given. Returns them and the time they start from (ns)."""
     newest = until_ns
     if newest is None:
         newest = conn.execute(f"SELECT MAX(time_ns) FROM {RAG_RECORDS}").fetchone()[0]
@@ -194,13 +198,16 @@ def review_queue(
         scope += " AND f.service = ?"
         args.append(service)
     columns: Sequence[str] = ("span_id", "time_ns", "service", "query", "faithfulness", "label")
+    # The newest of the period first (a walk back along scores(metric, time_ns) or (service, metric, time_ns)),
+    # then ranked: a bounded read whatever the store's size.
     rows = conn.execute(
-        f"SELECT r.span_id, r.time_ns, r.service, r.query, f.value, f.label FROM {SCORES} f "
+        f"SELECT r.span_id, r.time_ns, r.service, r.query, f.value, f.label FROM "
+        f"(SELECT span_id, value, label FROM {SCORES} f WHERE f.metric = 'faithfulness' AND f.time_ns >= ?{scope} "
+        f"AND f.value IS NOT NULL ORDER BY f.time_ns DESC LIMIT ?) AS f "
         f"JOIN {RAG_RECORDS} r ON r.span_id = f.span_id "
-        f"WHERE f.metric = 'faithfulness' AND f.time_ns >= ?{scope} AND f.value IS NOT NULL "
-        f"AND NOT EXISTS (SELECT 1 FROM {REVIEWS} v WHERE v.span_id = f.span_id) "
+        f"WHERE NOT EXISTS (SELECT 1 FROM {REVIEWS} v WHERE v.span_id = f.span_id) "
         f"ORDER BY abs(f.value - ?), r.time_ns DESC LIMIT ?",
-        [*args, _CUT, limit],
+        [*args, QUEUE_WINDOW, _CUT, limit],
     ).fetchall()
     return [dict(zip(columns, row, strict=True)) for row in rows], start
 
