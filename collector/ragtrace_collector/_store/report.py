@@ -172,8 +172,15 @@ def _summary(conn: AnyConnection, tables: set[str], period: Period, service: str
         for metric, (n, total) in sorted(by_metric.items())
     )
     q_where, q_args = _quality_clause(period, service)
-    _, o_mean, o_min, o_max = conn.execute(
-        f"SELECT COUNT(*), AVG(overall), MIN(overall), MAX(overall) FROM {RECORD_QUALITY} WHERE 1 = 1{q_where}", q_args
+    # One pass over the period's records (by their scores' time): the overall score, and those whose record is
+    # not in the period (or not stored).
+    outside = ["recorded_ns IS NULL"]
+    outside += [f"recorded_ns {op} ?" for op, bound in (("<", since_ns), (">", until_ns)) if bound is not None]
+    bounds = [bound for bound in (since_ns, until_ns) if bound is not None]
+    o_mean, o_min, o_max, elsewhere = conn.execute(
+        f"SELECT AVG(overall), MIN(overall), MAX(overall), "
+        f"SUM(CASE WHEN {' OR '.join(outside)} THEN 1 ELSE 0 END) FROM {RECORD_QUALITY} WHERE 1 = 1{q_where}",
+        [*bounds, *q_args],
     ).fetchone()
     s_first, s_last = _score_bounds(conn, period, service, hourly)
     first = min((t for t in (first, s_first) if t is not None), default=None)
@@ -181,12 +188,6 @@ def _summary(conn: AnyConnection, tables: set[str], period: Period, service: str
     r_where, r_args = _quality_clause(period, service, "recorded_ns")
     (scored,) = conn.execute(
         f"SELECT COUNT(*) FROM {RECORD_QUALITY} WHERE recorded_ns IS NOT NULL{r_where}", r_args
-    ).fetchone()
-    outside = ["recorded_ns IS NULL"]
-    outside += [f"recorded_ns {op} ?" for op, bound in (("<", since_ns), (">", until_ns)) if bound is not None]
-    bounds = [bound for bound in (since_ns, until_ns) if bound is not None]
-    (elsewhere,) = conn.execute(
-        f"SELECT COUNT(*) FROM {RECORD_QUALITY} WHERE ({' OR '.join(outside)}){q_where}", [*bounds, *q_args]
     ).fetchone()
     return Summary(
         records=sum(n for _, n in decisions),
