@@ -1,7 +1,7 @@
 """Retention: every row older than a cut, deleted from every table that grows (``serve --retention-days``).
 
 Each group's current state (``alert_groups``) and the Phoenix cursor are kept: they are state, not history. The
-rollups (``rollups.py``) follow the deletes by their triggers; the hours left at zero go at the end.
+rollups (``rollups.py``) follow the deletes by their triggers; the hours a round empties go in that round.
 
 Rows go in rounds of at most ``BATCH_ROWS`` a table, each round its own transaction: between two rounds the
 receivers' writes go in, so a first prune of a year of rows never holds the writers for the whole delete (on SQLite one
