@@ -21,7 +21,14 @@ from ragtrace.metrics import LOWER_IS_BETTER
 from ragtrace_collector._drift import metric_direction
 from ragtrace_collector._store.connection import is_postgres, reading
 from ragtrace_collector._store.dialect import AnyConnection, table_names
-from ragtrace_collector._store.rollups import HOUR_NS, Period, read_record_hours, read_score_hours
+from ragtrace_collector._store.rollups import (
+    HOUR_NS,
+    Period,
+    read_record_hours,
+    read_record_rows,
+    read_score_hours,
+    read_score_rows,
+)
 from ragtrace_collector._store.schema import ALERTS, RECORD_QUALITY, ROLLUPS, SCORES
 from ragtrace_collector._store.schema import RAG_RECORDS as RAG
 from ragtrace_collector._store.summaries import NO_DECISION, Issue, MetricSummary, Problem, Summary
@@ -128,14 +135,10 @@ def _hourly_scores(
         out[hour, metric][0] += n
         out[hour, metric][1] += total
     for since, until in period.edges:
-        where, args = _scores_clause(conn, since, until, service)
-        for hour, metric, n, total in conn.execute(
-            f"SELECT time_ns / {HOUR_NS}, metric, COUNT(value), SUM(value) FROM {SCORES} "
-            f"WHERE value IS NOT NULL{where} GROUP BY 1, 2",
-            args,
-        ):
-            out[int(hour), metric][0] += n
-            out[int(hour), metric][1] += total
+        where, args = _scores_clause(conn, since, until, service, table="t.")
+        for hour, metric, n, total in read_score_rows(conn, where, args):
+            out[hour, metric][0] += n
+            out[hour, metric][1] += total
     return {key: (int(n), float(total)) for key, (n, total) in out.items() if n}
 
 
@@ -152,15 +155,13 @@ def _summary(conn: AnyConnection, tables: set[str], period: Period, service: str
         f"(SELECT MAX(time_ns) FROM {RAG} WHERE 1 = 1{where})",
         [*args, *args],
     ).fetchone()
-    decided: dict[str | None, int] = defaultdict(int)
-    for _hour, _service, decision, _judge, records, *_ in read_record_hours(conn, period, service):
-        decided[decision] += int(records)
+    rows = read_record_hours(conn, period, service)
     for since, until in period.edges:
-        e_where, e_args = _time_clause("time_ns", since, until, service)
-        for decision, count in conn.execute(
-            f"SELECT decision, COUNT(*) FROM {RAG} WHERE 1 = 1{e_where} GROUP BY decision", e_args
-        ):
-            decided[decision] += int(count)
+        e_where, e_args = _time_clause("time_ns", since, until, service, table="r.")
+        rows += read_record_rows(conn, "r", f" WHERE 1 = 1{e_where}", e_args)
+    decided: dict[str | None, int] = defaultdict(int)
+    for _hour, _service, decision, _judge, records, *_ in rows:
+        decided[decision] += records
     decisions = sorted(((d or NO_DECISION, n) for d, n in decided.items() if n), key=lambda item: -item[1])
     hourly = _hourly_scores(conn, period, service)
     by_metric: dict[str, list[float]] = defaultdict(lambda: [0, 0.0])

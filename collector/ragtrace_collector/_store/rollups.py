@@ -38,7 +38,6 @@ straddle the period's edge).
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -64,7 +63,9 @@ __all__ = [
     "install",
     "prune_empty",
     "read_record_hours",
+    "read_record_rows",
     "read_score_hours",
+    "read_score_rows",
 ]
 
 HOUR_NS: Final = 3_600_000_000_000
@@ -150,10 +151,6 @@ def _quality_refresh(spans: str) -> list[str]:
     ]
 
 
-_RECORD_COLUMNS: Final = "time_ns, service, decision, judge, calls, prompt_tokens, completion_tokens, seconds"
-"""What a record's rollup reads: updates that change none of these (the claims) fire nothing on SQLite."""
-
-
 # -- SQLite: the writes' differences, and delete triggers -----------------------------------------------------
 
 
@@ -180,62 +177,51 @@ def _sqlite_triggers() -> list[str]:
 
 
 _SCORE_READ: Final = (
-    f"SELECT span_id, metric, value, service, time_ns FROM {SCORES} WHERE value IS NOT NULL AND span_id IN "
+    f"SELECT t.span_id, {_score_delta('t', '', '0')} FROM {SCORES} t WHERE t.value IS NOT NULL AND t.span_id IN "
 )
+# A record's own time too: its record_quality row keeps it exactly, where the rollup keeps only its hour.
 _RECORD_READ: Final = (
-    f"SELECT span_id, time_ns, service, decision, judge, calls, prompt_tokens, completion_tokens, seconds "
-    f"FROM {RAG_RECORDS} WHERE span_id IN "
+    f"SELECT t.span_id, t.time_ns, {_record_delta('t', '', '0')} FROM {RAG_RECORDS} t WHERE t.span_id IN "
 )
-
-
-def _hour_of(time_ns: int | None) -> int:
-    return -1 if time_ns is None else time_ns // HOUR_NS
 
 
 @dataclass(frozen=True, slots=True)
 class Snapshot:
-    """SQLite: what the rollups read of some spans (their scores with a value, their records), read before and
-    after a batch's upserts in its transaction; ``apply_difference`` adds the change to the rollups. It diffs
-    what the rows hold, so whatever the upserts' rules (a retry, a log record's score merged) the sums follow."""
+    """SQLite: what some spans add to the rollups (each score's and record's key and sums, read through the SQL
+    that defines them for the triggers and the backfill), read before and after a batch's upserts in its
+    transaction; ``apply_difference`` adds the change. It diffs what the rows hold, so whatever the upserts' rules
+    (a retry, a log record's score merged) the sums follow."""
 
-    scores: dict[tuple[str, str], tuple[float, str | None, int | None]]
+    scores: dict[tuple[str, str], tuple[Any, ...]]
+    """(span id, metric) -> the score's key in ``score_hours`` (slot 0), then its sums."""
     records: dict[str, tuple[Any, ...]]
+    """span id -> the record's time, its key in ``record_hours`` (slot 0), then its sums."""
 
     @classmethod
     def read(cls, conn: AnyConnection, span_ids: Sequence[str]) -> Snapshot:
-        scores: dict[tuple[str, str], tuple[float, str | None, int | None]] = {}
+        scores: dict[tuple[str, str], tuple[Any, ...]] = {}
         records: dict[str, tuple[Any, ...]] = {}
         for start in range(0, len(span_ids), 500):  # well under SQLite's bound on parameters
             part = list(span_ids[start : start + 500])
             marks = f"({', '.join('?' for _ in part)})"
-            for span_id, metric, value, service, time_ns in conn.execute(_SCORE_READ + marks, part):
-                scores[span_id, metric] = (value, service, time_ns)
+            for span_id, *contribution in conn.execute(_SCORE_READ + marks, part):
+                scores[span_id, contribution[2]] = tuple(contribution)  # the key's third column: the metric
             for span_id, *rest in conn.execute(_RECORD_READ + marks, part):
                 records[span_id] = tuple(rest)
         return cls(scores, records)
 
 
-def _score_sums(found: dict[tuple[str, str], tuple[float, str | None, int | None]], keys: set[Any], sign: int,
-                out: dict[tuple[Any, ...], list[float]]) -> None:  # fmt: skip
-    for key in keys:
-        if key in found:
-            value, service, time_ns = found[key]
-            cell = out[_hour_of(time_ns), service or "", key[1]]
-            cell[0] += sign
-            cell[1] += sign * value
-
-
-def _record_sums(found: dict[str, tuple[Any, ...]], keys: set[str], sign: int,
-                 out: dict[tuple[Any, ...], list[float]]) -> None:  # fmt: skip
-    for key in keys:
-        if key in found:
-            time_ns, service, decision, judge, calls, prompt, completion, seconds = found[key]
-            costed = calls is not None
-            sums = (1, costed, calls or 0, costed * (prompt or 0), costed * (completion or 0),
-                    costed * (seconds or 0.0), costed and seconds is not None)  # fmt: skip
-            cell = out[_hour_of(time_ns), service or "", decision or "", judge or ""]
-            for i, value in enumerate(sums):
+def _cells(before: dict[Any, tuple[Any, ...]], after: dict[Any, tuple[Any, ...]], changed: set[Any], key: int,
+           skip: int = 0) -> dict[tuple[Any, ...], list[float]]:  # fmt: skip
+    """Each rollup cell's change: the ``changed`` rows' contributions (after ``skip`` leading columns, their
+    ``key`` columns, then their sums) taken away as they were and added as they are."""
+    cells: dict[tuple[Any, ...], list[float]] = {}
+    for sign, found in ((-1, before), (1, after)):
+        for row in (found[k][skip:] for k in changed if k in found):
+            cell = cells.setdefault(tuple(row[:key]), [0] * (len(row) - key))
+            for i, value in enumerate(row[key:]):
                 cell[i] += sign * value
+    return cells
 
 
 def _add_cells(
@@ -245,8 +231,8 @@ def _add_cells(
     sums: tuple[str, ...],
     cells: dict[tuple[Any, ...], list[float]],
 ) -> None:
-    """Add ``cells`` (key without the slot -> sums) to ``table``, in slot 0, in key order; nothing for a zero."""
-    rows = [(*cell, 0, *values) for cell, values in sorted(cells.items()) if any(values)]
+    """Add ``cells`` (key -> sums) to ``table``, in key order; nothing for a zero."""
+    rows = [(*cell, *values) for cell, values in sorted(cells.items()) if any(values)]
     if rows:
         marks = ", ".join("?" for _ in (*key, *sums))
         conn.executemany(_add(table, key, sums, f"VALUES ({marks})"), rows)
@@ -260,14 +246,10 @@ def apply_difference(conn: AnyConnection, before: Snapshot, after: Snapshot) -> 
     changed_records = {
         k for k in before.records.keys() | after.records.keys() if before.records.get(k) != after.records.get(k)
     }
-    hours: dict[tuple[Any, ...], list[float]] = defaultdict(lambda: [0] * len(_SCORE_SUMS))
-    _score_sums(before.scores, changed_scores, -1, hours)
-    _score_sums(after.scores, changed_scores, 1, hours)
-    _add_cells(conn, SCORE_HOURS, _SCORE_KEY, _SCORE_SUMS, hours)
-    record_hours: dict[tuple[Any, ...], list[float]] = defaultdict(lambda: [0] * len(_RECORD_SUMS))
-    _record_sums(before.records, changed_records, -1, record_hours)
-    _record_sums(after.records, changed_records, 1, record_hours)
-    _add_cells(conn, RECORD_HOURS, _RECORD_KEY, _RECORD_SUMS, record_hours)
+    score_cells = _cells(before.scores, after.scores, changed_scores, len(_SCORE_KEY))
+    _add_cells(conn, SCORE_HOURS, _SCORE_KEY, _SCORE_SUMS, score_cells)
+    record_cells = _cells(before.records, after.records, changed_records, len(_RECORD_KEY), skip=1)
+    _add_cells(conn, RECORD_HOURS, _RECORD_KEY, _RECORD_SUMS, record_cells)
     spans = sorted({span_id for span_id, _ in changed_scores} | changed_records)
     scored = {span_id for span_id, _ in after.scores}
     gone = [span_id for span_id in spans if span_id not in scored]  # no score left: the row goes
@@ -457,18 +439,39 @@ def _where(hours: tuple[int | None, int | None], service: str | None) -> tuple[s
     return " AND ".join(clauses), args
 
 
+def _score_rows(found: Sequence[Sequence[Any]]) -> list[tuple[int, str, int, float]]:
+    return [(int(hour), metric, int(n), float(total)) for hour, metric, n, total in found if n]
+
+
+def _record_rows(found: Sequence[Sequence[Any]]) -> list[tuple[Any, ...]]:
+    # PostgreSQL's SUM of integers is numeric (Decimal in Python): the counts as int, the seconds as float.
+    return [
+        (int(row[0]), *(v or None for v in row[1:4]), *(int(v) for v in row[4:9]), float(row[9]), int(row[10]))
+        for row in found
+        if row[4]
+    ]
+
+
+_SCORE_GROUP: Final = "SELECT hour, metric, SUM(n), SUM(total) FROM {} GROUP BY hour, metric"
+_RECORD_GROUP: Final = (
+    f"SELECT hour, service, decision, judge, {', '.join(f'SUM({c})' for c in _RECORD_SUMS)} FROM {{}} "
+    "GROUP BY hour, service, decision, judge"
+)
+
+
 def read_score_hours(conn: AnyConnection, period: Period, service: str | None) -> list[tuple[int, str, int, float]]:
     """``(hour, metric, n, total)`` of ``period``'s whole hours (of ``service``'s scores when given)."""
     if period.hours is None:
         return []
     where, args = _where(period.hours, service)
-    return [
-        (int(hour), metric, int(n), float(total))
-        for hour, metric, n, total in conn.execute(
-            f"SELECT hour, metric, SUM(n), SUM(total) FROM {SCORE_HOURS} WHERE {where} GROUP BY hour, metric", args
-        )
-        if n
-    ]
+    return _score_rows(conn.execute(_SCORE_GROUP.format(f"{SCORE_HOURS} WHERE {where}"), args).fetchall())
+
+
+def read_score_rows(conn: AnyConnection, where: str, args: Sequence[Any]) -> list[tuple[int, str, int, float]]:
+    """``read_score_hours``' rows, added up from the ``scores`` rows (aliased ``t``) that `` WHERE 1 = 1{where}``
+    keeps: what the part-hours at a period's ends hold."""
+    rows = f"(SELECT {_score_delta('t', '', '0')} FROM {SCORES} t WHERE t.value IS NOT NULL{where}) AS d"
+    return _score_rows(conn.execute(_SCORE_GROUP.format(rows), args).fetchall())
 
 
 def read_record_hours(conn: AnyConnection, period: Period, service: str | None) -> list[tuple[Any, ...]]:
@@ -477,15 +480,11 @@ def read_record_hours(conn: AnyConnection, period: Period, service: str | None) 
     if period.hours is None:
         return []
     where, args = _where(period.hours, service)
-    sums = ", ".join(f"SUM({c})" for c in _RECORD_SUMS)
-    found = conn.execute(
-        f"SELECT hour, service, decision, judge, {sums} FROM {RECORD_HOURS} WHERE {where} "
-        "GROUP BY hour, service, decision, judge",
-        args,
-    ).fetchall()
-    # PostgreSQL's SUM of integers is numeric (Decimal in Python): the counts as int, the seconds as float.
-    return [
-        (int(row[0]), *(v or None for v in row[1:4]), *(int(v) for v in row[4:9]), float(row[9]), int(row[10]))
-        for row in found
-        if row[4]
-    ]
+    return _record_rows(conn.execute(_RECORD_GROUP.format(f"{RECORD_HOURS} WHERE {where}"), args).fetchall())
+
+
+def read_record_rows(conn: AnyConnection, alias: str, where: str, args: Sequence[Any]) -> list[tuple[Any, ...]]:
+    """``read_record_hours``' rows, added up from the ``rag_records`` rows (aliased ``alias``) that ``where`` (a
+    `` WHERE ...`` clause, or "") keeps: what the part-hours at a period's ends hold, or any other filter."""
+    rows = f"(SELECT {_record_delta(alias, '', '0')} FROM {RAG_RECORDS} {alias}{where}) AS d"
+    return _record_rows(conn.execute(_RECORD_GROUP.format(rows), args).fetchall())

@@ -666,7 +666,7 @@ def latest_alert_id(conn: AnyConnection, rule: str, service: str | None, route: 
 
 # -- judge cost and coverage ------------------------------------------------------------------------------------
 
-HOUR_NS = 3600 * 1_000_000_000
+HOUR_NS = rollups.HOUR_NS
 
 
 COSTS_DEFAULT_DAYS = 7
@@ -690,9 +690,9 @@ def read_costs(conn: AnyConnection, f: RecordFilter) -> dict[str, Any]:
         period = rollups.Period(f.since_ns, f.until_ns)
         rows = list(rollups.read_record_hours(conn, period, f.service))
         for since, until in period.edges:
-            rows += _record_sums(conn, replace(f, since_ns=since, until_ns=until))
+            rows += _record_rows(conn, replace(f, since_ns=since, until_ns=until))
     else:
-        rows = _record_sums(conn, f)
+        rows = _record_rows(conn, f)
     hours: dict[int, list[float]] = {}
     coverage: dict[tuple[Any, Any], int] = {}
     judge_days: dict[tuple[int, Any, Any], list[float]] = {}
@@ -718,24 +718,15 @@ def read_costs(conn: AnyConnection, f: RecordFilter) -> dict[str, Any]:
     }
 
 
+def _record_rows(conn: AnyConnection, f: RecordFilter) -> list[tuple[Any, ...]]:
+    """``rollups.read_record_hours``' rows, added up from the records ``f`` keeps."""
+    where, args = where_clause(f, dialect_of(conn))
+    return rollups.read_record_rows(conn, "r", where, args)
+
+
 def _day_key(item: tuple[tuple[int, Any, Any], Any]) -> tuple[int, str, str]:
     (day, service, judge), _ = item
     return day, service or "", judge or ""
-
-
-def _record_sums(conn: AnyConnection, f: RecordFilter) -> list[tuple[Any, ...]]:
-    """``rollups.read_record_hours``' rows, read from the records ``f`` keeps."""
-    where, args = where_clause(f, dialect_of(conn))
-    costed = "(CASE WHEN r.calls IS NULL THEN 0 ELSE 1 END)"
-    found = conn.execute(
-        f"SELECT r.time_ns / {HOUR_NS}, r.service, r.decision, r.judge, COUNT(*), SUM({costed}), "
-        f"SUM(COALESCE(r.calls, 0)), SUM({costed} * COALESCE(r.prompt_tokens, 0)), "
-        f"SUM({costed} * COALESCE(r.completion_tokens, 0)), SUM({costed} * COALESCE(r.seconds, 0.0)), "
-        f"SUM(CASE WHEN r.calls IS NULL OR r.seconds IS NULL THEN 0 ELSE 1 END) "
-        f"FROM {RAG_RECORDS} r{where} GROUP BY 1, 2, 3, 4",
-        args,
-    ).fetchall()
-    return [tuple(row) for row in found if row[0] is not None]
 
 
 DAY_NS = 24 * HOUR_NS
