@@ -627,7 +627,10 @@ def alert_detail(conn: AnyConnection, alert_id: int, limit: int = 100) -> AlertD
         if alert.get(column):
             scope += f" AND s.{column} = ?"
             scope_args.append(alert[column])
-    bad = "" if found.cutoff is None else (" AND s.value > ?" if found.lower else " AND s.value < ?")
+    # On SQLite "+" keeps the value index out: without statistics its planner walked every score past the cutoff,
+    # of all time (0.5-0.7 s at 1,000,000 records), rather than the alert's period by time (8-13 ms).
+    value = "+s.value" if dialect_of(conn) is SQLITE else "s.value"
+    bad = "" if found.cutoff is None else (f" AND {value} > ?" if found.lower else f" AND {value} < ?")
     args: list[Any] = [alert["metric"], since, alert["time_ns"], *([found.cutoff] if bad else []), *scope_args]
     cursor = conn.execute(
         f"SELECT {', '.join('r.' + c for c in RAG_FIELDS)}, s.value FROM {SCORES} s "
