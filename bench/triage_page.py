@@ -148,6 +148,7 @@ def build(path: Path, n: int) -> None:
     with conn:
         metadata.fill(conn)  # what the receivers write with each record (the rows above bypassed them)
         rollups.backfill(conn, dialect_of(conn))  # and what SQLite's ingest adds up with each batch
+        rollups.backfill_quality_hours(conn)
     store.close()
 
 

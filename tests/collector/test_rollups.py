@@ -455,3 +455,36 @@ def test_two_replicas_writing_one_record_at_once_both_count(postgres_server: Any
     )
     assert (n, overall, recorded) == (2, pytest.approx(0.55), 7 * HOUR)
     assert_in_step(url)
+
+
+def test_sqlite_reads_a_periods_overall_range_by_its_time(tmp_path: Any) -> None:
+    """The overview's lowest and highest overall score: over all time a seek of ``record_quality``'s overall index;
+    for a period its rows by the time index. (An ordered walk of the overall index for a period passed every
+    older record whose score was higher than the period's highest: 800,000 of them for the last day of a
+    1,000,000-record store.)"""
+    from ragtrace_collector._store import Store, report
+
+    store = Store(tmp_path / "plan.db")
+    rng = random.Random(2)
+    base = 1_800_000_000 * 10**9
+    spans = [format(i + 1, "016x") for i in range(40)]
+    store.write(Batch(scores=[score(s, "faithfulness", base + i * HOUR, rng, value=0.5) for i, s in enumerate(spans)]))
+    target = store.target
+    store.close()
+    plans: dict[str, list[str]] = {}
+    with report.open_source(target) as conn:
+
+        class Explaining:
+            def __init__(self, seen: list[str]) -> None:
+                self.seen = seen
+
+            def execute(self, sql: str, args: Any = ()) -> Any:
+                self.seen += [str(row[-1]) for row in conn.execute(f"EXPLAIN QUERY PLAN {sql}", args).fetchall()]
+                return conn.execute(sql, args)
+
+        for name, period in (("all time", rollups.Period()), ("a day", rollups.Period(base + 39 * HOUR, None))):
+            plans[name] = []
+            assert report._overall_range(Explaining(plans[name]), period, None) == (0.5, 0.5)  # type: ignore[arg-type]
+    reads = {name: [p for p in found if RECORD_QUALITY in p] for name, found in plans.items()}
+    assert reads["all time"] and all("idx_record_quality_overall" in p for p in reads["all time"]), reads
+    assert reads["a day"] and all("(time_ns>?)" in p for p in reads["a day"]), reads

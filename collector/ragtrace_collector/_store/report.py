@@ -144,15 +144,23 @@ def _hourly_scores(
 
 
 def _overall_range(conn: AnyConnection, period: Period, service: str | None) -> tuple[float | None, float | None]:
-    """The lowest and highest overall score of ``period``'s records (by their scores' time): each the first row of
-    an ordered read, which the engine serves from ``record_quality``'s ``(overall, ...)`` index (a seek, over all
-    time) or from its time index (the period's rows)."""
+    """The lowest and highest overall score of ``period``'s records (by their scores' time).
+
+    Over all time each is the first row of an ordered read of ``record_quality(overall, ...)``: a seek (with a
+    service, a walk to its first row). A period's are read from its rows by the time index: an ordered walk there
+    could pass every record outside the period first, when the scores of the period are not the store's extremes
+    (measured: the highest overall score of the last day of a 1,000,000-record store walked 800,000 older ones)."""
     where, args = _time_clause("time_ns", period.since_ns, period.until_ns, service)
-    lowest, highest = (
-        f"(SELECT overall FROM {RECORD_QUALITY} WHERE 1 = 1{where} ORDER BY overall{order} LIMIT 1)"
-        for order in ("", " DESC")
-    )
-    found = conn.execute(f"SELECT {lowest}, {highest}", [*args, *args]).fetchone()
+    if period.since_ns is None and period.until_ns is None:
+        lowest, highest = (
+            f"(SELECT overall FROM {RECORD_QUALITY} WHERE 1 = 1{where} ORDER BY overall{order} LIMIT 1)"
+            for order in ("", " DESC")
+        )
+        found = conn.execute(f"SELECT {lowest}, {highest}", [*args, *args]).fetchone()
+    else:
+        found = conn.execute(
+            f"SELECT MIN(overall), MAX(overall) FROM {RECORD_QUALITY} WHERE 1 = 1{where}", args
+        ).fetchone()
     return found[0], found[1]
 
 
