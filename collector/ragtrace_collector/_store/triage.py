@@ -673,12 +673,15 @@ HOUR_NS = rollups.HOUR_NS
 
 
 COSTS_DEFAULT_DAYS = 7
-"""Without ``since``: the week before the store's newest record (an index lookup), not the whole store."""
+"""Without ``since``: the week before the store's newest record (an index lookup), not the whole store, from the
+start of an hour: whole hours, which ``record_hours`` answers for, where an hour cut in its middle is read from
+its records (3,600 of them at one record a second)."""
 
 
 def read_costs(conn: AnyConnection, f: RecordFilter) -> dict[str, Any]:
     """Per hour: judge calls, tokens and mean seconds of the scored records; per service: decision counts.
-    Over ``f``'s time range, by default the ``COSTS_DEFAULT_DAYS`` before ``until`` (else the newest record).
+    Over ``f``'s time range, by default the ``COSTS_DEFAULT_DAYS`` before ``until`` (else the newest record), from
+    the start of that hour.
 
     A filter of time and service only (the page's) reads the whole hours from ``record_hours`` (``rollups.py``)
     and the part-hours at the ends from the records; any other condition reads every record it keeps."""
@@ -687,7 +690,7 @@ def read_costs(conn: AnyConnection, f: RecordFilter) -> dict[str, Any]:
         if end is None:
             end = conn.execute(f"SELECT MAX(time_ns) FROM {RAG_RECORDS}").fetchone()[0]
         if end is not None:
-            f = replace(f, since_ns=int(end) - COSTS_DEFAULT_DAYS * 24 * HOUR_NS)
+            f = replace(f, since_ns=(int(end) // HOUR_NS - COSTS_DEFAULT_DAYS * 24) * HOUR_NS)
     plain = f.route is None and f.decision is None and not f.scores and not f.meta and not f.text
     if plain and RECORD_HOURS in table_names(conn):
         period = rollups.Period(f.since_ns, f.until_ns)
