@@ -220,14 +220,15 @@ _PROBE_ROWS = 10_000
 """A text search, second step: how many of the newest records (of the other filters) are searched through the
 index restricted to them (a few ms whatever the store holds, and nothing for a text in none of them) before the
 index is asked for every record."""
-_FEW_ROWS = 10_000
+_FEW_ROWS = 15_000
 """PostgreSQL, a text search: when the planner reckons the records of the text (and the other filters) at most
 this many, the index over every record is asked at once (the third step alone). Its statistics (a sample of each
-column's values) tell a common text from a rare one. Measured on 1,000,000 records: for a rare old text (11,111
-records) the first two steps found nothing and cost 15 ms, the third 21 ms (the trigrams 5, reading and checking
-the candidates 12, sorting them 4); at about this many candidates the third step alone costs what the first two
-cost a text they answer, so a text reckoned this rare loses little when it is in fact among the newest records.
-A text in more records than reckoned costs what the third step costs it."""
+column's values) tell a common text from a rare one. Measured on 1,000,000 records: the first two steps cost 15 ms
+(the newest records' probe 7, the newest read for the text 2, the index among them 6), the third about 5 ms and
+1.5 us a candidate (a rare old text's 11,111: 21 ms, the trigrams 5, reading and checking them 12, sorting 4). At
+this many candidates (about 27 ms) neither choice can lose more than about those 15 ms: asking at once loses them
+when the text fills the page among the newest records, taking the steps loses them when it does not. A text in
+more records than reckoned costs what the third step costs it."""
 
 
 def list_records(conn: AnyConnection, f: RecordFilter) -> Page:
