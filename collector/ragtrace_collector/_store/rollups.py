@@ -507,6 +507,7 @@ class Period:
 
 
 def _where(hours: tuple[int | None, int | None], service: str | None, column: str = "hour") -> tuple[str, list[Any]]:
+    """A ``WHERE`` condition keeping ``column`` in ``[hours[0], hours[1]]`` (each None: open) and ``service``."""
     clauses: list[str] = ["1 = 1"]
     args: list[Any] = []
     for op, bound in ((">=", hours[0]), ("<=", hours[1])):
@@ -584,16 +585,8 @@ class QualitySums:
 
 def _bounds(column: str, since: int | None, until: int | None, service: str | None) -> tuple[str, list[Any]]:
     """`` AND``-clauses keeping ``column`` in ``[since, until]`` (each None: open) and ``service``'s rows."""
-    clauses: list[str] = []
-    args: list[Any] = []
-    for op, bound in ((">=", since), ("<=", until)):
-        if bound is not None:
-            clauses.append(f"{column} {op} ?")
-            args.append(bound)
-    if service:
-        clauses.append("service = ?")
-        args.append(service)
-    return "".join(f" AND {c}" for c in clauses), args
+    where, args = _where((since, until), service, column)
+    return f" AND {where}", args
 
 
 def read_quality(conn: AnyConnection, period: Period, service: str | None) -> QualitySums:
