@@ -409,8 +409,10 @@ def _search(conn: AnyConnection, f: RecordFilter, dialect: Dialect) -> list[dict
        index hands over the records that have it, to be sorted."""
     assert f.text is not None
     sqlite = dialect is SQLITE
-    if not sqlite and _reckoned_rows(conn, *where_clause(f, dialect)) <= _FEW_ROWS:
-        return _by_index(conn, f, *where_clause(f, dialect), dialect)
+    if not sqlite:
+        where, args = where_clause(f, dialect)
+        if _reckoned_rows(conn, where, args) <= _FEW_ROWS:
+            return _by_index(conn, f, where, args, dialect)
     where, args = where_clause(replace(f, text=None), dialect)
     # The newest _PROBE_ROWS: how many there are (fewer: every record of the other filters), the oldest time
     # among them and (SQLite) their lowest rowid; and the time of the newest _WALK_ROWS' oldest.
