@@ -117,12 +117,18 @@ def _claims(conn: AnyConnection, dialect: Dialect) -> None:
     )
 
 
+def _create(conn: AnyConnection, dialect: Dialect, *names: str) -> None:
+    """The tables ``names`` of ``schema.TABLES`` and their indexes, where missing (in ``TABLES``' order)."""
+    for table in TABLES:
+        if table.name in names:
+            conn.execute(table.ddl(dialect))
+            for ddl in table.index_ddl():
+                conn.execute(ddl)
+
+
 def _reviews(conn: AnyConnection, dialect: Dialect) -> None:
     """People's reviews of records (``reviews.py``): the ``reviews`` table and its index."""
-    (table,) = [t for t in TABLES if t.name == REVIEWS]
-    conn.execute(table.ddl(dialect))
-    for ddl in table.index_ddl():
-        conn.execute(ddl)
+    _create(conn, dialect, REVIEWS)
 
 
 MODEL_CALLS_INDEX: Final = "idx_spans_model_calls"
@@ -212,10 +218,7 @@ def _text_search(conn: AnyConnection, dialect: Dialect) -> None:
 def _record_metadata(conn: AnyConnection, dialect: Dialect) -> None:
     """Records' metadata as rows (``record_metadata``, ``metadata.py``), which the pages' ``meta=`` filter looks
     up instead of reading every record's span attributes, filled from the records already stored."""
-    (table,) = [t for t in TABLES if t.name == RECORD_METADATA]
-    conn.execute(table.ddl(dialect))
-    for ddl in table.index_ddl():
-        conn.execute(ddl)
+    _create(conn, dialect, RECORD_METADATA)
     metadata.fill(conn)
 
 
@@ -249,11 +252,7 @@ def _arrival_order(conn: AnyConnection, dialect: Dialect) -> None:
 def _rollups(conn: AnyConnection, dialect: Dialect) -> None:
     """The rollups of the overview and the costs page (``rollups.py``): their tables, the triggers that keep them
     in step, and their sums over the rows already stored (one pass over ``scores`` and ``rag_records``)."""
-    for table in TABLES:
-        if table.name in (SCORE_HOURS, RECORD_HOURS, RECORD_QUALITY):  # step 11 adds the fourth
-            conn.execute(table.ddl(dialect))
-            for ddl in table.index_ddl():
-                conn.execute(ddl)
+    _create(conn, dialect, SCORE_HOURS, RECORD_HOURS, RECORD_QUALITY)  # step 11 adds the fourth
     rollups.install(conn, dialect)
     rollups.backfill(conn, dialect)
 
@@ -277,11 +276,7 @@ def _text_search_in_c(conn: AnyConnection, dialect: Dialect) -> None:
 def _quality_hours(conn: AnyConnection, dialect: Dialect) -> None:
     """The overall scores added up by hour (``rollups.py``: ``quality_hours``), its triggers, and its sums over the
     ``record_quality`` rows already stored (one pass over them)."""
-    for table in TABLES:
-        if table.name == QUALITY_HOURS:
-            conn.execute(table.ddl(dialect))
-            for ddl in table.index_ddl():
-                conn.execute(ddl)
+    _create(conn, dialect, QUALITY_HOURS)
     rollups.install_quality_hours(conn, dialect)
     rollups.backfill_quality_hours(conn)
 

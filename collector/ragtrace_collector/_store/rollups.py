@@ -431,35 +431,33 @@ def install_quality_hours(conn: AnyConnection, dialect: Dialect) -> None:
         conn.execute(ddl)
 
 
+def _fill(conn: AnyConnection, table: str, key: tuple[str, ...], sums: tuple[str, ...], rows: str) -> None:
+    """Insert into ``table`` the ``rows`` (a subquery of each row's key and sums) added up by key."""
+    keys = ", ".join(key)
+    conn.execute(
+        f"INSERT INTO {table} ({keys}, {', '.join(sums)}) SELECT {keys}, {', '.join(f'SUM({c})' for c in sums)} "
+        f"FROM ({rows}) AS d GROUP BY {keys}"
+    )
+
+
 def backfill(conn: AnyConnection, dialect: Dialect) -> None:
     """Fill the rollups from the rows stored (a migration: the triggers count only what is written after them)."""
     slot = "0"
     conn.execute(f"DELETE FROM {SCORE_HOURS}")
     conn.execute(f"DELETE FROM {RECORD_HOURS}")
     conn.execute(f"DELETE FROM {RECORD_QUALITY}")
-    keys, sums = ", ".join(_SCORE_KEY), ", ".join(f"SUM({c})" for c in _SCORE_SUMS)
-    conn.execute(
-        f"INSERT INTO {SCORE_HOURS} ({keys}, {', '.join(_SCORE_SUMS)}) SELECT {keys}, {sums} FROM "
-        f"(SELECT {_score_delta('t', '', slot)} FROM {SCORES} t WHERE t.value IS NOT NULL) AS d GROUP BY {keys}"
-    )
-    keys, sums = ", ".join(_RECORD_KEY), ", ".join(f"SUM({c})" for c in _RECORD_SUMS)
-    conn.execute(
-        f"INSERT INTO {RECORD_HOURS} ({keys}, {', '.join(_RECORD_SUMS)}) SELECT {keys}, {sums} FROM "
-        f"(SELECT {_record_delta('t', '', slot)} FROM {RAG_RECORDS} t) AS d GROUP BY {keys}"
-    )
+    scores = f"SELECT {_score_delta('t', '', slot)} FROM {SCORES} t WHERE t.value IS NOT NULL"
+    _fill(conn, SCORE_HOURS, _SCORE_KEY, _SCORE_SUMS, scores)
+    _fill(conn, RECORD_HOURS, _RECORD_KEY, _RECORD_SUMS, f"SELECT {_record_delta('t', '', slot)} FROM {RAG_RECORDS} t")
     conn.execute(_quality_refresh(f"SELECT span_id FROM {SCORES}")[1])
 
 
 def backfill_quality_hours(conn: AnyConnection) -> None:
     """Fill ``quality_hours`` from the ``record_quality`` rows stored (after a migration or a copy: its triggers
     count only what changes after them)."""
-    keys, sums = ", ".join(_QUALITY_KEY), ", ".join(f"SUM({c})" for c in _QUALITY_SUMS)
     conn.execute(f"DELETE FROM {QUALITY_HOURS}")
-    conn.execute(
-        f"INSERT INTO {QUALITY_HOURS} ({keys}, {', '.join(_QUALITY_SUMS)}) SELECT {keys}, {sums} FROM "
-        f"(SELECT {_quality_delta('t', '', '0')} FROM {RECORD_QUALITY} t WHERE t.{_QUALITY_COUNTED}) AS d "
-        f"GROUP BY {keys}"
-    )
+    rows = f"SELECT {_quality_delta('t', '', '0')} FROM {RECORD_QUALITY} t WHERE t.{_QUALITY_COUNTED}"
+    _fill(conn, QUALITY_HOURS, _QUALITY_KEY, _QUALITY_SUMS, rows)
 
 
 def prune_empty(conn: AnyConnection) -> dict[str, int]:
