@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ragtrace_collector._triage._scope import Scope
-from ragtrace_collector._triage._templates import NAV, render, render_page
+from ragtrace_collector._triage._templates import NAV, Markup, escape, render, render_page
 from ragtrace_collector._triage._time import fmt_time
 
 __all__ = ["NAV", "error_page", "fmt_time", "sparkline", "verdict_class"]
@@ -90,6 +90,10 @@ def sparkline(
             return "middle"
         return "start" if i == 0 else "end" if i == len(ticks) - 1 else "middle"
 
+    placed = [(f"{x(t):.1f}", f"{y(v):.1f}", f"{fmt_time(t)}: {shown(v)}") for t, v in points]
+    # A point's circle has a radius of 3 px until the points come closer than its width, then less (a week of hours
+    # is 3.8 px apart), so the line stays a line of dots and not a band of overlapping discs.
+    radius = f"{min(3.0, max(1.0, plot_w / max(1, len(points) - 1) / 3)):.2g}"
     chart = {
         "label": label,
         "width": width,
@@ -102,7 +106,14 @@ def sparkline(
         "time_labels": [(x(t), anchor(i), fmt_time(t)[:16]) for i, t in enumerate(ticks)],
         "level": None if level is None else y(level),
         "marks": [(x(t), text, fmt_time(t)) for t, text in marks],
-        "line": " ".join(f"{x(t):.1f},{y(v):.1f}" for t, v in points) if len(points) > 1 else "",
-        "circles": [(x(t), y(v), f"{fmt_time(t)}: {shown(v)}") for t, v in points],
+        "line": " ".join(f"{cx},{cy}" for cx, cy, _ in placed) if len(points) > 1 else "",
+        # One element a point, written here rather than by a loop in the template: a week's hourly chart has 169
+        # of them and the costs page three charts, where the template's loop was most of the page's time.
+        "circles": Markup(
+            "\n".join(
+                f'<circle cx="{cx}" cy="{cy}" r="{radius}" fill="#1f5fbf"><title>{escape(title)}</title></circle>'
+                for cx, cy, title in placed
+            )
+        ),
     }
     return render("chart.html", c=chart)

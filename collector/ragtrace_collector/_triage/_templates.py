@@ -17,13 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
 from ragtrace_collector._triage._assets import asset_url
 from ragtrace_collector._triage._scope import RANGES, Scope
 from ragtrace_collector._triage._time import fmt_time
 
-__all__ = ["NAV", "Markup", "frame", "macro", "render", "render_page"]
+__all__ = ["NAV", "Markup", "escape", "frame", "macro", "render", "render_page"]
 
 NAV = (
     ("/", "overview"),
