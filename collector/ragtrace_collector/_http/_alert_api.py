@@ -109,12 +109,11 @@ def alert_api_routes(
     silence or an acknowledgement naming another rule is refused as a typo). ``query_seconds``: how long one
     request's store work may run (then 503); it stops as soon as its client leaves. ``max_silence_ns``: the longest
     silence accepted."""
-    db = store
 
     def connect() -> Any:
         # Within the request's budget (bounded_call's): the writes are small, but a store locked or slow must not
         # hold a worker thread past it.
-        return writing(db)
+        return writing(store)
 
     def check_rule(rule: str | None) -> None:
         if rule is not None and rule_names is not None and rule not in rule_names:
@@ -123,7 +122,7 @@ def alert_api_routes(
 
     def listing() -> dict[str, Any]:
         now = clock()
-        with snapshot(db) as conn:
+        with snapshot(store) as conn:
             views = group_views(conn, now)
             pending = [s for s in silences(conn) if s.ends_ns > now]
         return {
