@@ -91,8 +91,8 @@ def sparkline(
         return "start" if i == 0 else "end" if i == len(ticks) - 1 else "middle"
 
     placed = [(f"{x(t):.1f}", f"{y(v):.1f}", f"{fmt_time(t)}: {shown(v)}") for t, v in points]
-    # A point's circle has a radius of 3 px until the points come closer than its width, then less (a week of hours
-    # is 3.8 px apart), so the line stays a line of dots and not a band of overlapping discs.
+    # A point's circle has a radius of 3 px while the points are 9 px apart or more, then a third of their spacing
+    # (1 px at least; a week of hours is 3.8 px apart), so the line stays a line of dots, not a band of discs.
     radius = f"{min(3.0, max(1.0, plot_w / max(1, len(points) - 1) / 3)):.2g}"
     chart = {
         "label": label,
@@ -108,7 +108,7 @@ def sparkline(
         "marks": [(x(t), text, fmt_time(t)) for t, text in marks],
         "line": " ".join(f"{cx},{cy}" for cx, cy, _ in placed) if len(points) > 1 else "",
         # One element a point, written here rather than by a loop in the template: a week's hourly chart has 169
-        # of them and the costs page three charts, where the template's loop was most of the page's time.
+        # of them and the costs page three charts, where the template's loop was most of the page's rendering.
         "circles": Markup(
             "\n".join(
                 f'<circle cx="{cx}" cy="{cy}" r="{radius}" fill="#1f5fbf"><title>{escape(title)}</title></circle>'
