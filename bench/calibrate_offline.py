@@ -49,7 +49,7 @@ from ragtrace.judges.offline import _NONCOMMITTAL_PROTOTYPES, grounding, text
 from ragtrace.judges.offline.embedder import Embedder
 from ragtrace.judges.offline.support import SupportModel
 
-OUT = Path(__file__).resolve().parents[1] / "ragtrace" / "judges" / "_offline_calibration.py"
+OUT = Path(__file__).resolve().parents[1] / "ragtrace" / "judges" / "offline" / "calibration.py"
 
 
 class StoredEmbedder(Embedder):
@@ -158,6 +158,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dry-run", action="store_true", help="print the fit, do not write the module")
     parser.add_argument("--embedding-cache", type=Path, help="pickle file keeping vectors between runs")
+    parser.add_argument(
+        "--rows", type=int, default=0, help="at most this many rows of each set's calibration split (0: all)"
+    )
     args = parser.parse_args(argv)
     embedder = StoredEmbedder(args.embedding_cache)
     support = SupportModel()
@@ -168,6 +171,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     named_per_set: dict[str, list[np.ndarray]] = {}
     for name in GROUNDING_SETS:
         examples = load(name, "train")
+        if args.rows:
+            examples = examples[: 2 * args.rows]
         feats, named = claim_features(support, examples)
         per_set[name] = (examples, feats)
         named_per_set[name] = named
