@@ -226,11 +226,14 @@ def restated(values: Sequence[float]) -> bool:
     claim a passage supports, not to accept every restatement, and it rejects some plain ones ("The
     Eiffel Tower is in Paris." against a three-sentence passage on the tower: logit -2.9). Words in
     the chunk are evidence it may not overrule; a swapped relation between names the chunk does
-    mention ("A beat B" for "B beat A") passes only when the chunk also states the claim's words in the
-    claim's order (``alignment.Alignment.order``): two dates or names swapped inside one sentence are
-    all in that sentence, in another order, and are left to the probability."""
+    mention ("A beat B" for "B beat A") passes unless the claim is a near copy of the chunk out of the
+    chunk's order (``alignment.Alignment.order`` from ``aligned.NEAR_COPY`` to below 1): two dates or names
+    swapped inside one sentence are all in that sentence, a few pairs out of place, and are left to the
+    probability; a rewording in another order ("The capital of Brazil is Brasilia." against "Brazil ...
+    Its capital is Brasilia", order 0) is a restatement."""
+    order = values[FEATURES.index("order")]
     return (
-        values[FEATURES.index("order")] >= 1.0
+        not aligned.NEAR_COPY <= order < 1.0
         and values[FEATURES.index("best_unit_coverage")] >= 1.0
         and values[FEATURES.index("missing_numbers")] == 0
         and values[FEATURES.index("conflicts")] == 0
