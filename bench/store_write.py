@@ -29,9 +29,9 @@ and without it (dropped after the store opened), interleaved in each round; span
     .venv/bin/python bench/store_write.py --arrival-cost [--writers 1 4]
 
 ``--rollup-cost``: what keeping the rollups (``_store/rollups.py``, migration 9: ``score_hours``, ``record_hours``,
-``record_quality``) costs each engine's writes: the same batches into stores with them as shipped and without
-(PostgreSQL: its triggers dropped after the store opened; SQLite: ingest's difference turned off), interleaved in
-each round.
+``record_quality``; migration 11: ``quality_hours``) costs each engine's writes: the same batches into stores with
+them as shipped, without ``quality_hours`` alone (its triggers dropped after the store opened) and without any
+(PostgreSQL: its triggers dropped; SQLite: ingest's difference turned off), interleaved in each round.
 
     .venv/bin/python bench/store_write.py --rollup-cost [--writers 1 4] [--engines sqlite postgresql]
 """
@@ -55,8 +55,15 @@ from ingest import SPANS_PER_BATCH, otlp_bodies  # noqa: E402  (bench/ingest.py:
 from ragtrace_collector._otlp import Batch, decode_protobuf  # noqa: E402
 from ragtrace_collector._store import ingest as store_ingest  # noqa: E402
 from ragtrace_collector._store import open_store  # noqa: E402
-from ragtrace_collector._store.dialect import dialect_of  # noqa: E402
-from ragtrace_collector._store.schema import RAG_RECORDS, TABLES, TEXT_SEARCH, XACT, TextSearch  # noqa: E402
+from ragtrace_collector._store.dialect import SQLITE, dialect_of  # noqa: E402
+from ragtrace_collector._store.schema import (  # noqa: E402
+    RAG_RECORDS,
+    RECORD_QUALITY,
+    TABLES,
+    TEXT_SEARCH,
+    XACT,
+    TextSearch,
+)
 
 from tests.collector._postgres import running_postgres  # noqa: E402
 
@@ -191,6 +198,17 @@ def without_rollups(conn: Any) -> None:
     for short, table in (("scores", "scores"), ("records", RAG_RECORDS)):
         for event in ("insert", "update", "delete"):
             conn.execute(f'DROP TRIGGER IF EXISTS rollup_{short}_{event} ON "{table}"')
+    without_quality_hours(conn)
+
+
+def without_quality_hours(conn: Any) -> None:
+    """A ``prepare`` that drops the triggers of ``quality_hours`` (migration 11) on either engine."""
+    if dialect_of(conn) is SQLITE:
+        for event in ("ai", "ad", "au"):
+            conn.execute(f"DROP TRIGGER IF EXISTS rollup_quality_{event}")
+        return
+    for event in ("insert", "update", "delete"):
+        conn.execute(f'DROP TRIGGER IF EXISTS rollup_quality_{event} ON "{RECORD_QUALITY}"')
 
 
 @contextlib.contextmanager
@@ -211,7 +229,7 @@ def rollup_cost(work: Sequence[Batch], writers: Sequence[int], rounds: int, engi
         for n in writers:
             best: dict[tuple[str, str], float] = {}
             for round_ in range(rounds):
-                variants = ["with rollups (shipped)", "without"]
+                variants = ["with rollups (shipped)", "without quality_hours", "without"]
                 variants = variants if round_ % 2 == 0 else variants[::-1]
                 for engine in engines:
                     for name in variants:
@@ -223,6 +241,8 @@ def rollup_cost(work: Sequence[Batch], writers: Sequence[int], rounds: int, engi
                             target = lambda u=url: open_store(u)  # noqa: E731
                         if name == "with rollups (shipped)":
                             rate = spans_per_second(target, work, n)
+                        elif name == "without quality_hours":
+                            rate = spans_per_second(target, work, n, without_quality_hours)
                         elif engine == "postgresql":
                             rate = spans_per_second(target, work, n, without_rollups)
                         else:
@@ -231,9 +251,11 @@ def rollup_cost(work: Sequence[Batch], writers: Sequence[int], rounds: int, engi
                         best[engine, name] = max(best.get((engine, name), 0.0), rate)
             for engine in engines:
                 shipped, none = best[engine, "with rollups (shipped)"], best[engine, "without"]
+                unhoured = best[engine, "without quality_hours"]
                 print(
                     f"writers={n} {engine:<10}: with rollups {shipped:,.0f} spans/s, without {none:,.0f} spans/s, "
-                    f"with / without = {shipped / none:.2f}x",
+                    f"with / without = {shipped / none:.2f}x; without quality_hours {unhoured:,.0f} spans/s, "
+                    f"with / without quality_hours = {shipped / unhoured:.2f}x",
                     flush=True,
                 )
 

@@ -15,8 +15,10 @@ the text searches are measured without it first ("before": the scan of the previ
 over the records (timed: what the upgrade of such a store costs) and every page is measured with it.
 
 The text and metadata pages' reads are measured apart too (``list_records`` in a snapshot of its own,
-connection included), beside what opening and closing a snapshot alone costs: on PostgreSQL a page's connection
-is a new server process, which is most of such a page's time.
+connection included), beside what opening and closing a snapshot alone costs. The pages read through the opened
+store, as ``serve`` gives it to them: on PostgreSQL a pooled read connection (``PostgresStore.lend_reader``); the
+reads are measured on a connection of their own too (a new server process each), the ratio saying what the pool
+saves.
 
 ``--store postgresql``: the same on a throwaway local PostgreSQL (Debian's, ``tests/collector/_postgres.py``, with
 its durable defaults), filled with ``COPY`` and ``ANALYZE``d, through the same pages.
@@ -44,7 +46,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # tests/collector/_postgres.py: the throwaway server
 
 from ragtrace_collector._report import page_routes  # noqa: E402
-from ragtrace_collector._store import Store, metadata, open_store, rollups  # noqa: E402
+from ragtrace_collector._store import LendsReaders, Store, metadata, open_store, rollups  # noqa: E402
 from ragtrace_collector._store.arrival import Arrival  # noqa: E402
 from ragtrace_collector._store.connection import snapshot  # noqa: E402
 from ragtrace_collector._store.dialect import dialect_of  # noqa: E402
@@ -146,6 +148,7 @@ def build(path: Path, n: int) -> None:
     with conn:
         metadata.fill(conn)  # what the receivers write with each record (the rows above bypassed them)
         rollups.backfill(conn, dialect_of(conn))  # and what SQLite's ingest adds up with each batch
+        rollups.backfill_quality_hours(conn)
     store.close()
 
 
@@ -296,8 +299,12 @@ def run(target: Any, n: int, runs: int, fill: Callable[[], None], *, before: boo
         figures["index_seconds"] = time.perf_counter() - start
         print(f"text index built over {n:,} records in {figures['index_seconds']:.0f} s", flush=True)
         every = pages(n, store.read(last_row))
-        figures["after"] = measure(target, every, runs)
-        figures["reads"] = measure_reads(target, {name: every[name] for name in SEARCH_PAGES}, runs)
+        # Through the store, as ``serve`` hands it to the pages: a PostgresStore lends pooled read connections.
+        figures["after"] = measure(store, every, runs)
+        searched = {name: every[name] for name in SEARCH_PAGES}
+        figures["reads"] = measure_reads(store, searched, runs)
+        if isinstance(store, LendsReaders):
+            figures["reads_own"] = measure_reads(target, searched, runs)  # a connection of its own each time
     finally:
         store.close()
     return figures
@@ -340,6 +347,13 @@ def main(argv: list[str] | None = None) -> int:
         base = small["reads"][name][1]
         page = f"{big['after'][name][1] * 1e3:>10.1f}" if name in big["after"] else ""
         print(f"{name:<38}{p50 * 1e3:>9.1f}{p95 * 1e3:>9.1f}   {base * 1e3:>14.1f}{p95 / base:>8.2f}{page}")
+    if "reads_own" in big:
+        print(f"\nthe same reads on a pooled connection against a connection of their own, {args.runs} loads")
+        print(f"{'reads of':<38}{'pooled p95':>11}{'own p95':>9}{'ratio':>8}   at {args.baseline:,}: ratio")
+        for name, (_, p95) in big["reads"].items():
+            own = big["reads_own"][name][1]
+            small_ratio = small["reads"][name][1] / small["reads_own"][name][1]
+            print(f"{name:<38}{p95 * 1e3:>11.1f}{own * 1e3:>9.1f}{p95 / own:>8.2f}   {small_ratio:>13.2f}")
     return 0
 
 

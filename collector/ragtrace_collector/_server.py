@@ -172,9 +172,7 @@ class Collector:
                 # refused as a typo.
                 names = [rule.name for rule in watcher.rules.rules] if watcher is not None else None
                 routes.extend(
-                    alert_api_routes(
-                        config.target, rule_names=names, max_silence_ns=int(config.max_silence_days * 86_400e9)
-                    )
+                    alert_api_routes(store, rule_names=names, max_silence_ns=int(config.max_silence_days * 86_400e9))
                 )
             page_served = False
             not_found = None
@@ -184,7 +182,7 @@ class Collector:
                 not_found = not_found_handler
                 routes.extend(page_routes(store))
                 # People's reviews of records: the record page's buttons, the labels export, the agreement.
-                routes.extend(review_api_routes(config.target))
+                routes.extend(review_api_routes(store))
                 page_served = True
             app = create_app(
                 pipeline,

@@ -13,6 +13,7 @@ import pytest
 from ragtrace_collector._otlp import Batch
 from ragtrace_collector._store import rollups
 from ragtrace_collector._store.schema import (
+    QUALITY_HOURS,
     RAG_COLUMNS,
     RAG_RECORDS,
     RECORD_HOURS,
@@ -98,10 +99,16 @@ def expected(store: Any) -> dict[str, Any]:
             min(good),
             record_times.get(span_id),
         )
+    quality_hours: dict[tuple[Any, ...], list[float]] = defaultdict(lambda: [0, 0.0])
+    for service, time_ns, _n, overall, _worst, recorded in quality.values():
+        hours = [-1 if t is None else t // HOUR for t in (time_ns, recorded)]
+        quality_hours[(*hours, service or "")][0] += 1
+        quality_hours[(*hours, service or "")][1] += overall
     return {
         "score_hours": {k: tuple(v) for k, v in score_hours.items()},
         "record_hours": {k: tuple(v) for k, v in record_hours.items()},
         "quality": quality,
+        "quality_hours": {k: tuple(v) for k, v in quality_hours.items()},
     }
 
 
@@ -130,7 +137,21 @@ def stored(store: Any) -> dict[str, Any]:
             store, f"SELECT span_id, service, time_ns, n, overall, worst, recorded_ns FROM {RECORD_QUALITY}"
         )
     }
-    return {"score_hours": score_hours, "record_hours": record_hours, "quality": quality}
+    quality_hours = {
+        tuple(key): (n, total)
+        for *key, n, total in rows(
+            store,
+            f"SELECT hour, recorded_hour, service, SUM(n), SUM(total) FROM {QUALITY_HOURS} "
+            "GROUP BY hour, recorded_hour, service",
+        )
+        if n
+    }
+    return {
+        "score_hours": score_hours,
+        "record_hours": record_hours,
+        "quality": quality,
+        "quality_hours": quality_hours,
+    }
 
 
 def assert_in_step(store: Any) -> None:
@@ -145,6 +166,9 @@ def assert_in_step(store: Any) -> None:
     assert set(got["quality"]) == set(want["quality"])
     for span_id, (service, time_ns, n, overall, worst, recorded) in want["quality"].items():
         assert got["quality"][span_id] == (service, time_ns, n, pytest.approx(overall), pytest.approx(worst), recorded)
+    assert set(got["quality_hours"]) == set(want["quality_hours"])
+    for key, (n, total) in want["quality_hours"].items():
+        assert got["quality_hours"][key] == (n, pytest.approx(total, abs=1e-9)), key
 
 
 def test_the_rollups_follow_every_kind_of_write(open_store: Any) -> None:
@@ -180,8 +204,9 @@ def test_the_rollups_follow_every_kind_of_write(open_store: Any) -> None:
     assert_in_step(store)
     store.prune(older_than_ns=base + 31 * HOUR)
     assert_in_step(store)
-    leftover = rows(store, f"SELECT COUNT(*) FROM {SCORE_HOURS} WHERE n = 0")
-    assert leftover == [(0,)], "retention leaves no emptied hour behind"
+    for table in (SCORE_HOURS, QUALITY_HOURS):
+        leftover = rows(store, f"SELECT COUNT(*) FROM {table} WHERE n = 0")
+        assert leftover == [(0,)], f"retention leaves no emptied hour of {table} behind"
 
 
 def test_a_store_from_before_the_rollups_gets_them_filled(store_target: str) -> None:
@@ -202,7 +227,7 @@ def test_a_store_from_before_the_rollups_gets_them_filled(store_target: str) -> 
     want = expected(store)
 
     def forget(conn: Any) -> None:  # the store as step 8 left it: no rollups, version 8
-        for table in (SCORE_HOURS, RECORD_HOURS, RECORD_QUALITY):
+        for table in (QUALITY_HOURS, SCORE_HOURS, RECORD_HOURS, RECORD_QUALITY):
             conn.execute(f"DELETE FROM {table}")
 
     store.change(forget)
@@ -217,6 +242,49 @@ def test_a_store_from_before_the_rollups_gets_them_filled(store_target: str) -> 
     reopened = open_store(store_target)
     try:
         assert stored(reopened)["score_hours"].keys() == want["score_hours"].keys()
+        assert_in_step(reopened)
+    finally:
+        reopened.close()
+
+
+def test_a_store_from_before_quality_hours_gets_them_filled(store_target: str) -> None:
+    """Migrating a store of version 10 (the rollups of step 9, no ``quality_hours``) adds the table and fills it
+    from ``record_quality``; the overview then reads it."""
+    from ragtrace_collector._store import migrations, open_store, writing
+
+    rng = random.Random(4)
+    store = open_store(store_target)
+    spans = [format(i + 1, "016x") for i in range(30)]
+    at = [1_800_000_000 * 10**9 + i * HOUR // 3 for i in range(30)]
+    store.write(
+        Batch(
+            rag_records=[record(s, at[i], rng) for i, s in enumerate(spans)],
+            # Scored up to two hours after the record: a record's two hours differ.
+            scores=[score(s, m, at[i] + rng.randrange(2 * HOUR), rng) for i, s in enumerate(spans) for m in METRICS],
+        )
+    )
+    store.close()
+
+    def as_step_10_left_it(conn: Any) -> None:
+        conn.execute(f"DROP TABLE {QUALITY_HOURS}")
+        if "postgresql" in store_target:
+            conn.execute("DROP FUNCTION ragtrace_rollup_quality CASCADE")  # its triggers with it
+            conn.execute("UPDATE ragtrace_schema SET version = 10")
+        else:
+            for event in ("ai", "ad", "au"):
+                conn.execute(f"DROP TRIGGER rollup_quality_{event}")
+            conn.execute("PRAGMA user_version = 10")
+        conn.commit()
+
+    with writing(store_target) as conn:
+        as_step_10_left_it(conn)
+        assert migrations.migrate(conn) == 10
+    reopened = open_store(store_target)
+    try:
+        assert stored(reopened)["quality_hours"], "filled from the records already scored"
+        assert_in_step(reopened)
+        # And kept from then on: a record scored again moves its hours.
+        reopened.write(Batch(scores=[score(spans[0], "faithfulness", at[0] + 5 * HOUR, rng, value=0.1)]))
         assert_in_step(reopened)
     finally:
         reopened.close()
@@ -289,8 +357,11 @@ def test_the_overview_reads_from_the_rollups_what_the_rows_say(open_store: Any) 
         at = base + rng.randrange(0, 60 * HOUR)
         row = record(span_id, at, rng)
         records.append(row)
-        # A record's scores share its time and service, as a span's evaluations do.
-        scores += [score(span_id, m, at, rng, service=row["service"]) for m in rng.sample(METRICS, rng.randint(1, 3))]
+        # A record's scores share its service, as a span's evaluations do; most its time too, some come later
+        # (scored on the server, a reviewer's rescoring), a few earlier (a carrier's scores before its record).
+        later = rng.choice([0, 0, 0, rng.randrange(-HOUR, 3 * HOUR)])
+        metrics = rng.sample(METRICS, rng.randint(1, 3))
+        scores += [score(span_id, m, at + later, rng, service=row["service"]) for m in metrics]
     store.write(Batch(rag_records=records[:250], scores=scores))  # 50 scored records never arrive
     target = store.target
     periods = [
@@ -384,3 +455,36 @@ def test_two_replicas_writing_one_record_at_once_both_count(postgres_server: Any
     )
     assert (n, overall, recorded) == (2, pytest.approx(0.55), 7 * HOUR)
     assert_in_step(url)
+
+
+def test_sqlite_reads_a_periods_overall_range_by_its_time(tmp_path: Any) -> None:
+    """The overview's lowest and highest overall score: over all time a seek of ``record_quality``'s overall index;
+    for a period its rows by the time index. (An ordered walk of the overall index for a period passed every
+    older record whose score was higher than the period's highest: 800,000 of them for the last day of a
+    1,000,000-record store.)"""
+    from ragtrace_collector._store import Store, report
+
+    store = Store(tmp_path / "plan.db")
+    rng = random.Random(2)
+    base = 1_800_000_000 * 10**9
+    spans = [format(i + 1, "016x") for i in range(40)]
+    store.write(Batch(scores=[score(s, "faithfulness", base + i * HOUR, rng, value=0.5) for i, s in enumerate(spans)]))
+    target = store.target
+    store.close()
+    plans: dict[str, list[str]] = {}
+    with report.open_source(target) as conn:
+
+        class Explaining:
+            def __init__(self, seen: list[str]) -> None:
+                self.seen = seen
+
+            def execute(self, sql: str, args: Any = ()) -> Any:
+                self.seen += [str(row[-1]) for row in conn.execute(f"EXPLAIN QUERY PLAN {sql}", args).fetchall()]
+                return conn.execute(sql, args)
+
+        for name, period in (("all time", rollups.Period()), ("a day", rollups.Period(base + 39 * HOUR, None))):
+            plans[name] = []
+            assert report._overall_range(Explaining(plans[name]), period, None) == (0.5, 0.5)  # type: ignore[arg-type]
+    reads = {name: [p for p in found if RECORD_QUALITY in p] for name, found in plans.items()}
+    assert reads["all time"] and all("idx_record_quality_overall" in p for p in reads["all time"]), reads
+    assert reads["a day"] and all("(time_ns>?)" in p for p in reads["a day"]), reads

@@ -165,3 +165,15 @@ def test_a_nul_character_in_a_sent_string_is_stored_not_refused(open_store: Open
     (service, query), *_ = rows(store, "SELECT service, query FROM rag_records WHERE span_id = ?", (hex_span_id(rag),))
     sqlite = store.path is not None
     assert (service, query) == (("sh\x00p", "who\x00?") if sqlite else ("sh\ufffdp", "who\ufffd?"))
+
+
+@pytest.mark.parametrize("url", ["postgresql://u@127.0.0.1:5432/db", "postgresql:/u@127.0.0.1:5432/db"])
+def test_a_url_given_as_a_path_is_refused_and_leaves_no_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, url: str
+) -> None:
+    # A URL that went through Path() loses a slash; either form must not become a directory and a SQLite file.
+    monkeypatch.chdir(tmp_path)
+    for target in (url, Path(url)):
+        with pytest.raises(ValueError, match="is a URL, not a SQLite file"):
+            Store(target)
+    assert list(tmp_path.iterdir()) == []

@@ -73,17 +73,19 @@ def _listed(store: Any, f: RecordFilter) -> list[str]:
 
 
 @pytest.mark.parametrize(
-    ("walk_rows", "probe_rows"),
-    [(triage._WALK_ROWS, triage._PROBE_ROWS), (2, 5), (3, 3), (0, 0)],
-    ids=["defaults", "walk-window-index", "walk-then-index", "index-only"],
+    ("walk_rows", "probe_rows", "few_rows"),
+    [(triage._WALK_ROWS, triage._PROBE_ROWS, 0), (2, 5, 0), (3, 3, 0), (0, 0, 0), (2, 5, triage._FEW_ROWS)],
+    ids=["defaults", "walk-window-index", "walk-then-index", "index-only", "reckoned-rare"],
 )
 def test_search_finds_what_reading_every_record_found(
-    open_store: Callable[[], Any], monkeypatch: pytest.MonkeyPatch, walk_rows: int, probe_rows: int
+    open_store: Callable[[], Any], monkeypatch: pytest.MonkeyPatch, walk_rows: int, probe_rows: int, few_rows: int
 ) -> None:
     """Each of the search's steps (the newest records read; the index among the newest; the index over every
-    record) finds the same records, page by page, on both engines, whichever step fills the page."""
+    record, and on PostgreSQL that one at once for a text the planner reckons rare: here every text, in a small
+    store) finds the same records, page by page, on both engines, whichever step fills the page."""
     monkeypatch.setattr(triage, "_WALK_ROWS", walk_rows)
     monkeypatch.setattr(triage, "_PROBE_ROWS", probe_rows)
+    monkeypatch.setattr(triage, "_FEW_ROWS", few_rows)
     store = open_store()
     store.write(Batch(rag_records=[_record(i, q, a) for i, (q, a) in enumerate(TEXTS)]))
     for text in SEARCHES:
@@ -106,6 +108,7 @@ def test_records_of_one_time_are_listed_whole_across_the_steps(
     left out, although they arrived (rowid) in another order than their span ids."""
     monkeypatch.setattr(triage, "_WALK_ROWS", walk_rows)
     monkeypatch.setattr(triage, "_PROBE_ROWS", probe_rows)
+    monkeypatch.setattr(triage, "_FEW_ROWS", 0)  # PostgreSQL: the steps, not the index at once
     store = open_store()
     order = [7, 2, 9, 0, 5, 11, 3, 8, 1, 10, 6, 4]  # arrival order; span ids by number
     records = [_record(i, f"same time {i}", "needle" if i % 3 else "hay") for i in order]
@@ -217,6 +220,40 @@ def test_postgresql_plans_the_search_on_its_trigram_indexes(
             assert conn.execute("SELECT current_setting('enable_indexscan')").fetchone() == ("on",)
     finally:
         store.close()
+
+
+def test_postgresql_asks_the_index_at_once_for_a_text_it_reckons_rare(
+    postgres_server: PostgresServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A text the planner's statistics reckon in at most ``_FEW_ROWS`` records goes to the index over every record
+    at once: the probe of the newest records (their count and oldest time) never runs. One it reckons common
+    takes the steps, the newest records first."""
+    from ragtrace_collector._store.postgres import PgConnection
+
+    store = open_target(postgres_server.database())
+    seen: list[str] = []
+    real = PgConnection.execute
+
+    def spy(self: PgConnection, sql: str, params: Any = ()) -> Any:
+        seen.append(sql)
+        return real(self, sql, params)
+
+    try:
+        store.write(Batch(rag_records=[_record(i, f"Question {i}", "It is in Paris.") for i in range(2000)]))
+        monkeypatch.setattr(triage, "_FEW_ROWS", 100)
+        monkeypatch.setattr(PgConnection, "execute", spy)
+        with store.connection() as conn, conn:
+            conn.execute("ANALYZE rag_records")
+            seen.clear()
+            rare = [r["span_id"] for r in triage.list_records(conn, RecordFilter(text="Question 1999")).records]
+            rare_probes = [sql for sql in seen if "OFFSET" in sql]
+            seen.clear()
+            common = [r["span_id"] for r in triage.list_records(conn, RecordFilter(text="Paris")).records]
+            common_probes = [sql for sql in seen if "OFFSET" in sql]
+    finally:
+        store.close()
+    assert rare == [f"{1999:016x}"] and rare_probes == []
+    assert common == [f"{i:016x}" for i in range(1999, 1949, -1)] and len(common_probes) == 1
 
 
 BEFORE_INDEX = migrations.STEPS.index(migrations._text_search)

@@ -303,6 +303,34 @@ def test_cost_and_coverage_default_to_the_last_week_of_the_store(client: TestCli
     assert "<tr><td>shop</td><td>112</td><td>112</td></tr>" in everything
 
 
+def test_the_default_week_of_costs_starts_on_an_hour_and_leaves_older_records_out(
+    open_store: Callable[[], Any],
+) -> None:
+    """Without ``since`` the costs read the 7 days before the newest record from the start of that hour: whole
+    hours only (the rollup's), and a record older than that is not counted."""
+    from ragtrace_collector._store import reading
+    from ragtrace_collector._store.triage import HOUR_NS, read_costs
+
+    store = open_store()
+    newest = 1_800_000_000 * 10**9 + 1234 * 10**9  # 20 minutes and 34 s into its hour
+    week_start = (newest // HOUR_NS - 7 * 24) * HOUR_NS
+    times = {"new": newest, "first": week_start, "before": week_start - 1, "old": newest - 8 * 24 * HOUR_NS}
+    store.write(
+        Batch(
+            rag_records=[
+                whole_row(
+                    {"span_id": f"{i:016x}", "service": "shop", "decision": "evaluated", "time_ns": t}, RAG_COLUMNS
+                )
+                for i, t in enumerate(times.values())
+            ]
+        )
+    )
+    with reading(store.target) as conn:
+        costs = read_costs(conn, parse_filter(QueryParams("")))
+    assert costs["since_ns"] == week_start
+    assert costs["coverage"] == [("shop", "evaluated", 2)]  # the newest and the one at the week's first instant
+
+
 def test_the_list_filters_by_alert_through_its_own_filters(client: TestClient) -> None:
     alert_id = client.get("/alert?rule=hallucination-spike&service=shop", follow_redirects=False).headers["location"]
     reply = client.get(f"/records?alert={alert_id.rsplit('/', 1)[1]}", follow_redirects=False)

@@ -31,7 +31,6 @@ import json
 import logging
 import time
 from collections.abc import Callable, Collection
-from pathlib import Path
 from typing import Any
 
 from starlette.requests import Request
@@ -98,18 +97,19 @@ async def _json_body(request: Request) -> dict[str, Any]:
 
 
 def alert_api_routes(
-    db_path: str | Path,
+    store: object,
     *,
     rule_names: Collection[str] | None = None,
     clock: Callable[[], int] = time.time_ns,
     query_seconds: float = DEFAULT_QUERY_SECONDS,
     max_silence_ns: int = DEFAULT_MAX_SILENCE_NS,
 ) -> list[BaseRoute]:
-    """The API's routes over the store at ``db_path``. ``rule_names``: the rules the watcher runs, when known (a
+    """The API's routes over ``store`` (a path or URL, or the collector's store: a ``PostgresStore`` lends its pooled
+    readers). ``rule_names``: the rules the watcher runs, when known (a
     silence or an acknowledgement naming another rule is refused as a typo). ``query_seconds``: how long one
     request's store work may run (then 503); it stops as soon as its client leaves. ``max_silence_ns``: the longest
     silence accepted."""
-    db = str(db_path)
+    db = store
 
     def connect() -> Any:
         # Within the request's budget (bounded_call's): the writes are small, but a store locked or slow must not

@@ -24,7 +24,6 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import asdict
-from pathlib import Path
 from typing import Any
 
 from starlette.requests import Request
@@ -53,9 +52,10 @@ def _since(request: Request) -> int | None:
     return int(raw)
 
 
-def review_api_routes(target: str | Path, *, clock: Callable[[], int] = time.time_ns) -> list[BaseRoute]:
-    """The API's routes over the store ``target`` (a SQLite file or a PostgreSQL URL)."""
-    where = str(target)
+def review_api_routes(store: object, *, clock: Callable[[], int] = time.time_ns) -> list[BaseRoute]:
+    """The API's routes over ``store`` (a SQLite file's path, a PostgreSQL URL, or the collector's store: a
+    ``PostgresStore`` lends its pooled readers)."""
+    where = store
 
     def review(body: dict[str, Any]) -> dict[str, Any]:
         span_id = _text(body, "span_id", limit=64)

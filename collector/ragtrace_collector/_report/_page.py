@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 from ragtrace_collector._report._format import Format
 from ragtrace_collector._report._html import html_page, overview_page
 from ragtrace_collector._report._markdown import markdown
-from ragtrace_collector._store import RAG_RECORDS, ReadInterrupted, file_of, is_postgres
+from ragtrace_collector._store import RAG_RECORDS, LendsReaders, ReadInterrupted, file_of, is_postgres
 from ragtrace_collector._store.dialect import table_names
 from ragtrace_collector._store.report import (
     alert_marks,
@@ -164,9 +164,11 @@ def page_routes(store: object, *, refresh_seconds: int = 60) -> list[BaseRoute]:
 
 
 def _page_source(store: object) -> object:
-    """A source each request can open on its own thread: the store's file path, or its URL (each request then
-    connects on its own)."""
-    target = getattr(store, "target", store)  # a Store or PostgresStore: what opens it again
+    """A source each request can read on its own thread: a ``PostgresStore`` itself (it lends each request a
+    pooled connection), the store's file path, or a URL (each request then connects on its own)."""
+    if isinstance(store, LendsReaders):
+        return store
+    target = getattr(store, "target", store)  # a Store: what opens it again
     if is_postgres(target):
         return target
     if isinstance(target, str | os.PathLike):

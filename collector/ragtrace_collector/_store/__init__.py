@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 from ragtrace_collector._store.connection import (
     Connection,
     DatabaseError,
+    LendsReaders,
     QueryBudget,
     ReadInterrupted,
     connect,
@@ -74,6 +75,7 @@ __all__ = [
     "SPANS",
     "Connection",
     "DatabaseError",
+    "LendsReaders",
     "QueryBudget",
     "ReadInterrupted",
     "SchemaTooNew",

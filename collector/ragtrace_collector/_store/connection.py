@@ -9,8 +9,9 @@ then, which reads the same SQL).
 * ``connect_readonly(target)``: read-only (SQLite ``mode=ro``; a PostgreSQL session whose transactions are read
   only), for readers that must never write, nor create a file (the report of a copied file, the tail the
   Phoenix annotator reads, ``/metrics``, the pages).
-* ``reading(source)``: a read-only connection to a path or a ``Store`` (a connection passed in is used as it
-  is and left open), closed after the block; ``snapshot(source)``: the same inside one read transaction.
+* ``reading(source)``: a read-only connection to a path or a store (a connection passed in is used as it
+  is and left open; a ``PostgresStore`` lends a pooled one, ``LendsReaders``), closed or handed back after the
+  block; ``snapshot(source)``: the same inside one read transaction.
 
 ``Connection`` and ``DatabaseError`` are what the rest of the collector names: it never imports the driver.
 """
@@ -25,7 +26,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, runtime_checkable
 from urllib.parse import quote
 
 from ragtrace_collector._store.dialect import SQLITE, AnyConnection, dialect_of
@@ -38,6 +39,7 @@ __all__ = [
     "BUSY_TIMEOUT_SECONDS",
     "Connection",
     "DatabaseError",
+    "LendsReaders",
     "QueryBudget",
     "ReadInterrupted",
     "Target",
@@ -130,6 +132,16 @@ def connect_readonly(path: Target, *, timeout: float = BUSY_TIMEOUT_SECONDS, che
     return sqlite3.connect(_uri(path, "ro"), uri=True, timeout=timeout, check_same_thread=check_same_thread)
 
 
+@runtime_checkable
+class LendsReaders(Protocol):
+    """A store that lends read-only connections from a pool of its own (``PostgresStore``): ``reading`` borrows
+    one instead of connecting."""
+
+    def lend_reader(self, timeout: float) -> contextlib.AbstractContextManager[Any]:
+        """A read-only connection for the block, waiting at most ``timeout`` seconds for a free one."""
+        ...
+
+
 class ReadInterrupted(RuntimeError):
     """A read stopped before it finished: its time budget ran out, or whoever asked for it went away."""
 
@@ -161,17 +173,26 @@ class QueryBudget:
         """Stop the reads now (from any thread)."""
         with self._lock:
             self.cancelled.set()
-            hooks = list(self._on_cancel)
-        for hook in hooks:
-            with contextlib.suppress(Exception):
-                hook()
+            # Under the lock: once a hook's remover returns, the hook is not running and never will, so a pooled
+            # connection handed back after its block is never cancelled for its next user.
+            for hook in self._on_cancel:
+                with contextlib.suppress(Exception):
+                    hook()
 
-    def on_cancel(self, hook: Callable[[], object]) -> None:
+    def on_cancel(self, hook: Callable[[], object]) -> Callable[[], None]:
+        """Call ``hook`` when the reads are cancelled (at once if they already are). Returns its remover: after
+        it returns, ``hook`` is not running and is never called."""
         with self._lock:
             self._on_cancel.append(hook)
-            cancelled = self.cancelled.is_set()
-        if cancelled:
-            hook()
+            if self.cancelled.is_set():
+                with contextlib.suppress(Exception):
+                    hook()
+
+        def remove() -> None:
+            with self._lock, contextlib.suppress(ValueError):
+                self._on_cancel.remove(hook)
+
+        return remove
 
 
 _BUDGET: contextvars.ContextVar[QueryBudget | None] = contextvars.ContextVar("ragtrace_query_budget", default=None)
@@ -196,11 +217,12 @@ def _bounded(conn: Any, budget: QueryBudget | None) -> Iterator[None]:
         yield
         return
     sqlite = dialect_of(conn) is SQLITE
+    remove: Callable[[], None] | None = None
     if sqlite:
         conn.set_progress_handler(lambda: 1 if budget.over() else 0, _STEPS_PER_CHECK)
     else:
         conn.execute(f"SET statement_timeout = {budget.left_ms()}")
-        budget.on_cancel(conn.raw.cancel)
+        remove = budget.on_cancel(conn.raw.cancel)
     try:
         yield
     except Exception as exc:
@@ -212,6 +234,8 @@ def _bounded(conn: Any, budget: QueryBudget | None) -> Iterator[None]:
     finally:
         if sqlite:
             conn.set_progress_handler(None, 0)
+        if remove is not None:
+            remove()
 
 
 def _interrupted(exc: BaseException) -> bool:
@@ -224,19 +248,29 @@ def _interrupted(exc: BaseException) -> bool:
 
 @contextlib.contextmanager
 def reading(source: object) -> Iterator[Connection]:
-    """A read-only connection to ``source`` for the block: a path or URL, an object with a ``target`` (the
-    collector's ``Store``, ``PostgresStore``), or an open connection or ``sqlite_utils.Database`` (used as it is and
-    left open). ``TypeError`` for anything else. A connection opened here reads within the budget of ``within``
-    around it, if any."""
+    """A read-only connection to ``source`` for the block: a path or URL, a store (the collector's ``Store``
+    opens its file again; a ``PostgresStore`` lends one from its readers' pool), or an open connection or
+    ``sqlite_utils.Database`` (used as it is and left open). ``TypeError`` for anything else. A connection opened
+    or lent here reads within the budget of ``within`` around it, if any (waiting for a lent one too)."""
     # An open connection, or a sqlite_utils.Database holding one: the caller's, left open.
     conn = source if isinstance(source, sqlite3.Connection) else getattr(source, "conn", None)
     if isinstance(conn, sqlite3.Connection):
         yield conn
         return
-    path = getattr(source, "target", source)  # a Store or PostgresStore: what opens it again
+    budget = _BUDGET.get()
+    if isinstance(source, LendsReaders):
+        with source.lend_reader(budget.left_ms() / 1000 if budget is not None else BUSY_TIMEOUT_SECONDS) as lent:
+            try:
+                with _bounded(lent, budget):
+                    yield lent
+            finally:
+                if budget is not None and budget.cancelled.is_set():
+                    # Its statement may have been cancelled as it ended: a fresh session for the next page.
+                    lent.close()
+        return
+    path = getattr(source, "target", source)  # a Store: what opens it again
     if not isinstance(path, str | os.PathLike):
         raise TypeError(f"a store is read from a path or a Store, not {type(source)!r}")
-    budget = _BUDGET.get()
     # Connecting is part of the read: within the budget's time left, when there is one.
     opened = connect_readonly(path, timeout=budget.left_ms() / 1000) if budget is not None else connect_readonly(path)
     try:
@@ -247,11 +281,14 @@ def reading(source: object) -> Iterator[Connection]:
 
 
 @contextlib.contextmanager
-def writing(target: Target) -> Iterator[Any]:
-    """A read-write connection to the store ``target`` names (made when missing) for a request's writes (the alert
+def writing(source: object) -> Iterator[Any]:
+    """A read-write connection to the store ``source`` names or is (made when missing) for a request's writes (the alert
     API's acknowledgements and silences, people's reviews), closed after the block. Its statements run within the
     budget of ``within`` around it, as a page's reads do: connecting waits at most the time left, and a statement
     past it, or running when the budget is cancelled, raises ``ReadInterrupted`` (its transaction rolled back)."""
+    target = getattr(source, "target", source)  # a Store or PostgresStore: what opens it again
+    if not isinstance(target, str | os.PathLike):
+        raise TypeError(f"a store is written through a path or a Store, not {type(source)!r}")
     budget = _BUDGET.get()
     conn = connect(target, create=True, timeout=budget.left_ms() / 1000 if budget else BUSY_TIMEOUT_SECONDS)
     try:

@@ -12,20 +12,22 @@ the work done.
 * PostgreSQL: the version is the one row of ``ragtrace_schema``; the lock is a transaction-scoped advisory
   lock (``pg_advisory_xact_lock``). DDL is transactional there too.
 
-Step 10 rebuilds PostgreSQL's text search indexes in the ``"C"`` collation, which the search reads in (nothing on
-SQLite). Step 9 adds the rollups the overview and the costs page read (``rollups.py``: ``score_hours``,
-``record_hours``, ``record_quality`` and the triggers that keep them), filled from the rows stored. Step 8 adds the
-order PostgreSQL's rows arrived in: an ``xact`` column (the writing transaction) on the tables read in that order,
-and its index, and the cursor's second half (``phoenix_cursor.after_xact``) on both engines (``arrival.py``). Step
-7 adds the index of scores by value (``SCORES_BY_VALUE``), which the records list sorted by a score walks. Step 6
-adds records' metadata as rows (``record_metadata``, ``metadata.py``), filled from the records already stored. Step
-5 adds the index of text search (``schema.TEXT_SEARCH``: FTS5 trigram on SQLite, ``pg_trgm`` GIN on PostgreSQL) and
-builds it over the rows the store holds. Step 4 adds what each model call took to ``spans`` (filled for the spans
-already stored) and the index of model calls by time. Step 3 adds people's reviews of records. Step 2 adds the
-claims of work that several replicas share (the join, server-side scoring). Step 1 is the baseline: every table and
-index of ``schema.py``, made where missing, and the columns an earlier collector's SQLite file lacks
-(``rag_records.reason``, ``scores.claims``, ``alerts.silenced``), added with their rows kept. A later change of
-schema is a new step appended to ``STEPS`` (never an edit of an old one), and ``schema.py`` shows the result.
+Step 11 adds the overall scores added up by hour (``rollups.py``: ``quality_hours`` and its triggers), filled from
+the ``record_quality`` rows stored. Step 10 rebuilds PostgreSQL's text search indexes in the ``"C"`` collation,
+which the search reads in (nothing on SQLite). Step 9 adds the rollups the overview and the costs page read
+(``rollups.py``: ``score_hours``, ``record_hours``, ``record_quality`` and the triggers that keep them), filled from
+the rows stored. Step 8 adds the order PostgreSQL's rows arrived in: an ``xact`` column (the writing transaction) on
+the tables read in that order, and its index, and the cursor's second half (``phoenix_cursor.after_xact``) on both
+engines (``arrival.py``). Step 7 adds the index of scores by value (``SCORES_BY_VALUE``), which the records list
+sorted by a score walks. Step 6 adds records' metadata as rows (``record_metadata``, ``metadata.py``), filled from
+the records already stored. Step 5 adds the index of text search (``schema.TEXT_SEARCH``: FTS5 trigram on SQLite,
+``pg_trgm`` GIN on PostgreSQL) and builds it over the rows the store holds. Step 4 adds what each model call took to
+``spans`` (filled for the spans already stored) and the index of model calls by time. Step 3 adds people's reviews
+of records. Step 2 adds the claims of work that several replicas share (the join, server-side scoring). Step 1 is
+the baseline: every table and index of ``schema.py``, made where missing, and the columns an earlier collector's
+SQLite file lacks (``rag_records.reason``, ``scores.claims``, ``alerts.silenced``), added with their rows kept. A
+later change of schema is a new step appended to ``STEPS`` (never an edit of an old one), and ``schema.py`` shows
+the result.
 
 A store whose version is above ``CURRENT`` was written by a newer collector: ``SchemaTooNew``, since this one
 would misread it.
@@ -41,10 +43,13 @@ from ragtrace_collector._store.dialect import SQLITE, AnyConnection, Dialect, co
 from ragtrace_collector._store.schema import (
     ALERT_ACKS,
     PHOENIX_CURSOR,
+    QUALITY_HOURS,
     RAG_RECORDS,
+    RECORD_HOURS,
     RECORD_METADATA,
+    RECORD_QUALITY,
     REVIEWS,
-    ROLLUPS,
+    SCORE_HOURS,
     SCORES,
     SPANS,
     TABLES,
@@ -112,12 +117,18 @@ def _claims(conn: AnyConnection, dialect: Dialect) -> None:
     )
 
 
+def _create(conn: AnyConnection, dialect: Dialect, *names: str) -> None:
+    """The tables ``names`` of ``schema.TABLES`` and their indexes, where missing (in ``TABLES``' order)."""
+    for table in TABLES:
+        if table.name in names:
+            conn.execute(table.ddl(dialect))
+            for ddl in table.index_ddl():
+                conn.execute(ddl)
+
+
 def _reviews(conn: AnyConnection, dialect: Dialect) -> None:
     """People's reviews of records (``reviews.py``): the ``reviews`` table and its index."""
-    (table,) = [t for t in TABLES if t.name == REVIEWS]
-    conn.execute(table.ddl(dialect))
-    for ddl in table.index_ddl():
-        conn.execute(ddl)
+    _create(conn, dialect, REVIEWS)
 
 
 MODEL_CALLS_INDEX: Final = "idx_spans_model_calls"
@@ -207,10 +218,7 @@ def _text_search(conn: AnyConnection, dialect: Dialect) -> None:
 def _record_metadata(conn: AnyConnection, dialect: Dialect) -> None:
     """Records' metadata as rows (``record_metadata``, ``metadata.py``), which the pages' ``meta=`` filter looks
     up instead of reading every record's span attributes, filled from the records already stored."""
-    (table,) = [t for t in TABLES if t.name == RECORD_METADATA]
-    conn.execute(table.ddl(dialect))
-    for ddl in table.index_ddl():
-        conn.execute(ddl)
+    _create(conn, dialect, RECORD_METADATA)
     metadata.fill(conn)
 
 
@@ -244,11 +252,7 @@ def _arrival_order(conn: AnyConnection, dialect: Dialect) -> None:
 def _rollups(conn: AnyConnection, dialect: Dialect) -> None:
     """The rollups of the overview and the costs page (``rollups.py``): their tables, the triggers that keep them
     in step, and their sums over the rows already stored (one pass over ``scores`` and ``rag_records``)."""
-    for table in TABLES:
-        if table.name in ROLLUPS:
-            conn.execute(table.ddl(dialect))
-            for ddl in table.index_ddl():
-                conn.execute(ddl)
+    _create(conn, dialect, SCORE_HOURS, RECORD_HOURS, RECORD_QUALITY)  # step 11 adds the fourth
     rollups.install(conn, dialect)
     rollups.backfill(conn, dialect)
 
@@ -269,6 +273,14 @@ def _text_search_in_c(conn: AnyConnection, dialect: Dialect) -> None:
         conn.execute(ddl)
 
 
+def _quality_hours(conn: AnyConnection, dialect: Dialect) -> None:
+    """The overall scores added up by hour (``rollups.py``: ``quality_hours``), its triggers, and its sums over the
+    ``record_quality`` rows already stored (one pass over them)."""
+    _create(conn, dialect, QUALITY_HOURS)
+    rollups.install_quality_hours(conn, dialect)
+    rollups.backfill_quality_hours(conn)
+
+
 STEPS: Final[tuple[Callable[[AnyConnection, Dialect], None], ...]] = (
     _baseline,
     _claims,
@@ -280,6 +292,7 @@ STEPS: Final[tuple[Callable[[AnyConnection, Dialect], None], ...]] = (
     _arrival_order,
     _rollups,
     _text_search_in_c,
+    _quality_hours,
 )
 """Step ``i`` takes a store from version ``i`` to ``i + 1``."""
 CURRENT: Final = len(STEPS)

@@ -25,10 +25,11 @@ from typing import Any, TypeVar
 import psycopg
 from psycopg import pq
 from psycopg.types.string import StrBinaryDumper, StrDumperUnknown
-from psycopg_pool import ConnectionPool
+from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ragtrace_collector._otlp import Batch
 from ragtrace_collector._store import ingest, retention
+from ragtrace_collector._store.connection import ReadInterrupted
 from ragtrace_collector._store.dialect import POSTGRESQL, Dialect
 from ragtrace_collector._store.migrations import MissingExtension, migrate
 from ragtrace_collector._store.storage import StoreError
@@ -162,6 +163,20 @@ def connect_postgres(
     return PgConnection(raw)
 
 
+_READER_LOCK_TIMEOUT_MS = 30_000
+"""How long a page's statement waits for a lock (a read rarely takes one; a migration's would hold it)."""
+
+
+def _read_connection(conn: psycopg.Connection[Any]) -> None:
+    """A new reader: NUL in a searched string is read as U+FFFD, as it was stored (``PgConnection.nul_safe``)."""
+    PgConnection(conn, nul_safe=True)
+
+
+def _reset_reader(conn: psycopg.Connection[Any]) -> None:
+    """A reader handed back: its session settings back to their defaults (the startup options' read only)."""
+    conn.execute("RESET ALL")
+
+
 def _first_line(exc: BaseException) -> str:
     return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
@@ -182,7 +197,9 @@ class PostgresStore:
     the current version (safe with several replicas starting at once) and keeps a pool of ``pool_size``
     connections; ``StoreError`` (from ``storage.py``) when a write could not commit."""
 
-    def __init__(self, url: str, *, pool_size: int = 4, connect_timeout: float = 10.0) -> None:
+    def __init__(self, url: str, *, pool_size: int = 4, read_pool_size: int = 8, connect_timeout: float = 10.0) -> None:
+        """``pool_size``: connections for the collector's writes and its own reads; ``read_pool_size``: read-only
+        connections lent to the pages and APIs (``lend_reader``), opened on the first page read."""
         self.url = url
         self.target = url
         self.path = None
@@ -198,6 +215,10 @@ class PostgresStore:
             name="ragtrace-store",
         )
         self._closed = threading.Event()
+        self._read_pool_size = read_pool_size
+        self._connect_timeout = max(1, int(connect_timeout))
+        self._readers: ConnectionPool[psycopg.Connection[Any]] | None = None
+        self._readers_lock = threading.Lock()
         try:
             _probe(url, self.display, connect_timeout)
             self._pool.open(wait=True, timeout=connect_timeout)
@@ -221,6 +242,47 @@ class PostgresStore:
         """A pooled connection for the block (returned to the pool after, whatever its state)."""
         with self._pool.connection() as raw:
             yield PgConnection(raw, nul_safe=nul_safe)
+
+    @contextmanager
+    def lend_reader(self, timeout: float) -> Iterator[PgConnection]:
+        """A read-only connection from the readers' pool for the block, waiting at most ``timeout`` seconds for one
+        (``ReadInterrupted`` then: every reader is busy). A page's read thus skips connecting (a few to twenty
+        milliseconds a page). What the block set on the session is reset when it is handed back (``RESET ALL``:
+        the budget's ``statement_timeout``); one it closed, or that PostgreSQL closed, is replaced."""
+        pool = self._reader_pool()
+        try:
+            borrowed = pool.getconn(timeout=timeout)
+        except PoolTimeout:
+            raise ReadInterrupted(f"longer than {timeout:g} s waiting for a free read connection") from None
+        try:
+            yield PgConnection(borrowed, nul_safe=False)
+        finally:
+            pool.putconn(borrowed)
+
+    def _reader_pool(self) -> ConnectionPool[psycopg.Connection[Any]]:
+        with self._readers_lock:
+            if self._closed.is_set():
+                raise StoreError(f"{self.display}: the store is closed")
+            if self._readers is None:
+                self._readers = ConnectionPool(
+                    self.url,
+                    min_size=1,
+                    max_size=self._read_pool_size,
+                    kwargs={
+                        "autocommit": True,
+                        "connect_timeout": self._connect_timeout,
+                        # Session defaults, so RESET ALL returns to them: read only, and as the unpooled readers.
+                        "options": f"-c default_transaction_read_only=on -c lock_timeout={_READER_LOCK_TIMEOUT_MS}",
+                    },
+                    configure=_read_connection,
+                    reset=_reset_reader,
+                    # A connection PostgreSQL dropped (a restart) is found before a page uses it, not by its error.
+                    check=ConnectionPool.check_connection,
+                    open=False,
+                    name="ragtrace-readers",
+                )
+                self._readers.open(wait=False)
+            return self._readers
 
     def write(self, batch: Batch) -> None:
         """Upsert the batch's rows in one transaction; return only after the commit (``StoreError`` else)."""
@@ -271,6 +333,11 @@ class PostgresStore:
 
     def close(self) -> None:
         """Close the pool (idempotent)."""
-        if not self._closed.is_set():
+        with self._readers_lock:
+            if self._closed.is_set():
+                return
             self._closed.set()
-            self._pool.close()
+            readers, self._readers = self._readers, None
+        self._pool.close()
+        if readers is not None:
+            readers.close()

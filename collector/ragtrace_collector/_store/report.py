@@ -24,6 +24,7 @@ from ragtrace_collector._store.dialect import AnyConnection, table_names
 from ragtrace_collector._store.rollups import (
     HOUR_NS,
     Period,
+    read_quality,
     read_record_hours,
     read_record_rows,
     read_score_hours,
@@ -142,8 +143,25 @@ def _hourly_scores(
     return {key: (int(n), float(total)) for key, (n, total) in out.items() if n}
 
 
-def _quality_clause(period: Period, service: str | None, column: str = "time_ns") -> tuple[str, list[Any]]:
-    return _time_clause(column, period.since_ns, period.until_ns, service)
+def _overall_range(conn: AnyConnection, period: Period, service: str | None) -> tuple[float | None, float | None]:
+    """The lowest and highest overall score of ``period``'s records (by their scores' time).
+
+    Over all time each is the first row of an ordered read of ``record_quality(overall, ...)``: a seek (with a
+    service, a walk to its first row). A period's are read from its rows by the time index: an ordered walk there
+    could pass every record outside the period first, when the scores of the period are not the store's extremes
+    (measured: the highest overall score of the last day of a 1,000,000-record store walked 800,000 older ones)."""
+    where, args = _time_clause("time_ns", period.since_ns, period.until_ns, service)
+    if period.since_ns is None and period.until_ns is None:
+        lowest, highest = (
+            f"(SELECT overall FROM {RECORD_QUALITY} WHERE 1 = 1{where} ORDER BY overall{order} LIMIT 1)"
+            for order in ("", " DESC")
+        )
+        found = conn.execute(f"SELECT {lowest}, {highest}", [*args, *args]).fetchone()
+    else:
+        found = conn.execute(
+            f"SELECT MIN(overall), MAX(overall) FROM {RECORD_QUALITY} WHERE 1 = 1{where}", args
+        ).fetchone()
+    return found[0], found[1]
 
 
 def _summary(conn: AnyConnection, tables: set[str], period: Period, service: str | None) -> Summary:
@@ -172,30 +190,17 @@ def _summary(conn: AnyConnection, tables: set[str], period: Period, service: str
         MetricSummary(metric, metric_direction(metric), int(n), total / n)
         for metric, (n, total) in sorted(by_metric.items())
     )
-    q_where, q_args = _quality_clause(period, service)
-    # One pass over the period's records (by their scores' time): the overall score, and those whose record is
-    # not in the period (or not stored).
-    outside = ["recorded_ns IS NULL"]
-    outside += [f"recorded_ns {op} ?" for op, bound in (("<", since_ns), (">", until_ns)) if bound is not None]
-    bounds = [bound for bound in (since_ns, until_ns) if bound is not None]
-    o_mean, o_min, o_max, elsewhere = conn.execute(
-        f"SELECT AVG(overall), MIN(overall), MAX(overall), "
-        f"SUM(CASE WHEN {' OR '.join(outside)} THEN 1 ELSE 0 END) FROM {RECORD_QUALITY} WHERE 1 = 1{q_where}",
-        [*bounds, *q_args],
-    ).fetchone()
+    quality = read_quality(conn, period, service)
+    o_min, o_max = _overall_range(conn, period, service) if quality.n else (None, None)
     s_first, s_last = _score_bounds(conn, period, service, hourly)
     first = min((t for t in (first, s_first) if t is not None), default=None)
     last = max((t for t in (last, s_last) if t is not None), default=None)
-    r_where, r_args = _quality_clause(period, service, "recorded_ns")
-    (scored,) = conn.execute(
-        f"SELECT COUNT(*) FROM {RECORD_QUALITY} WHERE recorded_ns IS NOT NULL{r_where}", r_args
-    ).fetchone()
     return Summary(
         records=sum(n for _, n in decisions),
-        scored=int(scored or 0),
-        scored_elsewhere=int(elsewhere or 0),
+        scored=quality.scored,
+        scored_elsewhere=quality.elsewhere,
         metrics=metrics,
-        overall_mean=o_mean,
+        overall_mean=quality.total / quality.n if quality.n else None,
         overall_min=o_min,
         overall_max=o_max,
         first_ns=first,
@@ -261,9 +266,10 @@ def _raw_summary(
             "GROUP BY span_id) AS per_record",
             [*lower, *args],
         ).fetchone()
-        # Scores can arrive without their records (late carrier scores, score-only exports).
+        # Scores can arrive without their records (late carrier scores, score-only exports). Those with a value,
+        # as the rollups count them: a metric that failed (no value) is not a time the period's figures cover.
         s_first, s_last = conn.execute(
-            f"SELECT MIN(time_ns), MAX(time_ns) FROM {SCORES} WHERE 1 = 1{where}", args
+            f"SELECT MIN(time_ns), MAX(time_ns) FROM {SCORES} WHERE value IS NOT NULL{where}", args
         ).fetchone()
         first = min((t for t in (first, s_first) if t is not None), default=None)
         last = max((t for t in (last, s_last) if t is not None), default=None)

@@ -35,6 +35,7 @@ __all__ = [
     "JOIN_PENDING",
     "JOIN_PENDING_COLUMNS",
     "PHOENIX_CURSOR",
+    "QUALITY_HOURS",
     "RAG_COLUMNS",
     "RAG_RECORDS",
     "RECORD_HOURS",
@@ -71,16 +72,17 @@ ALERT_SILENCES: Final = "alert_silences"
 ALERT_ACKS: Final = "alert_acks"
 ALERT_TABLES: Final = (ALERTS, ALERT_GROUPS, ALERT_SILENCES, ALERT_ACKS)
 REVIEWS: Final = "reviews"
+"""People's verdicts on records: the whole answer (``claim`` -1) or one claim (its index) right or wrong."""
 RECORD_METADATA: Final = "record_metadata"
 """One row per (record, metadata key, value): what the pages' ``meta=key:value`` filter looks up."""
-"""People's verdicts on records: the whole answer (``claim`` -1) or one claim (its index) right or wrong."""
 PHOENIX_CURSOR: Final = "phoenix_cursor"
 """How far the Phoenix annotator delivered: one row per annotation URL (``after_xact``, ``after_row``: a
 ``scores`` row's place, ``arrival.Arrival``)."""
 SCORE_HOURS: Final = "score_hours"
 RECORD_HOURS: Final = "record_hours"
 RECORD_QUALITY: Final = "record_quality"
-ROLLUPS: Final = (SCORE_HOURS, RECORD_HOURS, RECORD_QUALITY)
+QUALITY_HOURS: Final = "quality_hours"
+ROLLUPS: Final = (SCORE_HOURS, RECORD_HOURS, RECORD_QUALITY, QUALITY_HOURS)
 """What the overview and the costs page add up, kept added up by the database as rows change (``rollups.py``)."""
 XACT: Final = "xact"
 """PostgreSQL: the column of an arrival table holding the transaction that wrote the row (``arrival.py``)."""
@@ -399,6 +401,14 @@ TABLES: Final = (
             ("overall", "time_ns DESC"),
         ),
         not_null=("n", "overall", "worst"),
+    ),
+    Table(
+        QUALITY_HOURS,
+        {"hour": int, "recorded_hour": int, "service": str, "slot": int, "n": int, "total": float},
+        ("hour", "recorded_hour", "service", "slot"),
+        # The period's records with a score, by their record's hour (the key reads them by their scores' hour).
+        indexes=(("recorded_hour",),),
+        not_null=("service", "n", "total"),
     ),
 )
 """Every table the store holds, in creation order."""

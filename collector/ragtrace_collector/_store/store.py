@@ -11,6 +11,7 @@ to the current schema (``migrations.py``).
 from __future__ import annotations
 
 import contextlib
+import re
 import sqlite3
 import threading
 from collections.abc import Callable
@@ -29,6 +30,8 @@ __all__ = ["Store"]
 
 T = TypeVar("T")
 
+_URL_LIKE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+:/")
+"""A scheme and a slash: a URL, or one whose ``//`` a ``Path`` folded (one-letter schemes are Windows drives)."""
 _CHECKPOINT_EVERY_SECONDS = 0.5
 _BACKSTOP_CHECKPOINT_PAGES = 20_000
 
@@ -45,6 +48,10 @@ class Store:
         ``checkpoints``: run the checkpoint thread here (one process per file is enough; with a shared lock
         it checkpoints every half second whether or not this process wrote).
         """
+        if _URL_LIKE.match(str(path)):
+            # A URL made into a Path ("postgresql://h/db" reads "postgresql:/h/db") would otherwise become a
+            # directory named after it and a SQLite file inside: the store the caller meant is never opened.
+            raise ValueError(f"{str(path)!r} is a URL, not a SQLite file: open a PostgreSQL store by its URL string")
         self.path = Path(path)
         self.target = str(self.path)
         self.write_lock = write_lock

@@ -77,6 +77,7 @@ def copy_store(source: Target, target: Target, *, progress: Callable[[str, int],
             # added up again from the rows now there.
             with dst:
                 rollups.backfill(dst, SQLITE)
+                rollups.backfill_quality_hours(dst)
     finally:
         src.close()
         dst.close()

@@ -148,6 +148,25 @@ async def test_a_verification_that_fails_leaves_context_relevance_to_rate_chunks
     assert [r.step for r in stub.chat_requests].count("rate_chunks") == 1
 
 
+async def test_garbled_ratings_in_a_per_claim_verification_keep_the_claims_answer(stub: StubOpenAIServer) -> None:
+    """Per claim, a rated reply whose answer reads but whose ratings do not (a chunk missing, as a 0.5B model
+    wrote them for every two-chunk calibration record of bench/verify_rated_choice.py) keeps faithfulness
+    from that reply, in that one call: only context relevance is asked again, by rate_chunks."""
+    garbled = {"supported": "yes", "contradicted": "no", "chunk": 1, "ratings": [{"chunk": 1, "relevance": 0.9}]}
+
+    def responder(step: str, body: Mapping[str, Any]) -> Any:
+        return garbled if step == "verify_claim_rated" else None
+
+    stub.responder = responder
+    record = _record(2, answer="The capital of Brazil is Brasilia.")
+    suite = Suite([Faithfulness(), ContextRelevance()])
+    scores = await _scores(stub, suite, record, verify="per_claim", rate_chunks_in_verify=True)
+    assert [r.step for r in stub.chat_requests] == ["verify_claim_rated", "rate_chunks"]
+    plain = await _scores(stub, suite, record, verify="per_claim", rate_chunks_in_verify=False)
+    assert scores["faithfulness"][0] is not None
+    assert scores == plain  # the claim's P(yes) read from the rated reply; the ratings from rate_chunks
+
+
 async def test_a_suite_that_rates_no_chunks_verifies_without_the_question(stub: StubOpenAIServer) -> None:
     """Nobody reads ratings in a suite without context relevance: verification is asked as it always was."""
     await _scores(stub, Suite([Faithfulness()]), _record(1), verify="per_claim", rate_chunks_in_verify=True)
