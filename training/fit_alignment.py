@@ -1,8 +1,10 @@
 """Fit the offline judge's aligned support (``ragtrace/judges/offline/aligned.py``) on the train files only.
 
-The aligned support is a small logistic model over the support model's logit and the alignment evidence
-of ``ragtrace/judges/offline/alignment.py`` (proximity, margin, order): it says how likely a chunk supports
-a claim, where the support model alone passes a claim whose words the passage states beside other facts.
+The aligned support is the support model's logit shifted by a linear function of the alignment evidence
+of ``ragtrace/judges/offline/alignment.py`` (proximity, margin, order) where the alignment reads the claim
+(``aligned.reads``: covered, and a bare answer or a near copy of the chunk); a logistic regression with the
+model's logit as a fixed offset, fitted on those claims only. It says how likely a chunk supports a claim,
+where the support model alone passes a claim whose words the passage states beside other facts.
 
 Data: ``../shared/data/halueval_qa_train.jsonl`` (HaluEval QA rows 1000-5999) and
 ``halueval_summarization_train.jsonl`` (500-2499) only; the dev files are for calibration
@@ -114,9 +116,26 @@ def readings(model: SupportModel, claims: Sequence[tuple[str, str, bool]]) -> np
 
 
 def inputs(read: np.ndarray) -> np.ndarray:
-    """The combiner's inputs of each row of ``readings``."""
-    rows = [aligned.inputs(r[0], Alignment(r[1], r[2], r[3]), r[4], bool(r[5])) for r in read]
+    """The shift's inputs of each row of ``readings`` (``aligned.inputs``)."""
+    rows = [aligned.inputs(Alignment(r[1], r[2], r[3]), bool(r[5])) for r in read]
     return np.array(rows).reshape(-1, len(aligned.INPUTS))
+
+
+def read_by_alignment(read: np.ndarray) -> np.ndarray:
+    """Which rows of ``readings`` the alignment shifts (``aligned.reads``); the others keep the model's
+    logit, and are left out of the fit."""
+    return np.array([aligned.reads(Alignment(r[1], r[2], r[3]), r[4], bool(r[5])) for r in read], dtype=bool)
+
+
+def clipped(read: np.ndarray) -> np.ndarray:
+    """The support model's clipped logit of each row of ``readings`` (NaN kept)."""
+    return np.clip(read[:, 0], -aligned.MAX_LOGIT, aligned.MAX_LOGIT)
+
+
+def aligned_logits(read: np.ndarray, coefficients: np.ndarray, bias: float) -> np.ndarray:
+    """``aligned.aligned_logit`` of each row of ``readings`` under the given weights (NaN read as 0)."""
+    logit = np.nan_to_num(clipped(read), nan=0.0)
+    return np.where(read_by_alignment(read), logit + inputs(read) @ coefficients + bias, logit)
 
 
 SET_WEIGHTS = {"summarization": 3.0, "qa": 2.0, "length_controlled": 2.0}
@@ -124,15 +143,18 @@ SET_WEIGHTS = {"summarization": 3.0, "qa": 2.0, "length_controlled": 2.0}
 reword the document, the case alignment must not push down); every other set weighs 1."""
 
 
-def fit_logistic(x: np.ndarray, y: np.ndarray, weights: np.ndarray, l2: float = 1e-2) -> tuple[np.ndarray, float]:
-    """Weighted L2 logistic regression by Newton's method from zero; returns (coefficients, bias)."""
+def fit_logistic(
+    x: np.ndarray, y: np.ndarray, weights: np.ndarray, offset: np.ndarray, l2: float = 1e-2
+) -> tuple[np.ndarray, float]:
+    """Weighted L2 logistic regression by Newton's method from zero, with a fixed ``offset`` added to each
+    row's logit (the support model's, its weight held at 1); returns (coefficients, bias)."""
     n, d = x.shape
     xb = np.hstack([x, np.ones((n, 1))])
     beta = np.zeros(d + 1)
     penalty = np.eye(d + 1) * l2
     penalty[d, d] = 0.0
     for _ in range(100):
-        p = 1.0 / (1.0 + np.exp(-(xb @ beta)))
+        p = 1.0 / (1.0 + np.exp(-(xb @ beta + offset)))
         gradient = xb.T @ (weights * (p - y)) + penalty @ beta
         hessian = (xb * (weights * p * (1 - p))[:, None]).T @ xb + penalty
         step = np.linalg.solve(hessian, gradient)
@@ -148,6 +170,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--summaries", type=int, default=60, help="summarization train rows")
     parser.add_argument("--cache", type=Path, help="pickle of the features, kept between runs")
     parser.add_argument("--dry-run", action="store_true", help="print the fit, do not write the module")
+    parser.add_argument(
+        "--near-copy", type=float, help="fit at another aligned.NEAR_COPY than the module's (implies --dry-run)"
+    )
     args = parser.parse_args(argv)
     started = time.perf_counter()
     labelled = sets(args.rows, args.summaries)
@@ -163,23 +188,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.cache is not None:
             with open(args.cache, "wb") as handle:
                 pickle.dump(per_set, handle)
-    xs, ys, ws = [], [], []
+    if args.near_copy is not None:
+        aligned.NEAR_COPY = args.near_copy
+    xs, ys, ws, offsets = [], [], [], []
     for name, claims in labelled.items():
-        x = inputs(per_set[name])
+        read = per_set[name]
+        # A claim the support model does not read (NaN) is left out of the fit: at run time it keeps NaN.
+        keep = read_by_alignment(read) & ~np.isnan(read[:, 0])
         y = np.array([1.0 if supported else 0.0 for _, _, supported in claims])
-        xs.append(x)
-        ys.append(y)
-        ws.append(np.full(len(y), SET_WEIGHTS.get(name, 1.0) / len(y)))
-    x, y, w = np.vstack(xs), np.concatenate(ys), np.concatenate(ws)
-    # A claim the support model does not read (NaN) is left out of the fit: at run time it keeps NaN.
-    keep = ~np.isnan(x).any(axis=1)
-    x, y, w = x[keep], y[keep], w[keep] / w[keep].mean()
-    coefficients, bias = fit_logistic(x, y, w)
+        print(f"{name}: the alignment reads {int(keep.sum())} of {len(keep)} claims", file=sys.stderr)
+        xs.append(inputs(read)[keep])
+        ys.append(y[keep])
+        offsets.append(clipped(read)[keep])
+        ws.append(np.full(int(keep.sum()), SET_WEIGHTS.get(name, 1.0) / max(int(keep.sum()), 1)))
+    x, y, w, offset = np.vstack(xs), np.concatenate(ys), np.concatenate(ws), np.concatenate(offsets)
+    coefficients, bias = fit_logistic(x, y, w / w.mean(), offset)
     print("weights", dict(zip(aligned.INPUTS, np.round(coefficients, 4), strict=True)), "bias", round(bias, 4))
     for name, claims in labelled.items():
         labels = [supported for _, _, supported in claims]
-        f = np.nan_to_num(inputs(per_set[name]), nan=0.0)
-        combined = f @ coefficients + bias
+        combined = aligned_logits(per_set[name], coefficients, bias)
         logits = list(np.nan_to_num(per_set[name][:, 0], nan=0.0))
         print(
             f"train {name:<18} claims {len(labels):>5}  model logit AUROC {auroc(logits, labels):.3f}  "
@@ -198,7 +225,7 @@ summarization rows): do not edit by hand, re-run the script.
 WEIGHTS = {tup(coefficients)}
 BIAS = {bias:.6f}
 '''
-    if args.dry_run:
+    if args.dry_run or args.near_copy is not None:
         print(module)
     else:
         OUT.write_text(module, encoding="utf-8")
