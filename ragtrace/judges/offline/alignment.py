@@ -62,8 +62,10 @@ class Alignment:
     0 for a word the passage lacks.
     ``margin``: for that anchor, how much closer to those words it stands than any other number or name
     of the passage that the claim does not use, mapped to [0, 1] (0.5: as close as the best rival).
-    ``order``: share of the claim's consecutive content-word pairs the passage states in that order
-    within ``ORDER_GAP`` words (1.0 for a one-word claim)."""
+    ``order``: among the claim's content words the passage states, the share of consecutive pairs it
+    states in that order within ``ORDER_GAP`` words (1.0 for a one-word claim, 0.0 when the passage
+    states at most one of several words); a word the passage lacks is skipped, not counted out of
+    order."""
 
     proximity: float
     margin: float
@@ -171,11 +173,25 @@ def alignment(claim: str, passage: PassageTokens) -> Alignment:
         rival = float(np.max(mean[rival_at])) if len(rival_at) else 0.0
         worst_proximity = min(worst_proximity, own)
         worst_margin = min(worst_margin, 0.5 + 0.5 * (own - rival))
-    ordered = _content(words(focus))
-    pairs = list(itertools.pairwise(ordered))
-    kept = sum(1 for a, b in pairs if _in_order(passage, a, b))
-    order = kept / len(pairs) if pairs else 1.0
-    return Alignment(worst_proximity, worst_margin, order)
+    return Alignment(worst_proximity, worst_margin, _order(focus, passage))
+
+
+def _order(focus: str, passage: PassageTokens) -> float:
+    """``Alignment.order`` of the claim's asserted words (``focus``).
+
+    Only the words the passage states are placed: a word it lacks has no position, and its absence is the
+    word evidence's to count (``text.lexical_evidence``), once. Counting it here too read a reworded verb
+    ("was held on" where the passage says "was played on") as two pairs out of order, on top of one
+    missing word, and pushed a restatement below the threshold."""
+    content = _content(words(focus))
+    if len(content) < 2:
+        return 1.0
+    stated = [w for w in content if w in passage.positions]
+    pairs = list(itertools.pairwise(stated))
+    if not pairs:
+        # At most one of its words is stated: nothing is placed in the claim's order.
+        return 0.0
+    return sum(1 for a, b in pairs if _in_order(passage, a, b)) / len(pairs)
 
 
 def _in_order(passage: PassageTokens, a: str, b: str) -> bool:

@@ -27,6 +27,19 @@ def test_swapped_years_break_the_order_and_stand_apart_from_their_facts() -> Non
     assert swapped.margin < right.margin
 
 
+def test_a_word_the_passage_lacks_is_skipped_not_counted_out_of_order() -> None:
+    # "signed" for "joined": one word the passage does not state; the rest stands in the claim's order.
+    reworded = alignment("Smith signed with the club in 1998 as a junior player.", passage_tokens(PASSAGE))
+    assert reworded.order == 1.0
+    # The same stated words out of the passage's order still break it.
+    shuffled = alignment("A junior player, Smith signed with the club in 1998.", passage_tokens(PASSAGE))
+    assert shuffled.order < 1.0
+
+
+def test_a_claim_the_passage_states_one_word_of_has_no_order() -> None:
+    assert alignment("Jones signed with Arsenal in 1998.", passage_tokens(PASSAGE)).order == 0.0
+
+
 def test_swapped_names_inside_one_sentence_break_the_order() -> None:
     found = alignment("Brown won the national cup in 2004 under coach Smith.", passage_tokens(PASSAGE))
     assert found.order < 1.0
