@@ -5,11 +5,11 @@ files: do not edit by hand, re-run the script. See that script for what each con
 """
 
 # Grounding model: standardised features (order of _offline_grounding.FEATURES), logistic layer.
-FEATURE_MEANS = (0.841531, 1.392534, 0.743045, 0.214193, 0.029754, 0.045278, 0.082794, 0.798416, 0.641425)
-FEATURE_SCALES = (0.212076, 1.986103, 0.286041, 0.597034, 0.176314, 0.226627, 0.275571, 2.764099, 0.359813)
-GROUNDING_WEIGHTS = (0.000000, -0.720032, 0.000000, 0.000000, 0.000000, 0.000000, 0.000000, 1.784934, 0.465664)
-GROUNDING_BIAS = -0.411500
-SUPPORT_THRESHOLD = 0.360000
+FEATURE_MEANS = (0.919653, 0.476495, 0.889601, 0.126293, 0.020775, 0.024460, 0.093976, 0.546987, 0.895155)
+FEATURE_SCALES = (0.214205, 1.277797, 0.253532, 0.486772, 0.154292, 0.172140, 0.291795, 2.824199, 0.241368)
+GROUNDING_WEIGHTS = (0.457165, -0.435648, 0.000000, 0.000000, -0.001414, 0.000000, -0.032988, 2.106486, 0.377644)
+GROUNDING_BIAS = 0.239173
+SUPPORT_THRESHOLD = 0.480000
 """Support probability at or above which a chunk SUPPORTS a claim."""
 MODEL_ANSWER_MIN_LOGIT = 0.250000
 """Support-model logit from which a bare answer the chunk names is read as the answer (bare_answer_named)."""
