@@ -126,6 +126,7 @@ judge-model: $(TRAIN_VENV)/.installed-stamp
 	$(TRAIN_VENV)/bin/python training/judge/export.py
 	$(TRAIN_VENV)/bin/python training/judge/evaluate.py
 	cp training/.work/support-minilm-l6-int8.onnx ragtrace/judges/_assets/
+	$(TRAIN_VENV)/bin/python training/fit_alignment.py
 	$(TRAIN_VENV)/bin/python bench/calibrate_offline.py
 
 clean:

@@ -4,18 +4,19 @@
 What it fits, all on the calibration split only (the last 20 % stays for bench/judge_accuracy.py):
 
 1. Grounding: one feature vector per (claim, chunk) from ``_offline_grounding.features`` (the support
-   model's logit among them), on QA, summarization and the length-controlled set (its calibration
-   split is built from the same QA rows). A claim of a right answer is labelled supported; a claim of
-   a hallucinated answer unsupported (noisy: some of its clauses are true, which the logistic layer
-   absorbs as label noise). Features are standardised and an L2-regularised logistic regression is
-   fitted by Newton's method, the three sets weighted
-   equally, each weight held to its sign (``_offline_grounding.FEATURE_SIGNS``: a feature fitted
-   against its sign is dropped and the rest refitted). The support threshold and the support-model
-   logit a bare answer needs (``MODEL_ANSWER_MIN_LOGIT``) are the pair that maximises, averaged over
-   the three sets, the mean of the faithfulness AUROC and the balanced
-   accuracy of the record-level label "every claim supported" (the hallucination metric's default
-   rule). Bare answers joined to their question are judged by a rule (``bare_answer_named``: named
-   by the chunk and read as the answer by the support model), not by the logistic layer: in HaluEval
+   model's aligned logit among them), on every set of ``GROUNDING_SETS``: QA, summarization, the
+   length-controlled set and each construction of bench/judge_sets.py (their calibration splits are built
+   from the same dev rows). A claim of a right text is labelled supported; a claim of the other text
+   unsupported unless the right text of its row states it too (``claim_labels``; HaluEval's hallucinated
+   texts keep some true clauses, which the logistic layer absorbs as label noise). Features are
+   standardised and an L2-regularised logistic regression is fitted by Newton's method, the sets weighed
+   by ``SET_WEIGHTS``, each weight held to its sign (``_offline_grounding.FEATURE_SIGNS``: a feature fitted
+   against its sign is dropped and the rest refitted). The support threshold and the support-model logit
+   a bare answer needs (``MODEL_ANSWER_MIN_LOGIT``) are the pair that maximises, averaged over
+   ``CUT_SETS`` (HaluEval's own pairs) with the same weights, the mean of the faithfulness AUROC and the
+   balanced accuracy of the record-level label "every claim supported" (the hallucination metric's
+   default rule). Bare answers joined to their question are judged by a rule (``bare_answer_named``:
+   named by the chunk and read as the answer by the support model), not by the logistic layer: in HaluEval
    QA nearly every right answer is bare and nearly every hallucinated one a sentence, so anything
    fitted per form would learn the form (see docs/offline-judge.md).
 2. Contradiction: not fitted (``_offline_grounding.ON_TOPIC_COVERAGE``).
@@ -38,18 +39,21 @@ import random
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from judge_accuracy import LENGTH_CONTROLLED, SETS, Example, auroc, balanced_accuracy, load
+from judge_sets import CONSTRUCTIONS
 
 from ragtrace.judges.offline import _NONCOMMITTAL_PROTOTYPES, grounding, text
 from ragtrace.judges.offline.embedder import Embedder
 from ragtrace.judges.offline.support import SupportModel
 
-OUT = Path(__file__).resolve().parents[1] / "ragtrace" / "judges" / "_offline_calibration.py"
+OUT = Path(__file__).resolve().parents[1] / "ragtrace" / "judges" / "offline" / "calibration.py"
 
 
 class StoredEmbedder(Embedder):
@@ -112,19 +116,41 @@ def fit_signed_logistic(
         print(f"  dropped {grounding.FEATURES[dropped]}: fitted against its sign", file=sys.stderr)
 
 
-GROUNDING_SETS = (*SETS, LENGTH_CONTROLLED)
+GROUNDING_SETS = (*SETS, LENGTH_CONTROLLED, *CONSTRUCTIONS)
+"""Every set of bench/judge_accuracy.py the faithfulness is read on, each on its calibration split: HaluEval's
+own pairs, the length-controlled span and every construction of ``judge_sets`` (same-kind span, swaps,
+negations, a neighbouring question's answer, one wrong sentence among 2-5). Fitted on HaluEval's pairs alone,
+the layer leaned on the support model and weighed the words no chunk states lightly (missing words -0.72,
+names and numbers 0): a neighbouring question's answer, which HaluEval's pairs hardly hold, then ranked below
+word overlap."""
+SET_WEIGHTS = {"summarization": 3.0, "qa": 2.0, LENGTH_CONTROLLED: 2.0}
+"""How much each set weighs in the fit and in the choice of the cuts (every other set 1), as
+``training/fit_alignment.py`` weighs them: HaluEval's own pairs are an LLM's hallucinations, each construction
+one way of building a negative; summarization weighs most, its right summaries reword the document, the case
+a layer fitted on copied sentences rejects. Weighed equally (each set 1, the cuts chosen on every set), the fit
+chose a support threshold of 0.71 and flagged 78.5 % of the right summaries of the calibration split."""
+CUT_SETS = (*SETS, LENGTH_CONTROLLED)
+"""The sets the support threshold and the bare-answer cut are chosen on: HaluEval's own pairs, whose right texts
+are written, not copied. Every construction's right text is sentences of the passage word for word, so on them
+a higher threshold costs almost nothing; chosen on every set, the threshold rose from 0.37 to 0.48 and flagged
+58 % of the right summaries of the calibration split (49 % at 0.37). The weights are fitted on every set."""
 MODEL = grounding.FEATURES.index("model_support")
 
 
-def claim_features(support: SupportModel, examples: Sequence[Example]) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    """Per example, the feature matrix of its claims against its chunk (one row per claim), and per
-    claim the rules' reading by words alone: for a bare answer, 1 named, 0 not named (the support
-    model's cut is fitted on top); for other claims, -3 a conflicting number, -2 restated by the
-    chunk, else -1."""
+def claim_features(
+    support: SupportModel, examples: Sequence[Example]
+) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]]:
+    """Per example, the feature matrix of its claims against its chunk (one row per claim); per claim the
+    rules' reading by words alone: for a bare answer, 1 named, 0 not named (the support model's cut is
+    fitted on top); for other claims, -3 a conflicting number, -2 restated by the chunk, else -1; and per
+    claim its label (``claim_labels``)."""
     out: list[np.ndarray] = []
     named: list[np.ndarray] = []
+    labels: list[np.ndarray] = []
+    grounded = {e.row: set(text.extract_claims(e.text, e.question)) for e in examples if e.grounded}
     for example in examples:
         claims = text.extract_claims(example.text, example.question)
+        labels.append(claim_labels(example, claims, grounded.get(example.row, set())))
         if not claims:
             out.append(np.zeros((0, len(grounding.FEATURES))))
             named.append(np.zeros(0))
@@ -139,7 +165,18 @@ def claim_features(support: SupportModel, examples: Sequence[Example]) -> tuple[
             for row in rows
         ]
         named.append(np.array([other if r is None else float(r) for r, other in zip(readings, others, strict=True)]))
-    return out, named
+    return out, named, labels
+
+
+def claim_labels(example: Example, claims: Sequence[str], grounded_claims: set[str]) -> np.ndarray:
+    """1 for a supported claim, 0 for an unsupported one: every claim of a grounded text is supported; a
+    claim of the other text is not, unless the grounded text of the same row states it too. A construction
+    that replaces one sentence of 2-5 keeps the others word for word, and labelling them unsupported would
+    teach the layer that a copied sentence of the passage is a hallucination. (HaluEval's own hallucinated
+    texts share a claim with the right one rarely; their other true clauses stay label noise.)"""
+    if example.grounded:
+        return np.ones(len(claims))
+    return np.array([1.0 if c in grounded_claims else 0.0 for c in claims])
 
 
 def supported_claims(
@@ -154,10 +191,63 @@ def supported_claims(
     return np.where(named >= 0, (named == 1.0) & answers, others)
 
 
+@dataclass(frozen=True, slots=True)
+class Flat:
+    """One set's claims in flat arrays (``record``: the index of each claim's record), so that every
+    candidate cut of the grid is read in a few vector operations."""
+
+    probabilities: np.ndarray
+    named: np.ndarray
+    logits: np.ndarray
+    record: np.ndarray
+    records: int
+
+    @classmethod
+    def of(cls, feats: Sequence[np.ndarray], named: Sequence[np.ndarray], probs: Any) -> Flat:
+        counts = [len(f) for f in feats]
+        width = len(grounding.FEATURES)
+        stacked = np.vstack([f.reshape(-1, width) for f in feats])
+        return cls(
+            np.concatenate([probs(f) for f in feats]),
+            np.concatenate([np.asarray(n, dtype=float) for n in named]),
+            stacked[:, MODEL],
+            np.repeat(np.arange(len(feats)), counts),
+            len(feats),
+        )
+
+    def faithfulness(self, threshold: float, min_logit: float) -> tuple[np.ndarray, np.ndarray]:
+        """Per record, the share of its claims supported at the cut, and whether all are (a record without
+        claims: 0 and False)."""
+        supported = supported_claims(self.probabilities, self.named, self.logits, threshold, min_logit)
+        counts = np.bincount(self.record, minlength=self.records)
+        held = np.bincount(self.record, weights=supported.astype(float), minlength=self.records)
+        share = np.divide(held, counts, out=np.zeros(self.records), where=counts > 0)
+        return share, (counts > 0) & (held == counts)
+
+
+def fast_auroc(scores: np.ndarray, labels: np.ndarray) -> float:
+    """``judge_accuracy.auroc`` (mid-ranks for ties) in numpy."""
+    _, inverse, counts = np.unique(scores, return_inverse=True, return_counts=True)
+    ends = np.cumsum(counts)
+    mid = ends - (counts - 1) / 2.0
+    ranks = mid[inverse]
+    positives = int(labels.sum())
+    negatives = len(labels) - positives
+    return float((ranks[labels].sum() - positives * (positives + 1) / 2) / (positives * negatives))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dry-run", action="store_true", help="print the fit, do not write the module")
     parser.add_argument("--embedding-cache", type=Path, help="pickle file keeping vectors between runs")
+    parser.add_argument(
+        "--feature-cache",
+        type=Path,
+        help="pickle file keeping each set's claim features between runs (delete it when the features change)",
+    )
+    parser.add_argument(
+        "--rows", type=int, default=0, help="at most this many rows of each set's calibration split (0: all)"
+    )
     args = parser.parse_args(argv)
     embedder = StoredEmbedder(args.embedding_cache)
     support = SupportModel()
@@ -166,12 +256,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     # 1. Grounding.
     per_set: dict[str, tuple[list[Example], list[np.ndarray]]] = {}
     named_per_set: dict[str, list[np.ndarray]] = {}
+    labels_per_set: dict[str, list[np.ndarray]] = {}
+    stored: dict[str, tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]]] = {}
+    if args.feature_cache is not None and args.feature_cache.exists():
+        with open(args.feature_cache, "rb") as handle:
+            stored = pickle.load(handle)
     for name in GROUNDING_SETS:
         examples = load(name, "train")
-        feats, named = claim_features(support, examples)
+        if args.rows:
+            examples = examples[: 2 * args.rows]
+        if name not in stored:
+            stored[name] = claim_features(support, examples)
+            print(f"features {name}: {len(examples)} records, {time.perf_counter() - started:.0f} s", file=sys.stderr)
+        feats, named, claim_label = stored[name]
         per_set[name] = (examples, feats)
         named_per_set[name] = named
-        print(f"features {name}: {len(examples)} records, {time.perf_counter() - started:.0f} s", file=sys.stderr)
+        labels_per_set[name] = claim_label
+    if args.feature_cache is not None:
+        with open(args.feature_cache, "wb") as handle:
+            pickle.dump(stored, handle)
     embedder.save()
     for name, (examples, feats) in per_set.items():
         labels = [e.grounded for e in examples]
@@ -181,13 +284,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             mean = [float(np.nan_to_num(np.nanmean(f[:, k]), nan=0.0)) if len(f) else 0.0 for f in feats]
             print(f"  {name} {feature:<20} AUROC min {auroc(low, labels):.3f} mean {auroc(mean, labels):.3f}")
     xs, ys, ws = [], [], []
-    for examples, feats in per_set.values():
+    for name, (_, feats) in per_set.items():
+        # A set weighs SET_WEIGHTS in all, whatever its number of claims.
         n_claims = sum(len(f) for f in feats)
-        for example, f in zip(examples, feats, strict=True):
-            for row in f:
-                xs.append(row)
-                ys.append(1.0 if example.grounded else 0.0)
-                ws.append(1.0 / n_claims)
+        for f, claim_label in zip(feats, labels_per_set[name], strict=True):
+            xs.extend(f)
+            ys.extend(claim_label)
+            ws.extend([SET_WEIGHTS.get(name, 1.0) / n_claims] * len(f))
     x, y, w = np.array(xs), np.array(ys), np.array(ws)
     w = w / w.mean()
     # A feature the models could not read (NaN: a claim in a script the support model was not
@@ -204,35 +307,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         result: np.ndarray = 1.0 / (1.0 + np.exp(-(((f - means) / scales) @ coefficients + bias)))
         return result
 
-    record_probs = {name: [probs(f) for f in feats] for name, (_, feats) in per_set.items()}
+    flat = {name: Flat.of(feats, named_per_set[name], probs) for name, (_, feats) in per_set.items()}
+    record_labels = {name: np.array([e.grounded for e in per_set[name][0]]) for name in CUT_SETS}
     candidates = [(t, c) for t in np.linspace(0.05, 0.95, 91) for c in np.linspace(-3.0, 3.0, 25)]
 
-    def faithfulness_of(name: str, cut: tuple[float, float]) -> tuple[list[float], list[bool]]:
-        faith, grounded = [], []
-        for p, named, f in zip(record_probs[name], named_per_set[name], per_set[name][1], strict=True):
-            supported = supported_claims(p, named, f[:, MODEL] if len(f) else np.zeros(0), *cut)
-            faith.append(float(np.mean(supported)) if len(p) else 0.0)
-            grounded.append(bool(len(p)) and bool(np.all(supported)))
-        return faith, grounded
-
     def merit(cut: tuple[float, float]) -> float:
-        scores = []
-        for name, (examples, _) in per_set.items():
-            labels = [e.grounded for e in examples]
-            faith, grounded = faithfulness_of(name, cut)
-            scores.append((auroc(faith, labels) + balanced_accuracy(grounded, labels)) / 2)
-        return float(np.mean(scores))
+        scores, weights = [], []
+        for name, labels in record_labels.items():
+            faith, grounded = flat[name].faithfulness(*cut)
+            scores.append((fast_auroc(faith, labels) + balanced_accuracy(list(grounded), list(labels))) / 2)
+            weights.append(SET_WEIGHTS.get(name, 1.0))
+        return float(np.average(scores, weights=weights))
 
     best = max(candidates, key=merit)
     threshold, min_logit = float(best[0]), float(best[1])
-    for name, (examples, _) in per_set.items():
+    for name, (examples, feats) in per_set.items():
         labels = [e.grounded for e in examples]
-        faith, grounded = faithfulness_of(name, best)
-        ba = balanced_accuracy(grounded, labels)
-        low = [float(p.min()) if len(p) else 0.0 for p in record_probs[name]]
-        mean = [float(p.mean()) if len(p) else 0.0 for p in record_probs[name]]
+        faith, grounded = flat[name].faithfulness(*best)
+        ba = balanced_accuracy(list(grounded), labels)
+        record_probs = [probs(f) for f in feats]
+        low = [float(p.min()) if len(p) else 0.0 for p in record_probs]
+        mean = [float(p.mean()) if len(p) else 0.0 for p in record_probs]
         print(
-            f"train {name}: faithfulness AUROC {auroc(faith, labels):.3f}, BA {ba:.3f}; "
+            f"train {name}: faithfulness AUROC {auroc(list(faith), labels):.3f}, BA {ba:.3f}; "
             f"support AUROC min {auroc(low, labels):.3f} mean {auroc(mean, labels):.3f}"
         )
     print("weights", dict(zip(grounding.FEATURES, np.round(coefficients, 3), strict=True)), "bias", round(bias, 3))

@@ -5,18 +5,18 @@ files: do not edit by hand, re-run the script. See that script for what each con
 """
 
 # Grounding model: standardised features (order of _offline_grounding.FEATURES), logistic layer.
-FEATURE_MEANS = (0.843805, 1.362225, 0.745001, 0.203105, 0.027536, 0.043060, 0.082979, 0.594322)
-FEATURE_SCALES = (0.212016, 1.968334, 0.287377, 0.578329, 0.170282, 0.222121, 0.275851, 2.703566)
-GROUNDING_WEIGHTS = (0.128834, -1.296574, 0.000000, 0.000000, -0.016332, 0.000000, 0.000000, 1.664738)
-GROUNDING_BIAS = -0.391374
-SUPPORT_THRESHOLD = 0.390000
+FEATURE_MEANS = (0.919653, 0.476495, 0.889601, 0.126293, 0.020775, 0.024460, 0.093976, 0.546987, 0.895155)
+FEATURE_SCALES = (0.214205, 1.277797, 0.253532, 0.486772, 0.154292, 0.172140, 0.291795, 2.824199, 0.241368)
+GROUNDING_WEIGHTS = (0.457165, -0.435648, 0.000000, 0.000000, -0.001414, 0.000000, -0.032988, 2.106486, 0.377644)
+GROUNDING_BIAS = 0.239173
+SUPPORT_THRESHOLD = 0.370000
 """Support probability at or above which a chunk SUPPORTS a claim."""
-MODEL_ANSWER_MIN_LOGIT = -0.500000
+MODEL_ANSWER_MIN_LOGIT = 0.250000
 """Support-model logit from which a bare answer the chunk names is read as the answer (bare_answer_named)."""
 
 # rate_chunks: sigmoid(bias + a * cos(query, chunk) + b * max cos(query, chunk sentence)).
-RELEVANCE_WEIGHTS = (8.823921, 10.622332)
-RELEVANCE_BIAS = -9.041382
+RELEVANCE_WEIGHTS = (8.823920, 10.622332)
+RELEVANCE_BIAS = -9.041381
 
 STATEMENT_RELEVANCE_THRESHOLD = 0.300000
 """Query-statement cosine from which rate_statements calls a statement relevant."""

@@ -2,8 +2,9 @@
 
 For one claim and one chunk the model computes a few features (``FEATURES``):
 
-- the logit of the support model, a cross-encoder that reads claim and chunk together
-  (``_offline_support``): the one feature that reads meaning, not words,
+- the aligned support (``aligned``): the logit of the support model, a cross-encoder that reads claim
+  and chunk together (``support``), combined with whether the chunk states the claim's words together
+  and in its order (``alignment``): the one feature that reads meaning, not words alone,
 - the share of the claim's content words found in the chunk, and around its best unit (the sentence
   sharing the most content words with it, with its neighbour sentences), and the number it lacks; for
   a bare answer joined to its question, the words of the answer (``claim_focus``),
@@ -11,6 +12,7 @@ For one claim and one chunk the model computes a few features (``FEATURES``):
 - numbers, years and months the best unit's window states otherwise (another year where the claim
   has one),
 - a negation in one of claim and best unit but not the other,
+- the share of the claim's consecutive content words the chunk states in that order (``order``),
 
 and turns them into a probability of support with a logistic layer fitted by
 ``bench/calibrate_offline.py`` on HaluEval (constants in ``_offline_calibration``), each weight held
@@ -32,8 +34,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ragtrace.judges._base import Verdict
+from ragtrace.judges.offline import aligned, text
 from ragtrace.judges.offline import calibration as cal
-from ragtrace.judges.offline import text
+from ragtrace.judges.offline.alignment import PassageTokens, alignment, passage_tokens
 from ragtrace.judges.offline.embedder import Embedder, Vectors, check_stop
 from ragtrace.judges.offline.support import SupportModel
 
@@ -46,8 +49,9 @@ FEATURES = (
     "conflicts",
     "negation_mismatch",
     "model_support",
+    "order",
 )
-FEATURE_SIGNS = (1, -1, 1, -1, -1, -1, -1, 1)
+FEATURE_SIGNS = (1, -1, 1, -1, -1, -1, -1, 1, 1)
 """The direction each feature may push support in (order of ``FEATURES``): more similarity or
 coverage can only help, more missing or conflicting evidence can only hurt. The calibration drops a
 feature whose fitted weight comes out the other way (a data set's artifact, not evidence)."""
@@ -138,10 +142,13 @@ def features(
     chunk: LexicalUnits,
     model_logit: float,
     facts: text.ContextFacts | None = None,
+    tokens: PassageTokens | None = None,
 ) -> tuple[tuple[float, ...], str]:
     """The feature vector of ``claim`` against ``chunk`` (order of ``FEATURES``) and the best unit;
     ``model_logit``: the support model's reading of the pair (``SupportModel.support``, NaN when it
-    does not read the claim); ``facts``: the chunk's ``text.context_facts``, when the caller has read
+    does not read the claim), combined with the alignment into the ``model_support`` feature
+    (``aligned.aligned_logit``); ``tokens``: the chunk's ``alignment.passage_tokens``, when the caller has
+    read them already; ``facts``: the chunk's ``text.context_facts``, when the caller has read
     them already.
 
     The best unit is the sentence sharing the most content words with the claim (the earlier on ties):
@@ -156,6 +163,8 @@ def features(
     focus = text.claim_focus(claim)
     whole = text.lexical_evidence(focus, chunk.text if facts is None else facts)
     local = text.lexical_evidence(focus, window)
+    placed = alignment(claim, passage_tokens(chunk.text) if tokens is None else tokens)
+    support = aligned.aligned_logit(model_logit, placed, whole.coverage, focus != claim)
     negation_mismatch = float(text.has_negation(focus) != text.has_negation(best_unit))
     values = (
         whole.coverage,
@@ -165,7 +174,8 @@ def features(
         min(float(whole.missing_numbers), _CAP),
         min(float(local.conflicting_numbers + local.conflicting_months), _CAP),
         negation_mismatch,
-        model_logit if math.isnan(model_logit) else min(max(model_logit, -_MAX_LOGIT), _MAX_LOGIT),
+        support if math.isnan(support) else min(max(support, -_MAX_LOGIT), _MAX_LOGIT),
+        placed.order,
     )
     return values, best_unit
 
@@ -216,9 +226,15 @@ def restated(values: Sequence[float]) -> bool:
     claim a passage supports, not to accept every restatement, and it rejects some plain ones ("The
     Eiffel Tower is in Paris." against a three-sentence passage on the tower: logit -2.9). Words in
     the chunk are evidence it may not overrule; a swapped relation between names the chunk does
-    mention ("A beat B" for "B beat A") passes here, as it did before the model."""
+    mention ("A beat B" for "B beat A") passes unless the claim is a near copy of the chunk out of the
+    chunk's order (``alignment.Alignment.order`` from ``aligned.NEAR_COPY`` to below 1): two dates or names
+    swapped inside one sentence are all in that sentence, a few pairs out of place, and are left to the
+    probability; a rewording in another order ("The capital of Brazil is Brasilia." against "Brazil ...
+    Its capital is Brasilia", order 0) is a restatement."""
+    order = values[FEATURES.index("order")]
     return (
-        values[FEATURES.index("best_unit_coverage")] >= 1.0
+        not aligned.NEAR_COPY <= order < 1.0
+        and values[FEATURES.index("best_unit_coverage")] >= 1.0
         and values[FEATURES.index("missing_numbers")] == 0
         and values[FEATURES.index("conflicts")] == 0
         and values[FEATURES.index("negation_mismatch")] == 0
@@ -271,13 +287,14 @@ def feature_matrix(
     logits = support.support(claims, chunks)
     # Each chunk's words are read once for all the claims (a long chunk is not cached across records).
     facts = [text.context_facts(chunk.text) for chunk in prepared]
+    tokens = [passage_tokens(chunk.text) for chunk in prepared]
     rows: list[list[tuple[tuple[float, ...], str]]] = []
     for i, claim in enumerate(claims):
         check_stop()
         rows.append(
             [
-                features(claim, chunk, float(logits[i, j]), f)
-                for j, (chunk, f) in enumerate(zip(prepared, facts, strict=True))
+                features(claim, chunk, float(logits[i, j]), f, t)
+                for j, (chunk, f, t) in enumerate(zip(prepared, facts, tokens, strict=True))
             ]
         )
     return rows

@@ -14,7 +14,7 @@ from ragtrace.judges import Verdict
 from ragtrace.judges._base import agreeing
 from ragtrace.judges.offline import OfflineJudge
 from ragtrace.metrics import Faithfulness, Hallucination, metric_by_name
-from ragtrace.metrics.claims import claim_support
+from ragtrace.metrics.claims import SUPPORT_CUT, claim_support
 from ragtrace.testing import FakeJudge
 
 S, C, N = Verdict.SUPPORTED, Verdict.CONTRADICTED, Verdict.NEITHER
@@ -101,8 +101,6 @@ def test_wrong_scoring_is_a_configuration_error() -> None:
 
 
 async def test_the_offline_judges_probabilities_agree_with_its_verdicts() -> None:
-    from ragtrace.judges.offline import calibration as cal
-
     offline = OfflineJudge()
     claims = [
         "The Eiffel Tower is in Paris.",
@@ -116,7 +114,8 @@ async def test_the_offline_judges_probabilities_agree_with_its_verdicts() -> Non
     for verdicts, probabilities in zip(reply.value, reply.support, strict=True):
         for verdict, p in zip(verdicts, probabilities, strict=True):
             assert 0.0 <= p <= 1.0
-            assert (p >= cal.SUPPORT_THRESHOLD) is (verdict is S)
+            # On the shared scale (JudgeReply.support) every judge's cut is SUPPORT_CUT, not its own threshold.
+            assert (p >= SUPPORT_CUT) is (verdict is S)
     faith = await Faithfulness().score(RagRecord.of("Where and when?", chunks, " ".join(claims[:2])), offline)
     assert faith.value is not None and 0.0 < faith.value <= 1.0
 
