@@ -81,20 +81,24 @@ class StoredEmbedder(Embedder):
                 pickle.dump(self.store, handle)
 
 
-def fit_logistic(x: np.ndarray, y: np.ndarray, weights: np.ndarray, l2: float = 1e-2) -> tuple[np.ndarray, float]:
-    """Weighted L2 logistic regression by Newton's method; returns (coefficients, bias)."""
+def fit_logistic(
+    x: np.ndarray, y: np.ndarray, weights: np.ndarray, offset: np.ndarray | float = 0.0, l2: float = 1e-2
+) -> tuple[np.ndarray, float]:
+    """Weighted L2 logistic regression by Newton's method from zero; returns (coefficients, bias). ``offset``:
+    a fixed term added to each row's logit, its weight held at 1 (``training/fit_alignment.py`` fits the
+    alignment's shift around the support model's logit that way)."""
     n, d = x.shape
     xb = np.hstack([x, np.ones((n, 1))])
     beta = np.zeros(d + 1)
     penalty = np.eye(d + 1) * l2
     penalty[d, d] = 0.0
-    for _ in range(50):
-        p = 1.0 / (1.0 + np.exp(-(xb @ beta)))
+    for _ in range(100):
+        p = 1.0 / (1.0 + np.exp(-(xb @ beta + offset)))
         gradient = xb.T @ (weights * (p - y)) + penalty @ beta
         hessian = (xb * (weights * p * (1 - p))[:, None]).T @ xb + penalty
         step = np.linalg.solve(hessian, gradient)
         beta -= step
-        if np.max(np.abs(step)) < 1e-8:
+        if np.max(np.abs(step)) < 1e-10:
             break
     return beta[:d], float(beta[d])
 
@@ -124,8 +128,8 @@ the layer leaned on the support model and weighed the words no chunk states ligh
 names and numbers 0): a neighbouring question's answer, which HaluEval's pairs hardly hold, then ranked below
 word overlap."""
 SET_WEIGHTS = {"summarization": 3.0, "qa": 2.0, LENGTH_CONTROLLED: 2.0}
-"""How much each set weighs in the fit and in the choice of the cuts (every other set 1), as
-``training/fit_alignment.py`` weighs them: HaluEval's own pairs are an LLM's hallucinations, each construction
+"""How much each set weighs in the fit and in the choice of the cuts (every other set 1; ``training/fit_alignment.py``
+weighs its sets by this table too): HaluEval's own pairs are an LLM's hallucinations, each construction
 one way of building a negative; summarization weighs most, its right summaries reword the document, the case
 a layer fitted on copied sentences rejects. Weighed equally (each set 1, the cuts chosen on every set), the fit
 chose a support threshold of 0.71 and flagged 78.5 % of the right summaries of the calibration split."""

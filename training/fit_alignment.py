@@ -12,7 +12,8 @@ Data: ``../shared/data/halueval_qa_train.jsonl`` (HaluEval QA rows 1000-5999) an
 ``bench/judge_sets.py``'s own code (the dev sets are the same code on other rows), each construction
 (same-kind span, swapped, negated, one wrong sentence among 2-5 of each kind), HaluEval's own QA pairs and
 the length-controlled span; from the first ``--summaries`` summarization rows, HaluEval's summary pairs.
-Sets weigh as ``SET_WEIGHTS`` says. Labels are per claim (``extract_claims``): every claim of the grounded
+Sets weigh as ``bench/calibrate_offline.py``'s ``SET_WEIGHTS`` says (its fit, ``fit_logistic``, with the
+model's logit as the offset). Labels are per claim (``extract_claims``): every claim of the grounded
 text is supported (at most two of a multi-sentence answer's); a claim of the other text that is not also a
 claim of the grounded one is not (for HaluEval's own hallucinated texts a noisy label: some of their
 clauses are true).
@@ -36,7 +37,8 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
-from judge_accuracy import auroc, length_controlled_span  # noqa: E402
+from calibrate_offline import SET_WEIGHTS, fit_logistic  # noqa: E402
+from judge_accuracy import LENGTH_CONTROLLED, auroc, length_controlled_span  # noqa: E402
 from judge_sets import ROW_CONSTRUCTIONS, build_pairs  # noqa: E402
 
 from ragtrace.judges.offline import aligned, text  # noqa: E402
@@ -86,7 +88,7 @@ def sets(rows: int, summaries: int) -> dict[str, list[tuple[str, str, bool]]]:
         )
     ]
     spans = [(i, length_controlled_span(qa[i]["knowledge"], qa[i]["right_answer"], seed=f"{QA}:{i}")) for i in indices]
-    out["length_controlled"] = [
+    out[LENGTH_CONTROLLED] = [
         item
         for i, span in spans
         if span is not None
@@ -136,32 +138,6 @@ def aligned_logits(read: np.ndarray, coefficients: np.ndarray, bias: float) -> n
     """``aligned.aligned_logit`` of each row of ``readings`` under the given weights (NaN read as 0)."""
     logit = np.nan_to_num(clipped(read), nan=0.0)
     return np.where(read_by_alignment(read), logit + inputs(read) @ coefficients + bias, logit)
-
-
-SET_WEIGHTS = {"summarization": 3.0, "qa": 2.0, "length_controlled": 2.0}
-"""HaluEval's own pairs weigh more than one construction each (summarization most: its right summaries
-reword the document, the case alignment must not push down); every other set weighs 1."""
-
-
-def fit_logistic(
-    x: np.ndarray, y: np.ndarray, weights: np.ndarray, offset: np.ndarray, l2: float = 1e-2
-) -> tuple[np.ndarray, float]:
-    """Weighted L2 logistic regression by Newton's method from zero, with a fixed ``offset`` added to each
-    row's logit (the support model's, its weight held at 1); returns (coefficients, bias)."""
-    n, d = x.shape
-    xb = np.hstack([x, np.ones((n, 1))])
-    beta = np.zeros(d + 1)
-    penalty = np.eye(d + 1) * l2
-    penalty[d, d] = 0.0
-    for _ in range(100):
-        p = 1.0 / (1.0 + np.exp(-(xb @ beta + offset)))
-        gradient = xb.T @ (weights * (p - y)) + penalty @ beta
-        hessian = (xb * (weights * p * (1 - p))[:, None]).T @ xb + penalty
-        step = np.linalg.solve(hessian, gradient)
-        beta -= step
-        if np.max(np.abs(step)) < 1e-10:
-            break
-    return beta[:d], float(beta[d])
 
 
 def main(argv: Sequence[str] | None = None) -> int:
