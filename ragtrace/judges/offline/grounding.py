@@ -57,10 +57,6 @@ coverage can only help, more missing or conflicting evidence can only hurt. The 
 feature whose fitted weight comes out the other way (a data set's artifact, not evidence)."""
 _CAP = 3.0
 _MAX_MISSING_WORDS = 10.0
-_MAX_LOGIT = 8.0
-"""The support model's logit is clipped to +-8 (p = 0.9997): beyond that it says nothing more, and an
-empty chunk (no window, -inf) must not dominate the logistic layer. NaN (a claim the model does not
-read, ``_offline_support.reads``) stays NaN: no evidence either way."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,7 +170,9 @@ def features(
         min(float(whole.missing_numbers), _CAP),
         min(float(local.conflicting_numbers + local.conflicting_months), _CAP),
         negation_mismatch,
-        support if math.isnan(support) else min(max(support, -_MAX_LOGIT), _MAX_LOGIT),
+        # Clipped again after the shift, as the model's own logit is (``aligned.MAX_LOGIT``): a shifted
+        # logit beyond it says nothing more to the logistic layer.
+        aligned.clip(support),
         placed.order,
     )
     return values, best_unit
