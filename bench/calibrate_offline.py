@@ -229,17 +229,6 @@ class Flat:
         return share, (counts > 0) & (held == counts)
 
 
-def fast_auroc(scores: np.ndarray, labels: np.ndarray) -> float:
-    """``judge_accuracy.auroc`` (mid-ranks for ties) in numpy."""
-    _, inverse, counts = np.unique(scores, return_inverse=True, return_counts=True)
-    ends = np.cumsum(counts)
-    mid = ends - (counts - 1) / 2.0
-    ranks = mid[inverse]
-    positives = int(labels.sum())
-    negatives = len(labels) - positives
-    return float((ranks[labels].sum() - positives * (positives + 1) / 2) / (positives * negatives))
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dry-run", action="store_true", help="print the fit, do not write the module")
@@ -319,7 +308,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         scores, weights = [], []
         for name, labels in record_labels.items():
             faith, grounded = flat[name].faithfulness(*cut)
-            scores.append((fast_auroc(faith, labels) + balanced_accuracy(list(grounded), list(labels))) / 2)
+            scores.append((auroc(faith, labels) + balanced_accuracy(list(grounded), list(labels))) / 2)
             weights.append(SET_WEIGHTS.get(name, 1.0))
         return float(np.average(scores, weights=weights))
 

@@ -48,6 +48,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from judge_sets import (
     CONSTRUCTIONS,
     MULTI_SENTENCE_SETS,
@@ -162,24 +163,18 @@ def length_controlled_span(knowledge: str, right_answer: str, *, seed: str) -> s
     return random.Random(seed).choice(spans)
 
 
-def auroc(scores: Sequence[float], labels: Sequence[bool]) -> float:
-    """Area under the ROC curve (Mann-Whitney U with mid-ranks for ties); positives are ``True``."""
-    order = sorted(range(len(scores)), key=lambda i: scores[i])
-    ranks = [0.0] * len(scores)
-    i = 0
-    while i < len(order):
-        j = i
-        while j + 1 < len(order) and scores[order[j + 1]] == scores[order[i]]:
-            j += 1
-        for k in range(i, j + 1):
-            ranks[order[k]] = (i + j) / 2 + 1
-        i = j + 1
-    positives = sum(1 for y in labels if y)
-    negatives = len(labels) - positives
+def auroc(scores: Sequence[float] | np.ndarray, labels: Sequence[bool] | np.ndarray) -> float:
+    """Area under the ROC curve (Mann-Whitney U with mid-ranks for ties); positives are ``True``. In numpy:
+    ``bench/calibrate_offline.py`` reads it for each of thousands of candidate cuts."""
+    y = np.asarray(labels, dtype=bool)
+    positives = int(y.sum())
+    negatives = len(y) - positives
     if positives == 0 or negatives == 0:
         raise ValueError("AUROC needs both classes")
-    rank_sum = sum(r for r, y in zip(ranks, labels, strict=True) if y)
-    return (rank_sum - positives * (positives + 1) / 2) / (positives * negatives)
+    _, inverse, counts = np.unique(np.asarray(scores, dtype=float), return_inverse=True, return_counts=True)
+    ends = np.cumsum(counts)
+    ranks = (ends - (counts - 1) / 2.0)[inverse]  # 1-based mid-ranks: a tie shares the mean of its ranks
+    return float((ranks[y].sum() - positives * (positives + 1) / 2) / (positives * negatives))
 
 
 def balanced_accuracy(predicted: Sequence[bool], labels: Sequence[bool]) -> float:
