@@ -15,7 +15,6 @@ chunk once for every claim compared with it.
 
 from __future__ import annotations
 
-import functools
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -25,7 +24,6 @@ import numpy.typing as npt
 
 from ragtrace.judges.offline.facts import entities
 from ragtrace.judges.offline.segment import (
-    CACHED_TEXT_CHARS,
     NEGATIONS,
     STOPWORDS,
     claim_focus,
@@ -33,6 +31,7 @@ from ragtrace.judges.offline.segment import (
     stem,
     words,
 )
+from ragtrace.judges.offline.short_cache import short_text_cache
 
 SPREAD = 3.0
 """Content words over which a word's closeness to an anchor decays by 1/e: about half a sentence, so a
@@ -78,15 +77,11 @@ def _content(tokens: Sequence[str]) -> list[str]:
 
 def passage_tokens(chunk: str) -> PassageTokens:
     """The chunk's tokens; cached for chunks up to ``CACHED_TEXT_CHARS``."""
-    return _cached_tokens(chunk) if len(chunk) <= CACHED_TEXT_CHARS else _read_tokens(chunk)
+    return _cached_tokens(chunk)
 
 
-@functools.lru_cache(maxsize=512)
+@short_text_cache(maxsize=512)
 def _cached_tokens(chunk: str) -> PassageTokens:
-    return _read_tokens(chunk)
-
-
-def _read_tokens(chunk: str) -> PassageTokens:
     tokens: list[str] = []
     numeric: list[int] = []
     named: list[int] = []

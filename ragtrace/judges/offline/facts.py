@@ -5,17 +5,15 @@ Contract: every function is pure and deterministic (no model). ``numbers``, ``ye
 claim with one context on them and on content words, giving the grounding model evidence an embedding
 cannot see (a year, a number or a proper name that the context lacks or states otherwise);
 ``context_facts`` reads a context's side once, for every claim compared with it. The words and
-sentences these read come from ``_offline_segment``; callers import both through ``_offline_text``.
+sentences these read come from ``segment``; callers import both through ``text``.
 """
 
 from __future__ import annotations
 
-import functools
 import re
 from dataclasses import dataclass
 
 from ragtrace.judges.offline.segment import (
-    CACHED_TEXT_CHARS,
     NEGATIONS,
     STOPWORDS,
     content_words,
@@ -24,6 +22,7 @@ from ragtrace.judges.offline.segment import (
     stem,
     words,
 )
+from ragtrace.judges.offline.short_cache import short_text_cache
 
 _MONTH_TEXT = "january february march april may june july august september october november december"
 
@@ -145,15 +144,11 @@ class ContextFacts:
 
 def context_facts(text: str) -> ContextFacts:
     """The facts of ``text``; cached for texts up to ``CACHED_TEXT_CHARS`` (windows, usual chunks)."""
-    return _cached_facts(text) if len(text) <= CACHED_TEXT_CHARS else _read_facts(text)
+    return _cached_facts(text)
 
 
-@functools.lru_cache(maxsize=512)
+@short_text_cache(maxsize=512)
 def _cached_facts(text: str) -> ContextFacts:
-    return _read_facts(text)
-
-
-def _read_facts(text: str) -> ContextFacts:
     found = numbers(text)
     return ContextFacts(
         frozenset(content_words(text)),

@@ -6,7 +6,7 @@ answer's claims (its sentences split into clauses, without questions and evasion
 joined to its question) and ``claim_focus`` the part of a claim to check; ``raw_words``, ``words``,
 ``stem`` and ``content_words`` give a text's word tokens. ``noncommittal_wording`` tells an evasion,
 which is not a claim. Reading facts out of these units (numbers, dates, names, negation, evidence
-against a context) is ``_offline_facts``'s job; callers import both through ``_offline_text``.
+against a context) is ``facts``'s job; callers import both through ``text``.
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ from collections.abc import Iterator
 import pysbd
 
 from ragtrace.judges._question_claims import answer_claim, split_answer_claim
+from ragtrace.judges.offline.short_cache import CACHED_TEXT_CHARS as CACHED_TEXT_CHARS
+from ragtrace.judges.offline.short_cache import short_text_cache
 
 # Knowledge snippets are often glued paragraphs ("...19th century.First for Women is..."): pysbd
 # keeps those as one sentence, so a space is put back first.
@@ -56,20 +58,12 @@ def _segmenter() -> pysbd.Segmenter:
     return pysbd.Segmenter(language="en", clean=False)
 
 
-CACHED_TEXT_CHARS = 8192
-"""Texts up to this long are cached (sentences here, a context's facts in ``_offline_facts``): a RAG
-app retrieves the same chunks again and again. Longer ones are read anew, so the caches stay bounded in
-bytes, not only in entries (the words of one 64 KB chunk take about 2 MB)."""
-
-
 def split_sentences(text: str) -> list[str]:
     """The sentences of ``text``, stripped, non-empty, in order."""
-    if len(text) <= CACHED_TEXT_CHARS:
-        return list(_cached_sentences(text))
-    return list(_split_sentences(text))
+    return list(_cached_sentences(text))
 
 
-@functools.lru_cache(maxsize=2048)
+@short_text_cache(maxsize=2048)
 def _cached_sentences(text: str) -> tuple[str, ...]:
     return _split_sentences(text)
 

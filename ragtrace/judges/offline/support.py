@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import unicodedata
 from collections.abc import Sequence
-from functools import lru_cache
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
@@ -33,7 +32,7 @@ import numpy.typing as npt
 from ragtrace.judges.offline import text
 from ragtrace.judges.offline.embedder import check_stop
 from ragtrace.judges.offline.onnx import LazyModel, ProcessWide, read_tokenizer
-from ragtrace.judges.offline.segment import CACHED_TEXT_CHARS
+from ragtrace.judges.offline.short_cache import short_text_cache
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
@@ -82,15 +81,11 @@ def chunk_windows(chunk: str) -> tuple[str, ...]:
     Cached for chunks up to ``CACHED_TEXT_CHARS`` (the usual chunks a RAG app retrieves again and
     again); a longer one is cut anew each time, so many distinct long chunks (their windows are twice
     their size) never stay in memory."""
-    return _cached_windows(chunk) if len(chunk) <= CACHED_TEXT_CHARS else _windows(chunk)
+    return _cached_windows(chunk)
 
 
-@lru_cache(maxsize=4096)
+@short_text_cache(maxsize=4096)
 def _cached_windows(chunk: str) -> tuple[str, ...]:
-    return _windows(chunk)
-
-
-def _windows(chunk: str) -> tuple[str, ...]:
     stripped = chunk.strip()
     if len(stripped.split()) <= WINDOW_WORDS:
         return (stripped,) if stripped else ()

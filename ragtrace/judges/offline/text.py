@@ -2,20 +2,20 @@
 
 Everything the offline judge reads from text without a model is re-exported here, so the judge, its
 grounding model, the benchmarks and the training scripts import it from one place
-(``from ragtrace.judges import _offline_text as text``):
+(``from ragtrace.judges.offline import text``):
 
-* ``_offline_segment``: cutting text into units. Sentences (``split_sentences``, boundaries from
+* ``segment``: cutting text into units. Sentences (``split_sentences``, boundaries from
   ``pysbd``), clauses, an answer's claims (``extract_claims``) and a claim's focus (``claim_focus``),
   word tokens (``raw_words``, ``words``, ``stem``, ``content_words``) and evasive wording
   (``noncommittal_wording``), which is not a claim.
-* ``_offline_facts``: reading facts out of text. Numbers, years, months, proper names and negation,
+* ``facts``: reading facts out of text. Numbers, years, months, proper names and negation,
   and a claim's ``lexical_evidence`` against one context (``context_facts`` reads a context once): the
   evidence an embedding cannot see, a year, a number or a name that the context lacks or states
   otherwise.
 
-``_offline_facts`` reads the units of ``_offline_segment``, never the other way round. Both are pure
-and deterministic; each caches texts up to ``CACHED_TEXT_CHARS`` (``_cached_sentences`` and
-``_cached_facts``, re-exported so that tests can clear and measure them).
+``facts`` reads the units of ``segment``, never the other way round. Both are pure
+and deterministic; what each reads from a text up to ``CACHED_TEXT_CHARS`` long is kept (``short_cache``:
+``_cached_sentences`` and ``_cached_facts``, re-exported so that tests can clear and measure them).
 """
 
 from __future__ import annotations

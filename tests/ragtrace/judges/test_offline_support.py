@@ -46,10 +46,11 @@ def test_a_long_chunk_is_cut_into_overlapping_windows_of_whole_sentences() -> No
 def test_only_usual_chunks_keep_their_windows_cached() -> None:
     # A long chunk's windows are about twice its size: caching 4,096 of 1 MB chunks would hold gigabytes.
     from ragtrace.judges.offline import support as _offline_support
+    from ragtrace.judges.offline.short_cache import CACHED_TEXT_CHARS
 
     _offline_support._cached_windows.cache_clear()
     long_chunk = " ".join(_sentences(200))  # twice CACHED_TEXT_CHARS: past it is what counts, not how far
-    assert len(long_chunk) > _offline_support.CACHED_TEXT_CHARS
+    assert len(long_chunk) > CACHED_TEXT_CHARS
     assert chunk_windows(long_chunk) == chunk_windows(long_chunk)
     assert _offline_support._cached_windows.cache_info().currsize == 0
     chunk_windows(" ".join(_sentences(40)))
