@@ -1,10 +1,10 @@
 """The offline judge: scores with no API key, no network and no model download.
 
 ``OfflineJudge`` answers the steps small local models can answer honestly: two int8 ONNX models run
-by onnxruntime, all-MiniLM-L6-v2 as an embedder (``_offline_embedder``) and a MiniLM cross-encoder
+by onnxruntime, all-MiniLM-L6-v2 as an embedder (``embedder``) and a MiniLM cross-encoder
 trained to read whether a passage supports a claim (``support``, ``training/judge``), with
 text evidence (``text``), through a grounding model calibrated on HaluEval
-(``_offline_grounding``, ``bench/calibrate_offline.py``):
+(``grounding``, ``bench/calibrate_offline.py``):
 
 - ``extract_claims``: sentences (pysbd) split into clauses; a bare short answer becomes one claim
   together with its question.

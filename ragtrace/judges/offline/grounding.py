@@ -15,7 +15,7 @@ For one claim and one chunk the model computes a few features (``FEATURES``):
 - the share of the claim's consecutive content words the chunk states in that order (``order``),
 
 and turns them into a probability of support with a logistic layer fitted by
-``bench/calibrate_offline.py`` on HaluEval (constants in ``_offline_calibration``), each weight held
+``bench/calibrate_offline.py`` on HaluEval (constants in ``calibration``), each weight held
 to its sign (``FEATURE_SIGNS``). The verdict is SUPPORTED at or above the fitted threshold or when the
 chunk restates the claim (``restated``), never with a ``conflicting`` number; a bare answer joined to
 its question is SUPPORTED when the chunk names it and the support model reads it as the answer to the

@@ -4,7 +4,7 @@ logit that the passage supports it.
 It is all-MiniLM-L6-v2 (Apache-2.0) fine-tuned on pairs built from the training files of
 ../shared/data (``training/judge``, ``make judge-model``), exported to int8 ONNX and shipped as
 package data (``_assets/``, with its model card). It reads relations the word-level evidence of
-``_offline_grounding`` cannot: which span of a passage answers the question, who did what to whom.
+``grounding`` cannot: which span of a passage answers the question, who did what to whom.
 
 What it reads: at most ``MAX_TOKENS`` word pieces of claim and context together. A chunk longer
 than that is cut into windows of whole sentences (about ``WINDOW_WORDS`` words, each overlapping the
