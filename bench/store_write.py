@@ -34,6 +34,12 @@ them as shipped, without ``quality_hours`` alone (its triggers dropped after the
 (PostgreSQL: its triggers dropped; SQLite: ingest's difference turned off), interleaved in each round.
 
     .venv/bin/python bench/store_write.py --rollup-cost [--writers 1 4] [--engines sqlite postgresql]
+
+``--blocks-cost``: what bounding the records' times by blocks of arrival (``schema.RECORD_BLOCKS``, migration 12,
+which the text search's third step reads by) costs SQLite's writes: the same batches into stores with its triggers
+as shipped and without them (dropped after the store opened), interleaved in each round.
+
+    .venv/bin/python bench/store_write.py --blocks-cost [--writers 1]
 """
 
 from __future__ import annotations
@@ -58,6 +64,7 @@ from ragtrace_collector._store import open_store  # noqa: E402
 from ragtrace_collector._store.dialect import SQLITE, dialect_of  # noqa: E402
 from ragtrace_collector._store.schema import (  # noqa: E402
     RAG_RECORDS,
+    RECORD_BLOCKS,
     RECORD_QUALITY,
     TABLES,
     TEXT_SEARCH,
@@ -260,6 +267,31 @@ def rollup_cost(work: Sequence[Batch], writers: Sequence[int], rounds: int, engi
                 )
 
 
+def without_blocks(conn: Any) -> None:
+    """A ``prepare`` that drops the triggers keeping ``schema.RECORD_BLOCKS`` (SQLite's writes before migration 12)."""
+    for suffix in ("_ai", "_au"):
+        conn.execute(f'DROP TRIGGER IF EXISTS "{RECORD_BLOCKS.name}{suffix}"')
+
+
+def blocks_cost(work: Sequence[Batch], writers: Sequence[int], rounds: int) -> None:
+    """SQLite's spans/s with and without the blocks' triggers, best of ``rounds``, and their ratio."""
+    with tempfile.TemporaryDirectory() as tmp:
+        for n in writers:
+            best = {"with blocks (shipped)": 0.0, "without": 0.0}
+            for round_ in range(rounds):
+                variants = list(best) if round_ % 2 == 0 else list(reversed(best))
+                for name in variants:
+                    path = Path(tmp) / f"b{n}-{round_}-{name[:4]}.db"
+                    prepare = without_blocks if name == "without" else None
+                    best[name] = max(best[name], spans_per_second(lambda p=path: open_store(p), work, n, prepare))
+            shipped, none = best["with blocks (shipped)"], best["without"]
+            print(
+                f"writers={n} sqlite: with blocks {shipped:,.0f} spans/s, without {none:,.0f} spans/s, "
+                f"with / without = {shipped / none:.2f}x",
+                flush=True,
+            )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--batches", type=int, default=24)
@@ -268,9 +300,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--index-cost", action="store_true", help="what the text search index costs the writes")
     parser.add_argument("--arrival-cost", action="store_true", help="what PostgreSQL's order of arrival costs")
     parser.add_argument("--rollup-cost", action="store_true", help="what the rollups' triggers cost the writes")
+    parser.add_argument("--blocks-cost", action="store_true", help="what SQLite's blocks of arrival cost the writes")
     parser.add_argument("--engines", nargs="+", choices=["sqlite", "postgresql"], default=["sqlite", "postgresql"])
     args = parser.parse_args(argv)
     work = batches(args.batches)
+    if args.blocks_cost:
+        print(f"{args.batches} batches of {SPANS_PER_BATCH} RAG spans; best of {args.rounds} rounds")
+        blocks_cost(work, args.writers, args.rounds)
+        return 0
     if args.rollup_cost:
         print(f"{args.batches} batches of {SPANS_PER_BATCH} RAG spans; best of {args.rounds} rounds")
         rollup_cost(work, args.writers, args.rounds, args.engines)

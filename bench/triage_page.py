@@ -14,6 +14,10 @@ The text search's index (``schema.TEXT_SEARCH``, migration 5) is dropped while t
 the text searches are measured without it first ("before": the scan of the previous collector), then it is built
 over the records (timed: what the upgrade of such a store costs) and every page is measured with it.
 
+On SQLite the text pages are measured again with the search's third step reading the matches by blocks of
+arrival (``schema.RECORD_BLOCKS``, as shipped) and without (every match's record read and sorted, as before schema
+version 12), the loads alternating, so their ratio is of one machine at one time.
+
 The text and metadata pages' reads are measured apart too (``list_records`` in a snapshot of its own,
 connection included), beside what opening and closing a snapshot alone costs. The pages read through the opened
 store, as ``serve`` gives it to them: on PostgreSQL a pooled read connection (``PostgresStore.lend_reader``); the
@@ -46,7 +50,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # tests/collector/_postgres.py: the throwaway server
 
 from ragtrace_collector._report import page_routes  # noqa: E402
-from ragtrace_collector._store import LendsReaders, Store, metadata, open_store, rollups  # noqa: E402
+from ragtrace_collector._store import LendsReaders, Store, metadata, open_store, rollups, triage  # noqa: E402
 from ragtrace_collector._store.arrival import Arrival  # noqa: E402
 from ragtrace_collector._store.connection import snapshot  # noqa: E402
 from ragtrace_collector._store.dialect import dialect_of  # noqa: E402
@@ -285,6 +289,30 @@ def measure_reads(target: Any, wanted: dict[str, str], runs: int) -> dict[str, t
     return out
 
 
+def measure_blocks(target: Any, wanted: dict[str, str], runs: int) -> dict[str, tuple[float, float]]:
+    """SQLite: p95 seconds of each page of ``wanted`` with the search's third step read by blocks of arrival
+    (``schema.RECORD_BLOCKS``, schema version 12) and without them (every match's record read and sorted, as
+    before), the two loads alternating so that both meet the same machine."""
+    out: dict[str, tuple[float, float]] = {}
+    kept = triage._blocks_kept
+    with TestClient(Starlette(routes=triage_routes(target, query_seconds=BUDGET_SECONDS))) as client:
+        for name, url in wanted.items():
+            times: dict[bool, list[float]] = {True: [], False: []}
+            for i in range(2 * runs + 2):
+                blocks = i % 2 == 0
+                triage._blocks_kept = kept if blocks else lambda conn: False  # type: ignore[assignment]
+                try:
+                    start = time.perf_counter()
+                    assert client.get(url).status_code == 200, url
+                    if i >= 2:  # the first of each warms the caches
+                        times[blocks].append(time.perf_counter() - start)
+                finally:
+                    triage._blocks_kept = kept  # type: ignore[assignment]
+            p95 = {b: sorted(t)[min(len(t) - 1, int(0.95 * len(t)))] for b, t in times.items()}
+            out[name] = (p95[True], p95[False])
+    return out
+
+
 def run(target: Any, n: int, runs: int, fill: Callable[[], None], *, before: bool) -> dict[str, Any]:
     """Fill the store ``target`` with ``n`` records; measure the text pages without the text index when
     ``before``, build it (timed), measure every page. Returns the figures by name."""
@@ -307,6 +335,8 @@ def run(target: Any, n: int, runs: int, fill: Callable[[], None], *, before: boo
         figures["reads"] = measure_reads(store, searched, runs)
         if isinstance(store, LendsReaders):
             figures["reads_own"] = measure_reads(target, searched, runs)  # a connection of its own each time
+        else:
+            figures["blocks"] = measure_blocks(store, {name: every[name] for name in TEXT_PAGES}, runs)
     finally:
         store.close()
     return figures
@@ -349,6 +379,13 @@ def main(argv: list[str] | None = None) -> int:
         base = small["reads"][name][1]
         page = f"{big['after'][name][1] * 1e3:>10.1f}" if name in big["after"] else ""
         print(f"{name:<38}{p50 * 1e3:>9.1f}{p95 * 1e3:>9.1f}   {base * 1e3:>14.1f}{p95 / base:>8.2f}{page}")
+    if "blocks" in big:
+        print("\ntext search pages, p95 with the third step read by blocks of arrival and without, loads alternating")
+        print(f"{'page':<38}{'blocks ms':>10}{'without ms':>11}{'ratio':>8}   at {args.baseline:,}: ratio")
+        for name, (blocks, without) in big["blocks"].items():
+            small_ratio = small["blocks"][name][0] / small["blocks"][name][1]
+            ratio = blocks / without
+            print(f"{name:<38}{blocks * 1e3:>10.1f}{without * 1e3:>11.1f}{ratio:>8.2f}   {small_ratio:>13.2f}")
     if "reads_own" in big:
         print(f"\nthe same reads on a pooled connection against a connection of their own, {args.runs} loads")
         print(f"{'reads of':<38}{'pooled p95':>11}{'own p95':>9}{'ratio':>8}   at {args.baseline:,}: ratio")

@@ -4,6 +4,8 @@ the index on upgrade with its rows in it, and every write (insert, update, reten
 
 from __future__ import annotations
 
+import json
+import random
 import re
 import sqlite3
 from collections.abc import Callable
@@ -15,7 +17,7 @@ from ragtrace_collector._store import StoreError, is_postgres, migrations, triag
 from ragtrace_collector._store import open_store as open_target
 from ragtrace_collector._store.dialect import POSTGRESQL
 from ragtrace_collector._store.postgres import connect_postgres
-from ragtrace_collector._store.schema import RAG_COLUMNS, TEXT_SEARCH
+from ragtrace_collector._store.schema import RAG_COLUMNS, RECORD_BLOCKS, TEXT_SEARCH
 from ragtrace_collector._triage._filters import RecordFilter
 
 from tests.collector._postgres import PostgresServer
@@ -159,24 +161,23 @@ def _statements(store: Any, f: RecordFilter) -> list[str]:
 def test_sqlite_searches_through_the_fts_table_when_the_newest_records_lack_the_text(
     tmp_path: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """After the newest records, one question to FTS5 (each costs a lookup of every trigram in every segment), its
+    matches' records read by rowid, none read for the text."""
     monkeypatch.setattr(triage, "_WALK_ROWS", 20)
-    monkeypatch.setattr(triage, "_PROBE_ROWS", 50)  # of the 200 records
     store = open_target(str(tmp_path / "c.db"))
     try:
         store.write(Batch(rag_records=[_record(i, f"Question {i}", "It is in Paris.") for i in range(200)]))
-        rare = RecordFilter(text="Question 12")  # not among the newest: the first two steps come back short
-        newest, every = [s for s in _statements(store, rare) if "MATCH" in s]
-        for indexed in (newest, every):
-            plan = " | ".join(r[-1] for r in rows(store, "EXPLAIN QUERY PLAN " + indexed))
-            assert f"{TEXT_SEARCH.fts} VIRTUAL TABLE" in plan, plan
-            # Records are fetched by rowid, none read for the text.
-            assert "SEARCH r USING INTEGER PRIMARY KEY (rowid=?)" in plan and not re.search(r"SCAN r\b", plan), plan
-        # The second step asks the index from the newest records' lowest rowid only.
-        assert "MATCH '\"Question 12\"' AND rowid >= 151)" in newest and "rowid >=" not in every, newest
+        rare = RecordFilter(text="Question 12")  # not among the newest: the first step comes back short
+        statements = _statements(store, rare)
+        (indexed,) = [s for s in statements if "MATCH" in s]
+        (read,) = [s for s in statements if "json_each(b.value)" in s]  # the matches' records, by their ids
+        plan = " | ".join(r[-1] for r in rows(store, "EXPLAIN QUERY PLAN " + indexed))
+        assert f"{TEXT_SEARCH.fts} VIRTUAL TABLE" in plan and not re.search(r"SCAN r\b", plan), plan
+        plan = " | ".join(r[-1] for r in rows(store, "EXPLAIN QUERY PLAN " + read))
+        assert "SEARCH r USING INTEGER PRIMARY KEY (rowid=?)" in plan and not re.search(r"SCAN r\b", plan), plan
         assert _listed(store, rare) == [f"{i:016x}" for i in (129, 128, 127, 126, 125, 124, 123, 122, 121, 120, 12)]
-        # A text in none of the newest records: one question to the index among them, one over every record.
-        assert len([s for s in _statements(store, RecordFilter(text="Lisbon")) if "MATCH" in s]) == 2
-        # A text in a few of the newest: the index among them fills the page.
+        # A text in none of the newest records, or in a few of them: one question to the index.
+        assert len([s for s in _statements(store, RecordFilter(text="Lisbon")) if "MATCH" in s]) == 1
         few = RecordFilter(text="Question 17", limit=5)  # 170..179 and 17
         assert len([s for s in _statements(store, few) if "MATCH" in s]) == 1
         assert _listed(store, few) == [f"{i:016x}" for i in (179, 178, 177, 176, 175)]
@@ -393,3 +394,192 @@ def test_a_sqlite_store_without_the_fts_table_searches_by_reading_and_keeps_writ
         store.close()
     open_target(path).close()
     assert _index_objects(path) == set()
+
+
+# -- SQLite: the records' times bounded by blocks of arrival (schema.RECORD_BLOCKS), the search's third step --------
+
+BLOCK = RECORD_BLOCKS.SIZE
+ARRIVALS = 3 * BLOCK + 100
+"""Records enough for four blocks of arrival."""
+
+
+def _blocks_and_records(store: Any) -> tuple[dict[int, int], dict[int, int | None]]:
+    """Each block's bound, and the newest time its records hold now (None: none with a time)."""
+    bounds = dict(rows(store, f"SELECT block, newest FROM {RECORD_BLOCKS.name}"))
+    held = dict(rows(store, f"SELECT rowid / {BLOCK}, MAX(time_ns) FROM rag_records GROUP BY 1"))
+    return bounds, held
+
+
+def test_sqlite_blocks_bound_every_records_time_through_writes_and_retention(tmp_path: Any) -> None:
+    """Inserts give each block the newest time of its records; an upsert that moves a record's time later raises
+    its block's bound (one that moves it earlier leaves a bound that still holds); retention drops the blocks
+    wholly below the oldest record left; a store from before the blocks gets them, filled, on upgrade."""
+    path = str(tmp_path / "c.db")
+    store = open_target(path)
+    try:
+        order = list(range(ARRIVALS))
+        random.Random(7).shuffle(order)  # arrival unrelated to time
+        store.write(Batch(rag_records=[_record(i, f"q{i}", "a") for i in order]))
+        bounds, held = _blocks_and_records(store)
+        assert bounds == held and len(bounds) == ARRIVALS // BLOCK + 1
+
+        first = order[0]  # rowid 1, block 0: made the newest record, then older than any
+        store.write(Batch(rag_records=[{**_record(first, f"q{first}", "a"), "time_ns": T0 + 10 * ARRIVALS * NS}]))
+        bounds, held = _blocks_and_records(store)
+        assert bounds[0] == held[0] == T0 + 10 * ARRIVALS * NS
+        store.write(Batch(rag_records=[{**_record(first, f"q{first}", "a"), "time_ns": T0 - NS}]))
+        bounds, held = _blocks_and_records(store)
+        assert all(bounds[block] >= newest for block, newest in held.items() if newest is not None)
+
+        store.prune(T0 + (BLOCK + 10) * NS)  # the oldest records, which arrived in every block: none emptied
+        bounds, held = _blocks_and_records(store)
+        assert set(bounds) == set(held) and all(bounds[block] >= newest for block, newest in held.items() if newest)
+        store.prune(T0 + ARRIVALS * NS)  # every record left: ``first``'s is the oldest now
+        assert _blocks_and_records(store) == ({}, {})
+        # The rowids of an emptied table start again at 1: block 0 holds the next record's time, not an old bound.
+        store.write(Batch(rag_records=[_record(ARRIVALS, "late", "a")]))
+        assert _blocks_and_records(store) == ({0: T0 + ARRIVALS * NS}, {0: T0 + ARRIVALS * NS})
+    finally:
+        store.close()
+
+
+def test_sqlite_store_from_before_the_blocks_gets_them_on_upgrade(tmp_path: Any) -> None:
+    path = str(tmp_path / "c.db")
+    store = open_target(path)
+    try:
+        order = list(range(ARRIVALS))
+        random.Random(3).shuffle(order)
+        store.write(Batch(rag_records=[_record(i, f"q{i}", "a") for i in order]))
+    finally:
+        store.close()
+    conn = sqlite3.connect(path)
+    with conn:  # as the collector before step 12 left it
+        for suffix in ("_ai", "_au"):
+            conn.execute(f"DROP TRIGGER {RECORD_BLOCKS.name}{suffix}")
+        conn.execute(f"DROP TABLE {RECORD_BLOCKS.name}")
+        conn.execute(f"PRAGMA user_version = {migrations.CURRENT - 1}")
+    conn.close()
+    store = open_target(path)
+    try:
+        assert store.read(migrations.version) == migrations.CURRENT
+        bounds, held = _blocks_and_records(store)
+        assert bounds == held and len(bounds) == ARRIVALS // BLOCK + 1
+        found = RecordFilter(text="q7", limit=3)
+        assert _listed(store, found) == [f"{i:016x}" for i in sorted(i for i in order if "q7" in f"q{i}")[::-1][:3]]
+    finally:
+        store.close()
+
+
+def _arrivals(kind: str) -> list[int]:
+    """Record numbers (their time's order) in the order they arrive."""
+    numbers = list(range(ARRIVALS))
+    if kind == "in time order":
+        return numbers
+    if kind == "reversed":
+        return numbers[::-1]
+    if kind == "late old ones":  # mostly in order, every 10th record a block later than its time
+        return sorted(numbers, key=lambda i: i + (BLOCK if i % 10 == 0 else 0))
+    random.Random(11).shuffle(numbers)
+    return numbers
+
+
+@pytest.mark.parametrize("kind", ["in time order", "reversed", "late old ones", "shuffled"])
+@pytest.mark.parametrize("limit", [1, 7, 50])
+def test_sqlite_search_by_blocks_finds_what_reading_every_record_found(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch, kind: str, limit: int
+) -> None:
+    """The third step, whatever the order records arrived in, lists the records with the text newest first (then
+    by span id; those without a time last), page by page, as reading every record does. The text is in old records
+    only, so the first two steps come back short and the blocks are read."""
+    monkeypatch.setattr(triage, "_WALK_ROWS", 20)
+    monkeypatch.setattr(triage, "_PROBE_ROWS", 50)
+    store = open_target(str(tmp_path / "c.db"))
+    try:
+        records = []
+        for i in _arrivals(kind):
+            text = "needle" if i < ARRIVALS // 2 and i % 7 in (0, 3) else "hay"
+            record = _record(i, f"{text} {i}", "a")
+            if i % 97 == 0:
+                record["time_ns"] = None  # listed after every record with a time
+            elif i % 13 == 0:
+                record["time_ns"] = T0 + (i - i % 26) * NS  # two records of one time: by span id
+            records.append(record)
+        store.write(Batch(rag_records=records))
+        expected = [
+            r["span_id"]
+            for r in sorted(
+                (r for r in records if r["query"].startswith("needle")),
+                key=lambda r: (r["time_ns"] is not None, r["time_ns"] or 0, r["span_id"]),
+                reverse=True,
+            )
+        ]
+        paged: list[str] = []
+        f: RecordFilter | None = RecordFilter(text="needle", limit=limit)
+        pages = 0
+        while f is not None and pages < 3:  # the first pages: each one a search from the top of the blocks
+            page = store.read(triage.list_records, f)
+            paged += [r["span_id"] for r in page.records]
+            f = page.next
+            pages += 1
+        assert paged == expected[: len(paged)] and len(paged) == min(3 * limit, len(expected))
+        full = store.read(triage.list_records, RecordFilter(text="needle", limit=len(expected) + 5))
+        assert [r["span_id"] for r in full.records] == expected
+    finally:
+        store.close()
+
+
+def test_sqlite_search_reads_the_records_of_the_newest_blocks_only(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Records in the order of their time (or its reverse), the text in every third old record: the first page
+    reads the records of the block that holds the newest of them and stops at the bound of the next, not every
+    match's record. Arrived shuffled, every block may hold the newest, and every match's record is read."""
+    monkeypatch.setattr(triage, "_WALK_ROWS", 20)
+    monkeypatch.setattr(triage, "_PROBE_ROWS", 50)
+    matches = [i for i in range(3 * BLOCK) if i % 3 == 0]
+
+    def records_read(name: str, order: list[int]) -> int:
+        store = open_target(str(tmp_path / f"{name}.db"))
+        try:
+            store.write(Batch(rag_records=[_record(i, "needle" if i in matches else "hay", "a") for i in order]))
+            page = RecordFilter(text="needle", limit=10)
+            assert _listed(store, page) == [f"{i:016x}" for i in matches[::-1][:10]]
+            given = [re.search(r"json_each\('(.*?)'\) b", s) for s in _statements(store, page)]
+            return sum(len(block) for m in given if m for block in json.loads(m[1]))
+        finally:
+            store.close()
+
+    in_a_block = len([i for i in matches if i >= 2 * BLOCK - 1])  # the newest block with a match: rowids from 2048
+    assert records_read("in order", list(range(ARRIVALS))) == in_a_block
+    assert records_read("reversed", list(range(ARRIVALS))[::-1]) < 2 * in_a_block
+    shuffled = list(range(ARRIVALS))
+    random.Random(5).shuffle(shuffled)
+    assert records_read("shuffled", shuffled) == len(matches)
+
+
+def test_sqlite_search_reads_a_block_whose_bound_ties_the_pages_last_record(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A block whose newest time equals the time of the last record kept may still hold a record that comes before
+    it (one time, a greater span id): the reading stops only at a bound strictly older."""
+    monkeypatch.setattr(triage, "_WALK_ROWS", 20)
+    monkeypatch.setattr(triage, "_PROBE_ROWS", 50)
+    tie, newest = T0 + 50 * NS, T0 + 100 * NS
+    needles = {2046: (2000, tie), 2050: (3000, newest), 2051: (1500, tie), 2052: (1400, tie)}  # position: (i, time)
+    records = []
+    for position in range(3 * BLOCK + 100):
+        i, time_ns = needles.get(position, (10_000 + position, T0 + position))  # hay: a few ns after T0
+        if position >= 3 * BLOCK - 1:
+            time_ns = T0 + 1000 * NS + position  # the newest records: hay, so the first two steps come back short
+        records.append({**_record(i, "needle" if position in needles else "hay", "a"), "time_ns": time_ns})
+    store = open_target(str(tmp_path / "c.db"))
+    try:
+        store.write(Batch(rag_records=records))
+        # Block 2 (rowids 2048-3071) holds 3000, 1500 and 1400; block 1's newest record is 2000, at the tie.
+        assert rows(store, f"SELECT newest FROM {RECORD_BLOCKS.name} WHERE block IN (1, 2) ORDER BY block") == [
+            (tie,),
+            (newest,),
+        ]
+        assert _listed(store, RecordFilter(text="needle", limit=2)) == [f"{3000:016x}", f"{2000:016x}"]
+    finally:
+        store.close()

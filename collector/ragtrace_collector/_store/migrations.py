@@ -12,22 +12,23 @@ the work done.
 * PostgreSQL: the version is the one row of ``ragtrace_schema``; the lock is a transaction-scoped advisory
   lock (``pg_advisory_xact_lock``). DDL is transactional there too.
 
-Step 11 adds the overall scores added up by hour (``rollups.py``: ``quality_hours`` and its triggers), filled from
-the ``record_quality`` rows stored. Step 10 rebuilds PostgreSQL's text search indexes in the ``"C"`` collation,
-which the search reads in (nothing on SQLite). Step 9 adds the rollups the overview and the costs page read
-(``rollups.py``: ``score_hours``, ``record_hours``, ``record_quality`` and the triggers that keep them), filled from
-the rows stored. Step 8 adds the order PostgreSQL's rows arrived in: an ``xact`` column (the writing transaction) on
-the tables read in that order, and its index, and the cursor's second half (``phoenix_cursor.after_xact``) on both
-engines (``arrival.py``). Step 7 adds the index of scores by value (``SCORES_BY_VALUE``), which the records list
-sorted by a score walks. Step 6 adds records' metadata as rows (``record_metadata``, ``metadata.py``), filled from
-the records already stored. Step 5 adds the index of text search (``schema.TEXT_SEARCH``: FTS5 trigram on SQLite,
-``pg_trgm`` GIN on PostgreSQL) and builds it over the rows the store holds. Step 4 adds what each model call took to
-``spans`` (filled for the spans already stored) and the index of model calls by time. Step 3 adds people's reviews
-of records. Step 2 adds the claims of work that several replicas share (the join, server-side scoring). Step 1 is
-the baseline: every table and index of ``schema.py``, made where missing, and the columns an earlier collector's
-SQLite file lacks (``rag_records.reason``, ``scores.claims``, ``alerts.silenced``), added with their rows kept. A
-later change of schema is a new step appended to ``STEPS`` (never an edit of an old one), and ``schema.py`` shows
-the result.
+Step 12 adds, on SQLite, the records' times bounded by blocks of arrival (``schema.RECORD_BLOCKS``), which the text
+search walks by, filled from the records stored (nothing on PostgreSQL). Step 11 adds the overall scores added up by
+hour (``rollups.py``: ``quality_hours`` and its triggers), filled from the ``record_quality`` rows stored. Step 10
+rebuilds PostgreSQL's text search indexes in the ``"C"`` collation, which the search reads in (nothing on SQLite).
+Step 9 adds the rollups the overview and the costs page read (``rollups.py``: ``score_hours``, ``record_hours``,
+``record_quality`` and the triggers that keep them), filled from the rows stored. Step 8 adds the order PostgreSQL's
+rows arrived in: an ``xact`` column (the writing transaction) on the tables read in that order, and its index, and
+the cursor's second half (``phoenix_cursor.after_xact``) on both engines (``arrival.py``). Step 7 adds the index of
+scores by value (``SCORES_BY_VALUE``), which the records list sorted by a score walks. Step 6 adds records' metadata
+as rows (``record_metadata``, ``metadata.py``), filled from the records already stored. Step 5 adds the index of
+text search (``schema.TEXT_SEARCH``: FTS5 trigram on SQLite, ``pg_trgm`` GIN on PostgreSQL) and builds it over the
+rows the store holds. Step 4 adds what each model call took to ``spans`` (filled for the spans already stored) and
+the index of model calls by time. Step 3 adds people's reviews of records. Step 2 adds the claims of work that
+several replicas share (the join, server-side scoring). Step 1 is the baseline: every table and index of
+``schema.py``, made where missing, and the columns an earlier collector's SQLite file lacks (``rag_records.reason``,
+``scores.claims``, ``alerts.silenced``), added with their rows kept. A later change of schema is a new step appended
+to ``STEPS`` (never an edit of an old one), and ``schema.py`` shows the result.
 
 A store whose version is above ``CURRENT`` was written by a newer collector: ``SchemaTooNew``, since this one
 would misread it.
@@ -45,6 +46,7 @@ from ragtrace_collector._store.schema import (
     PHOENIX_CURSOR,
     QUALITY_HOURS,
     RAG_RECORDS,
+    RECORD_BLOCKS,
     RECORD_HOURS,
     RECORD_METADATA,
     RECORD_QUALITY,
@@ -281,6 +283,13 @@ def _quality_hours(conn: AnyConnection, dialect: Dialect) -> None:
     rollups.backfill_quality_hours(conn)
 
 
+def _record_blocks(conn: AnyConnection, dialect: Dialect) -> None:
+    """SQLite: the records' times bounded by blocks of arrival (``schema.RECORD_BLOCKS``) and their triggers,
+    filled in one pass over ``rag_records``. PostgreSQL: nothing."""
+    for ddl in RECORD_BLOCKS.ddl(dialect):
+        conn.execute(ddl)
+
+
 STEPS: Final[tuple[Callable[[AnyConnection, Dialect], None], ...]] = (
     _baseline,
     _claims,
@@ -293,6 +302,7 @@ STEPS: Final[tuple[Callable[[AnyConnection, Dialect], None], ...]] = (
     _rollups,
     _text_search_in_c,
     _quality_hours,
+    _record_blocks,
 )
 """Step ``i`` takes a store from version ``i`` to ``i + 1``."""
 CURRENT: Final = len(STEPS)

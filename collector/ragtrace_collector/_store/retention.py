@@ -1,7 +1,8 @@
 """Retention: every row older than a cut, deleted from every table that grows (``serve --retention-days``).
 
 Each group's current state (``alert_groups``) and the Phoenix cursor are kept: they are state, not history. The
-rollups (``rollups.py``) follow the deletes by their triggers; the hours a round empties go in that round.
+rollups (``rollups.py``) follow the deletes by their triggers; the hours a round empties go in that round, and
+on SQLite the blocks of arrival it leaves without a record (``schema.RECORD_BLOCKS``).
 
 Rows go in rounds of at most ``BATCH_ROWS`` a table, each round its own transaction: between two rounds the
 receivers' writes go in, so a first prune of a year of rows never holds the writers for the whole delete (on SQLite one
@@ -14,12 +15,13 @@ from collections.abc import Callable
 from typing import Final
 
 from ragtrace_collector._store import rollups
-from ragtrace_collector._store.dialect import AnyConnection, dialect_of
+from ragtrace_collector._store.dialect import SQLITE, AnyConnection, dialect_of
 from ragtrace_collector._store.schema import (
     ALERT_ACKS,
     ALERT_SILENCES,
     ALERTS,
     RAG_RECORDS,
+    RECORD_BLOCKS,
     RECORD_METADATA,
     SCORES,
     SPANS,
@@ -73,6 +75,8 @@ def prune(transaction: Transaction, older_than_ns: int, batch_rows: int = BATCH_
             done = {table: prune_batch(conn, table, column, older_than_ns, batch_rows) for table, column in tables}
             if any(done.values()):
                 rollups.prune_empty(conn)  # the rollups' hours the deletes emptied (their triggers took them to 0)
+            if done.get(RAG_RECORDS) and dialect_of(conn) is SQLITE:
+                conn.execute(RECORD_BLOCKS.prune())
             return done
 
         done = transaction(round_)

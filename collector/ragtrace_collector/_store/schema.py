@@ -38,6 +38,7 @@ __all__ = [
     "QUALITY_HOURS",
     "RAG_COLUMNS",
     "RAG_RECORDS",
+    "RECORD_BLOCKS",
     "RECORD_HOURS",
     "RECORD_METADATA",
     "RECORD_METADATA_COLUMNS",
@@ -54,6 +55,7 @@ __all__ = [
     "TABLES",
     "TEXT_SEARCH",
     "XACT",
+    "RowidBlocks",
     "Table",
     "TextSearch",
     "quoted",
@@ -479,3 +481,76 @@ class TextSearch:
 
 TEXT_SEARCH: Final = TextSearch(RAG_RECORDS, ("query", "answer"))
 """What the pages' ``q=`` searches: the records' query and answer."""
+
+
+@dataclass(frozen=True, slots=True)
+class RowidBlocks:
+    """SQLite: for each block of ``SIZE`` consecutive rowids of ``table``, the greatest ``column`` (a time) any of
+    its rows was written with, in ``<table>_blocks (block, newest)``. That bounds the time of every row whose
+    rowid is below a block's end, which lets a reader walking the table by rowid downwards (the text search,
+    reading FTS5's matches newest-arrived first: ``triage._by_arrival``) stop as soon as no row left unread can be
+    newer than the rows it holds. Rowids number the rows in the order they arrived, and records mostly arrive in
+    the order of their time, so such a walk stops a block or so past the rows it keeps; where rows arrived in
+    another order the bound still holds and the walk reads on.
+
+    Kept by triggers: on insert, and on an update that changes the time (the receivers' upserts). A delete leaves a
+    block's bound as it was, still a bound; retention drops the blocks left without a row (``prune``).
+    Like the FTS5 table's external content, it takes a row's rowid to be its own for good (SQLite's ``VACUUM``
+    keeps the rowids of a table whose rows it copies in order). PostgreSQL: none (its search ANDs the trigram
+    bitmap with ``time_ns``'s range)."""
+
+    table: str
+    column: str
+
+    SIZE = 1024
+    """Rowids a block: a million rows are under a thousand blocks, a bound one look at them all."""
+
+    @property
+    def name(self) -> str:
+        """The table of bounds."""
+        return f"{self.table}_blocks"
+
+    def below(self, rowid: int) -> int:
+        """The highest block holding a rowid below ``rowid``: every such row's time is bounded by the greatest
+        ``newest`` of the blocks up to it."""
+        return (rowid - 1) // self.SIZE
+
+    def ddl(self, dialect: Dialect) -> list[str]:
+        """The statements that create the table and its triggers where missing and bound the rows already in
+        ``table``; none on PostgreSQL."""
+        if dialect is not SQLITE:
+            return []
+        name, table, column = quoted(self.name), quoted(self.table), quoted(self.column)
+
+        def bound(alias: str) -> str:
+            # An upsert that keeps the greater time; a row without one bounds nothing.
+            return (
+                f"INSERT INTO {name} (block, newest) SELECT {alias}.rowid / {self.SIZE}, {alias}.{column} "
+                f"WHERE {alias}.{column} IS NOT NULL "
+                "ON CONFLICT (block) DO UPDATE SET newest = excluded.newest WHERE excluded.newest > newest;"
+            )
+
+        def trigger(suffix: str) -> str:
+            return f"CREATE TRIGGER IF NOT EXISTS {quoted(self.name + suffix)}"
+
+        return [
+            f"CREATE TABLE IF NOT EXISTS {name} (block INTEGER PRIMARY KEY, newest INTEGER NOT NULL)",
+            f"{trigger('_ai')} AFTER INSERT ON {table} BEGIN {bound('new')} END",
+            f"{trigger('_au')} AFTER UPDATE OF {column} ON {table} "
+            f"WHEN new.{column} IS NOT old.{column} BEGIN {bound('new')} END",
+            f"INSERT INTO {name} (block, newest) SELECT rowid / {self.SIZE}, MAX({column}) FROM {table} "
+            f"WHERE {column} IS NOT NULL GROUP BY 1 "
+            "ON CONFLICT (block) DO UPDATE SET newest = excluded.newest WHERE excluded.newest > newest",
+        ]
+
+    def prune(self) -> str:
+        """The statement dropping the blocks left without a row (after a delete): a block's bound may be of rows
+        long gone, and the rowids of an emptied table start again at 1."""
+        return (
+            f"DELETE FROM {quoted(self.name)} WHERE NOT EXISTS (SELECT 1 FROM {quoted(self.table)} "
+            f"WHERE rowid >= block * {self.SIZE} AND rowid < (block + 1) * {self.SIZE})"
+        )
+
+
+RECORD_BLOCKS: Final = RowidBlocks(RAG_RECORDS, "time_ns")
+"""SQLite: the records' times bounded by blocks of arrival, which the text search walks by (``triage.py``)."""

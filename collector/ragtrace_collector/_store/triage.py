@@ -26,6 +26,7 @@ from ragtrace_collector._store.reviews import reviews_of
 from ragtrace_collector._store.schema import (
     ALERTS,
     RAG_RECORDS,
+    RECORD_BLOCKS,
     RECORD_HOURS,
     REVIEWS,
     SCORES,
@@ -133,11 +134,9 @@ def text_index(conn: AnyConnection, f: RecordFilter) -> bool:
     return found is not None
 
 
-def _text_clause(
-    text: str, dialect: Dialect, *, fts: bool = False, from_rowid: int | None = None
-) -> tuple[str, list[Any]]:
+def _text_clause(text: str, dialect: Dialect, *, fts: bool = False) -> tuple[str, list[Any]]:
     """The clause keeping a record whose query or answer holds ``text`` (any ASCII case), and its arguments.
-    ``fts`` (SQLite): its candidates are the FTS5 table's, of rowid ``from_rowid`` or above when given."""
+    ``fts`` (SQLite): its candidates are the FTS5 table's."""
     pattern = "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
     # SQLite's LIKE ignores ASCII case; PostgreSQL's ILIKE in the "C" collation does the same, whatever the
     # database's locale (in its own it would fold Unicode's case too, at twice the cost), and its trigram indexes
@@ -152,16 +151,16 @@ def _text_clause(
     # The index's rowids are the candidates (a phrase of trigrams: the text as a substring, any case); LIKE on
     # them keeps what LIKE alone kept (the index folds all of Unicode's case, LIKE only ASCII's).
     fts_table = quoted(TEXT_SEARCH.fts)
-    phrase = '"' + text.replace('"', '""') + '"'
-    if from_rowid is not None:
-        return (
-            f"r.rowid IN (SELECT rowid FROM {fts_table} WHERE {fts_table} MATCH ? AND rowid >= ?) AND {clause}",
-            [phrase, from_rowid, pattern, pattern],
-        )
+    phrase = _phrase(text)
     return (
         f"r.rowid IN (SELECT rowid FROM {fts_table} WHERE {fts_table} MATCH ?) AND {clause}",
         [phrase, pattern, pattern],
     )
+
+
+def _phrase(text: str) -> str:
+    """``text`` as an FTS5 phrase: with the trigram tokenizer, every row holding it as a substring, any case."""
+    return '"' + text.replace('"', '""') + '"'
 
 
 def where_clause(
@@ -398,51 +397,143 @@ def _search(conn: AnyConnection, f: RecordFilter, dialect: Dialect) -> list[dict
     """``f``'s first ``f.limit + 1`` records when ``f.text`` rides the index (``_indexed_text``), newest first, in
     up to three steps, each of which returns when its rows are the answer (they fill the page, and every record
     left unread is older than them; or no record is left unread). On PostgreSQL, a text the planner reckons in at
-    most ``_FEW_ROWS`` records goes to the third step at once.
+    most ``_FEW_ROWS`` records goes to the third step at once. SQLite's steps are ``_search_sqlite``'s.
 
     1. The newest ``_WALK_ROWS`` records (of the other filters) read for the text, newest first: a common text
        fills the page after a few rows.
-    2. The text among the newest ``_PROBE_ROWS`` records, through the index restricted to them: SQLite's FTS5
-       table from their lowest rowid, PostgreSQL's trigram bitmap ANDed with the range of ``time_ns``
+    2. The text among the newest ``_PROBE_ROWS`` records, the trigram bitmap ANDed with the range of ``time_ns``
        (``_bitmaps_only``). A text in none of them costs no read of a record.
     3. The index over every record (``_by_index``): what is left is a text in few of the newest records, and the
        index hands over the records that have it, to be sorted."""
     assert f.text is not None
-    sqlite = dialect is SQLITE
-    if not sqlite:
-        where, args = where_clause(f, dialect)
-        if _reckoned_rows(conn, where, args) <= _FEW_ROWS:
-            return _by_index(conn, f, where, args, dialect)
+    if dialect is SQLITE:
+        return _search_sqlite(conn, f)
+    where, args = where_clause(f, dialect)
+    if _reckoned_rows(conn, where, args) <= _FEW_ROWS:
+        return _by_index(conn, f, where, args, dialect)
     where, args = where_clause(replace(f, text=None), dialect)
-    # The newest _PROBE_ROWS: how many there are (fewer: every record of the other filters), the oldest time
-    # among them and (SQLite) their lowest rowid; and the time of the newest _WALK_ROWS' oldest.
+    # The newest _PROBE_ROWS: how many there are (fewer: every record of the other filters) and the oldest time
+    # among them; and the time of the newest _WALK_ROWS' oldest.
     if min(_WALK_ROWS, _PROBE_ROWS) >= 1:
-        count, oldest, lowest, walked = conn.execute(
-            f"SELECT COUNT(*), MIN(w.time_ns), {'MIN(w.rowid)' if sqlite else 'NULL'}, "
+        count, oldest, walked = conn.execute(
+            f"SELECT COUNT(*), MIN(w.time_ns), "
             f"(SELECT r.time_ns FROM {RAG_RECORDS} r{where} ORDER BY r.time_ns DESC LIMIT 1 OFFSET ?) "
-            f"FROM (SELECT r.time_ns{', r.rowid' if sqlite else ''} FROM {RAG_RECORDS} r{where} "
-            "ORDER BY r.time_ns DESC LIMIT ?) w",
+            f"FROM (SELECT r.time_ns FROM {RAG_RECORDS} r{where} ORDER BY r.time_ns DESC LIMIT ?) w",
             [*args, _WALK_ROWS - 1, *args, _PROBE_ROWS],
         ).fetchone()
         if not count:
             return []  # no record of the other filters
         if walked is not None:
-            # Within the newest _WALK_ROWS: every record past them is as old as the oldest of them, or older.
-            text, text_args = _text_clause(f.text, dialect)
-            rows = _select(conn, f, _and(where, f"r.time_ns >= ? AND {text}"), [*args, walked, *text_args])
+            rows = _newest_read(conn, f, where, args, walked)
             if len(rows) > f.limit:
                 return rows
         complete = count < _PROBE_ROWS  # the newest _PROBE_ROWS are every record of the other filters
-        text, text_args = _text_clause(f.text, dialect, fts=sqlite, from_rowid=int(lowest) if sqlite else None)
+        text, text_args = _text_clause(f.text, dialect)
         if not complete:
-            # Newer than the oldest of them: every such record is one of them (those as old as it may not all be,
-            # and SQLite's rowid bound holds for them only); every record past is as old as it, or older.
+            # Newer than the oldest of them: every such record is one of them; every record past is as old as it,
+            # or older.
             text, text_args = f"r.time_ns > ? AND {text}", [oldest, *text_args]
         with _bitmaps_only(conn, dialect):
             rows = _by_index(conn, f, _and(where, text), [*args, *text_args], dialect)
         if complete or len(rows) > f.limit:
             return rows
-    return _by_index(conn, f, *where_clause(f, dialect, fts=sqlite), dialect)
+    return _by_index(conn, f, *where_clause(f, dialect), dialect)
+
+
+def _newest_read(
+    conn: AnyConnection, f: RecordFilter, where: str, args: list[Any], walked: int | None
+) -> list[dict[str, Any]]:
+    """The first step of a search: ``f``'s records among those of ``where`` (the other filters) as new as
+    ``walked`` (the time of the newest ``_WALK_ROWS``' oldest) or newer, read for the text, newest first; every
+    record of ``where`` when ``walked`` is None (there are fewer)."""
+    assert f.text is not None
+    text, text_args = _text_clause(f.text, dialect_of(conn))
+    if walked is None:
+        return _select(conn, f, _and(where, text), [*args, *text_args])
+    # Within the newest _WALK_ROWS: every record past them is as old as the oldest of them, or older.
+    return _select(conn, f, _and(where, f"r.time_ns >= ? AND {text}"), [*args, walked, *text_args])
+
+
+def _search_sqlite(conn: AnyConnection, f: RecordFilter) -> list[dict[str, Any]]:
+    """SQLite: ``_search``'s steps, the index's matches read by their blocks of arrival (``_by_blocks``).
+
+    1. The newest ``_WALK_ROWS`` records (of the other filters) read for the text, newest first.
+    2. The index's matches over every record, their records read a few blocks at a time, the blocks that may hold
+       the newest first, until no block left can hold a record the page shows. Records mostly arrive in the order
+       of their time, so a text found only in old records costs its matches' ids and the records of a block or
+       two, not every match's record read and sorted. A question to FTS5 costs a lookup of each of the text's
+       trigrams in each segment of its table (about 6 ms for a text of 13 trigrams at a million records, whatever
+       rowids it is restricted to): one question over every record, rather than one over the newest first, then
+       one over every record when those do not fill the page.
+
+    A store read without migrating (an earlier collector's file) may lack the blocks: after the first step the
+    index hands over every record with the text, to be sorted (``_by_index``)."""
+    assert f.text is not None
+    where, args = where_clause(replace(f, text=None))
+    if _WALK_ROWS >= 1:
+        (walked,) = conn.execute(
+            f"SELECT r.time_ns FROM {RAG_RECORDS} r{where} ORDER BY r.time_ns DESC LIMIT 1 OFFSET ?",
+            [*args, _WALK_ROWS - 1],
+        ).fetchone() or (None,)
+        rows = _newest_read(conn, f, where, args, walked)
+        if walked is None or len(rows) > f.limit:
+            return rows
+    if not _blocks_kept(conn):
+        return _by_index(conn, f, *where_clause(f, SQLITE, fts=True), SQLITE)
+    cursor = conn.execute(
+        f"SELECT {', '.join('r.' + c for c in RAG_FIELDS)} FROM {RAG_RECORDS} r "
+        f"WHERE r.rowid IN (SELECT value FROM json_each(?)) {_ORDER_UNINDEXED}",
+        [json.dumps([row[2] for row in _by_blocks(conn, f)])],
+    )
+    return [dict(zip(RAG_FIELDS, row, strict=True)) for row in cursor]
+
+
+def _blocks_kept(conn: AnyConnection) -> bool:
+    """SQLite: whether the store bounds its records' times by blocks of arrival (``schema.RECORD_BLOCKS``): a
+    store read without migrating (an earlier collector's file) may not."""
+    return conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (RECORD_BLOCKS.name,)).fetchone() is not None
+
+
+def _newest_first(row: tuple[Any, ...]) -> tuple[bool, int, str]:
+    """The sort key of ``_ORDER`` (newest first, then the span id; a record without a time last), in reverse, of
+    a row that starts with ``time_ns, span_id``."""
+    return (row[0] is not None, row[0] or 0, row[1])
+
+
+def _by_blocks(conn: AnyConnection, f: RecordFilter) -> list[tuple[Any, ...]]:
+    """SQLite: ``(time_ns, span_id, rowid)`` of ``f``'s first ``f.limit + 1`` records (``f.text`` rides the index),
+    newest first, from the index's matches grouped by their block of arrival (``schema.RECORD_BLOCKS``), read in
+    the order of the newest time each block may hold, a few blocks at a time (a page of matches at least), until
+    the records kept fill the page and the next block's bound is older than the last of them: no record left
+    unread can come before it."""
+    assert f.text is not None
+    fts, blocks, size = quoted(TEXT_SEARCH.fts), quoted(RECORD_BLOCKS.name), RECORD_BLOCKS.SIZE
+    found = conn.execute(
+        f"SELECT b.newest, m.n, m.rowids FROM (SELECT rowid / {size} AS block, COUNT(*) AS n, "
+        f"json_group_array(rowid) AS rowids FROM {fts} WHERE {fts} MATCH ? GROUP BY 1) m "
+        f"LEFT JOIN {blocks} b ON b.block = m.block ORDER BY b.newest IS NULL, b.newest DESC",
+        [_phrase(f.text)],
+    ).fetchall()
+    where, args = where_clause(f)  # the text by LIKE, on the matches' records: what LIKE alone keeps
+    read = f"SELECT r.time_ns, r.span_id, r.rowid FROM {RAG_RECORDS} r" + _and(
+        where, "r.rowid IN (SELECT j.value FROM json_each(?) b, json_each(b.value) j)"
+    )
+    kept: list[tuple[Any, ...]] = []  # newest first, then by span id (_ORDER); a record without a time last
+    at = 0
+    while at < len(found):
+        last = kept[f.limit][0] if len(kept) > f.limit else None
+        newest = found[at][0]
+        if last is not None and (newest is None or newest < last):
+            break  # no record in the blocks left can come before the page's last (no bound: no time)
+        group: list[str] = []  # the blocks' rowids, each a JSON array
+        matches = 0
+        while at < len(found) and (not group or matches < f.limit + 1):
+            matches += found[at][1]
+            group.append(found[at][2])
+            at += 1
+        rows = conn.execute(read, [*args, f"[{','.join(group)}]"])
+        kept = sorted([*kept, *rows], key=_newest_first, reverse=True)[: f.limit + 1]
+    return kept
 
 
 def _reckoned_rows(conn: AnyConnection, where: str, args: list[Any]) -> float:
