@@ -313,6 +313,19 @@ def measure_blocks(target: Any, wanted: dict[str, str], runs: int) -> dict[str, 
     return out
 
 
+def loop_ms() -> float:
+    """Milliseconds a fixed loop of Python takes, best of three: the machine's speed at that moment (this one
+    runs at two speeds about 1.8x apart, and a run may meet either or both)."""
+    best = float("inf")
+    for _ in range(3):
+        start = time.perf_counter()
+        total = 0
+        for i in range(1_000_000):
+            total += i
+        best = min(best, time.perf_counter() - start)
+    return best * 1e3
+
+
 def run(target: Any, n: int, runs: int, fill: Callable[[], None], *, before: bool) -> dict[str, Any]:
     """Fill the store ``target`` with ``n`` records; measure the text pages without the text index when
     ``before``, build it (timed), measure every page. Returns the figures by name."""
@@ -329,6 +342,7 @@ def run(target: Any, n: int, runs: int, fill: Callable[[], None], *, before: boo
         figures["index_seconds"] = time.perf_counter() - start
         print(f"text index built over {n:,} records in {figures['index_seconds']:.0f} s", flush=True)
         every = pages(n, store.read(last_row))
+        figures["speed"] = [loop_ms()]
         # Through the store, as ``serve`` hands it to the pages: a PostgresStore lends pooled read connections.
         figures["after"] = measure(store, every, runs)
         searched = {name: every[name] for name in SEARCH_PAGES}
@@ -337,6 +351,7 @@ def run(target: Any, n: int, runs: int, fill: Callable[[], None], *, before: boo
             figures["reads_own"] = measure_reads(target, searched, runs)  # a connection of its own each time
         else:
             figures["blocks"] = measure_blocks(store, {name: every[name] for name in TEXT_PAGES}, runs)
+        figures["speed"].append(loop_ms())
     finally:
         store.close()
     return figures
@@ -364,6 +379,9 @@ def main(argv: list[str] | None = None) -> int:
             results[n] = run(target, n, args.runs, fill, before=n == args.records)
     big, small = results[args.records], results[args.baseline]
     print(f"\n{args.store}: {args.records:,} records vs {args.baseline:,}, {args.runs} loads a page")
+    for n, figures in results.items():
+        first, last = figures["speed"]
+        print(f"the machine at {n:,} records: a fixed Python loop {first:.0f} ms before the pages, {last:.0f} ms after")
     print(f"{'page':<38}{'p50 ms':>9}{'p95 ms':>9}   {f'p95 at {args.baseline:,}':>14}{'ratio':>8}")
     for name, (p50, p95) in big["after"].items():
         base = small["after"][name][1]
