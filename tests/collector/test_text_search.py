@@ -583,3 +583,28 @@ def test_sqlite_search_reads_a_block_whose_bound_ties_the_pages_last_record(
         assert _listed(store, RecordFilter(text="needle", limit=2)) == [f"{3000:016x}", f"{2000:016x}"]
     finally:
         store.close()
+
+
+def test_a_store_copied_into_sqlite_has_its_records_in_the_order_of_their_time(tmp_path: Any) -> None:
+    """``ragtrace-collector copy`` writes the records in the order of their time, whatever order the source
+    received them in: the target's blocks of arrival are as tight as a store's that received them in order."""
+    from ragtrace_collector._store.transfer import copy_store
+
+    order, times = list(range(ARRIVALS)), list(range(ARRIVALS))
+    random.Random(9).shuffle(order)
+    random.Random(10).shuffle(times)  # neither the order of arrival nor of span ids is the order of time
+    source = open_target(str(tmp_path / "source.db"))
+    try:
+        source.write(Batch(rag_records=[{**_record(i, f"q{i}", "a"), "time_ns": T0 + times[i] * NS} for i in order]))
+    finally:
+        source.close()
+    copy_store(str(tmp_path / "source.db"), str(tmp_path / "copy.db"))
+    target = open_target(str(tmp_path / "copy.db"))
+    try:
+        assert [t for (t,) in rows(target, "SELECT time_ns FROM rag_records ORDER BY rowid")] == [
+            T0 + i * NS for i in range(ARRIVALS)
+        ]
+        bounds, held = _blocks_and_records(target)
+        assert bounds == held and all(bounds[b] < bounds[b + 1] for b in range(len(bounds) - 1))
+    finally:
+        target.close()

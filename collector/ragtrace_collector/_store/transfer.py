@@ -8,7 +8,8 @@ interrupted is simply run again. The rows of the alert tables, whose ids the dat
 their content instead: one the target holds is skipped, another keeps its id where the target has no row of that
 id and gets a new one where it has (a target already in use keeps its own alerts and gets the copied ones too),
 and the target's own counters move past them so new rows get new ids. The rollups (``rollups.py``) are not copied:
-the target adds up its own from the rows it took.
+the target adds up its own from the rows it took. The records go in the order of their time, as a collector
+receives them, so a SQLite target's blocks of arrival (``schema.RECORD_BLOCKS``) bound them as tightly as its own.
 """
 
 from __future__ import annotations
@@ -20,11 +21,13 @@ from typing import Any
 from ragtrace_collector._store import rollups
 from ragtrace_collector._store.connection import Target, connect, connect_readonly
 from ragtrace_collector._store.dialect import SQLITE, AnyConnection, column_names, dialect_of, table_names
-from ragtrace_collector._store.schema import ROLLUPS, TABLES, quoted
+from ragtrace_collector._store.schema import RAG_RECORDS, ROLLUPS, TABLES, quoted
 
 __all__ = ["Copied", "copy_store"]
 
 _BATCH_ROWS = 1000
+_ORDER: dict[str, str] = {RAG_RECORDS: "time_ns, span_id"}
+"""The order a table's rows are copied in, where not its key's: the records by time (its index serves it)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,8 +56,9 @@ def copy_store(source: Target, target: Target, *, progress: Callable[[str, int],
                 f"INSERT INTO {quoted(table.name)} ({names}) VALUES ({', '.join('?' for _ in columns)}) "
                 f"ON CONFLICT ({', '.join(map(quoted, table.pk))}) DO NOTHING"
             )
-            # Keyset order on the key, so a large table is read a batch at a time.
-            cursor = src.execute(f"SELECT {names} FROM {quoted(table.name)} ORDER BY {', '.join(table.pk)}")
+            # One cursor in an order an index gives, so a large table is read a batch at a time.
+            order = _ORDER.get(table.name, ", ".join(table.pk))
+            cursor = src.execute(f"SELECT {names} FROM {quoted(table.name)} ORDER BY {order}")
             read[table.name] = written[table.name] = 0
             while batch := cursor.fetchmany(_BATCH_ROWS):
                 with dst:
