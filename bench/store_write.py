@@ -46,6 +46,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
+import itertools
 import sys
 import tempfile
 import threading
@@ -184,20 +186,36 @@ def without_arrival(conn: Any) -> None:
 def arrival_cost(work: Sequence[Batch], writers: Sequence[int], rounds: int) -> None:
     """PostgreSQL's spans/s with and without the order of arrival, best of ``rounds``, and their ratio."""
     with running_postgres(durable=True) as server:
-        for n in writers:
-            best = {"with xact (shipped)": 0.0, "without": 0.0}
-            for round_ in range(rounds):
-                variants = list(best) if round_ % 2 == 0 else list(reversed(best))
-                for name in variants:
-                    url = server.database()
-                    prepare = without_arrival if name == "without" else None
-                    best[name] = max(best[name], spans_per_second(lambda u=url: open_store(u), work, n, prepare))
-            shipped, none = best["with xact (shipped)"], best["without"]
-            print(
-                f"writers={n} postgresql: with xact {shipped:,.0f} spans/s, without {none:,.0f} spans/s, "
-                f"with / without = {shipped / none:.2f}x",
-                flush=True,
-            )
+        shipped_or_not(
+            "postgresql", "xact", lambda: functools.partial(open_store, server.database()), without_arrival, work,
+            writers, rounds,
+        )  # fmt: skip
+
+
+def shipped_or_not(
+    engine: str,
+    feature: str,
+    fresh: Callable[[], Callable[[], Any]],
+    without: Callable[[Any], None],
+    work: Sequence[Batch],
+    writers: Sequence[int],
+    rounds: int,
+) -> None:
+    """Spans/s of stores as shipped and of stores ``without`` ``feature`` (a ``prepare`` run after the store
+    opened), each a ``fresh()`` store, the two interleaved in each round; prints the best of ``rounds`` of each and
+    their ratio."""
+    for n in writers:
+        best = {"shipped": 0.0, "without": 0.0}
+        for round_ in range(rounds):
+            for name in list(best) if round_ % 2 == 0 else list(reversed(best)):
+                prepare = without if name == "without" else None
+                best[name] = max(best[name], spans_per_second(fresh(), work, n, prepare))
+        shipped, none = best["shipped"], best["without"]
+        print(
+            f"writers={n} {engine}: with {feature} {shipped:,.0f} spans/s, without {none:,.0f} spans/s, "
+            f"with / without = {shipped / none:.2f}x",
+            flush=True,
+        )
 
 
 def without_rollups(conn: Any) -> None:
@@ -276,20 +294,9 @@ def without_blocks(conn: Any) -> None:
 def blocks_cost(work: Sequence[Batch], writers: Sequence[int], rounds: int) -> None:
     """SQLite's spans/s with and without the blocks' triggers, best of ``rounds``, and their ratio."""
     with tempfile.TemporaryDirectory() as tmp:
-        for n in writers:
-            best = {"with blocks (shipped)": 0.0, "without": 0.0}
-            for round_ in range(rounds):
-                variants = list(best) if round_ % 2 == 0 else list(reversed(best))
-                for name in variants:
-                    path = Path(tmp) / f"b{n}-{round_}-{name[:4]}.db"
-                    prepare = without_blocks if name == "without" else None
-                    best[name] = max(best[name], spans_per_second(lambda p=path: open_store(p), work, n, prepare))
-            shipped, none = best["with blocks (shipped)"], best["without"]
-            print(
-                f"writers={n} sqlite: with blocks {shipped:,.0f} spans/s, without {none:,.0f} spans/s, "
-                f"with / without = {shipped / none:.2f}x",
-                flush=True,
-            )
+        paths = (Path(tmp) / f"b{i}.db" for i in itertools.count())
+        shipped_or_not("sqlite", "blocks", lambda: functools.partial(open_store, next(paths)), without_blocks, work,
+                       writers, rounds)  # fmt: skip
 
 
 def main(argv: Sequence[str] | None = None) -> int:
