@@ -486,34 +486,30 @@ TEXT_SEARCH: Final = TextSearch(RAG_RECORDS, ("query", "answer"))
 @dataclass(frozen=True, slots=True)
 class RowidBlocks:
     """SQLite: for each block of ``SIZE`` consecutive rowids of ``table``, the greatest ``column`` (a time) any of
-    its rows was written with, in ``<table>_blocks (block, newest)``. That bounds the time of every row whose
-    rowid is below a block's end, which lets a reader walking the table by rowid downwards (the text search,
-    reading FTS5's matches newest-arrived first: ``triage._by_arrival``) stop as soon as no row left unread can be
-    newer than the rows it holds. Rowids number the rows in the order they arrived, and records mostly arrive in
-    the order of their time, so such a walk stops a block or so past the rows it keeps; where rows arrived in
-    another order the bound still holds and the walk reads on.
+    its rows was written with, in ``<table>_blocks (block, newest)``: a bound on the time of every row of the block.
+    Rowids number the rows in the order they arrived, and records mostly arrive in the order of their time, so the
+    text search (``triage._by_blocks``) reads its matches' records by block, the blocks with the newest bounds
+    first, and stops after a block or two: once the page is full and the next bound is older than its last record,
+    no row left unread can come before it. Where rows arrived in another order the bounds overlap, and more blocks
+    are read.
 
     Kept by triggers: on insert, and on an update that changes the time (the receivers' upserts). A delete leaves a
-    block's bound as it was, still a bound; retention drops the blocks left without a row (``prune``).
-    Like the FTS5 table's external content, it takes a row's rowid to be its own for good (SQLite's ``VACUUM``
-    keeps the rowids of a table whose rows it copies in order). PostgreSQL: none (its search ANDs the trigram
-    bitmap with ``time_ns``'s range)."""
+    block's bound as it was, still a bound; retention drops the blocks left without a row (``prune``). Like the
+    FTS5 table's external content, it takes a row's rowid to stay its own: SQLite documents that ``VACUUM`` may
+    renumber the rowids of a table without an ``INTEGER PRIMARY KEY`` (``rag_records`` is keyed on its span id),
+    which would leave both to be built again (3.40's kept them, tried on a table with deleted rows). PostgreSQL:
+    none (its search ANDs the trigram bitmap with ``time_ns``'s range)."""
 
     table: str
     column: str
 
     SIZE = 1024
-    """Rowids a block: a million rows are under a thousand blocks, a bound one look at them all."""
+    """Rowids a block: a million rows are under a thousand blocks; a search reads a block's records or none."""
 
     @property
     def name(self) -> str:
         """The table of bounds."""
         return f"{self.table}_blocks"
-
-    def below(self, rowid: int) -> int:
-        """The highest block holding a rowid below ``rowid``: every such row's time is bounded by the greatest
-        ``newest`` of the blocks up to it."""
-        return (rowid - 1) // self.SIZE
 
     def ddl(self, dialect: Dialect) -> list[str]:
         """The statements that create the table and its triggers where missing and bound the rows already in
