@@ -412,8 +412,8 @@ def _blocks_and_records(store: Any) -> tuple[dict[int, int], dict[int, int | Non
 
 def test_sqlite_blocks_bound_every_records_time_through_writes_and_retention(tmp_path: Any) -> None:
     """Inserts give each block the newest time of its records; an upsert that moves a record's time later raises
-    its block's bound (one that moves it earlier leaves a bound that still holds); retention drops the blocks
-    wholly below the oldest record left; a store from before the blocks gets them, filled, on upgrade."""
+    its block's bound (one that moves it earlier leaves a bound that still holds); retention keeps the blocks that
+    still hold a record and drops those it empties, so an emptied table's new rowid 1 starts a fresh bound."""
     path = str(tmp_path / "c.db")
     store = open_target(path)
     try:
