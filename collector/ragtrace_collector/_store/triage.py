@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -66,6 +66,15 @@ RAG_FIELDS = (
     "span_id", "trace_id", "service", "route", "time_ns", "query", "answer", "decision", "judge",
     "calls", "prompt_tokens", "completion_tokens", "seconds", "reason",
 )  # fmt: skip
+_RECORD_COLUMNS = ", ".join("r." + c for c in RAG_FIELDS)
+"""``RAG_FIELDS`` of ``rag_records r``, for a SELECT list."""
+
+
+def _records(rows: Iterable[Sequence[Any]]) -> list[dict[str, Any]]:
+    """Rows of ``_RECORD_COLUMNS`` as records by field name."""
+    return [dict(zip(RAG_FIELDS, row, strict=True)) for row in rows]
+
+
 _SCORE_FIELDS = ("metric", "value", "label", "explanation", "reason", "error_type", "source")
 
 
@@ -130,8 +139,7 @@ def text_index(conn: AnyConnection, f: RecordFilter) -> bool:
     other SQL, so there this is False."""
     if dialect_of(conn) is not SQLITE or not _indexed_text(f):
         return False
-    found = conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (TEXT_SEARCH.fts,)).fetchone()
-    return found is not None
+    return TEXT_SEARCH.fts in table_names(conn)
 
 
 def _text_clause(text: str, dialect: Dialect, *, fts: bool = False) -> tuple[str, list[Any]]:
@@ -268,17 +276,16 @@ def _sorted(conn: AnyConnection, f: RecordFilter, dialect: Dialect) -> list[dict
     where, args = where_clause(replace(f, before=None), dialect)
     sort, key = f.sort, f.after
     want = f.limit + 1
-    fields = ", ".join("r." + c for c in RAG_FIELDS)
     if sort.by == "time":
         clause = where
         if key is not None:
             clause = _and(clause, "r.time_ns >= ? AND (r.time_ns > ? OR r.span_id > ?)")
             args = [*args, key[0], key[0], key[1]]
         cursor = conn.execute(
-            f"SELECT {fields} FROM {RAG_RECORDS} r{clause} ORDER BY r.time_ns ASC, r.span_id ASC LIMIT ?",
+            f"SELECT {_RECORD_COLUMNS} FROM {RAG_RECORDS} r{clause} ORDER BY r.time_ns ASC, r.span_id ASC LIMIT ?",
             [*args, want],
         )
-        return [dict(zip(RAG_FIELDS, row, strict=True)) for row in cursor]
+        return _records(cursor)
     if sort.by == "score":
         assert sort.metric is not None
         op, direction = ("<", "DESC") if sort.descending else (">", "ASC")
@@ -289,7 +296,7 @@ def _sorted(conn: AnyConnection, f: RecordFilter, dialect: Dialect) -> list[dict
             clause = _and(clause, f"s.value {edge} ? AND (s.value {op} ? OR s.span_id {op} ?)")
             args += [key[0], key[0], key[1]]
         cursor = conn.execute(
-            f"SELECT {fields}, s.value FROM {SCORES} s JOIN {RAG_RECORDS} r ON r.span_id = s.span_id{clause} "
+            f"SELECT {_RECORD_COLUMNS}, s.value FROM {SCORES} s JOIN {RAG_RECORDS} r ON r.span_id = s.span_id{clause} "
             f"ORDER BY s.value {direction}, s.span_id {direction} LIMIT ?",
             [*args, want],
         )
@@ -301,7 +308,7 @@ def _sorted(conn: AnyConnection, f: RecordFilter, dialect: Dialect) -> list[dict
     if key is not None:
         current = key[0]  # type: ignore[assignment]
         rows += _service_rows(
-            conn, fields, _and(where, f"r.service {same} ? AND r.time_ns <= ? AND (r.time_ns < ? OR r.span_id < ?)"),
+            conn, _and(where, f"r.service {same} ? AND r.time_ns <= ? AND (r.time_ns < ? OR r.span_id < ?)"),
             [*args, current, key[1], key[1], key[2]], want,
         )  # fmt: skip
         if current is None:
@@ -309,23 +316,23 @@ def _sorted(conn: AnyConnection, f: RecordFilter, dialect: Dialect) -> list[dict
     else:
         current = conn.execute(f"SELECT MIN(r.service) FROM {RAG_RECORDS} r{where}", args).fetchone()[0]
         if current is None:
-            return _service_rows(conn, fields, _and(where, "r.service IS NULL"), args, want)
-        rows += _service_rows(conn, fields, _and(where, "r.service = ?"), [*args, current], want)
+            return _service_rows(conn, _and(where, "r.service IS NULL"), args, want)
+        rows += _service_rows(conn, _and(where, "r.service = ?"), [*args, current], want)
     while len(rows) < want:
         found = conn.execute(
             f"SELECT MIN(r.service) FROM {RAG_RECORDS} r{_and(where, 'r.service > ?')}", [*args, current]
         ).fetchone()[0]
         if found is None:
-            rows += _service_rows(conn, fields, _and(where, "r.service IS NULL"), args, want - len(rows))
+            rows += _service_rows(conn, _and(where, "r.service IS NULL"), args, want - len(rows))
             break
         current = found
-        rows += _service_rows(conn, fields, _and(where, "r.service = ?"), [*args, current], want - len(rows))
+        rows += _service_rows(conn, _and(where, "r.service = ?"), [*args, current], want - len(rows))
     return rows
 
 
-def _service_rows(conn: AnyConnection, fields: str, where: str, args: list[Any], limit: int) -> list[dict[str, Any]]:
-    cursor = conn.execute(f"SELECT {fields} FROM {RAG_RECORDS} r{where} {_ORDER} LIMIT ?", [*args, limit])
-    return [dict(zip(RAG_FIELDS, row, strict=True)) for row in cursor]
+def _service_rows(conn: AnyConnection, where: str, args: list[Any], limit: int) -> list[dict[str, Any]]:
+    cursor = conn.execute(f"SELECT {_RECORD_COLUMNS} FROM {RAG_RECORDS} r{where} {_ORDER} LIMIT ?", [*args, limit])
+    return _records(cursor)
 
 
 def _and(where: str, clause: str) -> str:
@@ -353,10 +360,10 @@ def _select(
     source = f"{metadata.DRIVEN} JOIN {RAG_RECORDS} r ON r.span_id = m.span_id" if by_metadata else f"{RAG_RECORDS} r"
     order = _ORDER_METADATA if by_metadata else _ORDER
     cursor = conn.execute(
-        f"SELECT {', '.join('r.' + c for c in RAG_FIELDS)} FROM {source}{where} {order} LIMIT ?",
+        f"SELECT {_RECORD_COLUMNS} FROM {source}{where} {order} LIMIT ?",
         [*args, f.limit + 1],
     )
-    return [dict(zip(RAG_FIELDS, row, strict=True)) for row in cursor]
+    return _records(cursor)
 
 
 def _by_index(
@@ -369,11 +376,11 @@ def _by_index(
     every record newer than the oldest that has it."""
     key = "rowid" if dialect is SQLITE else "span_id"
     cursor = conn.execute(
-        f"SELECT {', '.join('r.' + c for c in RAG_FIELDS)} FROM {RAG_RECORDS} r WHERE r.{key} IN "
+        f"SELECT {_RECORD_COLUMNS} FROM {RAG_RECORDS} r WHERE r.{key} IN "
         f"(SELECT r.{key} FROM {RAG_RECORDS} r{where} {_ORDER_UNINDEXED} LIMIT ?) {_ORDER_UNINDEXED}",
         [*args, f.limit + 1],
     )
-    return [dict(zip(RAG_FIELDS, row, strict=True)) for row in cursor]
+    return _records(cursor)
 
 
 @contextlib.contextmanager
@@ -481,17 +488,17 @@ def _search_sqlite(conn: AnyConnection, f: RecordFilter) -> list[dict[str, Any]]
     if not _blocks_kept(conn):
         return _by_index(conn, f, *where_clause(f, SQLITE, fts=True), SQLITE)
     cursor = conn.execute(
-        f"SELECT {', '.join('r.' + c for c in RAG_FIELDS)} FROM {RAG_RECORDS} r "
+        f"SELECT {_RECORD_COLUMNS} FROM {RAG_RECORDS} r "
         f"WHERE r.rowid IN (SELECT value FROM json_each(?)) {_ORDER_UNINDEXED}",
         [json.dumps([row[2] for row in _by_blocks(conn, f)])],
     )
-    return [dict(zip(RAG_FIELDS, row, strict=True)) for row in cursor]
+    return _records(cursor)
 
 
 def _blocks_kept(conn: AnyConnection) -> bool:
     """SQLite: whether the store bounds its records' times by blocks of arrival (``schema.RECORD_BLOCKS``): a
     store read without migrating (an earlier collector's file) may not."""
-    return conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (RECORD_BLOCKS.name,)).fetchone() is not None
+    return RECORD_BLOCKS.name in table_names(conn)
 
 
 def _newest_first(row: tuple[Any, ...]) -> tuple[bool, int, str]:
@@ -557,7 +564,7 @@ def newer_records(conn: AnyConnection, f: RecordFilter, after: Arrival) -> tuple
     newer, newer_args = within(dialect, "r", min(after, upto), upto)
     where = f"{where} AND {newer}" if where else f" WHERE {newer}"
     cursor = conn.execute(
-        f"SELECT {position(dialect, 'r')}, {', '.join('r.' + c for c in RAG_FIELDS)} FROM {RAG_RECORDS} r{where} "
+        f"SELECT {position(dialect, 'r')}, {_RECORD_COLUMNS} FROM {RAG_RECORDS} r{where} "
         f"ORDER BY {order(dialect, 'r')} LIMIT ?",
         [*args, *newer_args, f.limit + 1],
     )
@@ -744,7 +751,7 @@ def alert_detail(conn: AnyConnection, alert_id: int, limit: int = 100) -> AlertD
     bad = "" if found.cutoff is None else (f" AND {value} > ?" if found.lower else f" AND {value} < ?")
     args: list[Any] = [alert["metric"], since, alert["time_ns"], *([found.cutoff] if bad else []), *scope_args]
     cursor = conn.execute(
-        f"SELECT {', '.join('r.' + c for c in RAG_FIELDS)}, s.value FROM {SCORES} s "
+        f"SELECT {_RECORD_COLUMNS}, s.value FROM {SCORES} s "
         f"JOIN {RAG_RECORDS} r ON r.span_id = s.span_id "
         f"WHERE s.metric = ? AND s.time_ns BETWEEN ? AND ?{bad}{scope} "
         f"ORDER BY s.value {'DESC' if found.lower else 'ASC'}, s.time_ns DESC LIMIT ?",
