@@ -518,25 +518,24 @@ class RowidBlocks:
             return []
         name, table, column = quoted(self.name), quoted(self.table), quoted(self.column)
 
-        def bound(alias: str) -> str:
-            # An upsert that keeps the greater time; a row without one bounds nothing.
+        def keep(select: str) -> str:
+            # An upsert of (block, time) rows that keeps each block's greater time.
             return (
-                f"INSERT INTO {name} (block, newest) SELECT {alias}.rowid / {self.SIZE}, {alias}.{column} "
-                f"WHERE {alias}.{column} IS NOT NULL "
-                "ON CONFLICT (block) DO UPDATE SET newest = excluded.newest WHERE excluded.newest > newest;"
+                f"INSERT INTO {name} (block, newest) {select} "
+                "ON CONFLICT (block) DO UPDATE SET newest = excluded.newest WHERE excluded.newest > newest"
             )
 
         def trigger(suffix: str) -> str:
             return f"CREATE TRIGGER IF NOT EXISTS {quoted(self.name + suffix)}"
 
+        # A row without a time bounds nothing.
+        written = keep(f"SELECT new.rowid / {self.SIZE}, new.{column} WHERE new.{column} IS NOT NULL") + ";"
         return [
             f"CREATE TABLE IF NOT EXISTS {name} (block INTEGER PRIMARY KEY, newest INTEGER NOT NULL)",
-            f"{trigger('_ai')} AFTER INSERT ON {table} BEGIN {bound('new')} END",
-            f"{trigger('_au')} AFTER UPDATE OF {column} ON {table} "
-            f"WHEN new.{column} IS NOT old.{column} BEGIN {bound('new')} END",
-            f"INSERT INTO {name} (block, newest) SELECT rowid / {self.SIZE}, MAX({column}) FROM {table} "
-            f"WHERE {column} IS NOT NULL GROUP BY 1 "
-            "ON CONFLICT (block) DO UPDATE SET newest = excluded.newest WHERE excluded.newest > newest",
+            f"{trigger('_ai')} AFTER INSERT ON {table} BEGIN {written} END",
+            f"{trigger('_au')} AFTER UPDATE OF {column} ON {table} WHEN new.{column} IS NOT old.{column} "
+            f"BEGIN {written} END",
+            keep(f"SELECT rowid / {self.SIZE}, MAX({column}) FROM {table} WHERE {column} IS NOT NULL GROUP BY 1"),
         ]
 
     def prune(self) -> str:
