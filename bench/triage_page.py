@@ -243,6 +243,12 @@ BUDGET_SECONDS = 120.0
 would be stopped on a busy machine."""
 
 
+def p50_p95(times: list[float]) -> tuple[float, float]:
+    """The median and the 95th percentile (the nearest rank at or below) of ``times``."""
+    ordered = sorted(times)
+    return statistics.median(ordered), ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))]
+
+
 def measure(target: Any, wanted: dict[str, str], runs: int) -> dict[str, tuple[float, float]]:
     """p50 and p95 seconds of each page of ``wanted`` (name: URL), served by the triage routes over ``target``."""
     out: dict[str, tuple[float, float]] = {}
@@ -258,8 +264,7 @@ def measure(target: Any, wanted: dict[str, str], runs: int) -> dict[str, tuple[f
                 reply = client.get(url)
                 times.append(time.perf_counter() - start)
                 assert reply.status_code == 200
-            times.sort()
-            out[name] = (statistics.median(times), times[min(len(times) - 1, int(0.95 * len(times)))])
+            out[name] = p50_p95(times)
     return out
 
 
@@ -284,8 +289,7 @@ def measure_reads(target: Any, wanted: dict[str, str], runs: int) -> dict[str, t
                 work(conn)
             if i:  # the first warms the caches
                 times.append(time.perf_counter() - start)
-        times.sort()
-        out[name] = (statistics.median(times), times[min(len(times) - 1, int(0.95 * len(times)))])
+        out[name] = p50_p95(times)
     return out
 
 
@@ -308,8 +312,7 @@ def measure_blocks(target: Any, wanted: dict[str, str], runs: int) -> dict[str, 
                         times[blocks].append(time.perf_counter() - start)
                 finally:
                     triage._blocks_kept = kept  # type: ignore[assignment]
-            p95 = {b: sorted(t)[min(len(t) - 1, int(0.95 * len(t)))] for b, t in times.items()}
-            out[name] = (p95[True], p95[False])
+            out[name] = (p50_p95(times[True])[1], p50_p95(times[False])[1])
     return out
 
 
