@@ -17,7 +17,8 @@ For one claim and one chunk the model computes a few features (``FEATURES``):
 and turns them into a probability of support with a logistic layer fitted by
 ``bench/calibrate_offline.py`` on HaluEval (constants in ``calibration``), each weight held
 to its sign (``FEATURE_SIGNS``). The verdict is SUPPORTED at or above the fitted threshold or when the
-chunk restates the claim (``restated``), never with a ``conflicting`` number; a bare answer joined to
+chunk restates the claim (``restated``), never with a ``conflicting`` number or with another of the
+chunk's names or numbers in the place of its sentence's own (``substitution``); a bare answer joined to
 its question is SUPPORTED when the chunk names it and the support model reads it as the answer to the
 question (``bare_answer_named``). Otherwise CONTRADICTED when the chunk is on the claim's topic and
 states another number, date or polarity, else NEITHER. No embedding is computed for verification
@@ -34,7 +35,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ragtrace.judges._base import Verdict
-from ragtrace.judges.offline import aligned, text
+from ragtrace.judges.offline import aligned, substitution, text
 from ragtrace.judges.offline import calibration as cal
 from ragtrace.judges.offline.alignment import PassageTokens, alignment, passage_tokens
 from ragtrace.judges.offline.embedder import Embedder, Vectors, check_stop
@@ -246,19 +247,24 @@ def conflicting(values: Sequence[float]) -> bool:
     return values[FEATURES.index("conflicts")] > 0
 
 
-def verdict_of(probability: float, values: Sequence[float], named: bool | None = None) -> Verdict:
+def verdict_of(
+    probability: float, values: Sequence[float], named: bool | None = None, substituted: bool = False
+) -> Verdict:
     """SUPPORTED when a bare answer is named by the chunk (``named``) or, for other claims without a
-    ``conflicting`` number, when the chunk restates it (``restated``) or at or above the fitted
-    threshold; else CONTRADICTED on the claim's topic with a conflicting fact."""
+    ``conflicting`` number or a ``substituted`` name (``substitution``: a near copy of the chunk's sentence
+    with another of its names or numbers in the place of the sentence's own), when the chunk restates it
+    (``restated``) or at or above the fitted threshold; else CONTRADICTED on the claim's topic with a
+    conflicting fact or a substitution."""
     if named is None:
-        supported = not conflicting(values) and (probability >= cal.SUPPORT_THRESHOLD or restated(values))
+        against = conflicting(values) or substituted
+        supported = not against and (probability >= cal.SUPPORT_THRESHOLD or restated(values))
     else:
         supported = named
     if supported:
         return Verdict.SUPPORTED
     conflicts, negation_mismatch = values[FEATURES.index("conflicts")], values[FEATURES.index("negation_mismatch")]
     on_topic = values[FEATURES.index("best_unit_coverage")] >= ON_TOPIC_COVERAGE
-    if on_topic and (conflicts > 0 or negation_mismatch > 0):
+    if on_topic and (conflicts > 0 or negation_mismatch > 0 or substituted):
         return Verdict.CONTRADICTED
     return Verdict.NEITHER
 
@@ -301,10 +307,14 @@ def feature_matrix(
 def ground(support: SupportModel, claims: Sequence[str], chunks: Sequence[str]) -> list[list[Grounding]]:
     """Read every claim against every chunk: ``result[claim][chunk]``."""
     result: list[list[Grounding]] = []
+    chunk_keys = [substitution.words_of(chunk) for chunk in chunks] if claims else []
     for claim, row in zip(claims, feature_matrix(support, claims, chunks), strict=True):
         readings: list[Grounding] = []
-        for values, best_unit in row:
+        for (values, best_unit), keys in zip(row, chunk_keys, strict=True):
             p = support_probability(values)
-            readings.append(Grounding(p, verdict_of(p, values, bare_answer_named(claim, values)), best_unit, values))
+            named = bare_answer_named(claim, values)
+            # A bare answer has no sentence to copy; its own rule reads it (``bare_answer_named``).
+            swapped = named is None and substitution.substitution(claim, best_unit, keys) is not None
+            readings.append(Grounding(p, verdict_of(p, values, named, swapped), best_unit, values))
         result.append(readings)
     return result
