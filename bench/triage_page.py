@@ -49,6 +49,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # tests/collector/_postgres.py: the throwaway server
 
+from machine import loop_ms  # noqa: E402
 from ragtrace_collector._report import page_routes  # noqa: E402
 from ragtrace_collector._store import LendsReaders, Store, metadata, open_store, rollups, triage  # noqa: E402
 from ragtrace_collector._store.arrival import Arrival  # noqa: E402
@@ -314,19 +315,6 @@ def measure_blocks(target: Any, wanted: dict[str, str], runs: int) -> dict[str, 
                     triage._blocks_kept = kept  # type: ignore[assignment]
             out[name] = (p50_p95(times[True])[1], p50_p95(times[False])[1])
     return out
-
-
-def loop_ms() -> float:
-    """Milliseconds a fixed loop of Python takes, best of three: the machine's speed at that moment (this one
-    runs at two speeds about 1.8x apart, and a run may meet either or both)."""
-    best = float("inf")
-    for _ in range(3):
-        start = time.perf_counter()
-        total = 0
-        for i in range(1_000_000):
-            total += i
-        best = min(best, time.perf_counter() - start)
-    return best * 1e3
 
 
 def run(target: Any, n: int, runs: int, fill: Callable[[], None], *, before: bool) -> dict[str, Any]:
