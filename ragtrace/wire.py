@@ -237,11 +237,18 @@ def _json_text(value: Any) -> str | None:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
+MAX_SCORE_MAGNITUDE = 1e15
+"""A score value beyond +-1e15 is no score on any scale (ragtrace's are in [0, 1], a foreign judge's a count or a
+grade): it is read as absent, as NaN and infinity are. Such values are not harmless to keep: a database's AVG
+or SUM over two values near 1e308 overflows its double and fails the whole write (PostgreSQL's "value out of
+range: overflow"), so one hostile span would cost its batch; a million values of 1e15 sum to 1e21."""
+
+
 def _number(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     number = float(value)
-    return number if math.isfinite(number) else None
+    return number if math.isfinite(number) and abs(number) <= MAX_SCORE_MAGNITUDE else None
 
 
 def decode_scores(

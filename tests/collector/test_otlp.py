@@ -30,6 +30,7 @@ from tests.collector._spans import (
     otlp_bytes,
     otlp_json,
 )
+from tests.collector._stores import rows
 
 
 def _otlp_json(spans: list) -> bytes:  # type: ignore[type-arg]
@@ -202,6 +203,28 @@ def test_huge_attribute_and_non_finite_numbers_are_kept_safely() -> None:
     assert score["value"] is None  # NaN is not a score
     attrs = json.loads(next(r for r in batch.spans if r["span_id"] == record["span_id"])["attributes"])
     assert attrs[semconv.eval_score("faithfulness")] == "nan"
+
+
+def test_scores_too_large_for_any_scale_are_absent_and_cost_no_write(store_target: str) -> None:
+    # Found by test_fuzz_short on PostgreSQL: a mutated export set two scores near 1e308, and the store's
+    # per-record average over them overflowed its double, failing the whole batch.
+    from ragtrace_collector._store import open_store
+
+    factory = SpanFactory()
+    factory.rag(scores={"faithfulness": 1.7e308, "answer_relevancy": -1.7e308, "context_relevance": 3.0})
+    batch = decode_protobuf(otlp_bytes(factory.all()), 0)
+    values = {row["metric"]: row["value"] for row in batch.scores}
+    assert values == {"faithfulness": None, "answer_relevancy": None, "context_relevance": 3.0}
+    store = open_store(store_target)
+    try:
+        store.write(batch)
+    finally:
+        store.close()
+    assert rows(store_target, "SELECT metric, value FROM scores ORDER BY metric") == [
+        ("answer_relevancy", None),
+        ("context_relevance", 3.0),
+        ("faithfulness", None),
+    ]
 
 
 def test_times_past_sqlite_integers_are_rejected_not_crashing_the_store(store_target: str) -> None:
