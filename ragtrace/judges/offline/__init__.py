@@ -192,8 +192,9 @@ class OfflineJudge:
     async def support(self, claims: Sequence[str], chunks: Sequence[str]) -> JudgeReply[list[list[float]]]:
         """Beyond the protocol: the grounding model's support probability, ``value[claim][chunk]``.
 
-        ``verify`` says SUPPORTED where this is at least the calibrated threshold; benchmarks use it
-        to measure the ranking the verdicts are cut from.
+        ``verify`` says SUPPORTED where this is at least the calibrated threshold, unless a word rule of
+        ``grounding.verdict_of`` decides otherwise (a restatement, a conflicting number, a substitution);
+        benchmarks use it to measure the ranking the verdicts are cut from.
         """
 
         return await self._grounded(claims, chunks, lambda rows: [[g.probability for g in row] for row in rows])

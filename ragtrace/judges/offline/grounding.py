@@ -21,8 +21,8 @@ chunk restates the claim (``restated``), never with a ``conflicting`` number or 
 chunk's names or numbers in the place of its sentence's own (``substitution``); a bare answer joined to
 its question is SUPPORTED when the chunk names it and the support model reads it as the answer to the
 question (``bare_answer_named``). Otherwise CONTRADICTED when the chunk is on the claim's topic and
-states another number, date or polarity, else NEITHER. No embedding is computed for verification
-(``prepare_chunks`` serves ``rate_chunks``).
+states another number, date or polarity, or a substitution, else NEITHER. No embedding is computed for
+verification (``prepare_chunks`` serves ``rate_chunks``).
 
 The word-level features are evidence matching, not inference; what the support model adds, and what
 it still cannot tell apart, is measured in docs/offline-judge.md.
@@ -250,11 +250,11 @@ def conflicting(values: Sequence[float]) -> bool:
 def verdict_of(
     probability: float, values: Sequence[float], named: bool | None = None, substituted: bool = False
 ) -> Verdict:
-    """SUPPORTED when a bare answer is named by the chunk (``named``) or, for other claims without a
-    ``conflicting`` number or a ``substituted`` name (``substitution``: a near copy of the chunk's sentence
-    with another of its names or numbers in the place of the sentence's own), when the chunk restates it
-    (``restated``) or at or above the fitted threshold; else CONTRADICTED on the claim's topic with a
-    conflicting fact or a substitution."""
+    """SUPPORTED when a bare answer is named by the chunk (``named``; ``substituted`` is not read for one) or,
+    for other claims without a ``conflicting`` number or a ``substituted`` name (``substitution``: a near copy
+    of the chunk's sentence with another of its names or numbers in the place of the sentence's own), when the
+    chunk restates it (``restated``) or at or above the fitted threshold; else CONTRADICTED on the claim's
+    topic with a conflicting fact or a substitution, else NEITHER."""
     if named is None:
         against = conflicting(values) or substituted
         supported = not against and (probability >= cal.SUPPORT_THRESHOLD or restated(values))
@@ -264,7 +264,7 @@ def verdict_of(
         return Verdict.SUPPORTED
     conflicts, negation_mismatch = values[FEATURES.index("conflicts")], values[FEATURES.index("negation_mismatch")]
     on_topic = values[FEATURES.index("best_unit_coverage")] >= ON_TOPIC_COVERAGE
-    if on_topic and (conflicts > 0 or negation_mismatch > 0 or substituted):
+    if on_topic and (conflicts > 0 or negation_mismatch > 0 or (substituted and named is None)):
         return Verdict.CONTRADICTED
     return Verdict.NEITHER
 
@@ -307,14 +307,14 @@ def feature_matrix(
 def ground(support: SupportModel, claims: Sequence[str], chunks: Sequence[str]) -> list[list[Grounding]]:
     """Read every claim against every chunk: ``result[claim][chunk]``."""
     result: list[list[Grounding]] = []
-    chunk_keys = [substitution.words_of(chunk) for chunk in chunks] if claims else []
+    chunk_words = [substitution.words_of(chunk) for chunk in chunks] if claims else []
     for claim, row in zip(claims, feature_matrix(support, claims, chunks), strict=True):
         readings: list[Grounding] = []
-        for (values, best_unit), keys in zip(row, chunk_keys, strict=True):
+        for (values, best_unit), words in zip(row, chunk_words, strict=True):
             p = support_probability(values)
             named = bare_answer_named(claim, values)
             # A bare answer has no sentence to copy; its own rule reads it (``bare_answer_named``).
-            swapped = named is None and substitution.substitution(claim, best_unit, keys) is not None
+            swapped = named is None and substitution.substitution(claim, best_unit, words) is not None
             readings.append(Grounding(p, verdict_of(p, values, named, swapped), best_unit, values))
         result.append(readings)
     return result

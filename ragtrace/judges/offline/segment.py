@@ -193,6 +193,12 @@ def raw_words(text: str) -> list[str]:
     return _WORD.findall(_GLUED_WORD.sub(". ", text))
 
 
+def word_matches(text: str) -> Iterator[re.Match[str]]:
+    """``raw_words`` as matches, each in the text it was read from (``match.string``: ``text`` with a glued
+    period cut), for a reader that needs what precedes a word."""
+    return _WORD.finditer(_GLUED_WORD.sub(". ", text))
+
+
 def words(text: str) -> list[str]:
     """Word tokens, lowercased, with possessives dropped ("Arthur's" -> "arthur")."""
     out: list[str] = []

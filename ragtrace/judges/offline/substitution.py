@@ -9,13 +9,18 @@ reads a claim much like a passage it almost copies) and the word coverage both r
 ``substitution`` aligns the claim's words with the sentence's (``difflib``) and looks for one replaced run
 of words that is a substitution and not a rewording:
 
-- the claim is a near copy of the sentence: at least ``NEAR_COPY`` of its words are the sentence's, in its
-  order;
+- the claim is a near subsequence of the sentence: at least ``NEAR_COPY`` of the claim's words are the
+  sentence's, in its order (a short excerpt of a long sentence counts);
 - on each side of the run the claim copies the sentence: ``FLANK`` words or more, or all the way to its
   start or end;
-- both sides of the run are short (``MAX_RUN`` words), of the same kind (numbers for numbers, names for
-  names: a capitalised word that is not a stopword) and not one another's alias: no shared word stem, not
-  one inside the other ("U.S" in "Korean-U.S"), not an acronym of the other ("EU" and "European Union");
+- both sides of the run are short (``MAX_RUN`` words) and every content word on each side is of one kind,
+  numbers for numbers or names for names. A name is a capitalised word that is not a stopword, not a title
+  or role ("President", "CEO", "Dr": a title for a name is a coreference, "The President" for "Biden"),
+  and, where it opens its sentence, one the chunk also capitalises inside a sentence ("Scientists" for
+  "Researchers" is a rewording);
+- the two sides are not one another's alias: no shared word (compared without case, accents, periods and
+  hyphens: "U.S" and "US", "São" and "Sao"), not one inside the other ("U.S" in "Korean-U.S"), not an
+  acronym of the other ("EU" and "European Union"), not a year and its decade ("1995" and "the 1990s");
 - the chunk states the claim's words elsewhere (a name it never mentions is ``facts``' missing entity,
   already evidence), and not in the sentence itself unless the sentence's own name moved into the claim
   in exchange (two names swapped); a name of the sentence only moved ("drone strikes in January" for "CIA
@@ -31,7 +36,9 @@ Contract: pure and deterministic; ``None`` when the rule does not apply.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Collection, Sequence
+import re
+import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ragtrace.judges.offline import segment
@@ -42,7 +49,18 @@ MAX_RUN = 5
 """Words on either side of a substitution at most: a name or a number, not a clause."""
 FLANK = 2
 """Words the claim must copy on each side of the substitution (unless it starts or ends there)."""
-_MIN_CLAIM_WORDS = 4
+MAX_CLAIM_WORDS = 80
+MAX_SENTENCE_WORDS = 200
+"""Longer claims and sentences (a table or a log with no full stop is one sentence) are not aligned: the
+alignment's cost grows with the product of their lengths, and an answer that long is not one copied sentence."""
+_TITLE_TEXT = """president vice king queen prince princess emperor empress pope ceo cfo chairman chairwoman chair
+director minister premier chancellor senator governor mayor judge justice general captain colonel lieutenant
+sergeant admiral commander professor prof dr doctor mr mrs ms mme mlle sir lord lady dame leader chief founder
+coach manager secretary spokesman spokeswoman spokesperson sheriff bishop archbishop cardinal reverend rev duke
+duchess count countess baron senior junior jr sr"""
+_TITLES = frozenset(_TITLE_TEXT.split())
+"""Titles and roles: a run holding one may name the same person as the other side ("The President", "Biden")."""
+_DECADE = re.compile(r"(\d+)0s")
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,24 +71,87 @@ class Substitution:
     sentence_words: tuple[str, ...]
 
 
-def _kind(word: str) -> str | None:
+@dataclass(frozen=True, slots=True)
+class ChunkWords:
+    """What ``substitution`` reads of a whole chunk (``words_of``)."""
+
+    keys: frozenset[str]
+    """The keys of every word of the chunk."""
+    names: frozenset[str]
+    """The keys of the words the chunk capitalises inside a sentence (not only where one opens)."""
+
+
+_SENTENCE_OPENER = re.compile(r"(?:^|[.!?:;\"\u201c(\[]\s*|\n\s*)$")
+
+
+def words_of(chunk: str) -> ChunkWords:
+    """The chunk's words as ``substitution`` looks a claim's words up in it."""
+    keys: set[str] = set()
+    names: set[str] = set()
+    for match in segment.word_matches(chunk):
+        word = match.group()
+        key = _key(word)
+        keys.add(key)
+        if word[:1].isupper() and not _SENTENCE_OPENER.search(match.string[max(0, match.start() - 3) : match.start()]):
+            names.add(key)
+    return ChunkWords(frozenset(keys), frozenset(names))
+
+
+def _key(word: str) -> str:
+    """A word as the alignment compares it: without case, accents, a possessive, periods or hyphens; stemmed."""
+    folded = unicodedata.normalize("NFKD", word.casefold())
+    folded = "".join(c for c in folded if not unicodedata.combining(c))
+    if folded.endswith("'s"):
+        folded = folded[:-2]
+    return segment.stem(folded.replace(".", "").replace("-", ""))
+
+
+def _kind(word: str, opens: bool, names: frozenset[str]) -> str | None:
+    """``"number"``, ``"title"`` (``_TITLES``), ``"name"`` or None (any other word). ``opens``: the word opens
+    its text, where a capital says it is a name only if the chunk also capitalises the word inside a sentence
+    or the word has a capital of its own ("USA", "McCartney", "Spider-Man")."""
     if any(c.isdigit() for c in word):
         return "number"
-    if word[:1].isupper() and len(word) > 1 and word.lower() not in segment.STOPWORDS:
+    lowered = word.lower().rstrip(".")
+    if lowered in _TITLES:
+        return "title"
+    if not word[:1].isupper() or len(word) < 2 or lowered in segment.STOPWORDS:
+        return None
+    if not opens or _key(word) in names or any(c.isupper() for c in word[1:]):
         return "name"
     return None
 
 
-def _key(word: str) -> str:
-    """A word as the alignment compares it: lowercased, without a possessive or a final period, stemmed."""
-    word = word.lower().rstrip(".")
-    if word.endswith(("'s", "\u2019s")):
-        word = word[:-2]
-    return segment.stem(word)
+@dataclass(frozen=True, slots=True)
+class _Run:
+    """The kind of every content word of a run but its titles (None: mixed, or none), and how many titles and
+    names it holds."""
+
+    kind: str | None
+    titles: int
+    names: int
+
+
+def _run(words: Sequence[str], start: int, names: frozenset[str]) -> _Run:
+    """A run of words starting at index ``start`` of its text. A capitalised word that opens the text counts as
+    a name when the next word is one ("Lonnie Donegan"); titles are counted apart."""
+    kinds = [_kind(word, start + i == 0, names) for i, word in enumerate(words)]
+    if start == 0 and len(kinds) > 1 and kinds[0] is None and kinds[1] == "name" and words[0][:1].isupper():
+        kinds[0] = "name"
+    content = [k for k, word in zip(kinds, words, strict=True) if word.lower() not in segment.STOPWORDS]
+    left = {k for k in content if k != "title"}
+    return _Run(left.pop() if len(left) == 1 else None, content.count("title"), content.count("name"))
+
+
+def _coreference(a: _Run, b: _Run) -> bool:
+    """A title with at most one name ("The President", "the Labour leader") against a side without a title may
+    name the same person in other words."""
+    return (a.titles > 0 and a.names <= 1 and b.titles == 0) or (b.titles > 0 and b.names <= 1 and a.titles == 0)
 
 
 def _alias(said: Sequence[str], stated: Sequence[str]) -> bool:
-    """Whether two runs of names may name the same thing (a shared stem, one inside the other, an acronym)."""
+    """Whether two runs of names or numbers may name the same thing (a shared word, one inside the other, an
+    acronym, a year and its decade)."""
     a = [_key(w) for w in said if w.lower() not in segment.STOPWORDS] or [_key(w) for w in said]
     b = [_key(w) for w in stated if w.lower() not in segment.STOPWORDS] or [_key(w) for w in stated]
     if set(a) & set(b):
@@ -78,30 +159,30 @@ def _alias(said: Sequence[str], stated: Sequence[str]) -> bool:
     joined_a, joined_b = "".join(a), "".join(b)
     if joined_a in joined_b or joined_b in joined_a:
         return True
-    return joined_a == "".join(w[0] for w in b) or joined_b == "".join(w[0] for w in a)
+    if joined_a == "".join(w[0] for w in b) or joined_b == "".join(w[0] for w in a):
+        return True
+    return _in_decade(said, stated) or _in_decade(stated, said)
 
 
-def _same_kind(said: Sequence[str], stated: Sequence[str]) -> bool:
-    """Every content word the claim puts in is a name or a number, and most of what it replaces is of that
-    kind too."""
-    said_kinds = [_kind(w) for w in said if w.lower() not in segment.STOPWORDS]
-    stated_kinds = [_kind(w) for w in stated if w.lower() not in segment.STOPWORDS]
-    if not said_kinds or not stated_kinds or None in said_kinds:
-        return False
-    named = [k for k in stated_kinds if k is not None]
-    return set(said_kinds) == set(named) and 2 * len(named) >= len(stated_kinds)
+def _in_decade(decades: Sequence[str], years: Sequence[str]) -> bool:
+    prefixes = [m.group(1) for w in decades if (m := _DECADE.fullmatch(w))]
+    return any(year.startswith(p) for p in prefixes for year in years if year.isdigit())
 
 
-def substitution(claim: str, sentence: str, chunk_keys: Collection[str]) -> Substitution | None:
+def substitution(claim: str, sentence: str, chunk: ChunkWords) -> Substitution | None:
     """The name or number ``claim`` puts in the place of ``sentence``'s own (module docstring), else None.
 
-    ``sentence``: the chunk's sentence the claim is read around; ``chunk_keys``: the keys (``words_of``)
-    of the whole chunk."""
+    ``sentence``: the chunk's sentence the claim is read around; ``chunk``: the whole chunk's ``words_of``."""
     said = segment.raw_words(claim)
-    if len(said) < _MIN_CLAIM_WORDS:
-        return None
     stated = segment.raw_words(sentence)
+    # No claim of three words or fewer is a near copy with a run replaced (2 of 3 is under NEAR_COPY).
+    if not 0 < len(said) <= MAX_CLAIM_WORDS or len(stated) > MAX_SENTENCE_WORDS:
+        return None
     said_keys, stated_keys = [_key(w) for w in said], [_key(w) for w in stated]
+    stated_set = set(stated_keys)
+    # The alignment keeps at most the words the two share: a claim short of them is no copy, and is not aligned.
+    if sum(1 for k in said_keys if k in stated_set) < NEAR_COPY * len(said):
+        return None
     matcher = difflib.SequenceMatcher(None, said_keys, stated_keys, autojunk=False)
     if sum(block.size for block in matcher.get_matching_blocks()) < NEAR_COPY * len(said):
         return None
@@ -110,15 +191,18 @@ def substitution(claim: str, sentence: str, chunk_keys: Collection[str]) -> Subs
         if op != "replace" or not (i2 - i1 <= MAX_RUN and j2 - j1 <= MAX_RUN):
             continue
         run, replaced = said[i1:i2], stated[j1:j2]
-        if not _same_kind(run, replaced) or _alias(run, replaced):
+        said_run, stated_run = _run(run, i1, chunk.names), _run(replaced, j1, chunk.names)
+        if said_run.kind is None or said_run.kind != stated_run.kind or _coreference(said_run, stated_run):
+            continue
+        if _alias(run, replaced):
             continue
         if not _copied_beside(ops, k, len(said)):
             continue
         run_keys = {_key(w) for w in run}
-        if not run_keys <= set(chunk_keys):
+        if not run_keys <= chunk.keys:
             continue
         # Moved within the sentence, not swapped: unless the sentence's name went into the claim in exchange.
-        if run_keys <= set(stated_keys) and not {_key(w) for w in replaced if _kind(w)} & set(said_keys):
+        if run_keys <= stated_set and not {_key(w) for w in replaced} & set(said_keys):
             continue
         return Substitution(tuple(run), tuple(replaced))
     return None
@@ -136,8 +220,3 @@ def _copied_beside(ops: Sequence[tuple[str, int, int, int, int]], k: int, claim_
         return end - start >= FLANK or start == 0 or end == claim_words
 
     return (i1 == 0 or copied(k - 1)) and (i2 == claim_words or copied(k + 1))
-
-
-def words_of(chunk: str) -> frozenset[str]:
-    """The keys of a chunk's words, as ``substitution`` looks a claim's words up in it."""
-    return frozenset(_key(w) for w in segment.raw_words(chunk))
