@@ -188,15 +188,19 @@ def claim_focus(claim: str) -> str:
     return answer
 
 
+def _unglued(text: str) -> str:
+    return _GLUED_WORD.sub(". ", text)
+
+
 def raw_words(text: str) -> list[str]:
     """Word tokens as written (case and possessives kept), a period glued to a capitalised word cut."""
-    return _WORD.findall(_GLUED_WORD.sub(". ", text))
+    return _WORD.findall(_unglued(text))
 
 
 def word_matches(text: str) -> Iterator[re.Match[str]]:
     """``raw_words`` as matches, each in the text it was read from (``match.string``: ``text`` with a glued
     period cut), for a reader that needs what precedes a word."""
-    return _WORD.finditer(_GLUED_WORD.sub(". ", text))
+    return _WORD.finditer(_unglued(text))
 
 
 def words(text: str) -> list[str]:

@@ -152,8 +152,7 @@ def _coreference(a: _Run, b: _Run) -> bool:
 def _alias(said: Sequence[str], stated: Sequence[str]) -> bool:
     """Whether two runs of names or numbers may name the same thing (a shared word, one inside the other, an
     acronym, a year and its decade)."""
-    a = [_key(w) for w in said if w.lower() not in segment.STOPWORDS] or [_key(w) for w in said]
-    b = [_key(w) for w in stated if w.lower() not in segment.STOPWORDS] or [_key(w) for w in stated]
+    a, b = _content_keys(said), _content_keys(stated)
     if set(a) & set(b):
         return True
     joined_a, joined_b = "".join(a), "".join(b)
@@ -162,6 +161,11 @@ def _alias(said: Sequence[str], stated: Sequence[str]) -> bool:
     if joined_a == "".join(w[0] for w in b) or joined_b == "".join(w[0] for w in a):
         return True
     return _in_decade(said, stated) or _in_decade(stated, said)
+
+
+def _content_keys(words: Sequence[str]) -> list[str]:
+    """The keys of a run's words but its stopwords (all of them for a run of stopwords only)."""
+    return [_key(w) for w in words if w.lower() not in segment.STOPWORDS] or [_key(w) for w in words]
 
 
 def _in_decade(decades: Sequence[str], years: Sequence[str]) -> bool:
@@ -179,7 +183,7 @@ def substitution(claim: str, sentence: str, chunk: ChunkWords) -> Substitution |
     if not 0 < len(said) <= MAX_CLAIM_WORDS or len(stated) > MAX_SENTENCE_WORDS:
         return None
     said_keys, stated_keys = [_key(w) for w in said], [_key(w) for w in stated]
-    stated_set = set(stated_keys)
+    said_set, stated_set = set(said_keys), set(stated_keys)
     # The alignment keeps at most the words the two share: a claim short of them is no copy, and is not aligned.
     if sum(1 for k in said_keys if k in stated_set) < NEAR_COPY * len(said):
         return None
@@ -198,11 +202,11 @@ def substitution(claim: str, sentence: str, chunk: ChunkWords) -> Substitution |
             continue
         if not _copied_beside(ops, k, len(said)):
             continue
-        run_keys = {_key(w) for w in run}
+        run_keys = set(said_keys[i1:i2])
         if not run_keys <= chunk.keys:
             continue
         # Moved within the sentence, not swapped: unless the sentence's name went into the claim in exchange.
-        if run_keys <= stated_set and not {_key(w) for w in replaced} & set(said_keys):
+        if run_keys <= stated_set and not set(stated_keys[j1:j2]) & said_set:
             continue
         return Substitution(tuple(run), tuple(replaced))
     return None
