@@ -47,6 +47,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CLAIMS",
     "FIELDS",
+    "MAX_SCORE_MAGNITUDE",
     "Encoded",
     "EventData",
     "annotator_kind",
