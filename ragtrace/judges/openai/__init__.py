@@ -89,7 +89,9 @@ class OpenAIJudge:
       ``Retry-After`` longer than this fails the call at once rather than stalling the scorer.
     - ``logprobs``: ask for token logprobs in G-Eval scoring and per-claim verification
       (``top_logprobs`` alternatives).
-    - ``extract``: ``llm`` asks the model to split an answer into atomic claims (one call);
+    - ``extract``: ``llm`` asks the model to split an answer into atomic claims (one call; an answer
+      to a question that is one short sentence of one clause is its own claim, joined to the question,
+      without a call);
       ``sentences`` takes the answer's sentences as its claims, each prefixed with the question when
       there is one so that it keeps the question's meaning (no call: small models asked to rewrite
       often return the question without its answer). ``auto``: sentences when verifying per claim.

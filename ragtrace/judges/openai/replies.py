@@ -26,6 +26,14 @@ from ragtrace.judges.openai.parsing import (
 )
 
 _BARE_ANSWER_WORDS = 8
+_ONE_FACT_WORDS = 16
+# What joins clauses or lists within one sentence: punctuation inside it, coordinating and subordinating
+# conjunctions, relative pronouns. One of them and the sentence may hold several facts.
+_CLAUSE_JOIN = re.compile(
+    r"[,;:()\u2013\u2014]|\s-\s|\b(and|but|or|nor|yet|so|while|whereas|although|though|because|since|unless|"
+    r"until|if|when|whenever|where|after|before|which|who|whom|whose|that|as well as|both|either|neither)\b",
+    re.I,
+)
 _EVASION = re.compile(
     r"\b(i (do not|don't|cannot|can't) (know|say|answer|tell)|not sure|no information|unable to answer)\b", re.I
 )
@@ -278,6 +286,27 @@ def _bare_answer_claim(text: str, question: str | None) -> str | None:
     if len(words) > 3 and answer.endswith("."):
         return None
     return answer_claim(question, answer.rstrip("."))
+
+
+def _one_fact_claim(text: str, question: str | None) -> str | None:
+    """ "<question>? <sentence>" (``answer_claim``) for an answer to a question that is one short sentence
+    of one clause, else None.
+
+    Such an answer is already the one atomic claim a model would extract from it, so asking for the split
+    buys nothing; joined to its question, it keeps the question's meaning as ``extract="sentences"``
+    claims do (the question resolves a pronoun or an elided comparison: "He won more titles."). A
+    sentence of several clauses or lists (a comma, a conjunction, a relative pronoun) is left to the
+    model, whose split into atomic claims is what lets one wrong fact among right ones be found.
+    """
+    if not question or not question.strip():
+        return None
+    answer = text.strip()
+    words = answer.split()
+    if len(words) > _ONE_FACT_WORDS or "\n" in answer or _EVASION.search(answer):
+        return None
+    if re.search(r"[.!?;:]\s+\S", answer) or answer.endswith("?") or _CLAUSE_JOIN.search(answer):
+        return None
+    return answer_claim(question, answer)
 
 
 def _sentence_claims(text: str, question: str | None) -> list[str]:

@@ -3,7 +3,8 @@
 Each step is a function of the judge's ``Transport`` and the step's arguments, and ONE call: a chat
 step through ``Transport.ask`` with its prompt (``prompts``) and a reader of the step's reply shape, or,
 for ``embed``, one embeddings call. ``extract_claims`` makes no call for an empty text, a bare short
-answer, or in ``sentences`` mode. ``OpenAIJudge`` answers the ``Judge`` protocol's steps with these.
+answer, an answer of one short sentence of one clause, or in ``sentences`` mode. ``OpenAIJudge``
+answers the ``Judge`` protocol's steps with these.
 Verification is ``verify``'s.
 """
 
@@ -26,6 +27,7 @@ from ragtrace.judges.openai.parsing import (
 from ragtrace.judges.openai.replies import (
     _bare_answer_claim,
     _ChatReply,
+    _one_fact_claim,
     _sentence_claims,
     _vectors,
     _weighted_score,
@@ -41,7 +43,9 @@ async def extract_claims(
 
     A bare short answer to a question ("1959" to "In what year was she born?") is one claim that
     keeps the question's meaning, "<question>? <answer>" (``answer_claim``), made without a call: a
-    small model asked to rewrite it may drop the question, and "1959" alone cannot be checked.
+    small model asked to rewrite it may drop the question, and "1959" alone cannot be checked. An
+    answer of one short sentence of one clause is already one atomic claim, joined the same way
+    without a call (``_one_fact_claim``).
     """
     if not text.strip():
         return JudgeReply(value=[])
@@ -50,6 +54,9 @@ async def extract_claims(
         return JudgeReply(value=[bare])
     if mode == "sentences":
         return JudgeReply(value=_sentence_claims(text, question))
+    one_fact = _one_fact_claim(text, question)
+    if one_fact is not None:
+        return JudgeReply(value=[one_fact])
 
     def read(obj: Any, _: _ChatReply) -> list[str]:
         claims: list[str] = []

@@ -108,6 +108,51 @@ async def test_noncommittal_answer_has_no_claims(stub: StubOpenAIServer, make_ju
     assert "Question: Who painted the Mona Lisa?" in stub.chat_requests[0].body["messages"][1]["content"]
 
 
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "She was born in 1959.",
+        "Henri Leconte won more Grand Slam titles",  # the question says more than whom
+        "The Mount Panorama Circuit track is longer than 7 km.",
+    ],
+)
+async def test_a_one_fact_sentence_is_its_own_claim_without_a_call(
+    stub: StubOpenAIServer, make_judge: MakeJudge, answer: str
+) -> None:
+    # Asking a model to split what is already one atomic claim buys nothing; joined to its question
+    # (as extract="sentences" joins every sentence) it keeps the question's meaning.
+    reply = await make_judge(extract="llm").extract_claims(answer, question="Who won more titles?")
+    assert reply.value == [f"Who won more titles? {answer}"]
+    assert reply.cost.chat_calls == 0
+    assert stub.requests == []
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "She was born in 1959. She wrote code.",  # two sentences
+        "She was born in 1959, in Paris.",  # a comma
+        "She was born in 1959 and wrote code.",  # a conjunction
+        "She wrote the compiler that won the prize.",  # a relative clause
+        "She was born in a small town near the coast of a country she later left for good.",  # long
+    ],
+)
+async def test_an_answer_that_may_hold_several_facts_is_split_by_the_model(
+    stub: StubOpenAIServer, make_judge: MakeJudge, answer: str
+) -> None:
+    reply = await make_judge(extract="llm").extract_claims(answer, question="When was she born?")
+    assert reply.cost.chat_calls == 1
+    assert [r.step for r in stub.chat_requests] == ["extract_claims"]
+    assert reply.value  # the stub's split, not the answer joined to the question
+
+
+async def test_without_a_question_a_sentence_is_split_by_the_model(
+    stub: StubOpenAIServer, make_judge: MakeJudge
+) -> None:
+    reply = await make_judge(extract="llm").extract_claims("She was born in 1959.")
+    assert reply.cost.chat_calls == 1
+
+
 async def test_json_schema_rejected_falls_back_to_json_mode_once(stub: StubOpenAIServer, make_judge: MakeJudge) -> None:
     stub.mode = "json_object"
     judge = make_judge()
