@@ -296,7 +296,10 @@ def _one_fact_claim(text: str, question: str | None) -> str | None:
     buys nothing; joined to its question, it keeps the question's meaning as ``extract="sentences"``
     claims do (the question resolves a pronoun or an elided comparison: "He won more titles."). A
     sentence of several clauses or lists (a comma, a conjunction, a relative pronoun) is left to the
-    model, whose split into atomic claims is what lets one wrong fact among right ones be found.
+    model, whose split into atomic claims is what lets one wrong fact among right ones be found. The
+    joins listed are English; a sentence whose second fact they miss (another language's "and") is
+    verified as one claim, unsupported when any part of it is: the count of claims is coarser, the
+    verdict no kinder.
     """
     if not question or not question.strip():
         return None
