@@ -42,6 +42,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ragtrace.judges.offline import segment
+from ragtrace.judges.offline.short_cache import short_text_cache
 
 NEAR_COPY = 0.75
 """Share of the claim's words that must be the sentence's, in its order, for the claim to be a copy."""
@@ -85,7 +86,13 @@ _SENTENCE_OPENER = re.compile(r"(?:^|[.!?:;\"\u201c(\[]\s*|\n\s*)$")
 
 
 def words_of(chunk: str) -> ChunkWords:
-    """The chunk's words as ``substitution`` looks a claim's words up in it."""
+    """The chunk's words as ``substitution`` looks a claim's words up in it; cached for chunks up to
+    ``CACHED_TEXT_CHARS``, as the chunk's other readings are (a RAG app retrieves the same chunks again)."""
+    return _cached_words(chunk)
+
+
+@short_text_cache(maxsize=512)
+def _cached_words(chunk: str) -> ChunkWords:
     keys: set[str] = set()
     names: set[str] = set()
     for match in segment.word_matches(chunk):

@@ -10,6 +10,7 @@ from ragtrace import RagRecord
 from ragtrace.judges import Verdict
 from ragtrace.judges.offline import OfflineJudge, grounding
 from ragtrace.judges.offline import substitution as sub
+from ragtrace.judges.offline.short_cache import CACHED_TEXT_CHARS
 from ragtrace.judges.offline.substitution import Substitution, substitution, words_of
 from ragtrace.metrics import Faithfulness
 
@@ -186,3 +187,14 @@ async def test_the_offline_judge_contradicts_a_substituted_sentence_and_supports
     # No chunks: nothing to read, no error.
     assert (await judge.verify([SWAPPED], [])).value == [[]]
     await judge.aclose()
+
+
+def test_a_chunks_words_are_read_once_and_a_long_chunks_never_kept() -> None:
+    # A RAG app retrieves the same chunks again and again: their reading is kept, as the chunk's
+    # sentences, facts and tokens are; a chunk past CACHED_TEXT_CHARS is read anew, so it is never kept.
+    assert words_of(MUSEUM) is words_of(MUSEUM)
+    long_chunk = " ".join(f"Sentence {i} names the word Unusual{i}." for i in range(250))
+    assert len(long_chunk) > CACHED_TEXT_CHARS
+    first = words_of(long_chunk)
+    assert first == words_of(long_chunk) and first is not words_of(long_chunk)
+    assert "unusual249" in first.keys
