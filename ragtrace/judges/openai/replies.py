@@ -271,19 +271,25 @@ def _yes_probability(reply: _ChatReply) -> float | None:
     return None
 
 
-def _bare_answer_claim(text: str, question: str | None) -> str | None:
-    """ "<question>? <answer>" (``answer_claim``) for a bare short answer (a name, a number, yes/no),
-    else None."""
+def _short_answer(text: str, question: str | None, max_words: int) -> str | None:
+    """``text`` stripped when it answers a question in at most ``max_words`` words of one sentence on one
+    line and is no evasion, else None: what both claims made without a call ask of an answer."""
     if not question or not question.strip():
         return None
     answer = text.strip()
-    if _EVASION.search(answer):
+    if _EVASION.search(answer) or "\n" in answer or re.search(r"[.!?;:]\s+\S", answer):
         return None
-    words = answer.split()
-    if len(words) > _BARE_ANSWER_WORDS or re.search(r"[.!?;:]\s+\S", answer) or "\n" in answer:
+    return answer if len(answer.split()) <= max_words else None
+
+
+def _bare_answer_claim(text: str, question: str | None) -> str | None:
+    """ "<question>? <answer>" (``answer_claim``) for a bare short answer (a name, a number, yes/no),
+    else None."""
+    answer = _short_answer(text, question, _BARE_ANSWER_WORDS)
+    if answer is None or question is None:
         return None
     # A sentence with a verb of its own ("She was born in 1959.") is extracted as usual.
-    if len(words) > 3 and answer.endswith("."):
+    if len(answer.split()) > 3 and answer.endswith("."):
         return None
     return answer_claim(question, answer.rstrip("."))
 
@@ -301,13 +307,8 @@ def _one_fact_claim(text: str, question: str | None) -> str | None:
     verified as one claim, unsupported when any part of it is: the count of claims is coarser, the
     verdict no kinder.
     """
-    if not question or not question.strip():
-        return None
-    answer = text.strip()
-    words = answer.split()
-    if len(words) > _ONE_FACT_WORDS or "\n" in answer or _EVASION.search(answer):
-        return None
-    if re.search(r"[.!?;:]\s+\S", answer) or answer.endswith("?") or _CLAUSE_JOIN.search(answer):
+    answer = _short_answer(text, question, _ONE_FACT_WORDS)
+    if answer is None or question is None or answer.endswith("?") or _CLAUSE_JOIN.search(answer):
         return None
     return answer_claim(question, answer)
 
