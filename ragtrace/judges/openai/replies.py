@@ -305,7 +305,9 @@ def _one_fact_claim(text: str, question: str | None) -> str | None:
     model, whose split into atomic claims is what lets one wrong fact among right ones be found. The
     joins listed are English; a sentence whose second fact they miss (another language's "and") is
     verified as one claim, unsupported when any part of it is: the count of claims is coarser, the
-    verdict no kinder.
+    verdict no kinder. Known gaps, open: two facts joined by "by", "with" or a second "in" pass as one,
+    and so does a refusal outside ``_EVASION`` ("The provided context does not say."), which the model
+    would have dropped.
     """
     answer = _short_answer(text, question, _ONE_FACT_WORDS)
     if answer is None or question is None or answer.endswith("?") or _CLAUSE_JOIN.search(answer):
