@@ -34,8 +34,38 @@ _CLAUSE_JOIN = re.compile(
     r"until|if|when|whenever|where|after|before|which|who|whom|whose|that|as well as|both|either|neither)\b",
     re.I,
 )
+# A second fact joined without a clause: an agent or a companion ("designed by X", "with Y"), a list
+# mark, a bracket; or a second preposition of place or time ("in 1996 in Mongolia").
+_FACT_JOIN = re.compile(
+    r"[\[\]/&]|--|\b(by|with|without|including|plus|via|such as|as)\b",
+    re.I,
+)
+_PLACE_OR_TIME = re.compile(r"\b(in|on|at|during|from|to|into|onto|throughout)\b", re.I)
+# A verb of a predicate: an auxiliary, or a lower-case word in -ed or a common irregular past form. Two
+# of them not side by side ("won a cross as the gunner of a soldier born in 1889", "is a blog based in
+# New Jersey") are two predicates; side by side ("was defeated") they are one.
+_PREDICATE_VERB = re.compile(
+    r"\b(is|are|was|were|has|have|had|does|did|[a-z]{2,}ed|born|made|won|known|held|built|written|became|"
+    r"began|grew|wrote|took|gave|led|left|sold|found|spent|ran|set)\b"
+)
+# A refusal or a sentence about the sources rather than the question ("The provided context does not
+# say.", "I have no idea", "Unknown"): the model drops it from the claims; taken whole it would be
+# verified, unsupported and scored as a hallucination.
+_REFUSAL = re.compile(
+    r"\b(cannot|unknown|unclear|unsure|idea|context|contexts|document|documents|passage|passages|source|"
+    r"sources|provided|information|text|mention|mentions|mentioned|specify|specifies|specified|stated|"
+    r"listed|available)\b",
+    re.I,
+)
+# A negation: a bare "No" answers a yes/no question, but a sentence with one is left to the model,
+# which knows a refusal ("It is not stated.") from a negative fact.
+_NEGATION = re.compile(r"n't\b|\b(not|no|never|none|nothing|nobody|neither|nor)\b", re.I)
+# The longest claim made without a call: the wire keeps a claim of up to 300 characters whole
+# (``ragtrace._wire_claims.MAX_CLAIM_CHARS``), and a longer question is left to the model's rewording.
+_ONE_FACT_CLAIM_CHARS = 300
 _EVASION = re.compile(
-    r"\b(i (do not|don't|cannot|can't) (know|say|answer|tell)|not sure|no information|unable to answer)\b", re.I
+    r"\b((i )?(do not|don't|cannot|can't) (know|say|answer|tell)|not sure|no information|unable to answer)\b",
+    re.I,
 )
 _VERDICT_WORDS = {
     "supported": Verdict.SUPPORTED,
@@ -273,11 +303,14 @@ def _yes_probability(reply: _ChatReply) -> float | None:
 
 def _short_answer(text: str, question: str | None, max_words: int) -> str | None:
     """``text`` stripped when it answers a question in at most ``max_words`` words of one sentence on one
-    line and is no evasion, else None: what both claims made without a call ask of an answer."""
+    line and is no evasion or refusal (``_EVASION``, ``_REFUSAL``), else None: what both claims made
+    without a call ask of an answer."""
     if not question or not question.strip():
         return None
     answer = text.strip()
-    if _EVASION.search(answer) or "\n" in answer or re.search(r"[.!?;:]\s+\S", answer):
+    if _EVASION.search(answer) or _REFUSAL.search(answer):
+        return None
+    if "\n" in answer or re.search(r"[.!?;:]\s+\S", answer):
         return None
     return answer if len(answer.split()) <= max_words else None
 
@@ -296,23 +329,42 @@ def _bare_answer_claim(text: str, question: str | None) -> str | None:
 
 def _one_fact_claim(text: str, question: str | None) -> str | None:
     """ "<question>? <sentence>" (``answer_claim``) for an answer to a question that is one short sentence
-    of one clause, else None.
+    stating one fact, else None.
 
     Such an answer is already the one atomic claim a model would extract from it, so asking for the split
     buys nothing; joined to its question, it keeps the question's meaning as ``extract="sentences"``
-    claims do (the question resolves a pronoun or an elided comparison: "He won more titles."). A
-    sentence of several clauses or lists (a comma, a conjunction, a relative pronoun) is left to the
-    model, whose split into atomic claims is what lets one wrong fact among right ones be found. The
-    joins listed are English; a sentence whose second fact they miss (another language's "and") is
+    claims do (the question resolves a pronoun or an elided comparison: "He won more titles."). Left to
+    the model, whose split into atomic claims is what lets one wrong fact among right ones be found: a
+    sentence of several clauses or lists (a comma, a bracket, a conjunction, a relative pronoun), a second
+    fact joined by "by" or "with", a second preposition of place or time ("in 1996 in Mongolia"). Left to
+    it too, because it may assert nothing to check: a negation, a refusal or a sentence about the sources
+    ("The provided context does not say.", "I have no idea."), which the model drops. The query must be
+    a question (end with "?"): a request ("Tell me about Paris") is no question to join an answer to.
+
+    The joins listed are English; a sentence whose second fact they miss (another language's "and") is
     verified as one claim, unsupported when any part of it is: the count of claims is coarser, the
-    verdict no kinder. Known gaps, open: two facts joined by "by", "with" or a second "in" pass as one,
-    and so does a refusal outside ``_EVASION`` ("The provided context does not say."), which the model
-    would have dropped.
+    verdict no kinder.
     """
     answer = _short_answer(text, question, _ONE_FACT_WORDS)
-    if answer is None or question is None or answer.endswith("?") or _CLAUSE_JOIN.search(answer):
+    if answer is None or question is None or not question.strip().endswith("?") or answer.endswith("?"):
         return None
-    return answer_claim(question, answer)
+    if _CLAUSE_JOIN.search(answer) or _FACT_JOIN.search(answer) or _NEGATION.search(answer):
+        return None
+    if len(_PLACE_OR_TIME.findall(answer)) > 1 or _predicates(answer) > 1:
+        return None
+    claim = answer_claim(question, answer)
+    return claim if len(claim) <= _ONE_FACT_CLAIM_CHARS else None
+
+
+def _predicates(sentence: str) -> int:
+    """How many predicates ``sentence`` has, counted by their verbs (``_PREDICATE_VERB``); verbs next to
+    each other ("has been elected") count once."""
+    count, last_end = 0, None
+    for match in _PREDICATE_VERB.finditer(sentence):
+        if last_end is None or sentence[last_end : match.start()].strip():
+            count += 1
+        last_end = match.end()
+    return count
 
 
 def _sentence_claims(text: str, question: str | None) -> list[str]:
@@ -325,6 +377,8 @@ def _sentence_claims(text: str, question: str | None) -> list[str]:
         sentence = sentence.strip()
         if not re.search(r"\w", sentence) or sentence.endswith("?") or _EVASION.search(sentence):
             continue  # a question or an evasion asserts nothing to check
+        if _REFUSAL.search(sentence) and (_NEGATION.search(sentence) or len(sentence.split()) <= 3):
+            continue  # nor does a refusal ("The context does not mention her birth year.", "Unknown.")
         claim = answer_claim(question, sentence) if question and question.strip() else sentence
         if claim not in claims:
             claims.append(claim)

@@ -135,6 +135,20 @@ async def test_a_one_fact_sentence_is_its_own_claim_without_a_call(
         "She was born in 1959 and wrote code.",  # a conjunction
         "She wrote the compiler that won the prize.",  # a relative clause
         "She was born in a small town near the coast of a country she later left for good.",  # long
+        "Do you mean the year of her birth in the old calendar?",  # a question back, not a claim
+        "She was born in 1959\nin Paris",  # two lines
+        "She was born in 1959 [1].",  # a bracket
+        "She was born in 1959 -- in Paris.",
+        "She AND her sister won.",  # the joins are read in any case
+        "The flag designed by Theodosia Okoh was adopted in 1958.",  # a second fact by "by"
+        "She was born with a twin sister.",  # by "with"
+        "She competed in the 1996 Summer Olympics in Mongolia.",  # a second place or time
+        "She won a cross as the gunner of a soldier born in 1889.",  # two predicates
+        "Allkpop is a blog based in New Jersey.",
+        "She never won a medal.",  # a negation: the model tells a negative fact from a refusal
+        "I have no idea.",  # refusals: the model drops them, taken whole they read as hallucinations
+        "The provided context does not specify her birth year.",
+        "I couldn't find this in the provided documents.",
     ],
 )
 async def test_an_answer_that_may_hold_several_facts_is_split_by_the_model(
@@ -145,6 +159,34 @@ async def test_an_answer_that_may_hold_several_facts_is_split_by_the_model(
     assert [r.step for r in stub.chat_requests] == ["extract_claims"]
     # The stub's split, not the answer joined to the question.
     assert reply.value and not any(claim.startswith("When was she born?") for claim in reply.value)
+
+
+@pytest.mark.parametrize("answer", ["Unknown", "No idea", "Not stated"])
+async def test_a_short_refusal_is_no_bare_answer(stub: StubOpenAIServer, make_judge: MakeJudge, answer: str) -> None:
+    # "No idea" is not the answer to "When was she born?": the model drops it, the judge does not verify it.
+    reply = await make_judge(extract="llm").extract_claims(answer, question="When was she born?")
+    assert reply.cost.chat_calls == 1
+    assert not any(claim.startswith("When was she born?") for claim in reply.value)
+
+
+async def test_a_bare_no_still_answers_a_yes_no_question(stub: StubOpenAIServer, make_judge: MakeJudge) -> None:
+    reply = await make_judge(extract="llm").extract_claims("No", question="Was she born in 1959?")
+    assert reply.value == ["Was she born in 1959? No"]
+    assert stub.requests == []
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "Tell me when she was born.",  # a request: no question to join an answer to
+        "In what year, after the long and much reported dispute over the records of her birth, " * 4 + "was she born?",
+    ],
+)
+async def test_one_fact_joins_only_a_question_whose_claim_the_wire_keeps_whole(
+    stub: StubOpenAIServer, make_judge: MakeJudge, question: str
+) -> None:
+    reply = await make_judge(extract="llm").extract_claims("She was born in 1959.", question=question)
+    assert reply.cost.chat_calls == 1
 
 
 async def test_without_a_question_a_sentence_is_split_by_the_model(

@@ -207,6 +207,10 @@ async def test_a_failing_claim_fails_the_step_with_the_cost_of_every_call(
         ("1959", ["In what year was Ada born? 1959"]),  # a bare answer keeps the question's meaning
         ("Ada Lovelace.", ["In what year was Ada born? Ada Lovelace"]),
         ("I don't know.", []),
+        ("Unknown.", []),  # a refusal asserts nothing to check
+        ("No idea", []),
+        ("The provided context does not mention her birth year.", []),
+        ("The document was signed in 1776.", ["In what year was Ada born? The document was signed in 1776."]),
         ("She was born in 1959. She wrote code.", ["In what year was Ada born? She was born in 1959.",
                                                    "In what year was Ada born? She wrote code."]),
     ],
