@@ -57,6 +57,9 @@ _REFUSAL = re.compile(
     r"listed|available)\b",
     re.I,
 )
+# An answer that is only a hedge or a shrug ("Maybe", "Nobody knows", "N/A") asserts nothing; a hedged
+# answer ("Probably Paris") still asserts its fact.
+_NON_ANSWER = re.compile(r"(maybe|perhaps|possibly|probably|who knows|nobody knows|no one knows|n/?a|sorry)[.!]?", re.I)
 # A negation: a bare "No" answers a yes/no question, but a sentence with one is left to the model,
 # which knows a refusal ("It is not stated.") from a negative fact.
 _NEGATION = re.compile(r"n't\b|\b(not|no|never|none|nothing|nobody|neither|nor)\b", re.I)
@@ -303,12 +306,12 @@ def _yes_probability(reply: _ChatReply) -> float | None:
 
 def _short_answer(text: str, question: str | None, max_words: int) -> str | None:
     """``text`` stripped when it answers a question in at most ``max_words`` words of one sentence on one
-    line and is no evasion or refusal (``_EVASION``, ``_REFUSAL``), else None: what both claims made
-    without a call ask of an answer."""
+    line and is no evasion, refusal, shrug or question back (``_EVASION``, ``_REFUSAL``, ``_NON_ANSWER``),
+    else None: what both claims made without a call ask of an answer."""
     if not question or not question.strip():
         return None
     answer = text.strip()
-    if _EVASION.search(answer) or _REFUSAL.search(answer):
+    if _EVASION.search(answer) or _REFUSAL.search(answer) or _NON_ANSWER.fullmatch(answer) or answer.endswith("?"):
         return None
     if "\n" in answer or re.search(r"[.!?;:]\s+\S", answer):
         return None
@@ -346,7 +349,7 @@ def _one_fact_claim(text: str, question: str | None) -> str | None:
     verdict no kinder.
     """
     answer = _short_answer(text, question, _ONE_FACT_WORDS)
-    if answer is None or question is None or not question.strip().endswith("?") or answer.endswith("?"):
+    if answer is None or question is None or not question.strip().endswith("?"):
         return None
     if _CLAUSE_JOIN.search(answer) or _FACT_JOIN.search(answer) or _NEGATION.search(answer):
         return None
@@ -375,7 +378,12 @@ def _sentence_claims(text: str, question: str | None) -> list[str]:
     claims: list[str] = []
     for sentence in pysbd.Segmenter(language="en", clean=False).segment(text):
         sentence = sentence.strip()
-        if not re.search(r"\w", sentence) or sentence.endswith("?") or _EVASION.search(sentence):
+        if (
+            not re.search(r"\w", sentence)
+            or sentence.endswith("?")
+            or _EVASION.search(sentence)
+            or _NON_ANSWER.fullmatch(sentence)
+        ):
             continue  # a question or an evasion asserts nothing to check
         if _REFUSAL.search(sentence) and (_NEGATION.search(sentence) or len(sentence.split()) <= 3):
             continue  # nor does a refusal ("The context does not mention her birth year.", "Unknown.")

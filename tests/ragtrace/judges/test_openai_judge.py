@@ -161,7 +161,7 @@ async def test_an_answer_that_may_hold_several_facts_is_split_by_the_model(
     assert reply.value and not any(claim.startswith("When was she born?") for claim in reply.value)
 
 
-@pytest.mark.parametrize("answer", ["Unknown", "No idea", "Not stated"])
+@pytest.mark.parametrize("answer", ["Unknown", "No idea", "Not stated", "Maybe", "Nobody knows.", "N/A", "1959?"])
 async def test_a_short_refusal_is_no_bare_answer(stub: StubOpenAIServer, make_judge: MakeJudge, answer: str) -> None:
     # "No idea" is not the answer to "When was she born?": the model drops it, the judge does not verify it.
     reply = await make_judge(extract="llm").extract_claims(answer, question="When was she born?")

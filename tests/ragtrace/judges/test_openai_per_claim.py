@@ -209,6 +209,7 @@ async def test_a_failing_claim_fails_the_step_with_the_cost_of_every_call(
         ("I don't know.", []),
         ("Unknown.", []),  # a refusal asserts nothing to check
         ("No idea", []),
+        ("Maybe. She was born in 1959.", ["In what year was Ada born? She was born in 1959."]),  # a shrug
         ("The provided context does not mention her birth year.", []),
         ("The document was signed in 1776.", ["In what year was Ada born? The document was signed in 1776."]),
         ("She was born in 1959. She wrote code.", ["In what year was Ada born? She was born in 1959.",
