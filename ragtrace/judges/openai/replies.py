@@ -57,6 +57,21 @@ _REFUSAL = re.compile(
     r"listed|available)\b",
     re.I,
 )
+# A sentence that says the sources do not hold the answer ("The context does not specify her birth year.",
+# "It is not mentioned."), told from a negative fact about a document ("The document was not signed until
+# 1787.") by its verb of saying: what ``extract="sentences"`` drops where the model would.
+_SOURCES = re.compile(
+    r"\b(context|contexts|document|documents|passage|passages|text|source|sources|information)\b", re.I
+)
+_SAYING = re.compile(
+    r"\b(say|says|said|mention|mentions|mentioned|state|states|stated|specify|specifies|specified|provide|provides|"
+    r"provided|give|gives|given|contain|contains|include|includes|list|lists|listed|indicate|indicates)\b",
+    re.I,
+)
+_UNSAID = re.compile(
+    r"(\bnot|n't)\s+(been\s+|be\s+)?(mentioned|stated|specified|provided|given|listed|known|available|indicated)\b",
+    re.I,
+)
 # An answer that is only a hedge or a shrug ("Maybe", "Nobody knows", "N/A") asserts nothing; a hedged
 # answer ("Probably Paris") still asserts its fact.
 _NON_ANSWER = re.compile(r"(maybe|perhaps|possibly|probably|who knows|nobody knows|no one knows|n/?a|sorry)[.!]?", re.I)
@@ -67,7 +82,7 @@ _NEGATION = re.compile(r"n't\b|\b(not|no|never|none|nothing|nobody|neither|nor)\
 # (``ragtrace._wire_claims.MAX_CLAIM_CHARS``), and a longer question is left to the model's rewording.
 _ONE_FACT_CLAIM_CHARS = 300
 _EVASION = re.compile(
-    r"\b((i )?(do not|don't|cannot|can't) (know|say|answer|tell)|not sure|no information|unable to answer)\b",
+    r"\b((i )?(do not|don't|cannot|can't) (know|say|answer|tell)|not sure|no idea|no information|unable to answer)\b",
     re.I,
 )
 _VERDICT_WORDS = {
@@ -370,6 +385,17 @@ def _predicates(sentence: str) -> int:
     return count
 
 
+def _refuses(sentence: str) -> bool:
+    """Whether ``sentence`` says the sources do not hold the answer rather than stating a fact: a short
+    refusal ("Unknown.", "Not stated."), an unsaid ("It is not mentioned."), or the sources named with a
+    negated verb of saying ("The context does not specify her birth year.")."""
+    if len(sentence.split()) <= 3 and _REFUSAL.search(sentence):
+        return True
+    if _UNSAID.search(sentence):
+        return True
+    return bool(_NEGATION.search(sentence) and _SOURCES.search(sentence) and _SAYING.search(sentence))
+
+
 def _sentence_claims(text: str, question: str | None) -> list[str]:
     """The sentences of ``text`` as claims, each joined to the question when there is one
     (``answer_claim``)."""
@@ -385,7 +411,7 @@ def _sentence_claims(text: str, question: str | None) -> list[str]:
             or _NON_ANSWER.fullmatch(sentence)
         ):
             continue  # a question or an evasion asserts nothing to check
-        if _REFUSAL.search(sentence) and (_NEGATION.search(sentence) or len(sentence.split()) <= 3):
+        if _refuses(sentence):
             continue  # nor does a refusal ("The context does not mention her birth year.", "Unknown.")
         claim = answer_claim(question, sentence) if question and question.strip() else sentence
         if claim not in claims:
