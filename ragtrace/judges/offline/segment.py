@@ -17,6 +17,7 @@ from collections.abc import Iterator
 
 import pysbd
 
+from ragtrace.judges._noncommittal import noncommittal_wording as noncommittal_wording
 from ragtrace.judges._question_claims import answer_claim, split_answer_claim
 from ragtrace.judges.offline.short_cache import CACHED_TEXT_CHARS as CACHED_TEXT_CHARS
 from ragtrace.judges.offline.short_cache import short_text_cache
@@ -226,43 +227,3 @@ def stem(word: str) -> str:
 def content_words(text: str) -> set[str]:
     """Stemmed words that carry content: not stopwords, not bare punctuation."""
     return {stem(w) for w in words(text) if w not in STOPWORDS and w not in NEGATIONS}
-
-
-_NONCOMMITTAL_PATTERNS = re.compile(
-    r"""\b(
-      i\s+(?:do\s+not|don't|dont)\s+know
-    | i(?:\s+am|'m|\s+m)\s+not\s+(?:sure|certain|able)
-    | i\s+(?:have\s+no|don't\s+have\s+(?:any|enough)?)\s*(?:idea|information|knowledge|data|details)
-    | (?:i\s+)?(?:cannot|can't|can\s+not|could\s+not|couldn't|am\s+unable\s+to|'m\s+unable\s+to)
-        \s+(?:answer|say|tell|determine|help|assist|find|provide|confirm|verify)
-    | (?:there\s+is\s+|there's\s+)?(?:no|not\s+enough|insufficient)\s+(?:information|data|context|details|evidence)
-        \s+(?:in|about|on|to|available|provided|given)
-    | (?:the\s+)?(?:context|documents?|sources?|passages?)\s+(?:does\s+not|doesn't|do\s+not|don't)\s+
-        (?:say|mention|contain|state|specify|provide|include)
-    | unable\s+to\s+(?:answer|determine|find|say)
-    | as\s+an\s+ai\b
-    | i\s+have\s+no\s+idea\b
-    | (?:sorry|apologi[sz]e)[^.]{0,40}\b(?:can't|cannot|unable|not\s+able)
-    )""",
-    re.IGNORECASE | re.VERBOSE,
-)
-
-# A whole answer that is only an evasion. Anchored: "an unknown artist painted it" is an answer.
-_BARE_EVASION = re.compile(
-    r"""^\W*(?:
-      unknown | unclear | uncertain | n/?a | none\s+given | no\s+(?:comment|clue|answer)
-    | (?:it\s+)?depends | maybe | perhaps | possibly | hard\s+to\s+(?:say|tell)
-    | not\s+(?:mentioned|stated|specified|given|provided|known|available|clear|found)
-    | (?:it\s+is|it's|that\s+is|that's)\s+(?:unclear|unknown|uncertain|not\s+(?:clear|known|specified|mentioned|stated))
-    | i(?:'d|\s+would)\s+rather\s+not\s+(?:say|answer|comment)
-    | (?:this\s+)?cannot\s+be\s+(?:determined|answered|known)
-    )\W*$""",
-    re.IGNORECASE | re.VERBOSE,
-)
-
-
-def noncommittal_wording(text: str) -> bool:
-    """True when the wording is evasive: "I don't know", "I'm not sure", "cannot answer", refusals,
-    or an answer that is nothing but an evasion ("Unknown.", "Not mentioned.", "It depends.")."""
-    text = text.replace("\u2019", "'")
-    return _NONCOMMITTAL_PATTERNS.search(text) is not None or _BARE_EVASION.match(text.strip()) is not None

@@ -17,6 +17,7 @@ from typing import Any, TypeGuard
 from ragtrace.judges._base import (
     Verdict,
 )
+from ragtrace.judges._noncommittal import noncommittal_wording
 from ragtrace.judges._question_claims import answer_claim
 from ragtrace.judges.openai.parsing import (
     InvalidReply,
@@ -48,43 +49,22 @@ _PREDICATE_VERB = re.compile(
     r"\b(is|are|was|were|has|have|had|does|did|[a-z]{2,}ed|born|made|won|known|held|built|written|became|"
     r"began|grew|wrote|took|gave|led|left|sold|found|spent|ran|set)\b"
 )
-# A refusal or a sentence about the sources rather than the question ("The provided context does not
-# say.", "I have no idea", "Unknown"): the model drops it from the claims; taken whole it would be
-# verified, unsupported and scored as a hallucination.
+# A word of a refusal or of talk about the sources ("I couldn't find this in the provided documents."):
+# an answer with one is left to the model, which drops a refusal from the claims, even where
+# ``noncommittal_wording`` does not know its wording; taken whole, a refusal would be verified,
+# unsupported and scored as a hallucination.
 _REFUSAL = re.compile(
     r"\b(cannot|unknown|unclear|unsure|idea|context|contexts|document|documents|passage|passages|source|"
     r"sources|provided|information|text|mention|mentions|mentioned|specify|specifies|specified|stated|"
     r"listed|available)\b",
     re.I,
 )
-# A sentence that says the sources do not hold the answer ("The context does not specify her birth year.",
-# "It is not mentioned."), told from a negative fact about a document ("The document was not signed until
-# 1787.") by its verb of saying: what ``extract="sentences"`` drops where the model would.
-_SOURCES = re.compile(
-    r"\b(context|contexts|document|documents|passage|passages|text|source|sources|information)\b", re.I
-)
-_SAYING = re.compile(
-    r"\b(say|says|said|mention|mentions|mentioned|state|states|stated|specify|specifies|specified|provide|provides|"
-    r"provided|give|gives|given|contain|contains|include|includes|list|lists|listed|indicate|indicates)\b",
-    re.I,
-)
-_UNSAID = re.compile(
-    r"(\bnot|n't)\s+(been\s+|be\s+)?(mentioned|stated|specified|provided|given|listed|known|available|indicated)\b",
-    re.I,
-)
-# An answer that is only a hedge or a shrug ("Maybe", "Nobody knows", "N/A") asserts nothing; a hedged
-# answer ("Probably Paris") still asserts its fact.
-_NON_ANSWER = re.compile(r"(maybe|perhaps|possibly|probably|who knows|nobody knows|no one knows|n/?a|sorry)[.!]?", re.I)
 # A negation: a bare "No" answers a yes/no question, but a sentence with one is left to the model,
 # which knows a refusal ("It is not stated.") from a negative fact.
 _NEGATION = re.compile(r"n't\b|\b(not|no|never|none|nothing|nobody|neither|nor)\b", re.I)
 # The longest claim made without a call: the wire keeps a claim of up to 300 characters whole
 # (``ragtrace._wire_claims.MAX_CLAIM_CHARS``), and a longer question is left to the model's rewording.
 _ONE_FACT_CLAIM_CHARS = 300
-_EVASION = re.compile(
-    r"\b((i )?(do not|don't|cannot|can't) (know|say|answer|tell)|not sure|no idea|no information|unable to answer)\b",
-    re.I,
-)
 _VERDICT_WORDS = {
     "supported": Verdict.SUPPORTED,
     "support": Verdict.SUPPORTED,
@@ -321,12 +301,12 @@ def _yes_probability(reply: _ChatReply) -> float | None:
 
 def _short_answer(text: str, question: str | None, max_words: int) -> str | None:
     """``text`` stripped when it answers a question in at most ``max_words`` words of one sentence on one
-    line and is no evasion, refusal, shrug or question back (``_EVASION``, ``_REFUSAL``, ``_NON_ANSWER``),
-    else None: what both claims made without a call ask of an answer."""
+    line and is no evasion, shrug or question back (``noncommittal_wording``) and names no source nor an
+    unknown (``_REFUSAL``), else None: what both claims made without a call ask of an answer."""
     if not question or not question.strip():
         return None
     answer = text.strip()
-    if _EVASION.search(answer) or _REFUSAL.search(answer) or _NON_ANSWER.fullmatch(answer) or answer.endswith("?"):
+    if noncommittal_wording(answer) or _REFUSAL.search(answer) or answer.endswith("?"):
         return None
     if "\n" in answer or re.search(r"[.!?;:]\s+\S", answer):
         return None
@@ -385,17 +365,6 @@ def _predicates(sentence: str) -> int:
     return count
 
 
-def _refuses(sentence: str) -> bool:
-    """Whether ``sentence`` says the sources do not hold the answer rather than stating a fact: a short
-    refusal ("Unknown.", "Not stated."), an unsaid ("It is not mentioned."), or the sources named with a
-    negated verb of saying ("The context does not specify her birth year.")."""
-    if len(sentence.split()) <= 3 and _REFUSAL.search(sentence):
-        return True
-    if _UNSAID.search(sentence):
-        return True
-    return bool(_NEGATION.search(sentence) and _SOURCES.search(sentence) and _SAYING.search(sentence))
-
-
 def _sentence_claims(text: str, question: str | None) -> list[str]:
     """The sentences of ``text`` as claims, each joined to the question when there is one
     (``answer_claim``)."""
@@ -404,15 +373,8 @@ def _sentence_claims(text: str, question: str | None) -> list[str]:
     claims: list[str] = []
     for sentence in pysbd.Segmenter(language="en", clean=False).segment(text):
         sentence = sentence.strip()
-        if (
-            not re.search(r"\w", sentence)
-            or sentence.endswith("?")
-            or _EVASION.search(sentence)
-            or _NON_ANSWER.fullmatch(sentence)
-        ):
-            continue  # a question or an evasion asserts nothing to check
-        if _refuses(sentence):
-            continue  # nor does a refusal ("The context does not mention her birth year.", "Unknown.")
+        if not re.search(r"\w", sentence) or sentence.endswith("?") or noncommittal_wording(sentence):
+            continue  # a question, an evasion or a refusal asserts nothing to check
         claim = answer_claim(question, sentence) if question and question.strip() else sentence
         if claim not in claims:
             claims.append(claim)
