@@ -37,7 +37,7 @@ _BARE_EVASION = re.compile(
     r"""^\W*(?:
       unknown | unclear | uncertain | n/?a | none\s+given | no\s+(?:comment|clue|answer|idea)
     | (?:it\s+)?depends | maybe | perhaps | possibly | probably | hard\s+to\s+(?:say|tell) | sorry
-    | (?:who|nobody|no\s+one)\s+knows
+    | (?:who|nobody|no\s+one)\s+(?:really\s+)?knows | who\s+can\s+(?:say|tell) | dunno | not\s+(?:sure|certain)
     | not\s+(?:mentioned|stated|specified|given|provided|known|available|clear|found)
     | (?:it\s+is|it's|that\s+is|that's)\s+(?:unclear|unknown|uncertain|not\s+(?:clear|known|specified|mentioned|stated))
     | i(?:'d|\s+would)\s+rather\s+not\s+(?:say|answer|comment)
@@ -50,9 +50,14 @@ _BARE_EVASION = re.compile(
 # The sources named with a negated verb of saying, in any order ("The provided text does not say when she
 # was born."): a refusal. A negative fact about a document names no verb of saying ("The document was not
 # signed until 1787.") and is a claim.
-_SOURCES = re.compile(r"\b(?:context|contexts|documents?|passages?|text|sources?)\b", re.IGNORECASE)
+_SOURCES = re.compile(
+    r"\b(?:the|this|these|those|provided|given|retrieved|available)\s+(?:\w+\s+)?"
+    r"(?:context|contexts|documents?|passages?|text|texts|sources?)\b",
+    re.IGNORECASE,
+)
 _NEGATED_SAYING = re.compile(
-    r"(?:\bnot|n't)\s+(?:\w+\s+)?(?:say|mention|state|specify|provide|give|contain|include|list|indicate)\b",
+    r"(?:\bnot|n't)\s+(?:\w+\s+)?(?:say|mention|state|specify|provide|give|contain|include|list|indicate)\b"
+    r"|(?:\bnot|n't)\s+(?:be\s+)?(?:available|found|present|given|provided|included)\s+in\b",
     re.IGNORECASE,
 )
 

@@ -36,19 +36,29 @@ _CLAUSE_JOIN = re.compile(
     re.I,
 )
 # A second fact joined without a clause: an agent or a companion ("designed by X", "with Y"), a list
-# mark, a bracket; or a second preposition of place or time ("in 1996 in Mongolia").
+# mark, a bracket.
 _FACT_JOIN = re.compile(
     r"[\[\]/&]|--|\b(by|with|without|including|plus|via|such as|as)\b",
     re.I,
 )
-_PLACE_OR_TIME = re.compile(r"\b(in|on|at|during|from|to|into|onto|throughout)\b", re.I)
-# A verb of a predicate: an auxiliary, or a lower-case word in -ed or a common irregular past form. Two
-# of them not side by side ("won a cross as the gunner of a soldier born in 1889", "is a blog based in
-# New Jersey") are two predicates; side by side ("was defeated") they are one.
-_PREDICATE_VERB = re.compile(
-    r"\b(is|are|was|were|has|have|had|does|did|[a-z]{2,}ed|born|made|won|known|held|built|written|became|"
-    r"began|grew|wrote|took|gave|led|left|sold|found|spent|ran|set)\b"
+# A phrase of place, time or circumstance: a preposition, or a year that follows none ("born 10 December
+# 1815 in London"). Two of them ("in the 1996 Summer Olympics in Mongolia", "the starting job at Oklahoma
+# over Tom Brady") may be two facts.
+_PHRASE = re.compile(
+    r"\b(in|on|at|during|from|to|into|onto|throughout|for|over|under|despite|alongside|beside|beneath|near|"
+    r"across|against|among|between|through|toward|towards|within|outside|inside)\b|(?<!\bin )(?<!\bon )(?<!\bof )"
+    r"(?<!\bby )\b(1[0-9]{3}|20[0-9]{2})\b",
+    re.I,
 )
+# A verb of a predicate: an auxiliary, or a lower-case word in -ed (not hyphenated, not after an article:
+# "top-ranked", "a noted actor" are adjectives) or a common irregular past form. Two of them apart ("won a
+# cross as the gunner of a soldier born in 1889", "is a blog based in New Jersey") are two predicates;
+# together, or with only adverbs between ("was defeated", "has been elected", "was later overturned"), one.
+_PREDICATE_VERB = re.compile(
+    r"\b(is|are|was|were|be|been|has|have|had|does|did|(?<![-\w])(?<!\ba )(?<!\ban )(?<!\bthe )[a-z]{2,}ed|born|"
+    r"made|won|known|held|built|written|became|began|grew|wrote|took|gave|led|left|sold|found|spent|ran|set)\b"
+)
+_ADVERB = re.compile(r"(\w+ly|now|later|first|also|only|still|then|just|once|since|soon|already|ever|even)", re.I)
 # A word of a refusal or of talk about the sources ("I couldn't find this in the provided documents."):
 # an answer with one is left to the model, which drops a refusal from the claims, even where
 # ``noncommittal_wording`` does not know its wording; taken whole, a refusal would be verified,
@@ -314,13 +324,14 @@ def _short_answer(text: str, question: str | None, max_words: int) -> str | None
 
 
 def _bare_answer_claim(text: str, question: str | None) -> str | None:
-    """ "<question>? <answer>" (``answer_claim``) for a bare short answer (a name, a number, yes/no),
-    else None."""
+    """ "<question>? <answer>" (``answer_claim``) for a bare short answer (a name, a number, yes/no, a
+    short list), else None."""
     answer = _short_answer(text, question, _BARE_ANSWER_WORDS)
     if answer is None or question is None:
         return None
-    # A sentence with a verb of its own ("She was born in 1959.") is extracted as usual.
-    if len(answer.split()) > 3 and answer.endswith("."):
+    # A sentence ("She was born in 1959.", "Ada was born 1815 and died 1852") is extracted as usual: by its
+    # closing period or by a verb of its own.
+    if len(answer.split()) > 3 and (answer.endswith(".") or _predicates(answer) > 0):
         return None
     return answer_claim(question, answer.rstrip("."))
 
@@ -334,7 +345,8 @@ def _one_fact_claim(text: str, question: str | None) -> str | None:
     claims do (the question resolves a pronoun or an elided comparison: "He won more titles."). Left to
     the model, whose split into atomic claims is what lets one wrong fact among right ones be found: a
     sentence of several clauses or lists (a comma, a bracket, a conjunction, a relative pronoun), a second
-    fact joined by "by" or "with", a second preposition of place or time ("in 1996 in Mongolia"). Left to
+    fact joined by "by" or "with", two phrases of place, time or circumstance ("in 1996 in Mongolia"), two
+    predicates ("is a blog based in New Jersey"). Left to
     it too, because it may assert nothing to check: a negation, a refusal or a sentence about the sources
     ("The provided context does not say.", "I have no idea."), which the model drops. The query must be
     a question (end with "?"): a request ("Tell me about Paris") is no question to join an answer to.
@@ -348,18 +360,19 @@ def _one_fact_claim(text: str, question: str | None) -> str | None:
         return None
     if _CLAUSE_JOIN.search(answer) or _FACT_JOIN.search(answer) or _NEGATION.search(answer):
         return None
-    if len(_PLACE_OR_TIME.findall(answer)) > 1 or _predicates(answer) > 1:
+    if len(_PHRASE.findall(answer)) > 1 or _predicates(answer) > 1:
         return None
     claim = answer_claim(question, answer)
     return claim if len(claim) <= _ONE_FACT_CLAIM_CHARS else None
 
 
 def _predicates(sentence: str) -> int:
-    """How many predicates ``sentence`` has, counted by their verbs (``_PREDICATE_VERB``); verbs next to
-    each other ("has been elected") count once."""
+    """How many predicates ``sentence`` has, counted by their verbs (``_PREDICATE_VERB``); verbs with
+    nothing or only adverbs between them ("has been elected", "was later overturned") count once."""
     count, last_end = 0, None
     for match in _PREDICATE_VERB.finditer(sentence):
-        if last_end is None or sentence[last_end : match.start()].strip():
+        between = sentence[last_end : match.start()].split() if last_end is not None else None
+        if between is None or not all(_ADVERB.fullmatch(word) for word in between):
             count += 1
         last_end = match.end()
     return count

@@ -26,6 +26,8 @@ from ragtrace.judges.openai.replies import _sentence_claims
         "The provided text does not say when she was born.",  # the sources, a negated verb of saying
         "The documents do not explicitly mention it.",
         "The context does not specify her birth year.",
+        "The information is not available in the context.",
+        "Not sure",
     ],
 )
 def test_an_evasion_or_a_refusal_is_noncommittal(text: str) -> None:
@@ -42,6 +44,9 @@ def test_an_evasion_or_a_refusal_is_noncommittal(text: str) -> None:
         "Ada did not say goodbye.",  # a negated verb of saying, but no source named
         "The brothers were not mentioned during the celebration as participants.",  # a fact about an event
         "An unknown artist painted it.",
+        "The US Constitution's text does not mention God.",  # a text named, but not the sources
+        "The vaccine was not available until 1955.",
+        "Unknown Pleasures.",  # a title, not a shrug
     ],
 )
 def test_a_fact_is_not_noncommittal(text: str) -> None:

@@ -138,7 +138,15 @@ async def test_a_one_fact_sentence_is_its_own_claim_without_a_call(
         "Do you mean the year of her birth in the old calendar?",  # a question back, not a claim
         "She was born in 1959\nin Paris",  # two lines
         "She was born in 1959 [1].",  # a bracket
-        "She was born in 1959 -- in Paris.",
+        "She was born -- in Paris.",
+        "She was born \u2013 in Paris.",  # an en dash
+        "The flag was designed by Theodosia Okoh.",  # a second fact by "by"
+        "She won a cross as a gunner.",  # by "as"
+        "She was born 10 December 1815 in London.",  # a year and a place
+        "He won the starting job at Oklahoma over Tom Brady.",  # two phrases of circumstance
+        "Ada was born 1815 and died 1852",  # a sentence without its period is no bare answer
+        'She starred in "Janie Jones" and "Signs."',
+        "Unclear from the documents.",  # talk about the sources, no negation
         "She AND her sister won.",  # the joins are read in any case
         "The flag designed by Theodosia Okoh was adopted in 1958.",  # a second fact by "by"
         "She was born with a twin sister.",  # by "with"
@@ -161,7 +169,9 @@ async def test_an_answer_that_may_hold_several_facts_is_split_by_the_model(
     assert reply.value and not any(claim.startswith("When was she born?") for claim in reply.value)
 
 
-@pytest.mark.parametrize("answer", ["Unknown", "No idea", "Not stated", "Maybe", "Nobody knows.", "N/A", "1959?"])
+@pytest.mark.parametrize(
+    "answer", ["Unknown", "No idea", "Not stated", "Not sure", "Maybe", "Nobody knows.", "Dunno", "N/A", "1959?"]
+)
 async def test_a_short_refusal_is_no_bare_answer(stub: StubOpenAIServer, make_judge: MakeJudge, answer: str) -> None:
     # "No idea" is not the answer to "When was she born?": the model drops it, the judge does not verify it.
     reply = await make_judge(extract="llm").extract_claims(answer, question="When was she born?")
@@ -458,3 +468,20 @@ def test_environment_variables_configure_and_are_checked(monkeypatch: pytest.Mon
     assert OpenAIJudge(model="override", timeout=1.0).name == "openai:override"
     monkeypatch.setenv("RAGTRACE_JUDGE_TIMEOUT", "soon")
     assert OpenAIJudge().timeout == OpenAIJudge(timeout=None).timeout == 180.0  # the default, with a warning
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "The painting is currently displayed in Paris.",  # an adverb between the verbs: one predicate
+        "The conviction has been overturned.",
+        "Ted Tetzlaff was a noted film actor.",  # "noted" after an article is an adjective
+        "Children's National is a top-ranked hospital.",
+    ],
+)
+async def test_one_fact_reads_adverbs_and_adjectives_as_one_predicate(
+    stub: StubOpenAIServer, make_judge: MakeJudge, answer: str
+) -> None:
+    reply = await make_judge(extract="llm").extract_claims(answer, question="What is known?")
+    assert reply.value == [f"What is known? {answer}"]
+    assert stub.requests == []

@@ -216,6 +216,8 @@ async def test_a_failing_claim_fails_the_step_with_the_cost_of_every_call(
         # A negative fact about a document is a fact: no verb of saying is negated.
         ("The document was not signed until 1787.",
          ["In what year was Ada born? The document was not signed until 1787."]),
+        ("The context says she was born in 1815.",  # the sources named, nothing refused
+         ["In what year was Ada born? The context says she was born in 1815."]),
         ("Ada did not say goodbye.", ["In what year was Ada born? Ada did not say goodbye."]),  # no sources named
         ("She was born in 1959. She wrote code.", ["In what year was Ada born? She was born in 1959.",
                                                    "In what year was Ada born? She wrote code."]),
