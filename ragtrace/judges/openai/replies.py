@@ -346,10 +346,11 @@ def _one_fact_claim(text: str, question: str | None) -> str | None:
     the model, whose split into atomic claims is what lets one wrong fact among right ones be found: a
     sentence of several clauses or lists (a comma, a bracket, a conjunction, a relative pronoun), a second
     fact joined by "by" or "with", two phrases of place, time or circumstance ("in 1996 in Mongolia"), two
-    predicates ("is a blog based in New Jersey"). Left to
-    it too, because it may assert nothing to check: a negation, a refusal or a sentence about the sources
-    ("The provided context does not say.", "I have no idea."), which the model drops. The query must be
-    a question (end with "?"): a request ("Tell me about Paris") is no question to join an answer to.
+    predicates ("is a blog based in New Jersey"). Left to it too, because it may assert nothing to check:
+    a negation, a refusal or a sentence about the sources ("The provided context does not say.", "I have
+    no idea."), which the model drops. The query must be a question (end with "?"): a request ("Tell me
+    about Paris") is no question to join an answer to. A joined claim longer than the wire keeps whole is
+    left to the model's rewording.
 
     The joins listed are English; a sentence whose second fact they miss (another language's "and") is
     verified as one claim, unsupported when any part of it is: the count of claims is coarser, the
