@@ -114,6 +114,10 @@ async def test_noncommittal_answer_has_no_claims(stub: StubOpenAIServer, make_ju
         "She was born in 1959.",
         "Henri Leconte won more Grand Slam titles.",  # the question says more than whom
         "The Mount Panorama Circuit track is longer than 7 km.",
+        "The painting is currently displayed in Paris.",  # an adverb between the verbs: one predicate
+        "The conviction has been overturned.",
+        "Ted Tetzlaff was a noted film actor.",  # "noted" after an article is an adjective
+        "Children's National is a top-ranked hospital.",
     ],
 )
 async def test_a_one_fact_sentence_is_its_own_claim_without_a_call(
@@ -468,20 +472,3 @@ def test_environment_variables_configure_and_are_checked(monkeypatch: pytest.Mon
     assert OpenAIJudge(model="override", timeout=1.0).name == "openai:override"
     monkeypatch.setenv("RAGTRACE_JUDGE_TIMEOUT", "soon")
     assert OpenAIJudge().timeout == OpenAIJudge(timeout=None).timeout == 180.0  # the default, with a warning
-
-
-@pytest.mark.parametrize(
-    "answer",
-    [
-        "The painting is currently displayed in Paris.",  # an adverb between the verbs: one predicate
-        "The conviction has been overturned.",
-        "Ted Tetzlaff was a noted film actor.",  # "noted" after an article is an adjective
-        "Children's National is a top-ranked hospital.",
-    ],
-)
-async def test_one_fact_reads_adverbs_and_adjectives_as_one_predicate(
-    stub: StubOpenAIServer, make_judge: MakeJudge, answer: str
-) -> None:
-    reply = await make_judge(extract="llm").extract_claims(answer, question="What is known?")
-    assert reply.value == [f"What is known? {answer}"]
-    assert stub.requests == []
