@@ -17,7 +17,7 @@ from collections.abc import Iterator
 
 import pysbd
 
-from ragtrace.judges._noncommittal import noncommittal_wording as noncommittal_wording
+from ragtrace.judges._noncommittal import noncommittal_wording
 from ragtrace.judges._question_claims import answer_claim, split_answer_claim
 from ragtrace.judges.offline.short_cache import CACHED_TEXT_CHARS as CACHED_TEXT_CHARS
 from ragtrace.judges.offline.short_cache import short_text_cache

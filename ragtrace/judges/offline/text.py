@@ -20,6 +20,7 @@ and deterministic; what each reads from a text up to ``CACHED_TEXT_CHARS`` long 
 
 from __future__ import annotations
 
+from ragtrace.judges._noncommittal import noncommittal_wording
 from ragtrace.judges.offline.facts import (
     MONTHS,
     ContextFacts,
@@ -41,7 +42,6 @@ from ragtrace.judges.offline.segment import (
     content_words,
     extract_claims,
     is_short_answer,
-    noncommittal_wording,
     raw_words,
     split_clauses,
     split_sentences,

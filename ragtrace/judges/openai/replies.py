@@ -316,11 +316,12 @@ def _short_answer(text: str, question: str | None, max_words: int) -> str | None
     if not question or not question.strip():
         return None
     answer = text.strip()
+    # The shape first: a long answer is turned away before any wording is read.
+    if len(answer.split()) > max_words or "\n" in answer or re.search(r"[.!?;:]\s+\S", answer):
+        return None
     if noncommittal_wording(answer) or _REFUSAL.search(answer) or answer.endswith("?"):
         return None
-    if "\n" in answer or re.search(r"[.!?;:]\s+\S", answer):
-        return None
-    return answer if len(answer.split()) <= max_words else None
+    return answer
 
 
 def _bare_answer_claim(text: str, question: str | None) -> str | None:
