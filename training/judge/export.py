@@ -7,6 +7,11 @@ QA dev rows of the calibration split, as the judge will see them): the largest l
 the share of pairs whose decision at p = 0.5 changes.
 
     python training/judge/export.py --model training/.work/model
+
+The shipped file again, only re-exported (its weights as they are, ``from_onnx.py`` first):
+
+    python training/judge/from_onnx.py --out training/.work/model-shipped
+    python training/judge/export.py --model training/.work/model-shipped
 """
 
 from __future__ import annotations
@@ -57,6 +62,10 @@ def main() -> int:
     args = parser.parse_args()
     torch.manual_seed(0)
     model = SupportModel.load(args.model).eval()
+    # Eager attention exports as MatMul, Add of the mask, Softmax. The default (SDPA) exports a boolean mask
+    # with Where and IsNaN around every softmax: about 10 % of a run, and the same logits to 0.16 (measured by
+    # bench/support_model_speed.py: 0.86x the time a pair, the int8 weights identical).
+    model.encoder.set_attn_implementation("eager")
     tokenizer = load_tokenizer()
     example = tuple(torch.from_numpy(a) for a in encode_pairs(tokenizer, [("A claim.", "A context.")] * 2))
     with tempfile.TemporaryDirectory() as tmp:

@@ -5,18 +5,18 @@ files: do not edit by hand, re-run the script. See that script for what each con
 """
 
 # Grounding model: standardised features (order of grounding.FEATURES), logistic layer.
-FEATURE_MEANS = (0.919653, 0.476495, 0.889601, 0.126293, 0.020775, 0.024460, 0.093976, 0.546987, 0.895155)
-FEATURE_SCALES = (0.214205, 1.277797, 0.253532, 0.486772, 0.154292, 0.172140, 0.291795, 2.824199, 0.241368)
-GROUNDING_WEIGHTS = (0.457165, -0.435648, 0.000000, 0.000000, -0.001414, 0.000000, -0.032988, 2.106486, 0.377644)
-GROUNDING_BIAS = 0.239173
-SUPPORT_THRESHOLD = 0.370000
+FEATURE_MEANS = (0.919727, 0.476313, 0.889670, 0.126315, 0.020779, 0.024464, 0.093815, 0.545507, 0.895225)
+FEATURE_SCALES = (0.214139, 1.277820, 0.253492, 0.486812, 0.154305, 0.172155, 0.291571, 2.855503, 0.241240)
+GROUNDING_WEIGHTS = (0.458045, -0.436504, 0.000000, 0.000000, -0.003248, 0.000000, -0.031539, 2.102273, 0.379386)
+GROUNDING_BIAS = 0.239268
+SUPPORT_THRESHOLD = 0.390000
 """Support probability at or above which a chunk SUPPORTS a claim."""
 MODEL_ANSWER_MIN_LOGIT = 0.250000
 """Support-model logit from which a bare answer the chunk names is read as the answer (bare_answer_named)."""
 
 # rate_chunks: sigmoid(bias + a * cos(query, chunk) + b * max cos(query, chunk sentence)).
-RELEVANCE_WEIGHTS = (8.823920, 10.622332)
-RELEVANCE_BIAS = -9.041381
+RELEVANCE_WEIGHTS = (8.823921, 10.622332)
+RELEVANCE_BIAS = -9.041382
 
 STATEMENT_RELEVANCE_THRESHOLD = 0.300000
 """Query-statement cosine from which rate_statements calls a statement relevant."""
