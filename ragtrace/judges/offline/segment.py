@@ -61,7 +61,9 @@ def _segmenter() -> pysbd.Segmenter:
 
 def split_sentences(text: str) -> list[str]:
     """The sentences of ``text``, stripped, non-empty, in order."""
-    return list(_cached_sentences(text))
+    # Kept by the stripped text: a chunk is split as it came (its units) and stripped (its windows), and
+    # pysbd on a long chunk is the costliest reading of it.
+    return list(_cached_sentences(text.strip()))
 
 
 @short_text_cache(maxsize=2048)
@@ -224,6 +226,9 @@ def stem(word: str) -> str:
     return word
 
 
-def content_words(text: str) -> set[str]:
-    """Stemmed words that carry content: not stopwords, not bare punctuation."""
-    return {stem(w) for w in words(text) if w not in STOPWORDS and w not in NEGATIONS}
+@short_text_cache(maxsize=1024)
+def content_words(text: str) -> frozenset[str]:
+    """Stemmed words that carry content: not stopwords, not bare punctuation.
+
+    Kept for short texts (``short_text_cache``): each window of a chunk is compared with every claim."""
+    return frozenset(stem(w) for w in words(text) if w not in STOPWORDS and w not in NEGATIONS)

@@ -483,6 +483,32 @@ def test_the_text_caches_keep_usual_chunks_and_never_long_ones() -> None:
     assert text._cached_facts.cache_info().currsize == before[1] + 1
 
 
+def test_a_chunk_is_split_once_with_or_without_its_surrounding_space() -> None:
+    # The units of a chunk read it as it came, its windows stripped: one pysbd pass must serve both.
+    from ragtrace.judges.offline import text
+
+    text._cached_sentences.cache_clear()
+    chunk = EIFFEL + " One more sentence 23."
+    stripped = text.split_sentences(chunk)
+    assert text.split_sentences(f"\n  {chunk}  \n") == stripped
+    assert text._cached_sentences.cache_info().currsize == 1
+    assert text._cached_sentences.cache_info().hits == 1
+
+
+def test_content_words_are_kept_for_short_texts_and_cannot_be_changed_by_a_caller() -> None:
+    from ragtrace.judges.offline import text
+
+    text.content_words.cache_clear()
+    words = text.content_words("The towers were published in Paris.")
+    assert words == {"tower", "publish", "pari"}  # the light stemmer cuts a final s
+    assert isinstance(words, frozenset)  # kept and shared: a caller's change would reach every later reader
+    assert text.content_words("The towers were published in Paris.") is words
+    long_text = " ".join(f"word{i}" for i in range(2000))
+    assert len(long_text) > text.CACHED_TEXT_CHARS
+    assert "word1999" in text.content_words(long_text)
+    assert text.content_words.cache_info().currsize == 1
+
+
 def test_a_long_text_is_cached_under_a_digest_not_as_itself() -> None:
     embedder = _CountingEmbedder()
     long_text = EIFFEL * 40  # about 10 KB, as a whole chunk is embedded for rate_chunks
