@@ -78,7 +78,9 @@ def child(tree: Path, args: argparse.Namespace) -> dict[str, object]:
     command = [sys.executable, str(Path(__file__).resolve()), "--worker", "--set", args.set]
     command += ["--records", str(args.records)] + (["--without-model"] if args.without_model else [])
     env = os.environ | {"PYTHONPATH": os.pathsep.join([str(tree), str(BENCH)])}
-    done = subprocess.run(command, env=env, cwd=tree, capture_output=True, text=True, check=True)
+    done = subprocess.run(command, env=env, cwd=tree, capture_output=True, text=True)
+    if done.returncode:
+        raise RuntimeError(f"the judge of {tree} failed (exit {done.returncode}):\n{done.stderr[-4000:]}")
     result: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
 

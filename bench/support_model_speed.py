@@ -25,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -56,18 +57,19 @@ def pairs_of(rows: int) -> list[tuple[str, str]]:
     return out
 
 
-def weight_digests(path: Path) -> set[str] | None:
-    """Content digests of the int8 weight tensors of an ONNX file (``None`` without the onnx package)."""
+def weight_digests(path: Path) -> Counter[str] | None:
+    """Content digests of the quantized tensors of an ONNX file, each counted as often as it occurs (``None``
+    without the onnx package)."""
     try:
         import onnx
         from onnx import numpy_helper
     except ImportError:
         return None
-    digests = set()
+    digests: Counter[str] = Counter()
     for tensor in onnx.load(str(path)).graph.initializer:
         if tensor.name.endswith(("_quantized", "_scale", "_zero_point")):
             array = np.ascontiguousarray(numpy_helper.to_array(tensor))
-            digests.add(hashlib.sha256(array.tobytes() + str(array.shape).encode()).hexdigest())
+            digests[hashlib.sha256(array.tobytes() + str(array.shape).encode()).hexdigest()] += 1
     return digests
 
 
@@ -78,20 +80,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rows", type=int, default=100, help="QA calibration rows (two records each)")
     parser.add_argument("--rounds", type=int, default=3, help="passes over the pairs")
     args = parser.parse_args(argv)
-    pinned = hasattr(os, "sched_setaffinity")
-    cores = os.sched_getaffinity(0) if pinned else set()
-    if pinned:
-        os.sched_setaffinity(0, {min(cores)})
-    try:
-        return measure(args)
-    finally:
-        # The process may go on (a test calls main): it gets its cores back.
-        if pinned:
-            os.sched_setaffinity(0, cores)
+    if hasattr(os, "sched_setaffinity"):
+        # Every thread started from here on (onnxruntime's among them) stays on this core: run the benchmark
+        # in a process of its own (its test does).
+        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+    return measure(args)
 
 
 def measure(args: argparse.Namespace) -> int:
-    """Print the figures of the module's docstring for ``args`` (on the cores the process has)."""
+    """Print the figures of the module's docstring for ``args``."""
     with tempfile.TemporaryDirectory() as tmp:
         baseline = args.baseline or baseline_file(args.baseline_commit, tmp)
         models = {"shipped": support.SupportModel(str(ASSET)), "baseline": support.SupportModel(str(baseline))}
@@ -126,8 +123,11 @@ def measure(args: argparse.Namespace) -> int:
         if ours is None or theirs is None:
             print("int8 weights: not compared (the onnx package is not installed; it is in .venv-train)")
         else:
-            same = len(ours & theirs)
-            print(f"quantized tensors (weights, scales, zero points) identical by content: {same} of {len(ours)}")
+            same, total = (ours & theirs).total(), ours.total()
+            print(
+                f"quantized tensors (weights, scales, zero points) identical by content: {same} of {total}"
+                f" (baseline: {theirs.total()})"
+            )
     print(f"machine speed at the end: the same loop {loop_ms():.0f} ms")
     return 0
 

@@ -15,18 +15,30 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 import offline_judge_speed as bench
 
 
-def test_this_tree_against_its_own_head_gives_the_same_scores(capsys: pytest.CaptureFixture[str]) -> None:
-    # Test runs start from a clean checkout, where the tree is HEAD: the scores must agree to the last digit.
-    code = bench.main(
-        ["--set", "qa", "--records", "2", "--rounds", "1", "--without-model", "--baseline-commit", "HEAD"]
-    )
+def _worktrees() -> list[str]:
+    listed = subprocess.run(["git", "worktree", "list"], cwd=bench.ROOT, capture_output=True, text=True, check=True)
+    return listed.stdout.strip().splitlines()
+
+
+def test_this_tree_against_a_commit_reports_both_and_removes_the_worktree(capsys: pytest.CaptureFixture[str]) -> None:
+    before = _worktrees()
+    argv = ["--set", "qa", "--records", "2", "--rounds", "1", "--without-model", "--baseline-commit", "HEAD"]
+    code = bench.main(argv)
     out = capsys.readouterr().out
-    assert code == 0, out
-    assert "scores: the same in every run" in out
     assert re.search(r"this tree +\d+\.\d ms a record", out)
+    assert re.search(r"baseline +\d+\.\d ms a record", out)
     assert re.search(r"ratio this tree / baseline: \d+\.\d{3}", out)
-    worktrees = subprocess.run(["git", "worktree", "list"], cwd=bench.ROOT, capture_output=True, text=True, check=True)
-    assert len(worktrees.stdout.strip().splitlines()) == 1  # the baseline's worktree is gone
+    # The verdict on the scores and the exit code agree (whether this tree's change moves a score or not).
+    same = "scores: the same in every run" in out
+    assert same or "scores: DIFFERENT (2 digests)" in out
+    assert code == (0 if same else 1)
+    assert _worktrees() == before  # the baseline's worktree is gone
+
+
+def test_a_failing_child_says_why() -> None:
+    args = argparse.Namespace(set="no_such_set", records=1, without_model=True)
+    with pytest.raises(RuntimeError, match="no_such_set"):
+        bench.child(bench.ROOT, args)
 
 
 def test_a_child_reports_its_cost_and_the_digest_of_its_scores() -> None:
