@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import os
 import subprocess
 import sys
 import tempfile
@@ -30,7 +29,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
-from judge_accuracy import load
+from judge_accuracy import load, pin_to_one_core
 from machine import loop_ms
 
 from ragtrace.judges.offline import support, text
@@ -80,10 +79,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rows", type=int, default=100, help="QA calibration rows (two records each)")
     parser.add_argument("--rounds", type=int, default=3, help="passes over the pairs")
     args = parser.parse_args(argv)
-    if hasattr(os, "sched_setaffinity"):
-        # Every thread started from here on (onnxruntime's among them) stays on this core: run the benchmark
-        # in a process of its own (its test does).
-        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+    # Every thread started from here on (onnxruntime's among them) stays on this core: run the benchmark in a
+    # process of its own (its test does).
+    pin_to_one_core()
     return measure(args)
 
 

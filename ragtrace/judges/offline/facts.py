@@ -151,7 +151,7 @@ def context_facts(text: str) -> ContextFacts:
 def _cached_facts(text: str) -> ContextFacts:
     found = numbers(text)
     return ContextFacts(
-        frozenset(content_words(text)),
+        content_words(text),
         frozenset(words(text)),
         frozenset(found),
         frozenset(n for n in found if _is_year(n)),

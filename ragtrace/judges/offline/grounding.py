@@ -276,7 +276,7 @@ def lexical_units(chunks: Sequence[str], claims: Sequence[str]) -> list[LexicalU
     out: list[LexicalUnits] = []
     for chunk in chunks:
         units = tuple(_bounded(chunk_units(chunk), focus_words))
-        out.append(LexicalUnits(chunk, units, tuple(frozenset(text.content_words(u)) for u in units)))
+        out.append(LexicalUnits(chunk, units, tuple(text.content_words(u) for u in units)))
     return out
 
 
