@@ -14,8 +14,15 @@ Two sets: ``one`` (the row's knowledge as one chunk: the one-word question) and 
 split at its paragraph joins as ``bench/judge_cost.py`` splits it, rows with at least two chunks: the JSON
 question naming its chunk).
 
+A third, ``relevance``, measures the ratings themselves: each question with two chunks, its own passage and
+the passage of the calibration question sharing the most words with it (``judge_sets.neighbour_relevance``;
+the own passage first on even rows, second on odd ones), rated by ``rate_chunks`` (``plain``) and in the
+rated verification of the right answer's first claim (``rated``); AUROC of the ratings separating the own
+passage from the other (95 % bootstrap over rows), the ratings read, their mean and spread.
+
     python bench/local_llm.py serve --model 0.5b &
     .venv/bin/python bench/verify_rated_choice.py --set one --rows 40
+    .venv/bin/python bench/verify_rated_choice.py --set relevance --rows 40
     .venv/bin/python bench/verify_rated_choice.py --report bench/results/verify_rated_choice.jsonl
 """
 
@@ -33,6 +40,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from judge_accuracy import auroc, bootstrap_intervals, read_rows, split_rows
+from judge_sets import neighbour_relevance
 from local_llm_accuracy import append_record, read_records
 
 from ragtrace.judges import JudgeError
@@ -63,6 +71,9 @@ async def measure(args: argparse.Namespace) -> None:
         for name in args.variants
     }
     try:
+        if args.set == "relevance":
+            await measure_ratings(args, rows, calibration, judges, done)
+            return
         for number in range(args.rows):
             assert number in calibration
             row = rows[number]
@@ -93,10 +104,76 @@ async def measure(args: argparse.Namespace) -> None:
             await judge.aclose()
 
 
+async def measure_ratings(
+    args: argparse.Namespace,
+    rows: Sequence[dict[str, Any]],
+    calibration: Sequence[int],
+    judges: dict[str, OpenAIJudge],
+    done: set[tuple[str, str, int, bool]],
+) -> None:
+    """The ``relevance`` set: each case's two chunks rated by ``rate_chunks`` and in the rated verification."""
+    for case in neighbour_relevance(rows, calibration)[: args.rows]:
+        own_first = case.row % 2 == 0
+        chunks = [case.relevant, case.irrelevant] if own_first else [case.irrelevant, case.relevant]
+        for name in args.variants:
+            if (name, args.set, case.row, True) in done:
+                continue
+            judge = judges[name]
+            record: dict[str, Any] = {"variant": name, "set": args.set, "row": case.row, "grounded": True}
+            record["own"] = 0 if own_first else 1
+            started = time.monotonic()
+            try:
+                if name == "plain":
+                    rating = await judge.rate_chunks(case.question, chunks)
+                    ratings: list[float] | None = list(rating.value)
+                    cost = rating.cost
+                else:
+                    answer = rows[case.row]["right_answer"]
+                    claims = (await judge.extract_claims(answer, question=case.question)).value[:1]
+                    rated = await judge.verify(claims, chunks, question=case.question)
+                    ratings, cost = (None if rated.relevance is None else list(rated.relevance)), rated.cost
+            except JudgeError as error:
+                record.update(failed=True, ratings=None, prompt_tokens=error.cost.prompt_tokens)
+            else:
+                record.update(failed=False, ratings=ratings, prompt_tokens=cost.prompt_tokens)
+            record["seconds"] = round(time.monotonic() - started, 2)
+            append_record(args.out, record)
+
+
+def report_ratings(records: Sequence[dict[str, Any]]) -> None:
+    """The ``relevance`` set's table: how well each way's ratings tell the own passage from the other."""
+    print("\nset relevance (the ratings: own passage against the nearest question's)")
+    print(
+        f"{'variant':<8}{'cases':>7}{'read':>6}{'AUROC':>8}{'95 % interval':>17}{'mean':>7}{'distinct':>10}"
+        f"{'s/call':>8}{'prompt tok':>11}"
+    )
+    for name in VARIANTS:
+        rs = [r for r in records if r["variant"] == name]
+        if not rs:
+            continue
+        read = [r for r in rs if r["ratings"] is not None]
+        scores = [x for r in read for x in r["ratings"]]
+        labels = [k == r["own"] for r in read for k in range(len(r["ratings"]))]
+        groups = [r["row"] for r in read for _ in r["ratings"]]
+        if read:
+            low, high = bootstrap_intervals(groups, labels, {name: scores})[name]
+            figures = f"{auroc(scores, labels):>8.3f}{f'[{low:.3f}, {high:.3f}]':>17}"
+            spread = f"{sum(scores) / len(scores):>7.2f}{len(set(scores)):>10}"
+        else:
+            figures, spread = f"{'-':>8}{'-':>17}", f"{'-':>7}{'-':>10}"
+        print(
+            f"{name:<8}{len(rs):>7}{len(read):>6}{figures}{spread}"
+            f"{sum(r['seconds'] for r in rs) / len(rs):>8.1f}{sum(r['prompt_tokens'] for r in rs) / len(rs):>11.0f}"
+        )
+
+
 def report(path: str) -> None:
     records = read_records(path)
     print(f"{path}: {len(records)} records")
     for set_name in dict.fromkeys(r["set"] for r in records):
+        if set_name == "relevance":
+            report_ratings([r for r in records if r["set"] == set_name])
+            continue
         by: dict[str, dict[tuple[int, bool], dict[str, Any]]] = {}
         for r in records:
             if r["set"] == set_name:
@@ -135,7 +212,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--base-url", default="http://127.0.0.1:8089/v1")
     parser.add_argument("--model", default="qwen2.5-coder-0.5b-instruct")
-    parser.add_argument("--set", choices=("one", "split"), default="one")
+    parser.add_argument("--set", choices=("one", "split", "relevance"), default="one")
     parser.add_argument("--rows", type=int, default=40, help="calibration rows from 0 (two records each)")
     parser.add_argument("--variants", nargs="+", choices=VARIANTS, default=list(VARIANTS))
     parser.add_argument("--out", default="bench/results/verify_rated_choice.jsonl")

@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ragtrace.judges import _base
+from ragtrace.judges.openai.prompts import rating_key
 from ragtrace.testing._stub_request import message_text
 from ragtrace.testing._stub_text import content_words, is_noncommittal, overlap, plain_words, sentences
 
@@ -95,11 +96,11 @@ def _answer_verify_claim(user: str) -> Any:
     return reply
 
 
-def _ratings(user: str) -> list[dict[str, Any]]:
-    """Every chunk's relevance to the request's ``Question:`` line, as ``rate_chunks`` answers it."""
+def _ratings(user: str) -> dict[str, float]:
+    """Every chunk's relevance to the request's ``Question:`` line under its key, as ``rate_chunks`` answers it."""
     query = _line(user, "Question")
     chunks = _chunks(user)
-    return [{"chunk": i, "relevance": round(overlap(query, c), 2)} for i, c in enumerate(chunks, start=1)]
+    return {rating_key(i): round(overlap(query, c), 2) for i, c in enumerate(chunks, start=1)}
 
 
 def _answer_verify_rated(user: str) -> Any:

@@ -176,10 +176,14 @@ VERIFY_CLAIM = StepPrompt(
 # Verification with the chunks' relevance read in the same call (the production suite's context_relevance
 # then costs no call of its own): the question is shown, and the reply rates every chunk as RATE_CHUNKS
 # does, after the verdicts (whose tokens, and logprobs, stay where the plain prompts put them).
+_RELEVANCE_NUMBER = {"type": "number", "minimum": 0, "maximum": 1}
+ANY_RATINGS = {"type": "object", "additionalProperties": _RELEVANCE_NUMBER}
+"""``ratings`` of any request: a number under each chunk's key (``rating_key``); a request's own schema
+(``ratings_schema``) names its keys."""
 _RELEVANCE = (
     "Also rate each chunk's relevance to the question from 0 to 1 (1: holds the answer, 0.5: related, 0: unrelated)."
 )
-_RATINGS_SHAPE = '"ratings": [{"chunk": <chunk number>, "relevance": <0 to 1>}, ...]'
+_RATINGS_SHAPE = '"ratings": {"chunk_1": <0 to 1>, "chunk_2": <0 to 1>, ...}'
 
 VERIFY_RATED_STEP = "verify_rated"
 """Step name of batched verification that also rates the chunks (a part of ``verify``)."""
@@ -196,7 +200,7 @@ VERIFY_RATED = StepPrompt(
         results=array_schema(
             object_schema(claim=INT, supported_by=array_schema(INT), contradicted_by=array_schema(INT))
         ),
-        ratings=array_schema(object_schema(chunk=INT, relevance=NUM)),
+        ratings=ANY_RATINGS,
     ),
 )
 
@@ -213,7 +217,7 @@ VERIFY_CLAIM_RATED = StepPrompt(
     schema=object_schema(
         supported={"type": "string", "enum": ["yes", "no"]},
         contradicted={"type": "string", "enum": ["yes", "no"]},
-        ratings=array_schema(object_schema(chunk=INT, relevance=NUM)),
+        ratings=ANY_RATINGS,
     ),
 )
 
@@ -249,15 +253,26 @@ def verify_claim_schema(n_chunks: int) -> dict[str, Any]:
     return object_schema(supported=_YES_NO, contradicted=_YES_NO, chunk=numbers_schema(n_chunks))
 
 
-def _ratings_schema(n_chunks: int) -> dict[str, Any]:
-    relevance = {"type": "number", "minimum": 0, "maximum": 1}
-    return array_schema(object_schema(chunk=numbers_schema(n_chunks), relevance=relevance))
+def rating_key(number: int) -> str:
+    """The key of chunk ``number``'s (1-based) rating in a reply's ``ratings`` object."""
+    return f"chunk_{number}"
+
+
+def ratings_schema(n_chunks: int) -> dict[str, Any]:
+    """``ratings`` of one request: an object with a required rating in [0, 1] under every chunk's key.
+
+    A fixed key per chunk rather than a list of ``{"chunk", "relevance"}`` items: a server that holds its
+    output to the schema (llama.cpp, vLLM, Ollama) can then write neither too few ratings nor a chunk
+    twice. Asked as a list, a 0.5B model left a chunk out of 60 of 60 several-chunk replies
+    (bench/results/verify_rated_choice.txt), and the suite paid a rate_chunks call for each.
+    """
+    return object_schema(**{rating_key(n): _RELEVANCE_NUMBER for n in range(1, n_chunks + 1)})
 
 
 def verify_rated_schema(n_claims: int, n_chunks: int) -> dict[str, Any]:
     """VERIFY_RATED's schema for one request: VERIFY's, and a rating per chunk."""
     results = verify_schema(n_claims, n_chunks)["properties"]["results"]
-    return object_schema(results=results, ratings=_ratings_schema(n_chunks))
+    return object_schema(results=results, ratings=ratings_schema(n_chunks))
 
 
 def verify_claim_rated_schema(n_chunks: int) -> dict[str, Any]:
@@ -266,7 +281,7 @@ def verify_claim_rated_schema(n_chunks: int) -> dict[str, Any]:
     answers: dict[str, Any] = {"supported": _YES_NO, "contradicted": _YES_NO}
     if n_chunks > 1:
         answers["chunk"] = numbers_schema(n_chunks)
-    return object_schema(**answers, ratings=_ratings_schema(n_chunks))
+    return object_schema(**answers, ratings=ratings_schema(n_chunks))
 
 
 def classify_schema(n_claims: int) -> dict[str, Any]:
@@ -363,8 +378,8 @@ RATE_CHUNKS = StepPrompt(
         "Rate each numbered context chunk's relevance to the question from 0 to 1: 1 = it holds what answers "
         "the question, 0.5 = related but partial, 0 = unrelated. One rating per chunk."
     ),
-    shape='{"ratings": [{"chunk": <chunk number>, "relevance": <number from 0 to 1>}, ...]} with one rating per chunk',
-    schema=object_schema(ratings=array_schema(object_schema(chunk=INT, relevance=NUM))),
+    shape=f"{{{_RATINGS_SHAPE}}} with one rating per chunk",
+    schema=object_schema(ratings=ANY_RATINGS),
 )
 
 RATE_ANSWER = StepPrompt(
@@ -401,8 +416,7 @@ def rate_statements_schema(n_statements: int) -> dict[str, Any]:
 
 
 def rate_chunks_schema(n_chunks: int) -> dict[str, Any]:
-    relevance = {"type": "number", "minimum": 0, "maximum": 1}
-    return object_schema(ratings=array_schema(object_schema(chunk=numbers_schema(n_chunks), relevance=relevance)))
+    return object_schema(ratings=ratings_schema(n_chunks))
 
 
 def render_rate_statements(query: str, statements: Sequence[str]) -> str:

@@ -22,9 +22,13 @@ from ragtrace.judges._question_claims import answer_claim
 from ragtrace.judges.openai.parsing import (
     InvalidReply,
     ReplyParseError,
+    align,
     as_index,
+    as_number,
     pick,
+    pick_list,
 )
+from ragtrace.judges.openai.prompts import rating_key
 
 _BARE_ANSWER_WORDS = 8
 _ONE_FACT_WORDS = 16
@@ -249,6 +253,34 @@ def _read_claim_answer(obj: Any, reply: _ChatReply, count: int) -> _ClaimAnswer:
     if p_yes is None:
         return _ClaimAnswer(1.0 if supported else 0.0, contradicted and not supported, chunk, weighted=False)
     return _ClaimAnswer(p_yes, contradicted, chunk, weighted=True)
+
+
+def _read_ratings(obj: Any, count: int) -> list[float]:
+    """Every chunk's relevance in [0, 1], in chunk order, from a reply's ``ratings``.
+
+    The shape asked for is an object with one number under each chunk's key (``"chunk_1"``...); a list of
+    ``{"chunk": n, "relevance": x}`` items (what a model writes from habit, or an endpoint that ignores the
+    schema) is read as meant. A chunk without a rating, a rating outside [0, 1] or a chunk the request does
+    not have is ``InvalidReply``/``ReplyParseError``: no rating is guessed.
+    """
+    ratings = obj.get("ratings") if isinstance(obj, Mapping) else None
+    if isinstance(ratings, Mapping):
+        keys = {rating_key(n) for n in range(1, count + 1)}
+        extra = sorted(str(k) for k in ratings if k not in keys)
+        if extra:
+            raise InvalidReply(f"ratings name {', '.join(extra[:5])}, but the request has chunks 1 to {count}")
+        missing = [str(n) for n in range(1, count + 1) if rating_key(n) not in ratings]
+        if missing:
+            raise InvalidReply(f"ratings lack chunk {', '.join(missing[:10])} of {count}")
+        return [as_number(ratings[rating_key(n)], "relevance", low=0.0, high=1.0) for n in range(1, count + 1)]
+    items = pick_list(obj, "ratings", "relevance", "chunks", "results")
+    return align(
+        items,
+        count,
+        key="chunk",
+        read=lambda item: as_number(pick(item, "relevance", "score", "rating"), "relevance", low=0.0, high=1.0),
+        what="chunk",
+    )
 
 
 def _read_claim_word(text: str, reply: _ChatReply) -> _ClaimAnswer:

@@ -28,6 +28,7 @@ from ragtrace.judges.openai.replies import (
     _bare_answer_claim,
     _ChatReply,
     _one_fact_claim,
+    _read_ratings,
     _sentence_claims,
     _vectors,
     _weighted_score,
@@ -165,14 +166,7 @@ async def rate_chunks(transport: Transport, query: str, chunks: Sequence[str]) -
         return JudgeReply(value=[])
 
     def read(obj: Any, _: _ChatReply) -> list[float]:
-        items = pick_list(obj, "ratings", "chunks", "results")
-        return align(
-            items,
-            len(chunks),
-            key="chunk",
-            read=lambda item: as_number(pick(item, "relevance", "score", "rating"), "relevance", low=0.0, high=1.0),
-            what="chunk",
-        )
+        return _read_ratings(obj, len(chunks))
 
     user = _prompts.render_rate_chunks(query, chunks)
     return await transport.ask(_prompts.RATE_CHUNKS, user, read, schema=_prompts.rate_chunks_schema(len(chunks)))

@@ -27,7 +27,6 @@ from ragtrace.judges.openai.parsing import (
     InvalidReply,
     ReplyParseError,
     align,
-    as_number,
     index_set,
     pick,
     pick_list,
@@ -37,6 +36,7 @@ from ragtrace.judges.openai.replies import (
     _ClaimAnswer,
     _read_claim_answer,
     _read_claim_word,
+    _read_ratings,
     _verdict_word,
 )
 from ragtrace.judges.openai.transport import Transport
@@ -103,18 +103,6 @@ async def support(transport: Transport, claims: Sequence[str], chunks: Sequence[
         return JudgeReply(value=[[] for _ in claims])
     reply = await _claim_answers(transport, claims, chunks)
     return JudgeReply([answer.probabilities(len(chunks)) for answer in reply.value], reply.cost)
-
-
-def _read_ratings(obj: Any, count: int) -> list[float]:
-    """Every chunk's relevance in [0, 1] from a reply's ``ratings`` (as ``rate_chunks`` reads them)."""
-    items = pick_list(obj, "ratings", "relevance")
-    return align(
-        items,
-        count,
-        key="chunk",
-        read=lambda item: as_number(pick(item, "relevance", "score", "rating"), "relevance", low=0.0, high=1.0),
-        what="chunk",
-    )
 
 
 async def _claim_answers(

@@ -175,6 +175,57 @@ async def test_several_chunks_the_claim_is_placed_at_the_chunk_it_rests_on(
     assert all(r.schema_errors == () for r in stub.chat_requests)
 
 
+@pytest.mark.parametrize("step", ["rate_chunks", "verify_claim_rated"])
+async def test_ratings_are_asked_under_one_required_key_per_chunk(
+    stub: StubOpenAIServer, make_judge: MakeJudge, step: str
+) -> None:
+    """A server that holds its output to the schema can write neither too few ratings nor a chunk twice:
+    asked as a list, a 0.5B model left a chunk out of every several-chunk reply."""
+    judge = make_judge(verify="per_claim", rate_chunks_in_verify=True)
+    chunks = ["Lima is the capital of Peru.", CHUNK, "Quito is in Ecuador."]
+    if step == "rate_chunks":
+        ratings = (await judge.rate_chunks("What is the capital of Brazil?", chunks)).value
+    else:
+        reply = await judge.verify(["Brasilia is the capital of Brazil."], chunks, question="Capital of Brazil?")
+        assert reply.relevance is not None
+        ratings = list(reply.relevance)
+    (request,) = stub.chat_requests
+    assert request.step == step and request.schema_errors == ()
+    schema = _schema(request)["properties"]["ratings"]
+    assert schema["required"] == list(schema["properties"]) == ["chunk_1", "chunk_2", "chunk_3"]
+    assert schema["additionalProperties"] is False
+    assert all(p == {"type": "number", "minimum": 0, "maximum": 1} for p in schema["properties"].values())
+    assert ratings[1] > ratings[0] and ratings[1] > ratings[2]  # the stub rates by word overlap
+
+
+async def test_ratings_are_read_by_key_in_any_order_or_as_a_list(stub: StubOpenAIServer, make_judge: MakeJudge) -> None:
+    judge = make_judge(parse_retries=0)
+    for ratings in (
+        {"chunk_2": 0.25, "chunk_1": 1},
+        [{"chunk": "2", "relevance": "0.25"}, {"chunk": 1, "relevance": 1}],
+    ):
+        stub.script(StubReply(content=json.dumps({"ratings": ratings})))
+        assert (await judge.rate_chunks("q?", ["one", "two"])).value == [1.0, 0.25]
+
+
+@pytest.mark.parametrize(
+    ("ratings", "message"),
+    [
+        ({"chunk_1": 0.5}, "ratings lack chunk 2 of 2"),
+        ({"chunk_1": 0.5, "chunk_2": 1, "chunk_3": 1}, "ratings name chunk_3, but the request has chunks 1 to 2"),
+    ],
+)
+async def test_ratings_for_other_chunks_than_the_request_has_are_invalid(
+    stub: StubOpenAIServer, make_judge: MakeJudge, ratings: dict[str, float], message: str
+) -> None:
+    stub.script(StubReply(content=json.dumps({"ratings": ratings})))
+    judge = make_judge(parse_retries=0)
+    with pytest.raises(JudgeError) as caught:
+        await judge.rate_chunks("q?", ["one", "two"])
+    assert caught.value.error_type == "invalid_reply"
+    assert message in str(caught.value)
+
+
 async def test_a_claim_answer_citing_a_chunk_that_does_not_exist_is_invalid(
     stub: StubOpenAIServer, make_judge: MakeJudge
 ) -> None:

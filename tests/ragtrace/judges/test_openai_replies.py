@@ -87,6 +87,7 @@ STEPS_WITHOUT_THEIR_VALUE: list[tuple[str, Step]] = [
     ('{"results": [{"claim": 1}]}', lambda j: j.classify_claims(["The sky is green."], "The sky is blue.")),
     ('{"results": [{"statement": 1}]}', lambda j: j.rate_statements("Which states?", ["Florida is a state."])),
     ('{"ratings": [{"chunk": 1}]}', lambda j: j.rate_chunks("Which states?", ["Unrelated chunk."])),
+    ('{"ratings": {"chunk_1": 1.5}}', lambda j: j.rate_chunks("Which states?", ["Unrelated chunk."])),
     ('{"claims": [{"id": 1}]}', lambda j: j.extract_claims("Paris is in France.")),
     ('{"questions": [{"question": "Where is Paris?"}]}', lambda j: j.generate_questions("Paris is in France.", 1)),
     ('{"answer": true}', lambda j: j.detect_noncommittal("I am not sure.")),
