@@ -103,11 +103,12 @@ class OpenAIJudge:
       verifies and rates chunks asks it) also rates the chunks' relevance to it in the same call, so the
       production suite's context_relevance costs no call of its own. False: context_relevance asks
       ``rate_chunks`` in a call of its own, and verification prompts never show the question. None
-      (default): True when verifying batched, False per claim (a 0.5B model's P(yes) separated right from
-      hallucinated HaluEval answers worse when its first claim's question also asked for the ratings, AUROC
-      0.726 against 0.780 on 40 calibration rows with one chunk, and with several chunks it never rated them
-      all, so the call was not saved: docs/judges.md). Ratings that cannot be read leave the claim's answer
-      standing and the chunks to ``rate_chunks``.
+      (default): True when verifying batched; per claim, True for a record of several chunks, whose
+      question is JSON naming its chunk either way, and False for one chunk, whose one-word yes/no would
+      become JSON (a 0.5B model's P(yes) separated right from hallucinated HaluEval answers at AUROC 0.715
+      asked with the ratings against 0.779 asked as one word on one chunk, and 0.610 against 0.570 on
+      several: docs/judges.md). Ratings that cannot be read leave the claim's answer standing and the
+      chunks to ``rate_chunks``.
 
     Wrong settings raise ``ConfigurationError`` naming the fix.
     """
@@ -212,8 +213,10 @@ class OpenAIJudge:
         if verify == "auto":
             verify = "batched" if _OPENAI_HOST in str(self._transport.base_url) else "per_claim"
         self.verify_mode: Literal["per_claim", "batched"] = verify
-        self.rates_chunks_in_verify = verify == "batched" if rate_chunks_in_verify is None else rate_chunks_in_verify
-        """Whether ``verify(..., question=...)`` rates the chunks in the same call (``JudgeReply.relevance``)."""
+        self.rates_chunks_in_verify = True if rate_chunks_in_verify is None else rate_chunks_in_verify
+        """Whether ``verify(..., question=...)`` rates the chunks in the same call (``JudgeReply.relevance``); by
+        default per claim a one-chunk record's is not (its relevance None: the suite asks ``rate_chunks``)."""
+        self._rates_one_chunk_in_verify = verify == "batched" or rate_chunks_in_verify is True
         if extract == "auto":
             extract = "sentences" if verify == "per_claim" else "llm"
         self.extract_mode: Literal["llm", "sentences"] = extract
@@ -261,8 +264,13 @@ class OpenAIJudge:
             chunks,
             mode=self.verify_mode,
             support_threshold=self.support_threshold,
-            question=question if self.rates_chunks_in_verify else None,
+            question=question if self._rates_in_verify(len(chunks)) else None,
         )
+
+    def _rates_in_verify(self, n_chunks: int) -> bool:
+        """Whether ``verify`` of ``n_chunks`` chunks rates them when asked with a question (see
+        ``rate_chunks_in_verify``): one chunk per claim keeps its one-word question unless told otherwise."""
+        return self.rates_chunks_in_verify and (n_chunks > 1 or self._rates_one_chunk_in_verify)
 
     async def support(self, claims: Sequence[str], chunks: Sequence[str]) -> JudgeReply[list[list[float]]]:
         """Beyond the protocol, as ``OfflineJudge.support``: ``value[claim][chunk]``, the probability that the

@@ -24,9 +24,10 @@ async def test_production_suite_costs_at_most_3_chat_and_1_embeddings_call(
     stub: StubOpenAIServer, chunks: int, verify: Literal["batched", "per_claim"], rated: bool | None
 ) -> None:
     """Batched: extract, verify (the chunks rated in the same call, no rate_chunks call), questions (3 chat)
-    + 1 embeddings call, whatever the claims and chunks. Per claim (the chunks rated apart by default): the
-    answer's 3 sentences are its claims (no call), one question each (3), rate chunks and questions (2): 5
-    chat + 1 embeddings call, i.e. 2 + one per claim; with ``rate_chunks_in_verify=True``, 1 + one per claim."""
+    + 1 embeddings call, whatever the claims and chunks. Per claim: the answer's 3 sentences are its claims
+    (no call), one question each (3), questions (1), and with one chunk by default rate chunks apart (1): 5
+    chat + 1 embeddings call, i.e. 2 + one per claim; with several chunks, or ``rate_chunks_in_verify=True``,
+    the first claim's question rates them: 1 + one per claim."""
     judge = OpenAIJudge(base_url=stub.base_url, verify=verify, rate_chunks_in_verify=rated)
     record = RagRecord.of(
         query="What is the capital of Brazil?",
@@ -39,7 +40,7 @@ async def test_production_suite_costs_at_most_3_chat_and_1_embeddings_call(
         await judge.aclose()
     assert set(result.scores) == set(PRODUCTION_METRICS)
     assert all(score.ok for score in result.scores.values()), result.scores
-    apart = verify == "per_claim" and rated is None
+    apart = verify == "per_claim" and rated is None and chunks == 1
     assert len(stub.chat_requests) == (3 if verify == "batched" else 1 + 3) + apart
     steps = [r.step for r in stub.chat_requests]
     assert steps.count("rate_chunks") == apart
@@ -183,11 +184,30 @@ def test_rate_chunks_in_verify_takes_a_boolean() -> None:
         OpenAIJudge(base_url="http://127.0.0.1:9/v1", rate_chunks_in_verify="yes")  # type: ignore[arg-type]
 
 
-def test_the_chunks_are_rated_in_verification_by_default_only_when_batched() -> None:
-    """Per claim (small self-hosted models) the one-word yes/no question stays as measured; batched (one JSON
-    call for every claim) rates the chunks there too."""
-    url = "http://127.0.0.1:9/v1"
-    assert OpenAIJudge(base_url=url, verify="batched").rates_chunks_in_verify is True
-    assert OpenAIJudge(base_url=url, verify="per_claim").rates_chunks_in_verify is False
-    assert OpenAIJudge(base_url=url, verify="per_claim", rate_chunks_in_verify=True).rates_chunks_in_verify is True
-    assert OpenAIJudge(base_url=url, verify="batched", rate_chunks_in_verify=False).rates_chunks_in_verify is False
+@pytest.mark.parametrize(
+    ("verify", "rated", "steps_by_chunks"),
+    [
+        ("batched", None, {1: {"verify_rated"}, 3: {"verify_rated"}}),
+        ("per_claim", None, {1: {"verify_claim", "rate_chunks"}, 3: {"verify_claim_rated"}}),
+        ("per_claim", True, {1: {"verify_claim_rated"}, 3: {"verify_claim_rated"}}),
+        ("per_claim", False, {1: {"verify_claim", "rate_chunks"}, 3: {"verify_claim", "rate_chunks"}}),
+        ("batched", False, {1: {"verify", "rate_chunks"}, 3: {"verify", "rate_chunks"}}),
+    ],
+)
+async def test_by_default_one_chunk_per_claim_keeps_its_one_word_question(
+    stub: StubOpenAIServer,
+    verify: Literal["batched", "per_claim"],
+    rated: bool | None,
+    steps_by_chunks: dict[int, set[str]],
+) -> None:
+    """Per claim (small self-hosted models) a one-chunk record's yes/no question is one word, which rating the
+    chunk too would turn into JSON (a 0.5B model's AUROC 0.779 -> 0.715): by default its chunk is rated apart.
+    With several chunks the question is JSON naming its chunk either way, and the ratings ride on it; batched
+    (one JSON call for every claim) always rates them there. True or False forces either way."""
+    suite = Suite([Faithfulness(), ContextRelevance()])
+    answer = "The capital of Brazil is Brasilia."
+    for chunks, expected in steps_by_chunks.items():
+        before = len(stub.chat_requests)
+        scores = await _scores(stub, suite, _record(chunks, answer=answer), verify=verify, rate_chunks_in_verify=rated)
+        assert {r.step for r in stub.chat_requests[before:]} - {"extract_claims"} == expected
+        assert all(value is not None for value, _ in scores.values())
