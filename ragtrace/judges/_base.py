@@ -63,9 +63,9 @@ class JudgeReply(Generic[T]):
     judge: str | None = None
     support: list[list[float]] | None = None
     relevance: list[float] | None = None
-    """For ``verify`` asked with the record's question (a judge whose ``rates_chunks_in_verify`` is True):
-    every chunk's relevance to the question in [0, 1], read in the same call, as ``rate_chunks`` rates it.
-    None otherwise."""
+    """For ``verify`` asked with the record's question by a judge that rates that many chunks there
+    (``OpenAIJudge.rates_chunks_in_verify_for``): every chunk's relevance to the question in [0, 1], read in
+    the same call, as ``rate_chunks`` rates it. None otherwise, or when the ratings could not be read."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,9 +6,9 @@ the call; every later or concurrent caller awaits the same task, failures includ
 up the cost of the unique calls only.
 
 In a suite whose metrics both verify claims and rate chunks, the record's question goes with ``verify``
-to a judge that rates the chunks in the verification call (``rates_chunks_in_verify``):
-``relevance_in_verify`` is then True, and context_relevance reads the chunks' ratings from that one call
-instead of asking ``rate_chunks``.
+to a judge that rates the record's chunks in the verification call (its ``rates_chunks_in_verify_for``,
+given the number of chunks): ``relevance_in_verify`` is then True, and context_relevance reads the chunks'
+ratings from that one call instead of asking ``rate_chunks``.
 
 Every step result is also reported to the degenerate-judging monitor (``judges/_degenerate.py``), which
 warns when a judge's results stop varying across records.
@@ -47,15 +47,19 @@ def _seen(task: asyncio.Future[Any]) -> None:
 class MemoJudge:
     """Wraps a judge for one record; see the module docstring. Satisfies ``Judge``."""
 
-    def __init__(self, inner: Judge, *, question: str | None = None, shared_ratings: bool = False) -> None:
+    def __init__(
+        self, inner: Judge, *, question: str | None = None, shared_ratings: bool = False, chunks: int = 0
+    ) -> None:
         self.inner = inner
         self.name = inner.name
         self.capabilities = inner.capabilities
+        offers = getattr(inner, "rates_chunks_in_verify_for", None)
         self.relevance_in_verify = (
-            shared_ratings and question is not None and getattr(inner, "rates_chunks_in_verify", False) is True
+            shared_ratings and question is not None and callable(offers) and offers(chunks) is True
         )
-        """``verify`` carries ``question`` to the inner judge, whose reply rates the chunks (``JudgeReply.relevance``):
-        the suite both verifies and rates chunks (``shared_ratings``) and the judge offers it."""
+        """``verify`` carries ``question`` to the inner judge, whose reply rates the record's ``chunks``
+        (``JudgeReply.relevance``): the suite both verifies and rates chunks (``shared_ratings``) and the judge
+        offers it for that many chunks."""
         self._question = question
         self.cost: Cost = ZERO_COST
         """What the unique calls cost (failed ones included)."""

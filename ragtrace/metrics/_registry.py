@@ -36,7 +36,8 @@ PRODUCTION_METRICS: tuple[str, ...] = (
     "answer_relevancy_embedding",
     "context_relevance",
 )
-"""The default production suite: at most 3 chat calls (a batched ``OpenAIJudge``; per claim, 2 + one per claim)
+"""The default production suite: at most 3 chat calls (a batched ``OpenAIJudge``; per claim, 1 + one per claim
+with several chunks, 2 + one per claim with one)
 and 1 embeddings call per record, no reference needed (``hallucinated_claim``, the record-level signal, reads
 the same verification, and ``context_relevance`` the chunk ratings that verification carries: no call of their
 own)."""

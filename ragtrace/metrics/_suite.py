@@ -78,7 +78,12 @@ class Suite:
         started = time.perf_counter()
         # The question goes with verification when one metric verifies and another rates the chunks: a judge
         # that rates them in that call answers both in one (``MemoJudge.relevance_in_verify``).
-        memo = MemoJudge(judge, question=record.query, shared_ratings={VERIFY, RATE_CHUNKS} <= self.capabilities)
+        memo = MemoJudge(
+            judge,
+            question=record.query,
+            shared_ratings={VERIFY, RATE_CHUNKS} <= self.capabilities,
+            chunks=len(record.texts),
+        )
         try:
             scores = await asyncio.gather(*(_guarded(m, record, memo) for m in self.metrics))
         finally:

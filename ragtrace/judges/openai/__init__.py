@@ -214,8 +214,8 @@ class OpenAIJudge:
             verify = "batched" if _OPENAI_HOST in str(self._transport.base_url) else "per_claim"
         self.verify_mode: Literal["per_claim", "batched"] = verify
         self.rates_chunks_in_verify = True if rate_chunks_in_verify is None else rate_chunks_in_verify
-        """Whether ``verify(..., question=...)`` rates the chunks in the same call (``JudgeReply.relevance``); by
-        default per claim a one-chunk record's is not (its relevance None: the suite asks ``rate_chunks``)."""
+        """Whether ``verify(..., question=...)`` may rate the chunks in the same call (``JudgeReply.relevance``);
+        ``rates_chunks_in_verify_for`` says it for a number of chunks."""
         self._rates_one_chunk_in_verify = verify == "batched" or rate_chunks_in_verify is True
         if extract == "auto":
             extract = "sentences" if verify == "per_claim" else "llm"
@@ -257,19 +257,21 @@ class OpenAIJudge:
         self, claims: Sequence[str], chunks: Sequence[str], *, question: str | None = None
     ) -> JudgeReply[list[list[Verdict]]]:
         """``value[claim][chunk]``, asked per claim or batched per ``verify_mode`` (``verify.verify``); with
-        ``question`` (and ``rates_chunks_in_verify``) the same call rates the chunks (``JudgeReply.relevance``)."""
+        ``question``, when ``rates_chunks_in_verify_for`` the chunks, the same call rates them
+        (``JudgeReply.relevance``)."""
         return await _verify.verify(
             self._transport,
             claims,
             chunks,
             mode=self.verify_mode,
             support_threshold=self.support_threshold,
-            question=question if self._rates_in_verify(len(chunks)) else None,
+            question=question if self.rates_chunks_in_verify_for(len(chunks)) else None,
         )
 
-    def _rates_in_verify(self, n_chunks: int) -> bool:
-        """Whether ``verify`` of ``n_chunks`` chunks rates them when asked with a question (see
-        ``rate_chunks_in_verify``): one chunk per claim keeps its one-word question unless told otherwise."""
+    def rates_chunks_in_verify_for(self, n_chunks: int) -> bool:
+        """Whether ``verify`` of ``n_chunks`` chunks asked with a question rates them in the same call (see
+        ``rate_chunks_in_verify``; by default per claim one chunk keeps its one-word question and is rated by
+        ``rate_chunks``). A suite asks this before it waits on verification for the ratings."""
         return self.rates_chunks_in_verify and (n_chunks > 1 or self._rates_one_chunk_in_verify)
 
     async def support(self, claims: Sequence[str], chunks: Sequence[str]) -> JudgeReply[list[list[float]]]:

@@ -177,13 +177,13 @@ VERIFY_CLAIM = StepPrompt(
 # then costs no call of its own): the question is shown, and the reply rates every chunk as RATE_CHUNKS
 # does, after the verdicts (whose tokens, and logprobs, stay where the plain prompts put them).
 _RELEVANCE_NUMBER = {"type": "number", "minimum": 0, "maximum": 1}
-ANY_RATINGS = {"type": "object", "additionalProperties": _RELEVANCE_NUMBER}
-"""``ratings`` of any request: a number under each chunk's key (``rating_key``); a request's own schema
-(``ratings_schema``) names its keys."""
 _RELEVANCE = (
     "Also rate each chunk's relevance to the question from 0 to 1 (1: holds the answer, 0.5: related, 0: unrelated)."
 )
 _RATINGS_SHAPE = '"ratings": {"chunk_1": <0 to 1>, "chunk_2": <0 to 1>, ...}'
+# The steps' own schemas hold the one-chunk form (valid as a strict schema); every request that rates chunks
+# sends its own, one key per chunk (``ratings_schema``).
+_ONE_CHUNK_RATINGS = object_schema(chunk_1=_RELEVANCE_NUMBER)
 
 VERIFY_RATED_STEP = "verify_rated"
 """Step name of batched verification that also rates the chunks (a part of ``verify``)."""
@@ -200,7 +200,7 @@ VERIFY_RATED = StepPrompt(
         results=array_schema(
             object_schema(claim=INT, supported_by=array_schema(INT), contradicted_by=array_schema(INT))
         ),
-        ratings=ANY_RATINGS,
+        ratings=_ONE_CHUNK_RATINGS,
     ),
 )
 
@@ -217,7 +217,7 @@ VERIFY_CLAIM_RATED = StepPrompt(
     schema=object_schema(
         supported={"type": "string", "enum": ["yes", "no"]},
         contradicted={"type": "string", "enum": ["yes", "no"]},
-        ratings=ANY_RATINGS,
+        ratings=_ONE_CHUNK_RATINGS,
     ),
 )
 
@@ -379,7 +379,7 @@ RATE_CHUNKS = StepPrompt(
         "the question, 0.5 = related but partial, 0 = unrelated. One rating per chunk."
     ),
     shape=f"{{{_RATINGS_SHAPE}}} with one rating per chunk",
-    schema=object_schema(ratings=ANY_RATINGS),
+    schema=object_schema(ratings=_ONE_CHUNK_RATINGS),
 )
 
 RATE_ANSWER = StepPrompt(

@@ -28,7 +28,6 @@ from ragtrace.judges.openai.parsing import (
     pick,
     pick_list,
 )
-from ragtrace.judges.openai.prompts import rating_key
 
 _BARE_ANSWER_WORDS = 8
 _ONE_FACT_WORDS = 16
@@ -255,32 +254,41 @@ def _read_claim_answer(obj: Any, reply: _ChatReply, count: int) -> _ClaimAnswer:
     return _ClaimAnswer(p_yes, contradicted, chunk, weighted=True)
 
 
+_RATING_KEY = re.compile(r"(?:chunk)?[\s_-]*(\d+)", re.I)
+
+
 def _read_ratings(obj: Any, count: int) -> list[float]:
     """Every chunk's relevance in [0, 1], in chunk order, from a reply's ``ratings``.
 
-    The shape asked for is an object with one number under each chunk's key (``"chunk_1"``...); a list of
-    ``{"chunk": n, "relevance": x}`` items (what a model writes from habit, or an endpoint that ignores the
-    schema) is read as meant. A chunk without a rating, a rating outside [0, 1] or a chunk the request does
-    not have is ``InvalidReply``/``ReplyParseError``: no rating is guessed.
+    The shape asked for is an object with one number under each chunk's key (``"chunk_1"``...; ``"chunk 1"``
+    and ``"1"`` read alike); a list of ``{"chunk": n, "relevance": x}`` items (what a model writes from habit,
+    or an endpoint that ignores the schema) is read as meant. A chunk without a rating or rated twice, a
+    rating outside [0, 1] or a chunk the request does not have is ``InvalidReply``/``ReplyParseError``: no
+    rating is guessed.
     """
     ratings = obj.get("ratings") if isinstance(obj, Mapping) else None
-    if isinstance(ratings, Mapping):
-        keys = {rating_key(n) for n in range(1, count + 1)}
-        extra = sorted(str(k) for k in ratings if k not in keys)
-        if extra:
-            raise InvalidReply(f"ratings name {', '.join(extra[:5])}, but the request has chunks 1 to {count}")
-        missing = [str(n) for n in range(1, count + 1) if rating_key(n) not in ratings]
-        if missing:
-            raise InvalidReply(f"ratings lack chunk {', '.join(missing[:10])} of {count}")
-        return [as_number(ratings[rating_key(n)], "relevance", low=0.0, high=1.0) for n in range(1, count + 1)]
-    items = pick_list(obj, "ratings", "relevance", "chunks", "results")
-    return align(
-        items,
-        count,
-        key="chunk",
-        read=lambda item: as_number(pick(item, "relevance", "score", "rating"), "relevance", low=0.0, high=1.0),
-        what="chunk",
-    )
+    if not isinstance(ratings, Mapping):
+        items = pick_list(obj, "ratings", "relevance", "chunks")
+        return align(
+            items,
+            count,
+            key="chunk",
+            read=lambda item: as_number(pick(item, "relevance", "score", "rating"), "relevance", low=0.0, high=1.0),
+            what="chunk",
+        )
+    by_number: dict[int, float] = {}
+    for key, value in ratings.items():
+        match = _RATING_KEY.fullmatch(str(key).strip())
+        number = int(match.group(1)) if match else 0
+        if not 1 <= number <= count:
+            raise InvalidReply(f"ratings name {str(key)[:40]!r}, but the request has chunks 1 to {count}")
+        if number in by_number:
+            raise InvalidReply(f"ratings give chunk {number} twice")
+        by_number[number] = as_number(value, "relevance", low=0.0, high=1.0)
+    missing = [str(n) for n in range(1, count + 1) if n not in by_number]
+    if missing:
+        raise InvalidReply(f"ratings lack chunk {', '.join(missing[:10])} of {count}")
+    return [by_number[n] for n in range(1, count + 1)]
 
 
 def _read_claim_word(text: str, reply: _ChatReply) -> _ClaimAnswer:

@@ -11,6 +11,7 @@ Asked with the record's ``question``, the same call also rates every chunk's rel
 reply's ``relevance``, what ``rate_chunks`` would say): batched, the one VERIFY_RATED call; per claim,
 the first claim's call asks VERIFY_CLAIM_RATED (its answer read as VERIFY_CLAIM's), the others as
 without a question. The production suite's context_relevance reads it and makes no call of its own.
+Ratings that cannot be read leave the verdicts standing and the reply's ``relevance`` None.
 """
 
 from __future__ import annotations
@@ -121,8 +122,8 @@ async def _claim_answers(
 
     def read_rated(obj: Any, reply: _ChatReply) -> tuple[_ClaimAnswer, list[float] | None]:
         # The answer as VERIFY_CLAIM's (one chunk: no chunk number, the only chunk), then the ratings when they
-        # can be read: ratings a small model garbled (a chunk missing: 4 of 4 two-chunk calibration records of
-        # a 0.5B model, bench/verify_rated_choice.py) cost the claim nothing, the suite asks rate_chunks instead.
+        # can be read: ratings a model garbled (a chunk missing, as a 0.5B model wrote every several-chunk
+        # list before they were asked under one key per chunk) cost the claim nothing; the suite asks rate_chunks.
         answer = _read_claim_answer(obj, reply, count)
         try:
             return answer, _read_ratings(obj, count)
@@ -210,8 +211,13 @@ async def _verify_batched(
         schema = _prompts.verify_schema(len(claims), count)
         return await transport.ask(_prompts.VERIFY, _prompts.render_verify(claims, chunks), read, schema=schema)
 
-    def read_rated(obj: Any, reply: _ChatReply) -> tuple[list[list[Verdict]], list[float]]:
-        return read(obj, reply), _read_ratings(obj, count)
+    def read_rated(obj: Any, reply: _ChatReply) -> tuple[list[list[Verdict]], list[float] | None]:
+        # As per claim: ratings that cannot be read cost the verdicts nothing; the suite asks rate_chunks.
+        verdicts = read(obj, reply)
+        try:
+            return verdicts, _read_ratings(obj, count)
+        except ReplyParseError:
+            return verdicts, None
 
     rated = await transport.ask(
         _prompts.VERIFY_RATED,

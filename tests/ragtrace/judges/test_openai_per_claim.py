@@ -175,13 +175,13 @@ async def test_several_chunks_the_claim_is_placed_at_the_chunk_it_rests_on(
     assert all(r.schema_errors == () for r in stub.chat_requests)
 
 
-@pytest.mark.parametrize("step", ["rate_chunks", "verify_claim_rated"])
+@pytest.mark.parametrize("step", ["rate_chunks", "verify_claim_rated", "verify_rated"])
 async def test_ratings_are_asked_under_one_required_key_per_chunk(
     stub: StubOpenAIServer, make_judge: MakeJudge, step: str
 ) -> None:
     """A server that holds its output to the schema can write neither too few ratings nor a chunk twice:
     asked as a list, a 0.5B model left a chunk out of every several-chunk reply."""
-    judge = make_judge(verify="per_claim", rate_chunks_in_verify=True)
+    judge = make_judge(verify="batched" if step == "verify_rated" else "per_claim", rate_chunks_in_verify=True)
     chunks = ["Lima is the capital of Peru.", CHUNK, "Quito is in Ecuador."]
     if step == "rate_chunks":
         ratings = (await judge.rate_chunks("What is the capital of Brazil?", chunks)).value
@@ -198,21 +198,47 @@ async def test_ratings_are_asked_under_one_required_key_per_chunk(
     assert ratings[1] > ratings[0] and ratings[1] > ratings[2]  # the stub rates by word overlap
 
 
-async def test_ratings_are_read_by_key_in_any_order_or_as_a_list(stub: StubOpenAIServer, make_judge: MakeJudge) -> None:
-    judge = make_judge(parse_retries=0)
-    for ratings in (
-        {"chunk_2": 0.25, "chunk_1": 1},
-        [{"chunk": "2", "relevance": "0.25"}, {"chunk": 1, "relevance": 1}],
-    ):
-        stub.script(StubReply(content=json.dumps({"ratings": ratings})))
-        assert (await judge.rate_chunks("q?", ["one", "two"])).value == [1.0, 0.25]
+RATINGS_AS_WRITTEN: list[Any] = [
+    {"chunk_2": 0.25, "chunk_1": 1},
+    {"1": 1, "Chunk 2": 0.25},
+    [{"chunk": "2", "relevance": "0.25"}, {"chunk": 1, "relevance": 1}],
+]
+
+
+@pytest.mark.parametrize("ratings", RATINGS_AS_WRITTEN)
+async def test_ratings_are_read_by_key_in_any_order_or_as_a_list(
+    stub: StubOpenAIServer, make_judge: MakeJudge, ratings: Any
+) -> None:
+    judge = make_judge(parse_retries=0, verify="batched", rate_chunks_in_verify=True)
+    stub.script(StubReply(content=json.dumps({"ratings": ratings})))
+    assert (await judge.rate_chunks("q?", ["one", "two"])).value == [1.0, 0.25]
+    verdicts = {"results": [{"claim": 1, "supported_by": [1], "contradicted_by": []}]}
+    stub.script(StubReply(content=json.dumps({**verdicts, "ratings": ratings})))
+    reply = await judge.verify(["a claim"], ["one", "two"], question="q?")
+    assert reply.relevance == [1.0, 0.25]
+    assert reply.value == [[Verdict.SUPPORTED, Verdict.NEITHER]]
+
+
+async def test_batched_ratings_that_cannot_be_read_leave_the_verdicts(
+    stub: StubOpenAIServer, make_judge: MakeJudge
+) -> None:
+    """As per claim: the verdicts stand, ``relevance`` is None (the suite then asks rate_chunks), no retry."""
+    judge = make_judge(verify="batched", rate_chunks_in_verify=True)
+    verdicts = {"results": [{"claim": 1, "supported_by": [], "contradicted_by": [2]}]}
+    stub.script(StubReply(content=json.dumps({**verdicts, "ratings": {"chunk_1": 0.5}})))
+    reply = await judge.verify(["a claim"], ["one", "two"], question="q?")
+    assert reply.value == [[Verdict.NEITHER, Verdict.CONTRADICTED]]
+    assert reply.relevance is None
+    assert len(stub.chat_requests) == 1
 
 
 @pytest.mark.parametrize(
     ("ratings", "message"),
     [
         ({"chunk_1": 0.5}, "ratings lack chunk 2 of 2"),
-        ({"chunk_1": 0.5, "chunk_2": 1, "chunk_3": 1}, "ratings name chunk_3, but the request has chunks 1 to 2"),
+        ({"chunk_1": 0.5, "chunk_2": 1, "chunk_3": 1}, "ratings name 'chunk_3', but the request has chunks 1 to 2"),
+        ({"chunk_1": 0.5, "1": 0.5, "chunk_2": 1}, "ratings give chunk 1 twice"),
+        ({"chunk_1": 0.5, "second": 1}, "ratings name 'second', but the request has chunks 1 to 2"),
     ],
 )
 async def test_ratings_for_other_chunks_than_the_request_has_are_invalid(

@@ -209,5 +209,27 @@ async def test_by_default_one_chunk_per_claim_keeps_its_one_word_question(
     for chunks, expected in steps_by_chunks.items():
         before = len(stub.chat_requests)
         scores = await _scores(stub, suite, _record(chunks, answer=answer), verify=verify, rate_chunks_in_verify=rated)
-        assert {r.step for r in stub.chat_requests[before:]} - {"extract_claims"} == expected
+        asked = [r for r in stub.chat_requests[before:] if r.step != "extract_claims"]
+        assert sorted(r.step for r in asked) == sorted(expected)  # each step once: nothing asked twice
+        for request in asked:
+            # The one-word question is asked without a response format; every other step with its schema.
+            one_word = request.step == "verify_claim" and chunks == 1
+            assert ("response_format" in request.body) is not one_word
         assert all(value is not None for value, _ in scores.values())
+
+
+@pytest.mark.parametrize(("chunks", "calls"), [(1, 1), (3, 2)])
+async def test_context_relevance_waits_on_verification_only_where_it_reads_its_ratings(
+    stub: StubOpenAIServer, chunks: int, calls: int
+) -> None:
+    """Per claim by default: one chunk is rated by its own rate_chunks call, which context_relevance neither
+    waits on verification for nor is charged verification's calls; several chunks are rated in the first
+    claim's question, whose call (with the second claim's) is what context_relevance spent."""
+    judge = OpenAIJudge(base_url=stub.base_url, verify="per_claim")
+    record = _record(chunks, answer="The capital of Brazil is Brasilia. It replaced Rio de Janeiro in 1960.")
+    try:
+        result = await Suite([Faithfulness(), ContextRelevance()]).score(record, judge)
+    finally:
+        await judge.aclose()
+    assert result.scores["context_relevance"].ok
+    assert result.scores["context_relevance"].cost.chat_calls == calls
