@@ -181,9 +181,27 @@ _RELEVANCE = (
     "Also rate each chunk's relevance to the question from 0 to 1 (1: holds the answer, 0.5: related, 0: unrelated)."
 )
 _RATINGS_SHAPE = '"ratings": {"chunk_1": <0 to 1>, "chunk_2": <0 to 1>, ...}'
+
+
+def rating_key(number: int) -> str:
+    """The key of chunk ``number``'s (1-based) rating in a reply's ``ratings`` object."""
+    return f"chunk_{number}"
+
+
+def ratings_schema(n_chunks: int) -> dict[str, Any]:
+    """``ratings`` of one request: an object with a required rating in [0, 1] under every chunk's key.
+
+    A fixed key per chunk rather than a list of ``{"chunk", "relevance"}`` items: a server that holds its
+    output to the schema (llama.cpp, vLLM, Ollama) can then write neither too few ratings nor a chunk
+    twice. Asked as a list, a 0.5B model left a chunk out of 60 of 60 several-chunk replies
+    (bench/results/verify_rated_choice.txt), and the suite paid a rate_chunks call for each.
+    """
+    return object_schema(**{rating_key(n): _RELEVANCE_NUMBER for n in range(1, n_chunks + 1)})
+
+
 # The steps' own schemas hold the one-chunk form (valid as a strict schema); every request that rates chunks
-# sends its own, one key per chunk (``ratings_schema``).
-_ONE_CHUNK_RATINGS = object_schema(chunk_1=_RELEVANCE_NUMBER)
+# sends its own, one key per chunk.
+_ONE_CHUNK_RATINGS = ratings_schema(1)
 
 VERIFY_RATED_STEP = "verify_rated"
 """Step name of batched verification that also rates the chunks (a part of ``verify``)."""
@@ -251,22 +269,6 @@ def verify_claim_schema(n_chunks: int) -> dict[str, Any]:
     if n_chunks <= 1:
         return object_schema(supported=_YES_NO, contradicted=_YES_NO)
     return object_schema(supported=_YES_NO, contradicted=_YES_NO, chunk=numbers_schema(n_chunks))
-
-
-def rating_key(number: int) -> str:
-    """The key of chunk ``number``'s (1-based) rating in a reply's ``ratings`` object."""
-    return f"chunk_{number}"
-
-
-def ratings_schema(n_chunks: int) -> dict[str, Any]:
-    """``ratings`` of one request: an object with a required rating in [0, 1] under every chunk's key.
-
-    A fixed key per chunk rather than a list of ``{"chunk", "relevance"}`` items: a server that holds its
-    output to the schema (llama.cpp, vLLM, Ollama) can then write neither too few ratings nor a chunk
-    twice. Asked as a list, a 0.5B model left a chunk out of 60 of 60 several-chunk replies
-    (bench/results/verify_rated_choice.txt), and the suite paid a rate_chunks call for each.
-    """
-    return object_schema(**{rating_key(n): _RELEVANCE_NUMBER for n in range(1, n_chunks + 1)})
 
 
 def verify_rated_schema(n_claims: int, n_chunks: int) -> dict[str, Any]:

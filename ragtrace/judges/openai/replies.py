@@ -262,33 +262,28 @@ def _read_ratings(obj: Any, count: int) -> list[float]:
 
     The shape asked for is an object with one number under each chunk's key (``"chunk_1"``...; ``"chunk 1"``
     and ``"1"`` read alike); a list of ``{"chunk": n, "relevance": x}`` items (what a model writes from habit,
-    or an endpoint that ignores the schema) is read as meant. A chunk without a rating or rated twice, a
-    rating outside [0, 1] or a chunk the request does not have is ``InvalidReply``/``ReplyParseError``: no
-    rating is guessed.
+    or an endpoint that ignores the schema) is read as meant. Both are placed by ``align``: a chunk without a
+    rating or rated twice, or one the request does not have, is ``InvalidReply``, as is a key naming no
+    chunk; a rating outside [0, 1] is ``ReplyParseError``. No rating is guessed.
     """
     ratings = obj.get("ratings") if isinstance(obj, Mapping) else None
-    if not isinstance(ratings, Mapping):
+    if isinstance(ratings, Mapping):
+        items = [{"chunk": _rated_chunk(key, count), "relevance": value} for key, value in ratings.items()]
+    else:
         items = pick_list(obj, "ratings", "relevance", "chunks")
-        return align(
-            items,
-            count,
-            key="chunk",
-            read=lambda item: as_number(pick(item, "relevance", "score", "rating"), "relevance", low=0.0, high=1.0),
-            what="chunk",
-        )
-    by_number: dict[int, float] = {}
-    for key, value in ratings.items():
-        match = _RATING_KEY.fullmatch(str(key).strip())
-        number = int(match.group(1)) if match else 0
-        if not 1 <= number <= count:
-            raise InvalidReply(f"ratings name {str(key)[:40]!r}, but the request has chunks 1 to {count}")
-        if number in by_number:
-            raise InvalidReply(f"ratings give chunk {number} twice")
-        by_number[number] = as_number(value, "relevance", low=0.0, high=1.0)
-    missing = [str(n) for n in range(1, count + 1) if n not in by_number]
-    if missing:
-        raise InvalidReply(f"ratings lack chunk {', '.join(missing[:10])} of {count}")
-    return [by_number[n] for n in range(1, count + 1)]
+    return align(items, count, key="chunk", read=_read_rating, what="chunk")
+
+
+def _rated_chunk(key: Any, count: int) -> int:
+    """The chunk number a ``ratings`` key names (``chunk_2``, ``chunk 2``, ``2``)."""
+    match = _RATING_KEY.fullmatch(str(key).strip())
+    if match is None:
+        raise InvalidReply(f"ratings name {str(key)[:40]!r}, but the request has chunks 1 to {count}")
+    return int(match.group(1))
+
+
+def _read_rating(item: Any) -> float:
+    return as_number(pick(item, "relevance", "score", "rating"), "relevance", low=0.0, high=1.0)
 
 
 def _read_claim_word(text: str, reply: _ChatReply) -> _ClaimAnswer:

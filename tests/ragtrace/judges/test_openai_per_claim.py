@@ -235,9 +235,9 @@ async def test_batched_ratings_that_cannot_be_read_leave_the_verdicts(
 @pytest.mark.parametrize(
     ("ratings", "message"),
     [
-        ({"chunk_1": 0.5}, "ratings lack chunk 2 of 2"),
-        ({"chunk_1": 0.5, "chunk_2": 1, "chunk_3": 1}, "ratings name 'chunk_3', but the request has chunks 1 to 2"),
-        ({"chunk_1": 0.5, "1": 0.5, "chunk_2": 1}, "ratings give chunk 1 twice"),
+        ({"chunk_1": 0.5}, "reply lacks chunk 2 of 2"),
+        ({"chunk_1": 0.5, "chunk_2": 1, "chunk_3": 1}, "reply names chunk 3, but the request has chunks 1 to 2"),
+        ({"chunk_1": 0.5, "1": 0.5, "chunk_2": 1}, "reply gives chunk 1 twice"),
         ({"chunk_1": 0.5, "second": 1}, "ratings name 'second', but the request has chunks 1 to 2"),
     ],
 )
