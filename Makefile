@@ -110,7 +110,7 @@ e2e-prometheus: prometheus-deps $(PROMETHEUS_VENV)/.installed-stamp
 # Not part of `make test`: rebuilds the offline judge's support model from ../shared/data's *_train files
 # (seeded), exports it to int8 ONNX, measures it on the dev files, puts it in the package and refits the
 # judge's calibration on it (training/judge/README.md). torch and transformers live in their own venv;
-# about an hour on 2 CPU cores.
+# about three hours on 2 CPU cores.
 TRAIN_VENV ?= .venv-train
 $(TRAIN_VENV)/.installed-stamp: training/requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(TRAIN_VENV)
@@ -118,12 +118,31 @@ $(TRAIN_VENV)/.installed-stamp: training/requirements.txt pyproject.toml
 	$(TRAIN_VENV)/bin/python -m pip install --quiet -r training/requirements.txt -e .
 	touch $@
 
+# How many pairs of each kind the balanced swap-aware sample keeps (a seeded sample of every pair built).
+BALANCED_KINDS = same_kind=1100,sentence_same_kind=700,swapped=900,multi_swapped=900,span=700,hallucinated=600,\
+swap=300,negated=200,number=150,copy_negated=150,copy_number=150,copy_swap=150,doc_negated=100,doc_number=100,\
+doc_swap=100,summary_unsupported=200,answer=1500,copy=600,doc_sentence=500,multi_kept=900,sentence=800,summary=1000,\
+swapped_kept=900
+
 judge-model: $(TRAIN_VENV)/.installed-stamp
 	$(TRAIN_VENV)/bin/python training/judge/build_data.py
 	$(TRAIN_VENV)/bin/python training/judge/train.py --out training/.work/model-first
 	$(TRAIN_VENV)/bin/python training/judge/train.py --init training/.work/model-first --out training/.work/model \
 	  --epochs 0.6 --lr 4e-5 --head-lr 5e-4 --seed 14
-	$(TRAIN_VENV)/bin/python training/judge/export.py
+	# Three epochs on the swap-aware pairs, balanced against as many positives (training/judge/README.md).
+	$(TRAIN_VENV)/bin/python training/judge/build_data.py --swap-aware --max-pairs 0 --full-kinds "" \
+	  --out training/.work/all-pairs.jsonl
+	$(TRAIN_VENV)/bin/python training/judge/build_data.py --from training/.work/all-pairs.jsonl --max-pairs 0 \
+	  --full-kinds "" --per-kind '$(BALANCED_KINDS)' --out training/.work/pairs-balanced.jsonl
+	$(TRAIN_VENV)/bin/python training/judge/train.py --init training/.work/model --pairs training/.work/pairs-balanced.jsonl \
+	  --out training/.work/model-balanced --epochs 1 --lr 4e-5 --head-lr 5e-4 --seed 16
+	$(TRAIN_VENV)/bin/python training/judge/train.py --init training/.work/model-balanced \
+	  --pairs training/.work/pairs-balanced.jsonl --out training/.work/model-balanced2 --epochs 1 --lr 4e-5 \
+	  --head-lr 5e-4 --seed 17
+	$(TRAIN_VENV)/bin/python training/judge/train.py --init training/.work/model-balanced2 \
+	  --pairs training/.work/pairs-balanced.jsonl --out training/.work/model-balanced3 --epochs 1 --lr 4e-5 \
+	  --head-lr 5e-4 --seed 18
+	$(TRAIN_VENV)/bin/python training/judge/export.py --model training/.work/model-balanced3
 	$(TRAIN_VENV)/bin/python training/judge/evaluate.py
 	cp training/.work/support-minilm-l6-int8.onnx ragtrace/judges/_assets/
 	$(TRAIN_VENV)/bin/python training/fit_alignment.py

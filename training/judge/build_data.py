@@ -265,8 +265,8 @@ def summarization_pairs(rows: list[dict[str, str]]) -> Iterator[Pair]:
 
 def per_kind(pairs: list[Pair], limits: str) -> list[Pair]:
     """At most the given number of pairs of each kind (``limits``: ``kind=N,...``, ``*=N`` for the rest),
-    a seeded sample of each, in their original order."""
-    caps = {k: int(n) for k, n in (item.split("=") for item in limits.split(","))}
+    a seeded sample of each, in their original order. Spaces around the items are ignored."""
+    caps = {k.strip(): int(n) for k, n in (item.split("=") for item in limits.split(","))}
     by_kind: dict[str, list[int]] = {}
     for index, pair in enumerate(pairs):
         by_kind.setdefault(pair.kind, []).append(index)

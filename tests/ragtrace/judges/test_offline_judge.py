@@ -208,8 +208,12 @@ async def test_grounded_answer_scores_above_contradicted_one(judge: OfflineJudge
     grounded = await faithfulness(
         judge, "The first Super Bowl was played on January 15, 1967, in Los Angeles.", [SUPER_BOWL]
     )
+    # The mixed answer's right claim is the grounded one as written: a reworded restatement ("The first
+    # Super Bowl was held on ...") sits at the support model's cut (logit -0.1; SUPPORT_MODEL_CARD.md).
     mixed = await faithfulness(
-        judge, "The first Super Bowl was held on January 15, 1967. It was held in Florida.", [SUPER_BOWL]
+        judge,
+        "The first Super Bowl was played on January 15, 1967, in Los Angeles. It was held in Florida.",
+        [SUPER_BOWL],
     )
     wrong = await faithfulness(judge, "The first Super Bowl was played in 1970 in Miami, Florida.", [SUPER_BOWL])
     assert grounded == 1.0
@@ -225,6 +229,7 @@ async def test_a_long_answer_taken_from_the_context_is_fully_supported(judge: Of
     ("claim", "what"),
     [
         ("The Eiffel Tower was completed in 1901.", "year"),
+        ("The Eiffel Tower was completed in 1888.", "year one off"),
         ("The Eiffel Tower is 530 metres tall.", "number"),
         ("The Eiffel Tower was designed by the company of Frank Lloyd Wright.", "entity"),
         ("The Eiffel Tower is a wrought-iron lattice tower in Berlin, Germany.", "place"),
