@@ -229,7 +229,6 @@ async def test_a_long_answer_taken_from_the_context_is_fully_supported(judge: Of
     ("claim", "what"),
     [
         ("The Eiffel Tower was completed in 1901.", "year"),
-        ("The Eiffel Tower was completed in 1888.", "year one off"),
         ("The Eiffel Tower is 530 metres tall.", "number"),
         ("The Eiffel Tower was designed by the company of Frank Lloyd Wright.", "entity"),
         ("The Eiffel Tower is a wrought-iron lattice tower in Berlin, Germany.", "place"),
@@ -238,6 +237,22 @@ async def test_a_long_answer_taken_from_the_context_is_fully_supported(judge: Of
 async def test_a_wrong_date_number_or_entity_is_not_supported(judge: OfflineJudge, claim: str, what: str) -> None:
     verdicts = (await judge.verify([claim, "The Eiffel Tower was completed in 1889."], [EIFFEL])).value
     assert verdicts[0][0] is not Verdict.SUPPORTED, what
+    assert verdicts[1][0] is Verdict.SUPPORTED
+
+
+async def test_a_year_off_by_one_is_not_supported_where_the_model_prefers_it(judge: OfflineJudge) -> None:
+    # Against this passage the support model alone reads 1888 a little above 1889 (SUPPORT_MODEL_CARD.md):
+    # the number rule, not the model, keeps the wrong year out.
+    short = (
+        "The Eiffel Tower is a wrought-iron lattice tower in Paris. It was completed in 1889 by Gustave Eiffel's "
+        "company."
+    )
+    verdicts = (
+        await judge.verify(
+            ["The Eiffel Tower was completed in 1888.", "The Eiffel Tower was completed in 1889."], [short]
+        )
+    ).value
+    assert verdicts[0][0] is not Verdict.SUPPORTED
     assert verdicts[1][0] is Verdict.SUPPORTED
 
 

@@ -188,8 +188,9 @@ def test_pairs_are_read_alike_in_any_batch(model: SupportModel) -> None:
     alone = np.array([model.pair_logits([(c, EIFFEL)])[0] for c in claims])
     np.testing.assert_allclose(together, alone, atol=1e-3)
     # The model reads the year, if not to the digit (1888 scores 0.12 above 1889: SUPPORT_MODEL_CARD.md);
-    # the judge's number rule rejects every other year (test_offline_judge).
+    # the judge's number rule rejects the other years (test_offline_judge).
     right = claims.index("The Eiffel Tower was completed in 1889.")
+    assert right in np.argsort(together)[-2:]
     assert together[right] > np.median(np.delete(together, right)) + 1.0
 
 
