@@ -123,6 +123,9 @@ BALANCED_KINDS = same_kind=1100,sentence_same_kind=700,swapped=900,multi_swapped
 swap=300,negated=200,number=150,copy_negated=150,copy_number=150,copy_swap=150,doc_negated=100,doc_number=100,\
 doc_swap=100,summary_unsupported=200,answer=1500,copy=600,doc_sentence=500,multi_kept=900,sentence=800,summary=1000,\
 swapped_kept=900
+# One epoch on the balanced pairs (each from the one before: --init, --out and --seed added).
+BALANCED_EPOCH = $(TRAIN_VENV)/bin/python training/judge/train.py --pairs training/.work/pairs-balanced.jsonl \
+  --epochs 1 --lr 4e-5 --head-lr 5e-4
 
 judge-model: $(TRAIN_VENV)/.installed-stamp
 	$(TRAIN_VENV)/bin/python training/judge/build_data.py
@@ -134,14 +137,9 @@ judge-model: $(TRAIN_VENV)/.installed-stamp
 	  --out training/.work/all-pairs.jsonl
 	$(TRAIN_VENV)/bin/python training/judge/build_data.py --from training/.work/all-pairs.jsonl --max-pairs 0 \
 	  --full-kinds "" --per-kind '$(BALANCED_KINDS)' --out training/.work/pairs-balanced.jsonl
-	$(TRAIN_VENV)/bin/python training/judge/train.py --init training/.work/model --pairs training/.work/pairs-balanced.jsonl \
-	  --out training/.work/model-balanced --epochs 1 --lr 4e-5 --head-lr 5e-4 --seed 16
-	$(TRAIN_VENV)/bin/python training/judge/train.py --init training/.work/model-balanced \
-	  --pairs training/.work/pairs-balanced.jsonl --out training/.work/model-balanced2 --epochs 1 --lr 4e-5 \
-	  --head-lr 5e-4 --seed 17
-	$(TRAIN_VENV)/bin/python training/judge/train.py --init training/.work/model-balanced2 \
-	  --pairs training/.work/pairs-balanced.jsonl --out training/.work/model-balanced3 --epochs 1 --lr 4e-5 \
-	  --head-lr 5e-4 --seed 18
+	$(BALANCED_EPOCH) --init training/.work/model --out training/.work/model-balanced --seed 16
+	$(BALANCED_EPOCH) --init training/.work/model-balanced --out training/.work/model-balanced2 --seed 17
+	$(BALANCED_EPOCH) --init training/.work/model-balanced2 --out training/.work/model-balanced3 --seed 18
 	$(TRAIN_VENV)/bin/python training/judge/export.py --model training/.work/model-balanced3
 	$(TRAIN_VENV)/bin/python training/judge/evaluate.py
 	cp training/.work/support-minilm-l6-int8.onnx ragtrace/judges/_assets/

@@ -17,6 +17,7 @@ from ragtrace.judges.offline.embedder import Embedder, Stopped
 from ragtrace.judges.offline.grounding import MAX_UNITS_PER_CHUNK
 from ragtrace.judges.offline.support import SupportModel
 from ragtrace.judges.offline.text import claim_focus, content_words, extract_claims, numbers, split_sentences, words
+from tests.ragtrace.judges.test_offline_support import EIFFEL as SUPPORT_TESTS_EIFFEL
 
 SUPER_BOWL = (
     "The First AFL-NFL World Championship Game, later known as Super Bowl I, was played on January 15, 1967, "
@@ -241,17 +242,10 @@ async def test_a_wrong_date_number_or_entity_is_not_supported(judge: OfflineJudg
 
 
 async def test_a_year_off_by_one_is_not_supported_where_the_model_prefers_it(judge: OfflineJudge) -> None:
-    # Against this passage the support model alone reads 1888 a little above 1889 (SUPPORT_MODEL_CARD.md):
-    # the number rule, not the model, keeps the wrong year out.
-    short = (
-        "The Eiffel Tower is a wrought-iron lattice tower in Paris. It was completed in 1889 by Gustave Eiffel's "
-        "company."
-    )
-    verdicts = (
-        await judge.verify(
-            ["The Eiffel Tower was completed in 1888.", "The Eiffel Tower was completed in 1889."], [short]
-        )
-    ).value
+    # Against the support tests' passage the model alone reads 1888 a little above 1889
+    # (SUPPORT_MODEL_CARD.md): the number rule, not the model, keeps the wrong year out.
+    claims = ["The Eiffel Tower was completed in 1888.", "The Eiffel Tower was completed in 1889."]
+    verdicts = (await judge.verify(claims, [SUPPORT_TESTS_EIFFEL])).value
     assert verdicts[0][0] is not Verdict.SUPPORTED
     assert verdicts[1][0] is Verdict.SUPPORTED
 
