@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: test demo e2e lint typecheck pytest system-deps bench clean judge-model
+.PHONY: test demo e2e lint typecheck pytest system-deps bench clean judge-model reader-model
 
 $(STAMP): pyproject.toml collector/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -144,6 +144,16 @@ judge-model: $(TRAIN_VENV)/.installed-stamp
 	$(TRAIN_VENV)/bin/python training/judge/evaluate.py
 	cp training/.work/support-minilm-l6-int8.onnx ragtrace/judges/_assets/
 	$(TRAIN_VENV)/bin/python training/fit_alignment.py
+	$(TRAIN_VENV)/bin/python bench/calibrate_offline.py
+
+# Not part of `make test`: rebuilds the offline judge's answer reader from the QA train rows (seeded), exports
+# it to int8 ONNX, measures it beside the support model on the dev calibration split, puts it in the package
+# and refits the judge's calibration (training/reader/README.md); about 45 minutes on 2 CPU cores.
+reader-model: $(TRAIN_VENV)/.installed-stamp
+	$(TRAIN_VENV)/bin/python training/reader/train.py --out training/.work/reader
+	$(TRAIN_VENV)/bin/python training/reader/export.py --model training/.work/reader
+	$(TRAIN_VENV)/bin/python training/reader/evaluate.py
+	cp training/.work/reader-minilm-l6-int8.onnx ragtrace/judges/_assets/
 	$(TRAIN_VENV)/bin/python bench/calibrate_offline.py
 
 clean:

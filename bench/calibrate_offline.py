@@ -11,12 +11,14 @@ What it fits, all on the calibration split only (the last 20 % stays for bench/j
    texts keep some true clauses, which the logistic layer absorbs as label noise). Features are
    standardised and an L2-regularised logistic regression is fitted by Newton's method, the sets weighed
    by ``SET_WEIGHTS``, each weight held to its sign (``grounding.FEATURE_SIGNS``: a feature fitted
-   against its sign is dropped and the rest refitted). The support threshold and the support-model logit
-   a bare answer needs (``MODEL_ANSWER_MIN_LOGIT``) are the pair that maximises, averaged over
+   against its sign is dropped and the rest refitted). The support threshold, the support-model logit
+   a bare answer needs (``MODEL_ANSWER_MIN_LOGIT``) and its answer-reader margin (``READER_MIN_MARGIN``) are
+   the triple that maximises, averaged over
    ``CUT_SETS`` (HaluEval's own pairs) with the same weights, the mean of the faithfulness AUROC and the
    balanced accuracy of the record-level label "every claim supported" (the hallucination metric's
    default rule). Bare answers joined to their question are judged by a rule (``bare_answer_named``:
-   named by the chunk and read as the answer by the support model), not by the logistic layer: in HaluEval
+   named by the chunk and read as the answer by the support model and the answer reader), not by the
+   logistic layer: in HaluEval
    QA nearly every right answer is bare and nearly every hallucinated one a sentence, so anything
    fitted per form would learn the form (see docs/offline-judge.md).
 2. Contradiction: not fitted (``grounding.ON_TOPIC_COVERAGE``).
@@ -51,6 +53,7 @@ from judge_sets import CONSTRUCTIONS
 
 from ragtrace.judges.offline import _NONCOMMITTAL_PROTOTYPES, grounding, text
 from ragtrace.judges.offline.embedder import Embedder
+from ragtrace.judges.offline.reader import AnswerReader
 from ragtrace.judges.offline.support import SupportModel
 
 OUT = Path(__file__).resolve().parents[1] / "ragtrace" / "judges" / "offline" / "calibration.py"
@@ -139,13 +142,14 @@ are written, not copied. Every construction's right text is sentences of the pas
 a higher threshold costs almost nothing; chosen on every set, the threshold rose from 0.37 to 0.48 and flagged
 58 % of the right summaries of the calibration split (49 % at 0.37). The weights are fitted on every set."""
 MODEL = grounding.FEATURES.index("model_support")
+READER = grounding.FEATURES.index("answer_reading")
 
 
 def claim_features(
-    support: SupportModel, examples: Sequence[Example]
+    support: SupportModel, reader: AnswerReader, examples: Sequence[Example]
 ) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]]:
     """Per example, the feature matrix of its claims against its chunk (one row per claim); per claim the
-    rules' reading by words alone: for a bare answer, 1 named, 0 not named (the support model's cut is
+    rules' reading by words alone: for a bare answer, 1 named, 0 not named (the models' cuts are
     fitted on top); for other claims, -3 a conflicting number, -2 restated by the chunk, else -1; and per
     claim its label (``claim_labels``)."""
     out: list[np.ndarray] = []
@@ -159,10 +163,11 @@ def claim_features(
             out.append(np.zeros((0, len(grounding.FEATURES))))
             named.append(np.zeros(0))
             continue
-        rows = grounding.feature_matrix(support, claims, [example.chunk])
+        rows = grounding.feature_matrix(support, claims, [example.chunk], reader)
         out.append(np.array([row[0][0] for row in rows]))
         readings = [
-            grounding.bare_answer_named(c, row[0][0], min_logit=-np.inf) for c, row in zip(claims, rows, strict=True)
+            grounding.bare_answer_named(c, row[0][0], min_logit=-np.inf, min_margin=-np.inf)
+            for c, row in zip(claims, rows, strict=True)
         ]
         others = [
             -3.0 if grounding.conflicting(row[0][0]) else -2.0 if grounding.restated(row[0][0]) else -1.0
@@ -184,13 +189,20 @@ def claim_labels(example: Example, claims: Sequence[str], grounded_claims: set[s
 
 
 def supported_claims(
-    probabilities: np.ndarray, named: np.ndarray, logits: np.ndarray, threshold: float, min_logit: float
+    probabilities: np.ndarray,
+    named: np.ndarray,
+    logits: np.ndarray,
+    margins: np.ndarray,
+    threshold: float,
+    min_logit: float,
+    min_margin: float,
 ) -> np.ndarray:
     """Which claims the judge calls supported: the bare-answer rule where it applies (``named`` 1: named
-    by the chunk, and the support model's logit at least ``min_logit``), else, without a conflicting
+    by the chunk, the support model's logit at least ``min_logit`` and the answer reader's margin at
+    least ``min_margin``, a NaN reading passing), else, without a conflicting
     number (``named`` -3, ``grounding.conflicting``), a restatement (``named`` -2,
     ``grounding.restated``) or the threshold."""
-    answers = np.isnan(logits) | (logits >= min_logit)
+    answers = (np.isnan(logits) | (logits >= min_logit)) & (np.isnan(margins) | (margins >= min_margin))
     others = (named != -3.0) & ((named == -2.0) | (probabilities >= threshold))
     return np.where(named >= 0, (named == 1.0) & answers, others)
 
@@ -203,6 +215,7 @@ class Flat:
     probabilities: np.ndarray
     named: np.ndarray
     logits: np.ndarray
+    margins: np.ndarray
     record: np.ndarray
     records: int
 
@@ -215,14 +228,17 @@ class Flat:
             np.concatenate([probs(f) for f in feats]),
             np.concatenate([np.asarray(n, dtype=float) for n in named]),
             stacked[:, MODEL],
+            stacked[:, READER],
             np.repeat(np.arange(len(feats)), counts),
             len(feats),
         )
 
-    def faithfulness(self, threshold: float, min_logit: float) -> tuple[np.ndarray, np.ndarray]:
+    def faithfulness(self, threshold: float, min_logit: float, min_margin: float) -> tuple[np.ndarray, np.ndarray]:
         """Per record, the share of its claims supported at the cut, and whether all are (a record without
         claims: 0 and False)."""
-        supported = supported_claims(self.probabilities, self.named, self.logits, threshold, min_logit)
+        supported = supported_claims(
+            self.probabilities, self.named, self.logits, self.margins, threshold, min_logit, min_margin
+        )
         counts = np.bincount(self.record, minlength=self.records)
         held = np.bincount(self.record, weights=supported.astype(float), minlength=self.records)
         share = np.divide(held, counts, out=np.zeros(self.records), where=counts > 0)
@@ -243,7 +259,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     embedder = StoredEmbedder(args.embedding_cache)
-    support = SupportModel()
+    support, reader = SupportModel(), AnswerReader()
     started = time.perf_counter()
 
     # 1. Grounding.
@@ -259,7 +275,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.rows:
             examples = examples[: 2 * args.rows]
         if name not in stored:
-            stored[name] = claim_features(support, examples)
+            stored[name] = claim_features(support, reader, examples)
             print(f"features {name}: {len(examples)} records, {time.perf_counter() - started:.0f} s", file=sys.stderr)
         feats, named, claim_label = stored[name]
         per_set[name] = (examples, feats)
@@ -302,9 +318,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     flat = {name: Flat.of(feats, named_per_set[name], probs) for name, (_, feats) in per_set.items()}
     record_labels = {name: np.array([e.grounded for e in per_set[name][0]]) for name in CUT_SETS}
-    candidates = [(t, c) for t in np.linspace(0.05, 0.95, 91) for c in np.linspace(-3.0, 3.0, 25)]
+    candidates = [
+        (t, c, m)
+        for t in np.linspace(0.05, 0.95, 91)
+        for c in np.linspace(-3.0, 3.0, 25)
+        for m in np.linspace(-grounding.READER_CLIP, 0.0, 11)
+    ]
 
-    def merit(cut: tuple[float, float]) -> float:
+    def merit(cut: tuple[float, float, float]) -> float:
         scores, weights = [], []
         for name, labels in record_labels.items():
             faith, grounded = flat[name].faithfulness(*cut)
@@ -313,7 +334,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return float(np.average(scores, weights=weights))
 
     best = max(candidates, key=merit)
-    threshold, min_logit = float(best[0]), float(best[1])
+    threshold, min_logit, min_margin = float(best[0]), float(best[1]), float(best[2])
     for name, (examples, feats) in per_set.items():
         labels = [e.grounded for e in examples]
         faith, grounded = flat[name].faithfulness(*best)
@@ -326,7 +347,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"support AUROC min {auroc(low, labels):.3f} mean {auroc(mean, labels):.3f}"
         )
     print("weights", dict(zip(grounding.FEATURES, np.round(coefficients, 3), strict=True)), "bias", round(bias, 3))
-    print("support threshold", round(threshold, 3), "bare-answer model logit", round(min_logit, 3))
+    print(
+        "support threshold",
+        round(threshold, 3),
+        "bare-answer model logit",
+        round(min_logit, 3),
+        "reader margin",
+        round(min_margin, 3),
+    )
 
     # 3. Chunk relevance and 4. statement relevance, on QA questions.
     qa = [e for e in per_set["qa"][0] if e.grounded]
@@ -375,7 +403,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"noncommittal: highest real answer cosine {real_max:.3f} -> threshold {noncommittal_min_cosine:.3f}")
 
     def tup(values: np.ndarray) -> str:
-        return "(" + ", ".join(f"{v:.6f}" for v in values) + ")"
+        # One value a line, as ruff format writes a tuple too long for one.
+        return "(\n" + "".join(f"    {v:.6f},\n" for v in values) + ")"
 
     module = f'''"""Calibration constants of the offline judge.
 
@@ -392,6 +421,8 @@ SUPPORT_THRESHOLD = {threshold:.6f}
 """Support probability at or above which a chunk SUPPORTS a claim."""
 MODEL_ANSWER_MIN_LOGIT = {min_logit:.6f}
 """Support-model logit from which a bare answer the chunk names is read as the answer (bare_answer_named)."""
+READER_MIN_MARGIN = {min_margin:.6f}
+"""Answer-reader margin from which a bare answer the chunk names is read as the answer (bare_answer_named)."""
 
 # rate_chunks: sigmoid(bias + a * cos(query, chunk) + b * max cos(query, chunk sentence)).
 RELEVANCE_WEIGHTS = {tup(rel_coefficients)}

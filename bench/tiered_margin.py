@@ -27,7 +27,7 @@ from judge_accuracy import LENGTH_CONTROLLED, SUMMARY_QUERY, load
 from ragtrace.judges.offline import OfflineJudge
 from ragtrace.judges.tiered.routing import DEFAULT_AUDIT_SHARE, needs_llm, offline_threshold, record_key
 
-MARGINS = tuple(round(0.01 * i, 2) for i in range(0, 21))
+MARGINS = tuple(round(0.01 * i, 2) for i in range(0, 36))
 
 
 async def best_probabilities(judge: OfflineJudge, name: str, limit: int) -> list[tuple[list[float], str]]:

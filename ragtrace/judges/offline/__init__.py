@@ -1,15 +1,16 @@
 """The offline judge: scores with no API key, no network and no model download.
 
-``OfflineJudge`` answers the steps small local models can answer honestly: two int8 ONNX models run
-by onnxruntime, all-MiniLM-L6-v2 as an embedder (``embedder``) and a MiniLM cross-encoder
-trained to read whether a passage supports a claim (``support``, ``training/judge``), with
+``OfflineJudge`` answers the steps small local models can answer honestly: three int8 ONNX models run
+by onnxruntime, all-MiniLM-L6-v2 as an embedder (``embedder``), a MiniLM cross-encoder
+trained to read whether a passage supports a claim (``support``, ``training/judge``) and a MiniLM
+extractive reader trained to pick a passage's answer to a question (``reader``, ``training/reader``), with
 text evidence (``text``), through a grounding model calibrated on HaluEval
 (``grounding``, ``bench/calibrate_offline.py``):
 
 - ``extract_claims``: sentences (pysbd) split into clauses; a bare short answer becomes one claim
   together with its question.
-- ``verify`` / ``classify_claims``: the grounding model (support model and word evidence), claim x
-  chunk.
+- ``verify`` / ``classify_claims``: the grounding model (support model, answer reader and word
+  evidence), claim x chunk.
 - ``rate_statements``: query-statement cosine against a fitted threshold.
 - ``detect_noncommittal``: evasive wording, or a short answer close to known evasions.
 - ``embed``: unit vectors.
@@ -62,6 +63,7 @@ from ragtrace.judges.offline import calibration as cal
 from ragtrace.judges.offline import grounding
 from ragtrace.judges.offline import text as _text
 from ragtrace.judges.offline.embedder import Embedder, check_stop, default_embedder, stop_when
+from ragtrace.judges.offline.reader import AnswerReader, default_answer_reader
 from ragtrace.judges.offline.readings import Readings
 from ragtrace.judges.offline.support import SupportModel, default_support_model
 
@@ -115,12 +117,14 @@ class OfflineJudge:
         *,
         embedder: Embedder | None = None,
         support_model: SupportModel | None = None,
+        answer_reader: AnswerReader | None = None,
         max_concurrency: int = 1,
     ) -> None:
         if not isinstance(max_concurrency, int) or max_concurrency < 1:
             raise ConfigurationError(f"OfflineJudge(max_concurrency={max_concurrency!r}): give a whole number >= 1")
         self._embedder = embedder
         self._support_model = support_model
+        self._answer_reader = answer_reader
         self._slots = threading.BoundedSemaphore(max_concurrency)
         # The tiered judge asks ``support`` (to route) and then ``verify`` of the same record.
         self._readings: Readings[list[list[grounding.Grounding]]] = Readings()
@@ -142,10 +146,18 @@ class OfflineJudge:
             self._support_model = default_support_model()
         return self._support_model
 
+    @property
+    def answer_reader(self) -> AnswerReader:
+        """The answer reader this judge verifies bare answers with (beside the support model)."""
+        if self._answer_reader is None:
+            self._answer_reader = default_answer_reader()
+        return self._answer_reader
+
     def load(self) -> None:
-        """Load both models now (otherwise the first step that needs each does)."""
+        """Load the three models now (otherwise the first step that needs each does)."""
         self.embedder.load()
         self.support_model.load()
+        self.answer_reader.load()
 
     async def _run(self, work: Callable[[], T]) -> JudgeReply[T]:
         stop = threading.Event()
@@ -207,8 +219,8 @@ class OfflineJudge:
         ran = [True]
 
         def work() -> T:
-            model = self.support_model
-            rows, ran[0] = self._readings.get(claims, chunks, lambda: grounding.ground(model, claims, chunks))
+            model, reader = self.support_model, self.answer_reader
+            rows, ran[0] = self._readings.get(claims, chunks, lambda: grounding.ground(model, claims, chunks, reader))
             return shape(rows)
 
         reply = await self._run(work)
@@ -218,7 +230,7 @@ class OfflineJudge:
         """True for a claim the reference supports (same grounding model, the reference as the chunk)."""
 
         def work() -> list[bool]:
-            rows = grounding.ground(self.support_model, claims, [reference])
+            rows = grounding.ground(self.support_model, claims, [reference], self.answer_reader)
             return [bool(row) and row[0].verdict is Verdict.SUPPORTED for row in rows]
 
         return await self._run(work)

@@ -5,17 +5,55 @@ files: do not edit by hand, re-run the script. See that script for what each con
 """
 
 # Grounding model: standardised features (order of grounding.FEATURES), logistic layer.
-FEATURE_MEANS = (0.919727, 0.476313, 0.889670, 0.126315, 0.020779, 0.024464, 0.093815, 0.447548, 0.895225)
-FEATURE_SCALES = (0.214139, 1.277820, 0.253492, 0.486812, 0.154305, 0.172155, 0.291571, 3.052944, 0.241240)
-GROUNDING_WEIGHTS = (0.445081, -0.484898, 0.000000, 0.000000, 0.000000, 0.000000, 0.000000, 2.291374, 0.392382)
-GROUNDING_BIAS = 0.182357
-SUPPORT_THRESHOLD = 0.400000
+FEATURE_MEANS = (
+    0.919727,
+    0.476313,
+    0.889670,
+    0.126315,
+    0.020779,
+    0.024464,
+    0.093815,
+    0.447548,
+    0.895225,
+    -3.597076,
+)
+FEATURE_SCALES = (
+    0.214139,
+    1.277820,
+    0.253492,
+    0.486812,
+    0.154305,
+    0.172155,
+    0.291571,
+    3.052944,
+    0.241240,
+    1.793027,
+)
+GROUNDING_WEIGHTS = (
+    0.435485,
+    -0.513002,
+    0.066690,
+    0.000000,
+    -0.004393,
+    -0.015586,
+    -0.034474,
+    2.057768,
+    0.454545,
+    0.969602,
+)
+GROUNDING_BIAS = 0.512220
+SUPPORT_THRESHOLD = 0.380000
 """Support probability at or above which a chunk SUPPORTS a claim."""
-MODEL_ANSWER_MIN_LOGIT = 0.000000
+MODEL_ANSWER_MIN_LOGIT = -3.000000
 """Support-model logit from which a bare answer the chunk names is read as the answer (bare_answer_named)."""
+READER_MIN_MARGIN = -7.000000
+"""Answer-reader margin from which a bare answer the chunk names is read as the answer (bare_answer_named)."""
 
 # rate_chunks: sigmoid(bias + a * cos(query, chunk) + b * max cos(query, chunk sentence)).
-RELEVANCE_WEIGHTS = (8.823921, 10.622332)
+RELEVANCE_WEIGHTS = (
+    8.823921,
+    10.622332,
+)
 RELEVANCE_BIAS = -9.041382
 
 STATEMENT_RELEVANCE_THRESHOLD = 0.300000

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 
 from ragtrace import ConfigurationError
@@ -15,9 +16,11 @@ from ragtrace.judges import ALL_CAPABILITIES, Judge, JudgeCapabilityError, Verdi
 from ragtrace.judges.offline import OfflineJudge, embed_texts
 from ragtrace.judges.offline.embedder import Embedder, Stopped
 from ragtrace.judges.offline.grounding import MAX_UNITS_PER_CHUNK
+from ragtrace.judges.offline.reader import AnswerReader
 from ragtrace.judges.offline.support import SupportModel
 from ragtrace.judges.offline.text import claim_focus, content_words, extract_claims, numbers, split_sentences, words
 from tests.ragtrace.judges.test_offline_support import EIFFEL as SUPPORT_TESTS_EIFFEL
+from tests.ragtrace.judges.test_offline_support import SPANS
 
 SUPER_BOWL = (
     "The First AFL-NFL World Championship Game, later known as Super Bowl I, was played on January 15, 1967, "
@@ -248,6 +251,35 @@ async def test_a_year_off_by_one_is_not_supported_where_the_model_prefers_it(jud
     verdicts = (await judge.verify(claims, [SUPPORT_TESTS_EIFFEL])).value
     assert verdicts[0][0] is not Verdict.SUPPORTED
     assert verdicts[1][0] is Verdict.SUPPORTED
+
+
+async def test_another_span_of_the_passage_is_not_the_answer(judge: OfflineJudge) -> None:
+    # Every word of both answers is in the passage, so only reading the question tells them apart. The
+    # support model alone reads "Colombia" as supported (a logit near 0, the cut's side); the answer
+    # reader (offline/reader.py) puts it far below its own choice, and the judge no longer supports it.
+    passage, question, right, other = SPANS[1]
+    assert (await faithfulness(judge, right, [passage], question=question)) == 1.0
+    assert (await faithfulness(judge, other, [passage], question=question)) == 0.0
+    blind = OfflineJudge(answer_reader=_Unread())
+    assert (await faithfulness(blind, other, [passage], question=question)) == 1.0
+
+
+async def test_the_reader_orders_two_spans_the_support_model_orders_the_other_way(judge: OfflineJudge) -> None:
+    # "Where did Bach die?" against a passage naming his birthplace and the city he died in: without the
+    # reader the judge's support for "Eisenach" is above that for "Leipzig"; with it, below.
+    passage, question, right, other = SPANS[4]
+    claims = [(await judge.extract_claims(a, question=question)).value[0] for a in (right, other)]
+    blind = OfflineJudge(answer_reader=_Unread())
+    (with_reader, without) = [(await j.support(claims, [passage])).value for j in (judge, blind)]
+    assert with_reader[0][0] > with_reader[1][0]
+    assert without[0][0] < without[1][0]
+
+
+class _Unread(AnswerReader):
+    """An answer reader that reads nothing (every margin NaN, as for an answer no chunk states)."""
+
+    def margins(self, items: Sequence[tuple[str, str, str]]) -> npt.NDArray[np.float64]:
+        return np.full(len(items), np.nan)
 
 
 async def test_a_conflicting_year_on_topic_is_contradicted(judge: OfflineJudge) -> None:

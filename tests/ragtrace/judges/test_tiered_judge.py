@@ -15,7 +15,7 @@ from ragtrace import ConfigurationError, RagRecord, semconv, wire
 from ragtrace.judges import JudgeReply, TieredJudge, Verdict
 from ragtrace.judges._default import default_judge
 from ragtrace.judges.openai import OpenAIJudge
-from ragtrace.judges.tiered import audit_draw, needs_llm, rescore
+from ragtrace.judges.tiered import DEFAULT_MARGIN, audit_draw, needs_llm, rescore
 from ragtrace.metrics import build_suite
 from ragtrace.testing import FakeJudge
 from ragtrace.testing._stub_openai import StubOpenAIServer
@@ -85,11 +85,12 @@ async def test_a_doubtful_claim_sends_the_record_to_the_llm(stub: StubOpenAIServ
     assert reply.cost.chat_calls == 2
     # verify's support is on the offline scale too: the LLM's P(yes) in the band, beside its verdicts.
     assert reply.support is not None
+    low, high = 0.5 - DEFAULT_MARGIN, 0.5 + DEFAULT_MARGIN
     for (p,), (v,) in zip(reply.support, reply.value, strict=True):
-        assert 0.35 <= p <= 0.65 and (p >= 0.5) is (v is Verdict.SUPPORTED)
+        assert low <= p <= high and (p >= 0.5) is (v is Verdict.SUPPORTED)
     support = await judge.support([DOUBTFUL], [CHUNK])
     # The LLM's P(yes) re-scored within the doubt band (0.5 +- the margin), on the side of its verdict.
-    assert support.judge == "openai:small" and 0.5 <= support.value[0][0] <= 0.65
+    assert support.judge == "openai:small" and 0.5 <= support.value[0][0] <= high
     assert rescore(0.0, 0.5, 0.15) == pytest.approx(0.35) and rescore(1.0, 0.5, 0.15) == pytest.approx(0.65)
     assert (judge.records, judge.llm_records) == (2, 2)
 
