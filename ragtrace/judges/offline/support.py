@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import unicodedata
 from collections.abc import Sequence
-from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -31,7 +30,7 @@ import numpy.typing as npt
 
 from ragtrace.judges.offline import text
 from ragtrace.judges.offline.embedder import check_stop
-from ragtrace.judges.offline.onnx import LazyModel, ProcessWide, read_tokenizer
+from ragtrace.judges.offline.onnx import LazyModel, ProcessWide, read_tokenizer, shipped_path
 from ragtrace.judges.offline.short_cache import short_text_cache
 
 if TYPE_CHECKING:
@@ -138,10 +137,6 @@ def reads(claim: str) -> bool:
     return 2 * latin >= len(letters)
 
 
-def _shipped_path() -> str:
-    return str(resources.files("ragtrace.judges").joinpath("_assets", MODEL_ASSET))
-
-
 class SupportModel:
     """The support model run by onnxruntime; thread-safe; loads on first use, once.
 
@@ -149,7 +144,7 @@ class SupportModel:
     ragtrace ships)."""
 
     def __init__(self, path: str | None = None) -> None:
-        self._model = LazyModel(lambda: path or _shipped_path(), load_tokenizer)
+        self._model = LazyModel(lambda: path or shipped_path(MODEL_ASSET), load_tokenizer)
 
     @property
     def loads(self) -> int:
