@@ -305,7 +305,11 @@ def lexical_units(chunks: Sequence[str], claims: Sequence[str]) -> list[LexicalU
 def read_answers(reader: AnswerReader | None, claims: Sequence[str], chunks: Sequence[str]) -> np.ndarray:
     """The answer reader's margin of every bare answer joined to its question against every chunk,
     ``[claim, chunk]``: NaN for other claims (sentences, yes/no answers, a claim the models do not
-    ``reads``), for an answer a chunk does not state, and everywhere without a ``reader``."""
+    ``reads``), for an answer a chunk does not state, and everywhere without a ``reader``.
+
+    Only a short answer (``text.is_short_answer``) is read, where ``bare_answer_named`` takes any answer
+    joined to its question: the OpenAI judge joins every sentence of an answer to its question, and a
+    sentence copied from the passage would be ranked against the passage's short spans and lose."""
     out = np.full((len(claims), len(chunks)), np.nan)
     if reader is None:
         return out
