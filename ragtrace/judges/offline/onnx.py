@@ -69,6 +69,25 @@ class LazyModel:
         return loaded
 
 
+class LoadsLazily:
+    """What each of the offline judge's models offers about its loading, for a class that keeps its
+    ``LazyModel`` in ``_model``: how many times it loaded, and loading it now."""
+
+    _model: LazyModel
+
+    @property
+    def loads(self) -> int:
+        """How many times the model was loaded (1 after first use)."""
+        return self._model.loads
+
+    def _load(self) -> tuple[Any, Tokenizer]:
+        return self._model.get()
+
+    def load(self) -> None:
+        """Load the model now (otherwise its first use does)."""
+        self._load()
+
+
 class ProcessWide(Generic[T]):
     """One instance of a model per process, made by ``factory`` on the first ``get()`` (thread-safe):
     the offline judges of a process share their models instead of loading each its own."""

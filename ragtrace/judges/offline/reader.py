@@ -26,13 +26,13 @@ marks: the support model and the word evidence read them).
 from __future__ import annotations
 
 from collections.abc import Container, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 
 from ragtrace.judges.offline.embedder import check_stop
-from ragtrace.judges.offline.onnx import LazyModel, ProcessWide, shipped_path
+from ragtrace.judges.offline.onnx import LazyModel, LoadsLazily, ProcessWide, shipped_path
 from ragtrace.judges.offline.support import chunk_windows, encode_pairs, load_tokenizer
 
 if TYPE_CHECKING:
@@ -111,7 +111,7 @@ def span_margin(start: Float, end: Float, passage: npt.NDArray[np.bool_], spans:
     return min(0.0, given - best_span(start, end, passage))
 
 
-class AnswerReader:
+class AnswerReader(LoadsLazily):
     """The reader run by onnxruntime; thread-safe; loads on first use, once.
 
     ``path``: an ONNX file with the inputs of ``support.INPUTS`` and two outputs, the start and the end
@@ -120,18 +120,6 @@ class AnswerReader:
     def __init__(self, path: str | None = None) -> None:
         self._model = LazyModel(lambda: path or shipped_path(MODEL_ASSET), load_tokenizer)
         self._continuations: frozenset[int] | None = None
-
-    @property
-    def loads(self) -> int:
-        """How many times the model was loaded (1 after first use)."""
-        return self._model.loads
-
-    def _load(self) -> tuple[Any, Tokenizer]:
-        return self._model.get()
-
-    def load(self) -> None:
-        """Load the model now (otherwise the first call does)."""
-        self._load()
 
     def logits(self, question: str, passage: str) -> tuple[Float, Float, npt.NDArray[np.int64], npt.NDArray[np.int64]]:
         """Start and end logits of every token of (question, passage) read as one pair, with the pair's

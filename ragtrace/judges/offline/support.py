@@ -23,14 +23,14 @@ from __future__ import annotations
 
 import unicodedata
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 
 from ragtrace.judges.offline import text
 from ragtrace.judges.offline.embedder import check_stop
-from ragtrace.judges.offline.onnx import LazyModel, ProcessWide, read_tokenizer, shipped_path
+from ragtrace.judges.offline.onnx import LazyModel, LoadsLazily, ProcessWide, read_tokenizer, shipped_path
 from ragtrace.judges.offline.short_cache import short_text_cache
 
 if TYPE_CHECKING:
@@ -137,7 +137,7 @@ def reads(claim: str) -> bool:
     return 2 * latin >= len(letters)
 
 
-class SupportModel:
+class SupportModel(LoadsLazily):
     """The support model run by onnxruntime; thread-safe; loads on first use, once.
 
     ``path``: an ONNX file with the inputs ``INPUTS`` and one logit per pair (default: the model
@@ -145,18 +145,6 @@ class SupportModel:
 
     def __init__(self, path: str | None = None) -> None:
         self._model = LazyModel(lambda: path or shipped_path(MODEL_ASSET), load_tokenizer)
-
-    @property
-    def loads(self) -> int:
-        """How many times the model was loaded (1 after first use)."""
-        return self._model.loads
-
-    def _load(self) -> tuple[Any, Tokenizer]:
-        return self._model.get()
-
-    def load(self) -> None:
-        """Load the model now (otherwise the first call does)."""
-        self._load()
 
     def run(self, encoded: Encoded) -> Logits:
         """The support logit of each encoded pair (``encode_pairs``)."""
