@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: test demo e2e lint typecheck pytest system-deps bench clean judge-model reader-model
+.PHONY: test demo e2e lint typecheck pytest system-deps bench clean judge-model reader-model relevance-model
 
 $(STAMP): pyproject.toml collector/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -154,6 +154,19 @@ reader-model: $(TRAIN_VENV)/.installed-stamp
 	$(TRAIN_VENV)/bin/python training/reader/export.py --model training/.work/reader
 	$(TRAIN_VENV)/bin/python training/reader/evaluate.py
 	cp training/.work/reader-minilm-l6-int8.onnx ragtrace/judges/_assets/
+	$(TRAIN_VENV)/bin/python bench/calibrate_offline.py
+
+# Not part of `make test`: rebuilds the offline judge's relevance model from the QA train rows (seeded), exports
+# it to int8 ONNX, measures it beside the embedding cosine on the dev calibration split, puts it in the package
+# and refits the judge's calibration (training/relevance/README.md); about 35 minutes on 2 CPU cores.
+relevance-model: $(TRAIN_VENV)/.installed-stamp
+	$(TRAIN_VENV)/bin/python training/relevance/build_data.py --out training/.work/relevance-pairs.jsonl
+	$(TRAIN_VENV)/bin/python training/judge/train.py --pairs training/.work/relevance-pairs.jsonl \
+	  --out training/.work/relevance --epochs 1 --seed 31
+	$(TRAIN_VENV)/bin/python training/judge/export.py --model training/.work/relevance --questions \
+	  --out training/.work/relevance-minilm-l6-int8.onnx
+	$(TRAIN_VENV)/bin/python training/relevance/evaluate.py --model training/.work/relevance-minilm-l6-int8.onnx
+	cp training/.work/relevance-minilm-l6-int8.onnx ragtrace/judges/_assets/
 	$(TRAIN_VENV)/bin/python bench/calibrate_offline.py
 
 clean:

@@ -23,8 +23,9 @@ What it fits, all on the calibration split only (the last 20 % stays for bench/j
    fitted per form would learn the form (see docs/offline-judge.md).
 2. Contradiction: not fitted (``grounding.ON_TOPIC_COVERAGE``).
 3. Chunk relevance (``rate_chunks``): logistic map of (cosine with the whole chunk, best sentence
-   cosine), positives = a QA question with its own knowledge, negatives = with the knowledge of the
-   most similar other question and of a random other one.
+   cosine, the relevance model's clipped logit), positives = a QA question with its own knowledge,
+   negatives = with the knowledge of the most similar other question and of a random other one; and the
+   map of the two cosines alone on the same pairs (for a query the relevance model does not read).
 4. Statement relevance (``rate_statements``): the cosine threshold with the best balanced accuracy
    between a question and its own sentence answers versus those of other questions.
 5. Noncommittal: the smallest cosine to the evasion prototypes that flags none of the real short
@@ -51,9 +52,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from judge_accuracy import LENGTH_CONTROLLED, SETS, Example, auroc, balanced_accuracy, load
 from judge_sets import CONSTRUCTIONS
 
-from ragtrace.judges.offline import _NONCOMMITTAL_PROTOTYPES, grounding, text
+from ragtrace.judges.offline import _NONCOMMITTAL_PROTOTYPES, grounding, relevance, text
 from ragtrace.judges.offline.embedder import Embedder
 from ragtrace.judges.offline.reader import AnswerReader
+from ragtrace.judges.offline.relevance import RelevanceModel
 from ragtrace.judges.offline.support import SupportModel
 
 OUT = Path(__file__).resolve().parents[1] / "ragtrace" / "judges" / "offline" / "calibration.py"
@@ -373,13 +375,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         other = rng.randrange(len(qa) - 1)
         pairs.append((i, other if other < i else other + 1, 0.0))
     prepared = grounding.prepare_chunks(embedder, knowledge)
+    relevance_model = RelevanceModel()
     rel_x = np.array(
-        [[float(k_vectors[j] @ q_vectors[i]), float(np.max(prepared[j].vectors @ q_vectors[i]))] for i, j, _ in pairs]
+        [
+            [
+                float(k_vectors[j] @ q_vectors[i]),
+                float(np.max(prepared[j].vectors @ q_vectors[i])),
+                relevance.feature(float(relevance_model.relevance(questions[i], [knowledge[j]])[0])),
+            ]
+            for i, j, _ in pairs
+        ]
     )
     rel_y = np.array([label for _, _, label in pairs])
+    rel_labels = [bool(v) for v in rel_y]
+    # The cosines alone rate a chunk for a query the model does not read (relevance.RelevanceModel's NaN).
+    rel_embedding_coefficients, rel_embedding_bias = fit_logistic(rel_x[:, :2], rel_y, np.ones(len(rel_y)))
+    rel_embedding_scores = rel_x[:, :2] @ rel_embedding_coefficients + rel_embedding_bias
     rel_coefficients, rel_bias = fit_logistic(rel_x, rel_y, np.ones(len(rel_y)))
-    rel_scores = 1.0 / (1.0 + np.exp(-(rel_x @ rel_coefficients + rel_bias)))
-    print(f"chunk relevance: AUROC {auroc(list(rel_scores), [bool(v) for v in rel_y]):.3f} (train)")
+    rel_scores = rel_x @ rel_coefficients + rel_bias
+    print(
+        f"chunk relevance: AUROC {auroc(list(rel_scores), rel_labels):.3f} "
+        f"(the cosines alone {auroc(list(rel_embedding_scores), rel_labels):.3f}; train)"
+    )
 
     sentence_answers = [e for e in per_set["qa"][0] if not text.is_short_answer(e.text)]
     a_vectors = embedder.embed([e.text for e in sentence_answers])
@@ -424,9 +441,13 @@ MODEL_ANSWER_MIN_LOGIT = {min_logit:.6f}
 READER_MIN_MARGIN = {min_margin:.6f}
 """Answer-reader margin from which a bare answer the chunk names is read as the answer (bare_answer_named)."""
 
-# rate_chunks: sigmoid(bias + a * cos(query, chunk) + b * max cos(query, chunk sentence)).
+# rate_chunks: sigmoid(bias + a * cos(query, chunk) + b * max cos(query, chunk sentence)
+#                      + c * relevance.feature(relevance model's logit)).
 RELEVANCE_WEIGHTS = {tup(rel_coefficients)}
 RELEVANCE_BIAS = {rel_bias:.6f}
+# rate_chunks for a query the relevance model does not read: the cosines alone (a, b).
+RELEVANCE_EMBEDDING_WEIGHTS = {tup(rel_embedding_coefficients)}
+RELEVANCE_EMBEDDING_BIAS = {rel_embedding_bias:.6f}
 
 STATEMENT_RELEVANCE_THRESHOLD = {statement_threshold:.6f}
 """Query-statement cosine from which rate_statements calls a statement relevant."""

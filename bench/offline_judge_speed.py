@@ -4,9 +4,10 @@ The same records (the first ``--records`` of a ``bench/judge_accuracy.py`` set, 
 ``Faithfulness`` through ``OfflineJudge`` in child processes, each on one core, taking turns between this
 tree and a git worktree of ``--baseline-commit`` (this machine's speed drifts within a run; taking turns
 gives both the same drift). Each child reads one record to warm up, then times the others on CPU time
-(``time.process_time``: what the judge costs, not what the machine's neighbours take). Prints for each tree
-the milliseconds a record (median over rounds), the ratio this / baseline, and whether both gave the same
-scores to the last digit (a change meant to be faster only must not move one).
+(``time.process_time``: what the judge costs, not what the machine's neighbours take). ``--step
+rate_chunks`` times ``rate_chunks`` instead (a record's question against its own chunk and the next record's).
+Prints for each tree the milliseconds a record (median over rounds), the ratio this / baseline, and whether
+both gave the same scores to the last digit (a change meant to be faster only must not move one).
 
 ``--without-model`` puts a logit of 0 in place of each support-model run: what is left is the judge's own
 reading of the texts around the model (sentences, words, windows, the word rules), which the model's time
@@ -14,6 +15,7 @@ otherwise hides.
 
     python bench/offline_judge_speed.py --set summarization --records 40 --without-model
     python bench/offline_judge_speed.py --set qa --records 200 --baseline-commit a17baed
+    python bench/offline_judge_speed.py --set qa --records 100 --step rate_chunks --baseline-commit 370a640
 """
 
 from __future__ import annotations
@@ -35,9 +37,10 @@ BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 
 
-def work(set_name: str, records: int, without_model: bool) -> dict[str, object]:
+def work(set_name: str, records: int, without_model: bool, step: str = "faithfulness") -> dict[str, object]:
     """Score the records in this process (``ragtrace`` as ``sys.path`` finds it); CPU ms a record and a
-    digest of the scores."""
+    digest of the scores. ``step``: ``faithfulness`` (the metric through the judge) or ``rate_chunks`` (the
+    record's question against its own chunk and the next record's, in one call)."""
     import numpy as np
     from judge_accuracy import judge_one, load, pin_to_one_core
 
@@ -58,10 +61,15 @@ def work(set_name: str, records: int, without_model: bool) -> dict[str, object]:
         seconds = 0.0
         for i, example in enumerate(examples):
             start = time.process_time()
-            judged = await judge_one(judge, example)  # the accuracy benchmark's own scoring of a record
+            if step == "rate_chunks":
+                other = examples[(i + 1) % len(examples)].chunk
+                ratings = (await judge.rate_chunks(example.question or "", [example.chunk, other])).value
+                values.append((round(ratings[0], 12), str(round(ratings[1], 12))))
+            else:
+                judged = await judge_one(judge, example)  # the accuracy benchmark's own scoring of a record
+                values.append((judged.faithfulness, judged.failed))
             if i:  # the first record warms up
                 seconds += time.process_time() - start
-            values.append((judged.faithfulness, judged.failed))
         return seconds, values
 
     seconds, values = asyncio.run(score_all())
@@ -72,7 +80,8 @@ def work(set_name: str, records: int, without_model: bool) -> dict[str, object]:
 def child(tree: Path, args: argparse.Namespace) -> dict[str, object]:
     """``work`` in a fresh process that imports ``ragtrace`` from ``tree``."""
     command = [sys.executable, str(Path(__file__).resolve()), "--worker", "--set", args.set]
-    command += ["--records", str(args.records)] + (["--without-model"] if args.without_model else [])
+    command += ["--records", str(args.records), "--step", args.step]
+    command += ["--without-model"] if args.without_model else []
     env = os.environ | {"PYTHONPATH": os.pathsep.join([str(tree), str(BENCH)])}
     done = subprocess.run(command, env=env, cwd=tree, capture_output=True, text=True)
     if done.returncode:
@@ -88,10 +97,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--baseline-commit", default="a17baed")
     parser.add_argument("--without-model", action="store_true", help="a logit of 0 for each support-model run")
+    parser.add_argument(
+        "--step", choices=("faithfulness", "rate_chunks"), default="faithfulness", help="what is timed a record"
+    )
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
-        print(json.dumps(work(args.set, args.records, args.without_model)))
+        print(json.dumps(work(args.set, args.records, args.without_model, args.step)))
         return 0
     from machine import loop_ms
 
@@ -102,8 +114,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         try:
             print(
-                f"offline judge, {args.set}, {args.records} records of the test split, one core, CPU time; this tree "
-                f"against {args.baseline_commit}, {args.rounds} rounds taking turns"
+                f"offline judge, {args.step}, {args.set}, {args.records} records of the test split, one core, CPU "
+                f"time; this tree against {args.baseline_commit}, {args.rounds} rounds taking turns"
                 + ("; the support model replaced by a logit of 0" if args.without_model else "")
             )
             print(f"machine speed: a fixed Python loop {loop_ms():.0f} ms (bench/machine.py)")

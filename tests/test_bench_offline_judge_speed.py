@@ -36,14 +36,25 @@ def test_this_tree_against_a_commit_reports_both_and_removes_the_worktree(capsys
 
 
 def test_a_failing_child_says_why() -> None:
-    args = argparse.Namespace(set="no_such_set", records=1, without_model=True)
+    args = argparse.Namespace(set="no_such_set", records=1, without_model=True, step="faithfulness")
     with pytest.raises(RuntimeError, match="no_such_set"):
         bench.child(bench.ROOT, args)
 
 
 def test_a_child_reports_its_cost_and_the_digest_of_its_scores() -> None:
-    args = argparse.Namespace(set="qa", records=2, without_model=True)
+    args = argparse.Namespace(set="qa", records=2, without_model=True, step="faithfulness")
     first, again = bench.child(bench.ROOT, args), bench.child(bench.ROOT, args)
     assert first["records"] == 2
     assert float(str(first["ms"])) > 0
     assert first["digest"] == again["digest"]
+
+
+def test_a_child_times_rate_chunks_on_request() -> None:
+    args = argparse.Namespace(set="qa", records=2, without_model=False, step="rate_chunks")
+    ratings, again = bench.child(bench.ROOT, args), bench.child(bench.ROOT, args)
+    faithfulness = bench.child(
+        bench.ROOT, argparse.Namespace(set="qa", records=2, without_model=False, step="faithfulness")
+    )
+    assert ratings["records"] == 2
+    assert ratings["digest"] == again["digest"]
+    assert ratings["digest"] != faithfulness["digest"]  # another step was scored

@@ -8,6 +8,11 @@ the share of pairs whose decision at p = 0.5 changes.
 
     python training/judge/export.py --model training/.work/model
 
+The relevance model (``training/relevance``: the same architecture, compared on question-passage pairs):
+
+    python training/judge/export.py --model training/.work/relevance --questions \
+        --out training/.work/relevance-minilm-l6-int8.onnx
+
 The shipped file again, only re-exported (its weights as they are, ``from_onnx.py`` first):
 
     python training/judge/from_onnx.py --out training/.work/model-shipped
@@ -45,10 +50,20 @@ from support import SupportModel as OnnxModel  # noqa: E402
 from ragtrace.judges.offline import text  # noqa: E402
 
 
-def check_pairs(limit: int) -> list[tuple[str, str]]:
+def check_pairs(limit: int, questions: bool = False) -> list[tuple[str, str]]:
+    """Pairs of the first ``limit`` dev calibration records as the judge reads them: each claim against its
+    best window of the record's knowledge, or (``questions``, the relevance model) the question against its
+    own knowledge and against the next record's."""
     pairs: list[tuple[str, str]] = []
-    for example in load("qa", "train")[:limit]:
+    examples = load("qa", "train")[:limit]
+    for i, example in enumerate(examples):
         windows = chunk_windows(example.chunk)
+        if questions:
+            other = chunk_windows(examples[(i + 1) % len(examples)].chunk)
+            for passage in (windows, other):
+                question = example.question or ""
+                pairs.append((question, passage[best_windows(question, passage, top=1)[0]]))
+            continue
         for claim in text.extract_claims(example.text, example.question):
             pairs.append((claim, windows[best_windows(claim, windows, top=1)[0]]))
     return pairs
@@ -59,6 +74,9 @@ def main() -> int:
     parser.add_argument("--model", type=Path, default=ROOT / "training" / ".work" / "model")
     parser.add_argument("--out", type=Path, default=MODEL_FILE)
     parser.add_argument("--check", type=int, default=200, help="dev calibration records to compare on")
+    parser.add_argument(
+        "--questions", action="store_true", help="compare on (question, passage) pairs: the relevance model"
+    )
     args = parser.parse_args()
     torch.manual_seed(0)
     model = SupportModel.load(args.model).eval()
@@ -82,7 +100,7 @@ def main() -> int:
         )
         args.out.parent.mkdir(parents=True, exist_ok=True)
         quantize_dynamic(str(float_path), str(args.out), weight_type=QuantType.QInt8)
-        pairs = check_pairs(args.check)
+        pairs = check_pairs(args.check, args.questions)
         encoded = encode_pairs(tokenizer, pairs)
         with torch.no_grad():
             reference = model(*(torch.from_numpy(a) for a in encoded)).numpy().reshape(-1)

@@ -1,9 +1,11 @@
 """The offline judge: scores with no API key, no network and no model download.
 
-``OfflineJudge`` answers the steps small local models can answer honestly: three int8 ONNX models run
+``OfflineJudge`` answers the steps small local models can answer honestly: four int8 ONNX models run
 by onnxruntime, all-MiniLM-L6-v2 as an embedder (``embedder``), a MiniLM cross-encoder
-trained to read whether a passage supports a claim (``support``, ``training/judge``) and a MiniLM
-extractive reader trained to pick a passage's answer to a question (``reader``, ``training/reader``), with
+trained to read whether a passage supports a claim (``support``, ``training/judge``), a MiniLM
+extractive reader trained to pick a passage's answer to a question (``reader``, ``training/reader``) and a
+MiniLM cross-encoder trained to read whether a passage answers a question (``relevance``,
+``training/relevance``), with
 text evidence (``text``), through a grounding model calibrated on HaluEval
 (``grounding``, ``bench/calibrate_offline.py``):
 
@@ -14,7 +16,8 @@ text evidence (``text``), through a grounding model calibrated on HaluEval
 - ``rate_statements``: query-statement cosine against a fitted threshold.
 - ``detect_noncommittal``: evasive wording, or a short answer close to known evasions.
 - ``embed``: unit vectors.
-- ``rate_chunks``: query-chunk similarity mapped to [0, 1] by a fitted logistic calibration.
+- ``rate_chunks``: the relevance model's reading of query and chunk with their embedding similarity, mapped
+  to [0, 1] by a fitted logistic calibration.
 
 It does not offer ``generate_questions``, ``rate_answer`` or G-Eval: those need a generative model,
 and a number made up from similarity would pass for a judgement it is not. Asking raises
@@ -61,10 +64,12 @@ from ragtrace.judges._base import (
 from ragtrace.judges._capabilities import serves_every_step
 from ragtrace.judges.offline import calibration as cal
 from ragtrace.judges.offline import grounding
+from ragtrace.judges.offline import relevance as _relevance
 from ragtrace.judges.offline import text as _text
 from ragtrace.judges.offline.embedder import Embedder, check_stop, default_embedder, stop_when
 from ragtrace.judges.offline.reader import AnswerReader, default_answer_reader
 from ragtrace.judges.offline.readings import Readings
+from ragtrace.judges.offline.relevance import RelevanceModel, default_relevance_model
 from ragtrace.judges.offline.support import SupportModel, default_support_model
 
 __all__ = ["Embedder", "OfflineJudge", "embed_texts"]
@@ -118,6 +123,7 @@ class OfflineJudge:
         embedder: Embedder | None = None,
         support_model: SupportModel | None = None,
         answer_reader: AnswerReader | None = None,
+        relevance_model: RelevanceModel | None = None,
         max_concurrency: int = 1,
     ) -> None:
         if not isinstance(max_concurrency, int) or max_concurrency < 1:
@@ -125,6 +131,7 @@ class OfflineJudge:
         self._embedder = embedder
         self._support_model = support_model
         self._answer_reader = answer_reader
+        self._relevance_model = relevance_model
         self._slots = threading.BoundedSemaphore(max_concurrency)
         # The tiered judge asks ``support`` (to route) and then ``verify`` of the same record.
         self._readings: Readings[list[list[grounding.Grounding]]] = Readings()
@@ -153,11 +160,19 @@ class OfflineJudge:
             self._answer_reader = default_answer_reader()
         return self._answer_reader
 
+    @property
+    def relevance_model(self) -> RelevanceModel:
+        """The relevance model (cross-encoder) this judge rates chunks with (beside the embedder)."""
+        if self._relevance_model is None:
+            self._relevance_model = default_relevance_model()
+        return self._relevance_model
+
     def load(self) -> None:
-        """Load the three models now (otherwise the first step that needs each does)."""
+        """Load the four models now (otherwise the first step that needs each does)."""
         self.embedder.load()
         self.support_model.load()
         self.answer_reader.load()
+        self.relevance_model.load()
 
     async def _run(self, work: Callable[[], T]) -> JudgeReply[T]:
         stop = threading.Event()
@@ -266,12 +281,15 @@ class OfflineJudge:
         return await self._run(lambda: self.embedder.embed(texts).tolist())
 
     async def rate_chunks(self, query: str, chunks: Sequence[str]) -> JudgeReply[list[float]]:
-        """Each chunk's relevance in [0, 1]: a logistic map of the query's cosine with the whole chunk
-        and with its best-matching sentence, fitted on HaluEval questions and their knowledge."""
+        """Each chunk's relevance in [0, 1]: a logistic map of the relevance model's logit for the query
+        and the chunk, the query's cosine with the whole chunk and with its best-matching sentence,
+        fitted on HaluEval questions and their knowledge (the cosines alone where the model does not
+        read the query)."""
 
         def work() -> list[float]:
             prepared = grounding.prepare_chunks(self.embedder, chunks, focus=[query])
-            return [_rate_chunk(self.embedder, query, p) for p in prepared]
+            logits = self.relevance_model.relevance(query, chunks)
+            return [_rate_chunk(self.embedder, query, p, float(z)) for p, z in zip(prepared, logits, strict=True)]
 
         if not chunks:
             return JudgeReply([], Cost(embedding_calls=0))
@@ -305,9 +323,13 @@ class OfflineJudge:
         """Nothing to release: the model is shared by the process and freed with it."""
 
 
-def _rate_chunk(embedder: Embedder, query: str, chunk: grounding.ChunkUnits) -> float:
-    """Relevance in [0, 1] of one prepared chunk to the query."""
+def _rate_chunk(embedder: Embedder, query: str, chunk: grounding.ChunkUnits, logit: float) -> float:
+    """Relevance in [0, 1] of one prepared chunk to the query, given the relevance model's ``logit`` (NaN: not
+    read, the cosines alone rate it)."""
     q, whole = embedder.embed([query, chunk.text])
     best = float(np.max(chunk.vectors @ q)) if len(chunk.units) else float(whole @ q)
-    a, b = cal.RELEVANCE_WEIGHTS
-    return _sigmoid(cal.RELEVANCE_BIAS + a * float(whole @ q) + b * best)
+    if math.isnan(logit):
+        a, b = cal.RELEVANCE_EMBEDDING_WEIGHTS
+        return _sigmoid(cal.RELEVANCE_EMBEDDING_BIAS + a * float(whole @ q) + b * best)
+    a, b, c = cal.RELEVANCE_WEIGHTS
+    return _sigmoid(cal.RELEVANCE_BIAS + a * float(whole @ q) + b * best + c * _relevance.feature(logit))

@@ -49,12 +49,20 @@ MODEL_ANSWER_MIN_LOGIT = -3.000000
 READER_MIN_MARGIN = -7.000000
 """Answer-reader margin from which a bare answer the chunk names is read as the answer (bare_answer_named)."""
 
-# rate_chunks: sigmoid(bias + a * cos(query, chunk) + b * max cos(query, chunk sentence)).
+# rate_chunks: sigmoid(bias + a * cos(query, chunk) + b * max cos(query, chunk sentence)
+#                      + c * relevance.feature(relevance model's logit)).
 RELEVANCE_WEIGHTS = (
+    5.018554,
+    5.189308,
+    1.055893,
+)
+RELEVANCE_BIAS = -4.425141
+# rate_chunks for a query the relevance model does not read: the cosines alone (a, b).
+RELEVANCE_EMBEDDING_WEIGHTS = (
     8.823921,
     10.622332,
 )
-RELEVANCE_BIAS = -9.041382
+RELEVANCE_EMBEDDING_BIAS = -9.041382
 
 STATEMENT_RELEVANCE_THRESHOLD = 0.300000
 """Query-statement cosine from which rate_statements calls a statement relevant."""

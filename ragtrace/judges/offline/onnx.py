@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 TOKENIZER_ASSET = "all-MiniLM-L6-v2.tokenizer.json"
-"""MiniLM's tokenizer, shipped in ``_assets/`` (all three models use it)."""
+"""MiniLM's tokenizer, shipped in ``_assets/`` (all four models use it)."""
 
 
 def cpu_session(path: str) -> Any:

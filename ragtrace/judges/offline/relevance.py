@@ -1,0 +1,75 @@
+"""The offline relevance model: a cross-encoder that reads a question beside a passage and returns the
+logit that the passage answers it.
+
+Embedding cosine says a chunk is on the question's topic; it rates "Our store windows are cleaned
+every week" above "Items can be returned within 30 days." for "What is the return window?", because the
+first repeats the question's words. The relevance model reads the two texts together, as the support
+model reads a claim beside a passage: it is the same architecture (all-MiniLM-L6-v2, Apache-2.0, with a
+one-logit head over the mean of the question's tokens), fine-tuned on other pairs: each QA train question
+of ../shared/data against its own passage and the sentence of it that names the answer (relevant), and
+against the passage of the train question sharing the most words with it, that passage's sentence
+sharing the most words with it, and a random passage (not relevant) (``training/relevance``,
+``make relevance-model``). It is exported to int8 ONNX and shipped as package data (``_assets/``, with its
+model card), and run by the support model's runner (``support.SupportModel``: one pair a run).
+
+Contract: ``relevance`` returns one logit per chunk, the best over the windows of the chunk that share
+the most content words with the question (``support.chunk_windows`` / ``best_windows``, as for claims);
+``-inf`` for an empty chunk; NaN for every chunk when the question is mostly in a script other than the
+Latin one (``support.reads``: the model was trained on English), where the judge rates by embedding alone.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from ragtrace.judges.offline.onnx import ProcessWide, shipped_path
+from ragtrace.judges.offline.support import Logits, SupportModel
+
+MODEL_ASSET = "relevance-minilm-l6-int8.onnx"
+MAX_LOGIT = 8.0
+"""The logit is read clipped to +-8 (``feature``): beyond, the model is sure, and one unusual pair must not
+outweigh the cosines."""
+
+
+def feature(logit: float) -> float:
+    """The logit as the judge's rating reads it: clipped to +-``MAX_LOGIT`` (an empty chunk's ``-inf`` to
+    ``-MAX_LOGIT``; NaN stays NaN)."""
+    return logit if math.isnan(logit) else min(max(logit, -MAX_LOGIT), MAX_LOGIT)
+
+
+class RelevanceModel:
+    """The relevance model run by onnxruntime; thread-safe; loads on first use, once.
+
+    ``path``: an ONNX file with the inputs of ``support.INPUTS`` and one logit per pair (default: the
+    model ragtrace ships)."""
+
+    def __init__(self, path: str | None = None) -> None:
+        # The runner is the support model's: same inputs, same one logit, another file.
+        self._pairs = SupportModel(path or shipped_path(MODEL_ASSET))
+
+    @property
+    def loads(self) -> int:
+        """How many times the model was loaded (1 after first use)."""
+        return self._pairs.loads
+
+    def load(self) -> None:
+        """Load the model now (otherwise its first use does)."""
+        self._pairs.load()
+
+    def relevance(self, question: str, chunks: Sequence[str]) -> Logits:
+        """Each chunk's relevance logit to ``question`` (see the module's contract)."""
+        if not chunks:
+            return np.empty(0)
+        logits: Logits = self._pairs.support([question], chunks)[0]
+        return logits
+
+
+_default = ProcessWide(RelevanceModel)
+
+
+def default_relevance_model() -> RelevanceModel:
+    """The process-wide relevance model the offline judge shares (created once)."""
+    return _default.get()
