@@ -162,7 +162,7 @@ reader-model: $(TRAIN_VENV)/.installed-stamp
 relevance-model: $(TRAIN_VENV)/.installed-stamp
 	$(TRAIN_VENV)/bin/python training/relevance/build_data.py --out training/.work/relevance-pairs.jsonl
 	$(TRAIN_VENV)/bin/python training/judge/train.py --pairs training/.work/relevance-pairs.jsonl \
-	  --out training/.work/relevance --epochs 1 --seed 31
+	  --out training/.work/relevance --epochs 0.75 --seed 31
 	$(TRAIN_VENV)/bin/python training/judge/export.py --model training/.work/relevance --questions \
 	  --out training/.work/relevance-minilm-l6-int8.onnx
 	$(TRAIN_VENV)/bin/python training/relevance/evaluate.py --model training/.work/relevance-minilm-l6-int8.onnx

@@ -386,6 +386,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             for i, j, _ in pairs
         ]
     )
+    # The calibration split's questions are English: the model reads every one (a NaN would mean it did not).
+    assert not np.isnan(rel_x).any(), "the relevance model read no logit for some calibration question"
     rel_y = np.array([label for _, _, label in pairs])
     rel_labels = [bool(v) for v in rel_y]
     # The cosines alone rate a chunk for a query the model does not read (relevance.RelevanceModel's NaN).

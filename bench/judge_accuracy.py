@@ -321,7 +321,22 @@ def make_judge(args: argparse.Namespace) -> Any:
         from ragtrace.judges.tiered import TieredJudge
 
         return TieredJudge(OfflineJudge(), llm)
+    if args.without_relevance_model:
+        return OfflineJudge(relevance_model=_unread_relevance_model())
     return OfflineJudge()
+
+
+def _unread_relevance_model() -> Any:
+    """A relevance model that reads no query (every logit NaN): ``rate_chunks`` by the cosines alone."""
+    import numpy as np
+
+    from ragtrace.judges.offline.relevance import RelevanceModel
+
+    class Unread(RelevanceModel):
+        def relevance(self, question: str, chunks: Sequence[str]) -> Any:
+            return np.full(len(chunks), np.nan)
+
+    return Unread()
 
 
 def pin_to_one_core() -> str:
@@ -513,6 +528,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--sets", nargs="+", choices=every, default=list(every))
     parser.add_argument("--limit", type=int, default=0, help="at most this many rows per set (0: all)")
     parser.add_argument("--all-cores", action="store_true", help="do not pin the process to one core")
+    parser.add_argument(
+        "--without-relevance-model",
+        action="store_true",
+        help="the offline judge rates chunks by the embedding cosines alone (its rating where the model reads nothing)",
+    )
     args = parser.parse_args(argv)
     return asyncio.run(run(args))
 

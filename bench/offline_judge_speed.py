@@ -56,15 +56,15 @@ def work(set_name: str, records: int, without_model: bool, step: str = "faithful
         model.run = lambda encoded: np.zeros(encoded[0].shape[0])  # type: ignore[method-assign]
     examples = load(set_name, "test")[: records + 1]
 
-    async def score_all() -> tuple[float, list[tuple[float, str | None]]]:
-        values: list[tuple[float, str | None]] = []
+    async def score_all() -> tuple[float, list[tuple[float, float | str | None]]]:
+        values: list[tuple[float, float | str | None]] = []
         seconds = 0.0
         for i, example in enumerate(examples):
             start = time.process_time()
             if step == "rate_chunks":
                 other = examples[(i + 1) % len(examples)].chunk
                 ratings = (await judge.rate_chunks(example.question or "", [example.chunk, other])).value
-                values.append((round(ratings[0], 12), str(round(ratings[1], 12))))
+                values.append((round(ratings[0], 12), round(ratings[1], 12)))
             else:
                 judged = await judge_one(judge, example)  # the accuracy benchmark's own scoring of a record
                 values.append((judged.faithfulness, judged.failed))
@@ -102,6 +102,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.without_model and args.step == "rate_chunks":
+        parser.error("--without-model replaces the support model, which rate_chunks does not run")
     if args.worker:
         print(json.dumps(work(args.set, args.records, args.without_model, args.step)))
         return 0

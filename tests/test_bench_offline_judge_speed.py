@@ -58,3 +58,8 @@ def test_a_child_times_rate_chunks_on_request() -> None:
     assert ratings["records"] == 2
     assert ratings["digest"] == again["digest"]
     assert ratings["digest"] != faithfulness["digest"]  # another step was scored
+
+
+def test_the_support_model_cannot_be_replaced_for_a_step_that_does_not_run_it() -> None:
+    with pytest.raises(SystemExit):
+        bench.main(["--step", "rate_chunks", "--without-model"])

@@ -284,7 +284,7 @@ class OfflineJudge:
         """Each chunk's relevance in [0, 1]: a logistic map of the relevance model's logit for the query
         and the chunk, the query's cosine with the whole chunk and with its best-matching sentence,
         fitted on HaluEval questions and their knowledge (the cosines alone where the model does not
-        read the query)."""
+        read the query); an empty chunk 0."""
 
         def work() -> list[float]:
             prepared = grounding.prepare_chunks(self.embedder, chunks, focus=[query])
@@ -325,7 +325,9 @@ class OfflineJudge:
 
 def _rate_chunk(embedder: Embedder, query: str, chunk: grounding.ChunkUnits, logit: float) -> float:
     """Relevance in [0, 1] of one prepared chunk to the query, given the relevance model's ``logit`` (NaN: not
-    read, the cosines alone rate it)."""
+    read, the cosines alone rate it). An empty chunk answers nothing: 0."""
+    if not chunk.text.strip():
+        return 0.0
     q, whole = embedder.embed([query, chunk.text])
     best = float(np.max(chunk.vectors @ q)) if len(chunk.units) else float(whole @ q)
     if math.isnan(logit):

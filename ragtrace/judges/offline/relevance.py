@@ -7,15 +7,17 @@ first repeats the question's words. The relevance model reads the two texts toge
 model reads a claim beside a passage: it is the same architecture (all-MiniLM-L6-v2, Apache-2.0, with a
 one-logit head over the mean of the question's tokens), fine-tuned on other pairs: each QA train question
 of ../shared/data against its own passage and the sentence of it that names the answer (relevant), and
-against the passage of the train question sharing the most words with it, that passage's sentence
-sharing the most words with it, and a random passage (not relevant) (``training/relevance``,
+against its own passage without the sentences that name the answer (its topic and words, no answer: what
+taught it more than word sharing), the passage of the train question sharing the most words with it, that
+passage's sentence sharing the most words with it, and a random passage (not relevant) (``training/relevance``,
 ``make relevance-model``). It is exported to int8 ONNX and shipped as package data (``_assets/``, with its
 model card), and run by the support model's runner (``support.SupportModel``: one pair a run).
 
 Contract: ``relevance`` returns one logit per chunk, the best over the windows of the chunk that share
 the most content words with the question (``support.chunk_windows`` / ``best_windows``, as for claims);
-``-inf`` for an empty chunk; NaN for every chunk when the question is mostly in a script other than the
-Latin one (``support.reads``: the model was trained on English), where the judge rates by embedding alone.
+``-inf`` for an empty chunk; NaN for every chunk when the question's letters are mostly of a script other
+than the Latin one (``support.mostly_latin``, the whole question: the model was trained on English), where
+the judge rates by embedding alone.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ragtrace.judges.offline.onnx import ProcessWide, shipped_path
-from ragtrace.judges.offline.support import Logits, SupportModel
+from ragtrace.judges.offline.support import Logits, SupportModel, mostly_latin
 
 MODEL_ASSET = "relevance-minilm-l6-int8.onnx"
 MAX_LOGIT = 8.0
@@ -63,7 +65,8 @@ class RelevanceModel:
         """Each chunk's relevance logit to ``question`` (see the module's contract)."""
         if not chunks:
             return np.empty(0)
-        logits: Logits = self._pairs.support([question], chunks)[0]
+        # The whole question is checked: support.reads would look past a "?" as if an answer followed it.
+        logits: Logits = self._pairs.support([question], chunks, readable=mostly_latin)[0]
         return logits
 
 

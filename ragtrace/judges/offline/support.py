@@ -22,7 +22,7 @@ The ONNX session is loaded on first use, once per process (``_onnx.LazyModel``: 
 from __future__ import annotations
 
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -129,10 +129,15 @@ def best_windows(claim: str, windows: Sequence[str], top: int = TOP_WINDOWS) -> 
 
 
 def reads(claim: str) -> bool:
-    """Whether the model can read ``claim``: at least half of its letters are Latin, in the answer for
-    a bare answer joined to its question (it was trained on English; on "莫斯科" or "Москва" its
-    logit is noise, not evidence)."""
-    letters = [c for c in text.claim_focus(claim) if c.isalpha()]
+    """Whether the model can read ``claim``: ``mostly_latin`` in the answer for a bare answer joined to its
+    question, else in the whole claim (it was trained on English; on "莫斯科" or "Москва" its logit is
+    noise, not evidence)."""
+    return mostly_latin(text.claim_focus(claim))
+
+
+def mostly_latin(words: str) -> bool:
+    """Whether at least half of the letters of ``words`` are Latin (true of a text with no letter)."""
+    letters = [c for c in words if c.isalpha()]
     latin = sum(1 for c in letters if unicodedata.name(c, "").startswith("LATIN"))
     return 2 * latin >= len(letters)
 
@@ -166,19 +171,21 @@ class SupportModel(LoadsLazily):
             out[i] = self.run(encode_pairs(tokenizer, [pair]))[0]
         return out
 
-    def support(self, claims: Sequence[str], chunks: Sequence[str]) -> Logits:
+    def support(
+        self, claims: Sequence[str], chunks: Sequence[str], *, readable: Callable[[str], bool] = reads
+    ) -> Logits:
         """Each claim's best logit over its windows of each chunk, ``[claim, chunk]`` (one model run
         per pair, ``pair_logits``). An empty chunk supports nothing (``-inf``); a claim the model does not
-        ``reads`` is NaN."""
+        read (``readable``, default ``reads``) is NaN."""
         out = np.full((len(claims), len(chunks)), -np.inf)
         pairs: list[tuple[str, str]] = []
         owners: list[tuple[int, int]] = []
-        readable = [reads(claim) for claim in claims]
-        out[[i for i, ok in enumerate(readable) if not ok]] = np.nan
+        read = [readable(claim) for claim in claims]
+        out[[i for i, ok in enumerate(read) if not ok]] = np.nan
         for j, chunk in enumerate(chunks):
             windows = chunk_windows(chunk)
             for i, claim in enumerate(claims):
-                if not readable[i]:
+                if not read[i]:
                     continue
                 for k in best_windows(claim, windows):
                     pairs.append((claim, windows[k]))

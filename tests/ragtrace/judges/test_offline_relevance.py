@@ -12,6 +12,7 @@ import numpy.typing as npt
 import pytest
 
 from ragtrace.judges.offline import OfflineJudge
+from ragtrace.judges.offline import calibration as cal
 from ragtrace.judges.offline.embedder import Embedder
 from ragtrace.judges.offline.relevance import MAX_LOGIT, RelevanceModel, default_relevance_model, feature
 from ragtrace.judges.offline.support import WINDOW_WORDS
@@ -60,7 +61,7 @@ def test_a_long_chunk_is_read_in_windows_and_its_best_window_counts(model: Relev
     alone, long_without, long_with = model.relevance(question, [answer, filler, f"{filler} {answer}"])
     # The answer at the end of a chunk three windows long is read (its window is among those read).
     assert long_with > 0 > long_without
-    assert long_with == pytest.approx(max(long_with, alone), abs=3.0)
+    assert alone - long_with <= 3.0  # read in its window about as the answer alone is
 
 
 def test_empty_chunks_and_no_chunks(model: RelevanceModel) -> None:
@@ -74,6 +75,11 @@ def test_empty_chunks_and_no_chunks(model: RelevanceModel) -> None:
 def test_a_question_the_model_cannot_read_is_nan(model: RelevanceModel) -> None:
     logits = model.relevance("Где находится офис?", ["Офис находится на Кинг-стрит.", "Погода хорошая."])
     assert np.isnan(logits).all()
+    # The whole question's letters decide, whatever follows a question mark in it (a claim's "question?
+    # answer" reading would look at the last part only).
+    chunk = ["Items can be returned within 30 days."]
+    assert not np.isnan(model.relevance("What is the return policy? Объясните подробно.", chunk)).any()
+    assert np.isnan(model.relevance("Объясните политику возврата? What is the return window?", chunk)).all()
     assert math.isnan(feature(float("nan")))
     assert feature(100.0) == MAX_LOGIT and feature(-3.5) == -3.5
 
@@ -98,7 +104,19 @@ async def test_where_the_model_does_not_read_the_cosines_rate_alone() -> None:
     unread = await OfflineJudge(embedder=embedder, relevance_model=_Fixed(math.nan)).rate_chunks(question, chunks)
     shipped = await OfflineJudge(embedder=embedder).rate_chunks(question, chunks)
     assert shipped.value == unread.value  # the shipped model does not read it either: NaN, the same rating
-    assert all(0.0 < r < 1.0 for r in unread.value)
+    # The rating of the cosines alone, with its own constants (the rating of before the model).
+    q, *vectors = embedder.embed([question, *chunks])
+    a, b = cal.RELEVANCE_EMBEDDING_WEIGHTS
+    for rating, vector in zip(unread.value, vectors, strict=True):
+        # Each chunk is one sentence: its best sentence is itself.
+        cosine = float(vector @ q)
+        assert rating == pytest.approx(1 / (1 + math.exp(-(cal.RELEVANCE_EMBEDDING_BIAS + (a + b) * cosine))))
+
+
+async def test_an_empty_chunk_is_rated_zero(judge: OfflineJudge) -> None:
+    ratings = (await judge.rate_chunks("", ["", "   ", "The office is on King Street."])).value
+    assert ratings[:2] == [0.0, 0.0]
+    assert 0.0 <= ratings[2] <= 1.0
 
 
 def test_the_model_loads_once_across_threads() -> None:
