@@ -376,13 +376,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         pairs.append((i, other if other < i else other + 1, 0.0))
     prepared = grounding.prepare_chunks(embedder, knowledge)
     relevance_model = RelevanceModel()
+    # The judge's own inputs (relevance.rating_inputs). The chunks are prepared once, without the query's
+    # focus: the same units as at run time for a chunk of at most grounding.MAX_UNITS_PER_CHUNK units, which
+    # every calibration passage is.
     rel_x = np.array(
         [
-            [
-                float(k_vectors[j] @ q_vectors[i]),
-                float(np.max(prepared[j].vectors @ q_vectors[i])),
-                relevance.feature(float(relevance_model.relevance(questions[i], [knowledge[j]])[0])),
-            ]
+            relevance.rating_inputs(
+                q_vectors[i],
+                k_vectors[j],
+                prepared[j].vectors,
+                float(relevance_model.relevance(questions[i], [knowledge[j]])[0]),
+            )
             for i, j, _ in pairs
         ]
     )

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import math
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -98,10 +97,6 @@ def embed_texts(texts: Sequence[str]) -> npt.NDArray[np.float32]:
     The same vectors the offline judge uses: an app may retrieve by cosine (a dot product) over them.
     """
     return default_embedder().embed(texts)
-
-
-def _sigmoid(z: float) -> float:
-    return 1.0 / (1.0 + math.exp(-z))
 
 
 @serves_every_step
@@ -329,9 +324,4 @@ def _rate_chunk(embedder: Embedder, query: str, chunk: grounding.ChunkUnits, log
     if not chunk.text.strip():
         return 0.0
     q, whole = embedder.embed([query, chunk.text])
-    best = float(np.max(chunk.vectors @ q)) if len(chunk.units) else float(whole @ q)
-    if math.isnan(logit):
-        a, b = cal.RELEVANCE_EMBEDDING_WEIGHTS
-        return _sigmoid(cal.RELEVANCE_EMBEDDING_BIAS + a * float(whole @ q) + b * best)
-    a, b, c = cal.RELEVANCE_WEIGHTS
-    return _sigmoid(cal.RELEVANCE_BIAS + a * float(whole @ q) + b * best + c * _relevance.feature(logit))
+    return _relevance.rating(_relevance.rating_inputs(q, whole, chunk.vectors, logit))

@@ -27,6 +27,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ragtrace.judges.offline import calibration as cal
+from ragtrace.judges.offline.embedder import Vectors
 from ragtrace.judges.offline.onnx import ProcessWide, shipped_path
 from ragtrace.judges.offline.support import Logits, SupportModel, mostly_latin
 
@@ -40,6 +42,29 @@ def feature(logit: float) -> float:
     """The logit as the judge's rating reads it: clipped to +-``MAX_LOGIT`` (an empty chunk's ``-inf`` to
     ``-MAX_LOGIT``; NaN stays NaN)."""
     return logit if math.isnan(logit) else min(max(logit, -MAX_LOGIT), MAX_LOGIT)
+
+
+def rating_inputs(query: Vectors, chunk: Vectors, units: Vectors, logit: float) -> tuple[float, float, float]:
+    """What a chunk's rating reads, the same for the judge at run time and for ``bench/calibrate_offline.py``'s
+    fit: the query's cosine with the whole chunk, its best cosine with one of the chunk's units (sentences;
+    the whole chunk's when it has none), and the relevance model's ``logit`` as ``feature`` reads it. The
+    vectors are the embedder's unit vectors (``query`` and ``chunk`` one each, ``units`` one a row)."""
+    whole = float(chunk @ query)
+    best = float(np.max(units @ query)) if len(units) else whole
+    return whole, best, feature(logit)
+
+
+def rating(inputs: tuple[float, float, float]) -> float:
+    """A chunk's relevance in (0, 1) from its ``rating_inputs``: the fitted logistic map of all three, or of
+    the two cosines alone, fitted apart, when the logit is NaN (the model did not read the query)."""
+    whole, best, logit = inputs
+    if math.isnan(logit):
+        a, b = cal.RELEVANCE_EMBEDDING_WEIGHTS
+        z = cal.RELEVANCE_EMBEDDING_BIAS + a * whole + b * best
+    else:
+        a, b, c = cal.RELEVANCE_WEIGHTS
+        z = cal.RELEVANCE_BIAS + a * whole + b * best + c * logit
+    return 1.0 / (1.0 + math.exp(-z))
 
 
 class RelevanceModel:
