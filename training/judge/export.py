@@ -22,14 +22,11 @@ The shipped file again, only re-exported (its weights as they are, ``from_onnx.p
 from __future__ import annotations
 
 import argparse
-import hashlib
 import sys
-import tempfile
 from pathlib import Path
 
 import numpy as np
 import torch
-from onnxruntime.quantization import QuantType, quantize_dynamic
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
@@ -37,8 +34,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from judge_accuracy import load  # noqa: E402
 from model import SupportModel  # noqa: E402
+from onnx_export import int8_export  # noqa: E402
 from support import (  # noqa: E402
-    INPUTS,
     MODEL_FILE,
     best_windows,
     chunk_windows,
@@ -86,20 +83,7 @@ def main() -> int:
     model.encoder.set_attn_implementation("eager")
     tokenizer = load_tokenizer()
     example = tuple(torch.from_numpy(a) for a in encode_pairs(tokenizer, [("A claim.", "A context.")] * 2))
-    with tempfile.TemporaryDirectory() as tmp:
-        float_path = Path(tmp) / "float.onnx"
-        torch.onnx.export(
-            model,
-            example,
-            str(float_path),
-            input_names=list(INPUTS),
-            output_names=["logits"],
-            dynamic_axes={name: {0: "batch", 1: "tokens"} for name in INPUTS} | {"logits": {0: "batch"}},
-            opset_version=17,
-            dynamo=False,
-        )
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        quantize_dynamic(str(float_path), str(args.out), weight_type=QuantType.QInt8)
+    with int8_export(model, example, args.out, {"logits": {0: "batch"}}) as float_path:
         pairs = check_pairs(args.check, args.questions)
         encoded = encode_pairs(tokenizer, pairs)
         with torch.no_grad():
@@ -109,8 +93,6 @@ def main() -> int:
             flipped = np.mean((logits >= 0) != (reference >= 0))
             gap = np.max(np.abs(logits - reference))
             print(f"{label}: max |logit - torch| {gap:.4f}; decisions changed {flipped:.3%}")
-    digest = hashlib.sha256(args.out.read_bytes()).hexdigest()
-    print(f"wrote {args.out} ({args.out.stat().st_size / 1e6:.1f} MB, sha256 {digest})")
     return 0
 
 

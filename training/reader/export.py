@@ -11,24 +11,23 @@ changes side of ``margin >= -1`` (a fixed reference cut, set before the judge's 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import sys
-import tempfile
 from pathlib import Path
 
 import numpy as np
 import torch
-from onnxruntime.quantization import QuantType, quantize_dynamic
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(ROOT / "training" / "judge"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # first: this folder's train.py, not the judge's
 
+from onnx_export import int8_export  # noqa: E402
 from train import DATA, ReaderModel  # noqa: E402
 
 from ragtrace.judges.offline.reader import MODEL_ASSET, AnswerReader  # noqa: E402
-from ragtrace.judges.offline.support import INPUTS, encode_pairs, load_tokenizer  # noqa: E402
+from ragtrace.judges.offline.support import encode_pairs, load_tokenizer  # noqa: E402
 
 MODEL_FILE = ROOT / "training" / ".work" / MODEL_ASSET
 
@@ -71,30 +70,15 @@ def main() -> int:
     example = tuple(torch.from_numpy(a) for a in encode_pairs(tokenizer, [("A question?", "A passage.")] * 2))
     items = check_items(args.check)
     reference = _TorchReader(model).margins(items)
-    with tempfile.TemporaryDirectory() as tmp:
-        float_path = Path(tmp) / "float.onnx"
-        torch.onnx.export(
-            model,
-            example,
-            str(float_path),
-            input_names=list(INPUTS),
-            output_names=["start_logits", "end_logits"],
-            dynamic_axes={name: {0: "batch", 1: "tokens"} for name in INPUTS}
-            | {"start_logits": {0: "batch", 1: "tokens"}, "end_logits": {0: "batch", 1: "tokens"}},
-            opset_version=17,
-            dynamo=False,
-        )
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        quantize_dynamic(str(float_path), str(args.out), weight_type=QuantType.QInt8)
+    logits = {"start_logits": {0: "batch", 1: "tokens"}, "end_logits": {0: "batch", 1: "tokens"}}
+    with int8_export(model, example, args.out, logits) as float_path:
         read = ~np.isnan(reference)
         for label, path in (("float ONNX", float_path), ("int8 ONNX", args.out)):
             margins = AnswerReader(str(path)).margins(items)
             gap = np.max(np.abs(margins[read] - reference[read]))
             flipped = np.mean((margins[read] >= -1) != (reference[read] >= -1))
             print(f"{label}: max |margin - torch| {gap:.4f}; cut at -1 changed {flipped:.3%} ({read.sum()} answers)")
-    print(f"torch: the right answer is the reader's choice (margin 0) for {np.mean(reference[read] == 0):.1%}")
-    digest = hashlib.sha256(args.out.read_bytes()).hexdigest()
-    print(f"wrote {args.out} ({args.out.stat().st_size / 1e6:.1f} MB, sha256 {digest})")
+        print(f"torch: the right answer is the reader's choice (margin 0) for {np.mean(reference[read] == 0):.1%}")
     return 0
 
 
