@@ -22,6 +22,8 @@ from ragtrace.judges.offline.text import claim_focus, content_words, extract_cla
 from tests.ragtrace.judges.test_offline_support import EIFFEL as SUPPORT_TESTS_EIFFEL
 from tests.ragtrace.judges.test_offline_support import SPANS
 
+from ._threads import at_once
+
 SUPER_BOWL = (
     "The First AFL-NFL World Championship Game, later known as Super Bowl I, was played on January 15, 1967, "
     "at the Los Angeles Memorial Coliseum."
@@ -392,23 +394,7 @@ async def test_rate_chunks_ranks_the_relevant_chunk_first(judge: OfflineJudge) -
 
 def test_the_model_loads_once_under_concurrent_threads() -> None:
     embedder = Embedder()
-    barrier = threading.Barrier(8)
-    results: list[np.ndarray] = []
-    errors: list[BaseException] = []
-
-    def work(i: int) -> None:
-        try:
-            barrier.wait()
-            results.append(embedder.embed([f"sentence number {i}", "a shared sentence"]))
-        except BaseException as error:  # collected and re-raised by the test thread
-            errors.append(error)
-
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert not errors
+    results = at_once(lambda i: embedder.embed([f"sentence number {i}", "a shared sentence"]), threads=8)
     assert embedder.loads == 1
     assert len(results) == 8
     for result in results:

@@ -4,7 +4,6 @@ read from, and the shipped model run by onnxruntime (real weights, no fakes)."""
 from __future__ import annotations
 
 import math
-import threading
 
 import numpy as np
 import pytest
@@ -23,6 +22,7 @@ from ragtrace.judges.offline.reader import (
 )
 from ragtrace.judges.offline.support import chunk_windows, encode_pairs, load_tokenizer
 
+from ._threads import at_once
 from .test_offline_support import EIFFEL, SPANS
 
 
@@ -181,15 +181,6 @@ def test_a_named_bare_answer_the_reader_ranks_below_its_cut_is_not_the_answer() 
 
 def test_the_reader_loads_once_for_every_thread() -> None:
     fresh = AnswerReader()
-    results: list[float] = []
-
-    def read() -> None:
-        results.append(float(fresh.margins([("Where is the tower?", "Paris", EIFFEL)])[0]))
-
-    threads = [threading.Thread(target=read) for _ in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    results = at_once(lambda _: float(fresh.margins([("Where is the tower?", "Paris", EIFFEL)])[0]), threads=4)
     assert fresh.loads == 1
     assert len(results) == 4 and len(set(results)) == 1 and not math.isnan(results[0])

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import math
-import threading
 from collections.abc import Sequence
 
 import numpy as np
@@ -16,6 +15,8 @@ from ragtrace.judges.offline import calibration as cal
 from ragtrace.judges.offline.embedder import Embedder
 from ragtrace.judges.offline.relevance import MAX_LOGIT, RelevanceModel, default_relevance_model, feature
 from ragtrace.judges.offline.support import WINDOW_WORDS
+
+from ._threads import at_once
 
 RETURNS = "Items can be returned within 30 days."
 WINDOWS = "Our store windows are cleaned every week, and what you see is what we sell."
@@ -121,17 +122,6 @@ async def test_an_empty_chunk_is_rated_zero(judge: OfflineJudge) -> None:
 
 def test_the_model_loads_once_across_threads() -> None:
     model = RelevanceModel()
-    barrier = threading.Barrier(4)
-    results: list[np.ndarray] = []
-
-    def work() -> None:
-        barrier.wait()
-        results.append(model.relevance("What is the return window?", [RETURNS]))
-
-    threads = [threading.Thread(target=work) for _ in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    results = at_once(lambda _: model.relevance("What is the return window?", [RETURNS]), threads=4)
     assert model.loads == 1
     assert len(results) == 4 and all(r[0] == results[0][0] for r in results)

@@ -4,7 +4,6 @@ model run by onnxruntime (real weights, no fakes)."""
 from __future__ import annotations
 
 import math
-import threading
 from itertools import pairwise
 
 import numpy as np
@@ -19,6 +18,8 @@ from ragtrace.judges.offline.support import (
     default_support_model,
     reads,
 )
+
+from ._threads import at_once
 
 
 def _sentences(n: int, words: int = 12) -> list[str]:
@@ -206,11 +207,7 @@ def test_claims_in_a_script_the_model_was_not_trained_on_are_not_read(model: Sup
 
 def test_the_model_loads_once_for_every_thread() -> None:
     fresh = SupportModel()
-    threads = [threading.Thread(target=fresh.pair_logits, args=([("A claim.", "A context.")],)) for _ in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    at_once(lambda _: fresh.pair_logits([("A claim.", "A context.")]), threads=4)
     assert fresh.loads == 1
     assert default_support_model() is default_support_model()
 
